@@ -1,0 +1,7 @@
+"""The API: pydantic models of the DebugJob spec and status, and the closed sets they use.
+
+Owns: `enums` (phases, conditions, severities, actions, collections, rule states), the rules
+configuration schema shared by the rules file and `spec.rules`, and the DebugJob models from
+which the CRD is generated. Imports nothing of ours but `trainguard.errors`; every other
+subpackage may import it. Nothing here performs I/O.
+"""

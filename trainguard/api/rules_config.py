@@ -1,0 +1,60 @@
+"""The rules configuration schema, shared by the rules file and a DebugJob's `spec.rules`.
+
+Validation of each rule's own `params` needs the rule classes and so happens in the evaluator
+(`trainguard.sidecar.config`); here only the shape is checked, so the operator can validate a
+DebugJob without importing user code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from trainguard.api.enums import Action
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
+
+
+class RuleSpec(BaseModel):
+    """One configured rule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="A built-in rule name (e.g. exploding_tensor) or python:module:Class for a custom rule.")
+    name: str | None = Field(default=None, description="Unique name of this entry; defaults to `type`.")
+    action: Action = Field(default=Action.NOTIFY, description="stop: suspend the job; notify: event and webhooks; none: record only.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Rule parameters (SageMaker Debugger names where one exists).")
+    collections: list[str] | None = Field(default=None, description="Collections the rule watches (default: the rule's own).")
+    tensors: list[str] | None = Field(default=None, description="Regular expressions of tensor names the rule watches.")
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, v: str) -> str:
+        if not v or (v.startswith("python:") and v.count(":") != 2):
+            raise ValueError(f"rule type {v!r} must be a built-in name or python:module:Class")
+        return v
+
+    @property
+    def key(self) -> str:
+        return self.name or self.type.rsplit(":", 1)[-1]
+
+
+class RulesConfig(BaseModel):
+    """The rules file: `rules: [...]`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: list[RuleSpec] = Field(default_factory=list, description="Rules to evaluate, in order.")
+
+    @model_validator(mode="after")
+    def _unique(self) -> RulesConfig:
+        seen: set[str] = set()
+        for i, r in enumerate(self.rules):
+            if r.name is not None and not _NAME_RE.match(r.name):
+                raise ValueError(f"rules[{i}].name {r.name!r} must be lowercase letters, digits, '-' or '_'")
+            if r.key in seen:
+                raise ValueError(f"rules[{i}]: duplicate rule name {r.key!r}; give each entry a unique `name`")
+            seen.add(r.key)
+        return self

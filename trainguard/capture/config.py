@@ -1,0 +1,95 @@
+"""Capture settings: one pydantic model read from arguments or `TRAINGUARD_*` variables.
+
+Shared by the PyTorch hook and the numpy `Recorder`. `from_env()` returns None when
+`TRAINGUARD_OUT` is unset (the hook is then inert) or `TRAINGUARD_DISABLE` is true (the
+kill switch). The operator and `trainguard run` set these variables; see README "Configuration".
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from trainguard.api.enums import Collection
+from trainguard.errors import ConfigError
+
+DEFAULT_COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "metrics", "optimizer")
+
+ENV_PREFIX = "TRAINGUARD_"
+
+
+class CaptureConfig(BaseModel):
+    """What the hook captures, how often, and where it writes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    out: str = Field(description="Run root URI: file:///path or s3://bucket/prefix (TRAINGUARD_OUT).")
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], description="Run id recorded in run.json.")
+    save_interval: int = Field(
+        default=10, ge=1, description="Save statistics every N steps. 10 keeps overhead near 1% and latency low."
+    )
+    collections: tuple[str, ...] = Field(default=DEFAULT_COLLECTIONS, description="Collections to capture.")
+    tier1_interval: int = Field(
+        default=10,
+        ge=1,
+        description="Per-unit activity and histograms on every Nth saved step (Tier 1); they cost more than Tier 0.",
+    )
+    flush_every_steps: int = Field(default=50, ge=1, description="Saved steps per segment at most.")
+    flush_interval_seconds: float = Field(
+        default=1.0, gt=0, description="Flush a segment at least this often: bounds detection latency."
+    )
+    max_block_seconds: float = Field(
+        default=0.05, ge=0, description="Longest time a full upload queue may hold up a step before capture disables itself."
+    )
+    stop_file: str | None = Field(
+        default=None, description="Path whose existence means the evaluator asked for a stop (TRAINGUARD_STOP_FILE)."
+    )
+    rank: int = Field(default=0, ge=0, description="This process's rank (RANK).")
+    world_size: int = Field(default=1, ge=1, description="Number of ranks (WORLD_SIZE).")
+    s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for MinIO/Ceph/SeaweedFS (AWS_ENDPOINT_URL).")
+
+    @field_validator("collections", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        if isinstance(v, str):
+            v = [c.strip() for c in v.split(",") if c.strip()]
+        known = {c.value for c in Collection}
+        for c in v:  # type: ignore[union-attr]
+            if c not in known:
+                raise ValueError(f"unknown collection {c!r}; known: {', '.join(sorted(known))}")
+        return tuple(v)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> CaptureConfig | None:
+        """Build the config from `TRAINGUARD_*`, `RANK`, `WORLD_SIZE`; None when capture is off."""
+        env = os.environ if environ is None else environ
+        if env.get(ENV_PREFIX + "DISABLE", "").lower() in ("1", "true", "yes"):
+            return None
+        if not env.get(ENV_PREFIX + "OUT") and "out" not in overrides:
+            return None
+        values: dict[str, object] = {}
+        for name in cls.model_fields:
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is not None and raw != "":
+                values[name] = raw
+        if "RANK" in env and "rank" not in values:
+            values["rank"] = env["RANK"]
+        if "WORLD_SIZE" in env and "world_size" not in values:
+            values["world_size"] = env["WORLD_SIZE"]
+        if env.get("AWS_ENDPOINT_URL") and "s3_endpoint" not in values:
+            values["s3_endpoint"] = env["AWS_ENDPOINT_URL"]
+        values.update(overrides)
+        try:
+            return cls.model_validate(values)
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else "?"
+            raise ConfigError(
+                f"{ENV_PREFIX}{field.upper()}={values.get(field)!r}: {first['msg']}"
+            ) from err
+
+    def wants(self, collection: str) -> bool:
+        return collection in self.collections

@@ -1,0 +1,201 @@
+"""`Recorder`: capture for plain numpy training loops (and for our benchmarks).
+
+The same run format and the same statistics as the PyTorch hook, computed with numpy on the
+host: `record_tensor` and `record_scalar` during a step, `step()` to end it. Nothing is
+computed on steps that are not saved. Like the hook it never raises into the training loop
+after construction: a failure disables capture, logs once and is recorded in END.json.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from types import TracebackType
+
+import numpy as np
+
+from trainguard.capture import numpy_stats
+from trainguard.capture.config import CaptureConfig
+from trainguard.capture.stop import StopFlag
+from trainguard.store import backend, writer
+
+log = logging.getLogger(__name__)
+
+_PARAM_COLLECTIONS = ("weights", "biases")
+
+
+class Recorder:
+    """Records tensors and scalars of a numpy training loop into a TrainGuard run."""
+
+    def __init__(self, out: str | None = None, *, config: CaptureConfig | None = None, **settings: object) -> None:
+        if config is None:
+            config = CaptureConfig.from_env(**({"out": out} if out else {}), **settings)  # type: ignore[arg-type]
+        self.config = config
+        self.enabled = config is not None
+        self.current_step = 0
+        self._pending: list[tuple[int, np.ndarray, str | None]] = []
+        self._scalars: list[tuple[int, float]] = []
+        self._prev: dict[int, np.ndarray] = {}
+        self._first: dict[int, np.ndarray] = {}
+        self._saved_steps = 0
+        self._writer: writer.RankWriter | None = None
+        self._stop = StopFlag(config.stop_file if config else None)
+        if config is None:
+            return
+        store_options = {"endpoint_url": config.s3_endpoint} if config.s3_endpoint and config.out.startswith("s3://") else {}
+        self._writer = writer.RankWriter(
+            backend.open_store(config.out, **store_options),
+            rank=config.rank,
+            world_size=config.world_size,
+            run_id=config.run_id,
+            framework="numpy",
+            hook_config=config.model_dump(mode="json"),
+            config=writer.WriterConfig(
+                flush_every_steps=config.flush_every_steps,
+                flush_interval_seconds=config.flush_interval_seconds,
+                max_block_seconds=config.max_block_seconds,
+            ),
+        )
+        atexit.register(self.close)
+
+    # --- recording ----------------------------------------------------------------------------
+    def is_saved_step(self, step: int | None = None) -> bool:
+        """Return whether `step` (default: the current one) is a saved step."""
+        assert self.config is not None
+        return ((self.current_step if step is None else step) % self.config.save_interval) == 0
+
+    def _tier1(self) -> bool:
+        assert self.config is not None
+        return (self._saved_steps % self.config.tier1_interval) == 0
+
+    def record_tensor(
+        self,
+        name: str,
+        array: np.ndarray,
+        *,
+        collection: str = "weights",
+        trainable: bool | None = None,
+        module: str | None = None,
+        activation: str | None = None,
+        order: int | None = None,
+    ) -> None:
+        """Record a tensor for the current step (ignored on steps that are not saved)."""
+        w = self._writer
+        if w is None or w.disabled or not self.config or not self.config.wants(collection):
+            return
+        if not self.is_saved_step():
+            return
+        try:
+            arr = np.asarray(array)
+            units = int(arr.shape[1]) if activation and arr.ndim >= 2 else (int(arr.shape[0]) if arr.ndim == 1 else None)
+            tid = w.define(
+                name,
+                collection=collection,
+                shape=list(arr.shape),
+                dtype=str(arr.dtype),
+                module=module,
+                trainable=collection in _PARAM_COLLECTIONS if trainable is None else trainable,
+                activation=activation,
+                order=order,
+                units=units,
+            )
+            self._pending.append((tid, np.array(arr, copy=True), activation))
+        except Exception as err:  # noqa: BLE001 - never raise into training
+            self._fail(f"record_tensor({name!r}) failed: {type(err).__name__}: {err}")
+
+    def record_scalar(self, name: str, value: float, *, mode: str = "train", collection: str | None = None) -> None:
+        """Record a scalar. Train-mode scalars are kept on saved steps; eval-mode scalars always."""
+        w = self._writer
+        if w is None or w.disabled:
+            return
+        if mode == "train" and not self.is_saved_step():
+            return
+        try:
+            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
+            tid = w.define(name, collection=coll, mode=mode)
+            self._scalars.append((tid, float(value)))
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"record_scalar({name!r}) failed: {type(err).__name__}: {err}")
+
+    def step(self) -> None:
+        """End the current step: compute and buffer its statistics if it is saved, then advance."""
+        w = self._writer
+        try:
+            if w is not None and not w.disabled:
+                self._write_current(w)
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"step {self.current_step} failed: {type(err).__name__}: {err}")
+        self._pending.clear()
+        self._scalars.clear()
+        self.current_step += 1
+
+    def _write_current(self, w: writer.RankWriter) -> None:
+        step = self.current_step
+        if self._scalars:
+            ids, values = zip(*self._scalars)
+            w.write_scalars(step, list(ids), list(values))
+        if not self._pending:
+            return
+        tier1 = self._tier1()
+        ids_list, rows = [], []
+        units: dict[tuple[str, int], np.ndarray] = {}
+        hists: dict[int, np.ndarray] = {}
+        for tid, arr, activation in self._pending:
+            info = w.info(tid)
+            prev = first = None
+            if info.trainable:
+                prev = self._prev.get(tid)
+                first = self._first.setdefault(tid, arr)
+                self._prev[tid] = arr
+            ids_list.append(tid)
+            rows.append(numpy_stats.tier0(arr, prev=prev, first=first))
+            if tier1:
+                hists[tid] = numpy_stats.log2_hist(arr)
+                if activation:
+                    u = numpy_stats.unit_activity(arr, activation)
+                    if u is not None:
+                        units[(u[0], tid)] = u[1]
+        order = np.argsort(ids_list)
+        w.write_step(
+            step,
+            np.asarray(ids_list, np.int32)[order],
+            np.stack(rows)[order],
+            wall_time=time.time(),
+            units=units or None,
+            hists=hists or None,
+        )
+        self._saved_steps += 1
+
+    # --- control ------------------------------------------------------------------------------
+    def should_stop(self) -> bool:
+        """True once the evaluator asked this job to stop (cooperative stop)."""
+        return self._stop.is_set()
+
+    def _fail(self, message: str) -> None:
+        if self._writer is not None:
+            self._writer._fail(message)
+        else:
+            log.error("trainguard: %s", message)
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Flush, write END.json and stop the uploader. Idempotent; also runs at interpreter exit."""
+        if self._writer is not None:
+            self._writer.close()
+            atexit.unregister(self.close)
+
+    @property
+    def errors(self) -> list[str]:
+        return [] if self._writer is None else list(self._writer.errors)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

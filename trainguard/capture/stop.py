@@ -1,0 +1,50 @@
+"""The cooperative stop flag: the evaluator creates a file, the training process polls it.
+
+The file lives on a volume both processes see (a shared emptyDir in a pod, a temp dir in
+local mode). `StopFlag.is_set()` costs one `stat` at most every `check_interval_seconds`, so
+calling `hook.should_stop()` on every step is free. `request_stop` is the evaluator's side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+
+class StopFlag:
+    """Reads the stop file; sticky once set."""
+
+    def __init__(self, path: str | None, *, check_interval_seconds: float = 0.2) -> None:
+        self.path = path
+        self.check_interval_seconds = check_interval_seconds
+        self._next_check = 0.0
+        self._set = False
+
+    def is_set(self) -> bool:
+        if self._set or not self.path:
+            return self._set
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + self.check_interval_seconds
+            self._set = os.path.exists(self.path)
+        return self._set
+
+    def reason(self) -> str | None:
+        """Return the rule and message the evaluator wrote into the file, if any."""
+        if not self.is_set() or not self.path:
+            return None
+        try:
+            return str(json.loads(Path(self.path).read_text()).get("message", ""))
+        except (OSError, ValueError):
+            return None
+
+
+def request_stop(path: str, *, rule: str, message: str) -> None:
+    """Create the stop file atomically with the triggering rule's name and message."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps({"rule": rule, "message": message, "time": time.time()}))
+    os.replace(tmp, p)

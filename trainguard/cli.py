@@ -1,0 +1,60 @@
+"""The `trainguard` command: one subcommand per module in `trainguard.commands`.
+
+Each command module defines `HELP`, `register(parser)` (arguments only, cheap imports) and
+`main(args) -> int`. Subcommands are discovered, so adding one touches nothing here. A
+`TrainGuardError` is printed as one line on stderr with exit status 2; tracebacks are kept for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from trainguard import commands
+from trainguard._version import __version__
+from trainguard.errors import TrainGuardError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainguard", description="Catch training runs that went wrong, and stop or report them."
+    )
+    parser.add_argument("--version", action="version", version=f"trainguard {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"trainguard.commands.{info.name}")
+        name = getattr(module, "NAME", info.name)
+        p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
+        module.register(p)
+        p.set_defaults(_main=module.main)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "_main", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._main(args) or 0)
+    except TrainGuardError as err:
+        print(f"trainguard: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

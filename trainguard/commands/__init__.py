@@ -1,0 +1,1 @@
+"""Subcommands of `trainguard`, one module each (discovered by `trainguard.cli`)."""

@@ -1,0 +1,92 @@
+"""`StepView`: what a rule sees of one step of one rank, as numpy arrays.
+
+Built by the evaluator from a segment (or by tests and the detection benchmark directly), so
+rules never touch storage. Tensor statistics are one float64[T, K] block with the column
+names of the run format; lookups by name, collection or regex return numpy arrays, so a rule
+does O(T) vectorised work per step and nothing per past step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+COLUMNS: tuple[str, ...] = (
+    "count", "nan", "inf", "zero", "min", "max", "mean", "std", "abs_mean", "l2", "update_l2", "distance_l2",
+)  # fmt: skip
+"""Same order as `trainguard.store.format.STAT_COLUMNS` (checked by a test; rules may not import store)."""
+COL: dict[str, int] = {c: i for i, c in enumerate(COLUMNS)}
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Static facts about a tensor, from the run's catalogue."""
+
+    name: str
+    collection: str
+    module: str | None = None
+    trainable: bool = False
+    activation: str | None = None
+    order: int | None = None
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One step of one rank.
+
+    `names[t]`/`meta[t]` describe row t of `stats` (float64[T, K]). `scalars` maps a train-mode
+    scalar's name to its value at this step; `eval_scalars` the same for eval mode. `units`
+    maps (kind, tensor name) to a per-unit vector ("active" or "saturated" fractions) and
+    `hists` a tensor name to its 64-bin log2-magnitude histogram, on Tier-1 steps only.
+    Any part may be empty: a step may carry only scalars, or only statistics.
+    """
+
+    step: int
+    rank: int = 0
+    wall_time: float = 0.0
+    names: tuple[str, ...] = ()
+    meta: tuple[TensorMeta, ...] = ()
+    stats: np.ndarray = field(default_factory=lambda: np.zeros((0, len(COLUMNS))))
+    scalars: Mapping[str, float] = field(default_factory=dict)
+    eval_scalars: Mapping[str, float] = field(default_factory=dict)
+    units: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    hists: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def index(self, name: str) -> int | None:
+        """Return the row of tensor `name`, or None if it is not in this step."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            return None
+
+    def stat(self, name: str, column: str) -> float | None:
+        """Return one statistic of one tensor, or None if absent at this step."""
+        i = self.index(name)
+        return None if i is None else float(self.stats[i, COL[column]])
+
+    def rows(
+        self,
+        *,
+        collections: Sequence[str] | None = None,
+        pattern: str | re.Pattern[str] | None = None,
+        trainable: bool | None = None,
+    ) -> np.ndarray:
+        """Return the row indices (int[]) matching all given filters, in execution order when known."""
+        rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+        out = [
+            i
+            for i, m in enumerate(self.meta)
+            if (collections is None or m.collection in collections)
+            and (rx is None or rx.search(m.name))
+            and (trainable is None or m.trainable == trainable)
+        ]
+        out.sort(key=lambda i: (self.meta[i].order if self.meta[i].order is not None else 1 << 30, i))
+        return np.asarray(out, dtype=np.int64)
+
+    def column(self, column: str, rows: np.ndarray) -> np.ndarray:
+        """Return float64[len(rows)]: one statistic of the given rows."""
+        return self.stats[rows, COL[column]] if len(rows) else np.zeros(0)

@@ -1,0 +1,33 @@
+"""Errors of the store: what went wrong with a run's objects, and where.
+
+`StoreError` is chained from the backend's own exception (botocore, OSError). The CLI prints
+`str(err)` as one line, so each message names the URI or key and what to do.
+"""
+
+from __future__ import annotations
+
+from trainguard.errors import TrainGuardError
+
+
+class StoreError(TrainGuardError):
+    """A storage operation failed after its retries."""
+
+
+class NotFound(StoreError):
+    """The key, run or bucket does not exist."""
+
+
+class AccessDenied(StoreError):
+    """The credentials are wrong or lack a permission."""
+
+
+class FormatError(StoreError):
+    """An object is readable but not in a format this version understands."""
+
+
+class SegmentCorrupt(FormatError):
+    """A segment is truncated or damaged. Readers report it and go on with the next one."""
+
+
+class UnknownScheme(StoreError):
+    """The URI's scheme has no registered backend."""

@@ -1,0 +1,289 @@
+"""The run format, version 1: key names, the JSON documents and the segment codec.
+
+This module is the contract between the hook (writer), the evaluator (follower) and offline
+analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with
+`allow_pickle=False`, so nothing from storage is ever unpickled. Moving bytes is left to the
+backends (`backend.py`); buffering and uploading to `writer.py`; listing and parsing a whole
+run to `reader.py` and `follow.py`.
+
+Layout under a run root:
+
+    run.json                                 RunInfo, written once by rank 0
+    rank-00000/meta-000000.json              Catalogue version 0 (append-only; new tensors -> new version)
+    rank-00000/seg-<first>-<last>-<seq>.npz  one immutable segment per flush (steps zero-padded to 12)
+    rank-00000/END.json                      EndInfo, when the rank exits (written by the hook or the operator)
+    evaluator/rank-00000/state.json          the evaluator's checkpoint (position and rule state)
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainguard.store import errors
+
+FORMAT_VERSION = "1.0"
+"""Major.minor. Readers refuse a different major version and accept any minor."""
+
+STAT_COLUMNS: tuple[str, ...] = (
+    "count",
+    "nan",
+    "inf",
+    "zero",
+    "min",
+    "max",
+    "mean",
+    "std",
+    "abs_mean",
+    "l2",
+    "update_l2",
+    "distance_l2",
+)
+"""The fixed statistic columns of `Segment.stats` (K = 12).
+
+`count`, `nan`, `inf`, `zero` are element counts. `min max mean std abs_mean l2` are taken over
+all elements (a tensor holding NaN gives NaN there; the `nan`/`inf` columns say why). `std` is
+the population standard deviation. `update_l2` is ||W - W at the previous saved step|| and
+`distance_l2` is ||W - W at the first saved step||, both NaN for tensors that are not parameters.
+"""
+
+COLUMN: dict[str, int] = {name: i for i, name in enumerate(STAT_COLUMNS)}
+HIST_BINS = 64
+"""Tier-1 histograms: bin 0 counts exact zeros, bins 1..63 count |x| in [2^(b-40), 2^(b-39)), clamped."""
+HIST_MIN_EXPONENT = -39
+
+UNIT_KINDS = ("active", "saturated")
+"""Tier-1 per-unit vectors: fraction of samples on which each unit was active (ReLU family,
+output > 0) or saturated (sigmoid output < 0.01 or > 0.99 / tanh |output| > 0.99)."""
+
+RUN_INFO_KEY = "run.json"
+END_KEY = "END.json"
+EVALUATOR_PREFIX = "evaluator"
+
+_SEG_RE = re.compile(r"^seg-(\d{12})-(\d{12})-(\d{6})\.npz$")
+_META_RE = re.compile(r"^meta-(\d{6})\.json$")
+_RANK_RE = re.compile(r"^rank-(\d{5})/$")
+
+
+def rank_prefix(rank: int) -> str:
+    """Return the key prefix of one rank, e.g. `rank-00003/`."""
+    return f"rank-{rank:05d}/"
+
+
+def parse_rank_prefix(prefix: str) -> int | None:
+    """Return the rank of a `rank-NNNNN/` prefix, or None for any other name."""
+    m = _RANK_RE.match(prefix)
+    return int(m.group(1)) if m else None
+
+
+def segment_key(rank: int, first_step: int, last_step: int, seq: int) -> str:
+    """Return the key of a segment. Keys sort by first step, then last step, then sequence."""
+    return f"{rank_prefix(rank)}seg-{first_step:012d}-{last_step:012d}-{seq:06d}.npz"
+
+
+def parse_segment_name(name: str) -> tuple[int, int, int] | None:
+    """Return (first_step, last_step, seq) of a segment file name, or None if it is not one."""
+    m = _SEG_RE.match(name.rsplit("/", 1)[-1])
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def meta_key(rank: int, version: int) -> str:
+    """Return the key of catalogue `version` of a rank."""
+    return f"{rank_prefix(rank)}meta-{version:06d}.json"
+
+
+def end_key(rank: int) -> str:
+    return f"{rank_prefix(rank)}{END_KEY}"
+
+
+def evaluator_state_key(rank: int | None) -> str:
+    """Where the evaluator of one rank (or of all ranks, `None`) keeps its checkpoint."""
+    who = "all" if rank is None else f"rank-{rank:05d}"
+    return f"{EVALUATOR_PREFIX}/{who}/state.json"
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TensorInfo(_Doc):
+    """One entry of the tensor catalogue: a captured tensor or a recorded scalar."""
+
+    id: int = Field(description="Stable id within the rank; segments refer to tensors by it.")
+    name: str = Field(description="`fc1.weight`, `grad/fc1.weight`, `act/relu1`, or a scalar's own name.")
+    collection: str = Field(description="One of trainguard.api.enums.Collection.")
+    shape: list[int] = Field(default_factory=list, description="Tensor shape; [] for scalars.")
+    dtype: str = Field(default="float32", description="Dtype in the framework's spelling, e.g. bfloat16.")
+    module: str | None = Field(default=None, description="Module path that owns the tensor, if any.")
+    trainable: bool = Field(default=False, description="True for parameters that the optimizer updates.")
+    activation: str | None = Field(default=None, description="relu, leaky_relu, gelu, sigmoid, tanh, ...")
+    order: int | None = Field(default=None, description="Forward execution order of the owning module.")
+    mode: str | None = Field(default=None, description="For scalars: train or eval.")
+    units: int | None = Field(default=None, description="Number of units (channels) for per-unit vectors.")
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.mode is not None
+
+
+class Catalogue(_Doc):
+    """`rank-NNNNN/meta-VVVVVV.json`: every tensor the rank has written so far."""
+
+    format_version: str = FORMAT_VERSION
+    rank: int
+    version: int
+    tensors: list[TensorInfo]
+
+    def by_id(self) -> dict[int, TensorInfo]:
+        return {t.id: t for t in self.tensors}
+
+
+class RunInfo(_Doc):
+    """`run.json`: written once by rank 0 when the run starts."""
+
+    format_version: str = FORMAT_VERSION
+    run_id: str
+    framework: str = Field(description="pytorch, numpy, smdebug, tensorboard, ...")
+    world_size: int = 1
+    start_time: float = Field(description="Unix time (seconds) when the hook started.")
+    columns: list[str] = Field(default_factory=lambda: list(STAT_COLUMNS))
+    config: dict[str, object] = Field(default_factory=dict, description="The hook's settings.")
+
+
+class EndInfo(_Doc):
+    """`rank-NNNNN/END.json`: the rank has stopped writing."""
+
+    format_version: str = FORMAT_VERSION
+    status: str = Field(description="ok (closed cleanly), error (capture failed), crashed (written by the operator).")
+    last_step: int | None = None
+    wall_time: float
+    written_by: str = Field(default="hook", description="hook or operator")
+    errors: list[str] = Field(default_factory=list, description="Capture errors, once each, newest last.")
+
+
+def check_version(found: str, *, what: str) -> None:
+    """Raise FormatError when `found` has another major version than ours."""
+    major = found.split(".", 1)[0]
+    if major != FORMAT_VERSION.split(".", 1)[0]:
+        raise errors.FormatError(
+            f"{what} has run-format version {found}; this TrainGuard reads {FORMAT_VERSION.split('.')[0]}.x. "
+            f"Upgrade TrainGuard to read it."
+        )
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Consecutive saved steps of one rank, as written by one flush.
+
+    `stats[s, t, k]` is statistic `STAT_COLUMNS[k]` of tensor `tensor_ids[t]` at `steps[s]`.
+    Scalars come as parallel arrays (`scalar_steps`, `scalar_ids`, `scalar_values`) and may fall
+    on steps without tensor statistics. Tier-1 data are taken at `tier1_steps` (a subset of
+    `steps`): `units[(kind, tensor_id)]` is float32[len(tier1_steps), units] and
+    `hists[tensor_id]` is float32[len(tier1_steps), HIST_BINS].
+    """
+
+    steps: np.ndarray
+    wall_time: np.ndarray
+    tensor_ids: np.ndarray
+    stats: np.ndarray
+    scalar_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    scalar_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    scalar_values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    tier1_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    units: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    hists: dict[int, np.ndarray] = field(default_factory=dict)
+    catalogue_version: int = 0
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def first_step(self) -> int:
+        return int(min(self._all_steps(), default=0))
+
+    @property
+    def last_step(self) -> int:
+        return int(max(self._all_steps(), default=0))
+
+    def _all_steps(self) -> list[int]:
+        out: list[int] = []
+        if self.steps.size:
+            out += [int(self.steps[0]), int(self.steps[-1])]
+        if self.scalar_steps.size:
+            out += [int(self.scalar_steps.min()), int(self.scalar_steps.max())]
+        return out
+
+
+def encode_segment(seg: Segment) -> bytes:
+    """Serialise a segment to the bytes of one `.npz` object (zip, deflate)."""
+    arrays: dict[str, np.ndarray] = {
+        "format_version": np.array(FORMAT_VERSION),
+        "catalogue_version": np.array(seg.catalogue_version, np.int64),
+        "steps": np.asarray(seg.steps, np.int64),
+        "wall_time": np.asarray(seg.wall_time, np.float64),
+        "tensor_ids": np.asarray(seg.tensor_ids, np.int32),
+        "stats": np.asarray(seg.stats, np.float32),
+        "scalar_steps": np.asarray(seg.scalar_steps, np.int64),
+        "scalar_ids": np.asarray(seg.scalar_ids, np.int32),
+        "scalar_values": np.asarray(seg.scalar_values, np.float64),
+        "tier1_steps": np.asarray(seg.tier1_steps, np.int64),
+    }
+    for (kind, tid), vec in seg.units.items():
+        arrays[f"units.{kind}.{tid}"] = np.asarray(vec, np.float32)
+    for tid, hist in seg.hists.items():
+        arrays[f"hist.{tid}"] = np.asarray(hist, np.float32)
+    for name, arr in seg.extra.items():
+        arrays[f"extra.{name}"] = np.asarray(arr)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
+    """Parse the bytes of a segment; raise SegmentCorrupt naming `key` on any damage."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as err:
+        raise errors.SegmentCorrupt(
+            f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"
+        ) from err
+    try:
+        check_version(str(arrays["format_version"]), what=f"segment {key}")
+        steps = arrays["steps"].astype(np.int64, copy=False)
+        stats = arrays["stats"].astype(np.float32, copy=False)
+        tensor_ids = arrays["tensor_ids"].astype(np.int32, copy=False)
+        if stats.ndim != 3 or stats.shape[0] != steps.shape[0] or stats.shape[1] != tensor_ids.shape[0]:
+            raise errors.SegmentCorrupt(
+                f"segment {key}: stats has shape {stats.shape}, expected ({steps.shape[0]}, {tensor_ids.shape[0]}, K)"
+            )
+        units: dict[tuple[str, int], np.ndarray] = {}
+        hists: dict[int, np.ndarray] = {}
+        extra: dict[str, np.ndarray] = {}
+        for name, arr in arrays.items():
+            if name.startswith("units."):
+                _, kind, tid = name.split(".", 2)
+                units[(kind, int(tid))] = arr
+            elif name.startswith("hist."):
+                hists[int(name.split(".", 1)[1])] = arr
+            elif name.startswith("extra."):
+                extra[name.split(".", 1)[1]] = arr
+        return Segment(
+            steps=steps,
+            wall_time=arrays["wall_time"].astype(np.float64, copy=False),
+            tensor_ids=tensor_ids,
+            stats=stats,
+            scalar_steps=arrays["scalar_steps"].astype(np.int64, copy=False),
+            scalar_ids=arrays["scalar_ids"].astype(np.int32, copy=False),
+            scalar_values=arrays["scalar_values"].astype(np.float64, copy=False),
+            tier1_steps=arrays["tier1_steps"].astype(np.int64, copy=False),
+            units=units,
+            hists=hists,
+            catalogue_version=int(arrays["catalogue_version"]),
+            extra=extra,
+        )
+    except KeyError as err:
+        raise errors.SegmentCorrupt(f"segment {key} lacks the array {err}; it is skipped") from err

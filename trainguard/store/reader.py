@@ -1,0 +1,199 @@
+"""`open_run(uri)`: a whole run as numpy arrays, whatever wrote it.
+
+Detects the format at the root (ours: `run.json` or `rank-NNNNN/`; smdebug: `index/` and
+`events/`; TensorBoard: `*tfevents*` files) and gives one interface over all of them: ranks,
+steps, the tensor catalogue by collection, statistic series, scalars by mode, and `follow()`.
+Series are built from segments loaded once and cached; following is left to `follow.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from trainguard.store import errors, format
+from trainguard.store.backend import Store, open_store
+from trainguard.store.follow import Follower
+from trainguard.store.source import RankSource, Source, load_json_doc
+
+
+class Series(NamedTuple):
+    """Values of one statistic or scalar over steps; unpacks as `steps, values`."""
+
+    steps: np.ndarray
+    values: np.ndarray
+
+
+@dataclass
+class _Loaded:
+    segments: list[format.Segment]
+    catalogue: dict[int, format.TensorInfo]
+
+
+class Run:
+    """A stored run opened for reading. Create it with `open_run`."""
+
+    def __init__(
+        self,
+        uri: str,
+        store: Store,
+        *,
+        kind: str,
+        ranks: list[int],
+        source_factory: Callable[[int], Source],
+        info: format.RunInfo | None = None,
+    ) -> None:
+        self.uri = uri
+        self.store = store
+        self.format = kind
+        self.ranks = ranks
+        self.info = info
+        self._source_factory = source_factory
+        self._loaded: dict[int, _Loaded] = {}
+        self.problems: list[str] = []
+
+    def source(self, rank: int = 0) -> Source:
+        """Return a fresh incremental reader of one rank (for the evaluator and `follow`)."""
+        self._check_rank(rank)
+        return self._source_factory(rank)
+
+    def _check_rank(self, rank: int) -> None:
+        if rank not in self.ranks:
+            raise errors.NotFound(f"run {self.uri} has no rank {rank}; ranks present: {self.ranks}")
+
+    def _load(self, rank: int) -> _Loaded:
+        if rank not in self._loaded:
+            src = self.source(rank)
+            segs = src.poll()
+            self.problems.extend(src.problems)
+            self._loaded[rank] = _Loaded(segments=segs, catalogue=dict(src.catalogue()))
+        return self._loaded[rank]
+
+    def segments(self, rank: int = 0) -> list[format.Segment]:
+        return self._load(rank).segments
+
+    def tensors(self, collection: str | None = None, *, rank: int = 0) -> list[format.TensorInfo]:
+        """Return the catalogue (tensors and scalars), optionally only one collection."""
+        cat = self._load(rank).catalogue.values()
+        return [t for t in cat if collection is None or t.collection == collection]
+
+    def collections(self, *, rank: int = 0) -> dict[str, list[str]]:
+        """Return tensor names grouped by collection."""
+        out: dict[str, list[str]] = {}
+        for t in self.tensors(rank=rank):
+            out.setdefault(t.collection, []).append(t.name)
+        return out
+
+    def steps(self, *, rank: int = 0) -> np.ndarray:
+        """Return every step with tensor statistics, in order."""
+        segs = self._load(rank).segments
+        return np.concatenate([s.steps for s in segs]) if segs else np.zeros(0, np.int64)
+
+    def last_step(self, *, rank: int = 0) -> int | None:
+        segs = self._load(rank).segments
+        return max((s.last_step for s in segs), default=None)
+
+    def _find(self, name: str, rank: int, *, scalar: bool, mode: str | None = None) -> int:
+        cat = self._load(rank).catalogue
+        for t in cat.values():
+            if t.name == name and (t.mode == mode if scalar else not t.is_scalar):
+                return t.id
+        names = sorted({t.name for t in cat.values() if t.is_scalar == scalar})
+        what = f"scalar {name!r} (mode {mode})" if scalar else f"tensor {name!r}"
+        shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+        raise errors.NotFound(f"run {self.uri} rank {rank} has no {what}; available: {shown or 'none'}")
+
+    def series(self, name: str, stat: str, *, rank: int = 0) -> Series:
+        """Return one statistic column of one tensor over all saved steps (absent steps are skipped)."""
+        if stat not in format.COLUMN:
+            raise KeyError(f"unknown statistic {stat!r}; columns are: {', '.join(format.STAT_COLUMNS)}")
+        tid = self._find(name, rank, scalar=False)
+        col = format.COLUMN[stat]
+        steps: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for seg in self._load(rank).segments:
+            where = np.nonzero(seg.tensor_ids == tid)[0]
+            if where.size:
+                steps.append(seg.steps)
+                values.append(seg.stats[:, where[0], col].astype(np.float64))
+        if not steps:
+            return Series(np.zeros(0, np.int64), np.zeros(0))
+        return Series(np.concatenate(steps), np.concatenate(values))
+
+    def scalars(self, name: str, *, mode: str = "train", rank: int = 0) -> Series:
+        """Return a scalar's recorded values in one mode."""
+        tid = self._find(name, rank, scalar=True, mode=mode)
+        steps: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for seg in self._load(rank).segments:
+            mask = seg.scalar_ids == tid
+            if mask.any():
+                steps.append(seg.scalar_steps[mask])
+                values.append(seg.scalar_values[mask])
+        if not steps:
+            return Series(np.zeros(0, np.int64), np.zeros(0))
+        return Series(np.concatenate(steps), np.concatenate(values))
+
+    def scalar_names(self, *, mode: str | None = None, rank: int = 0) -> list[str]:
+        return sorted({t.name for t in self.tensors(rank=rank) if t.is_scalar and (mode is None or t.mode == mode)})
+
+    def ended(self, *, rank: int = 0) -> format.EndInfo | None:
+        return self.source(rank).ended()
+
+    def follow(
+        self,
+        *,
+        rank: int = 0,
+        poll_interval_seconds: float = 0.2,
+        idle_timeout_seconds: float = 600.0,
+    ) -> Follower:
+        """Iterate over new segments of one rank as they land; see `follow.Follower`."""
+        return Follower(
+            self.source(rank),
+            poll_interval_seconds=poll_interval_seconds,
+            idle_timeout_seconds=idle_timeout_seconds,
+        )
+
+
+def _ranks_of(store: Store) -> list[int]:
+    ranks = []
+    for entry in store.list("", delimiter="/"):
+        r = format.parse_rank_prefix(entry)
+        if r is not None:
+            ranks.append(r)
+    return sorted(ranks)
+
+
+def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run:
+    """Open a run at `uri` in our format, an smdebug output directory, or a TensorBoard log directory.
+
+    With `wait=True` a root that holds nothing yet is opened as an empty TrainGuard run (rank 0),
+    so a follower can start before the writer; otherwise an empty root raises `NotFound`.
+    """
+    store = store or open_store(uri)
+    top = store.list("", delimiter="/")
+    if format.RUN_INFO_KEY in top or any(format.parse_rank_prefix(e) is not None for e in top):
+        info = None
+        if format.RUN_INFO_KEY in top:
+            doc = load_json_doc(store, format.RUN_INFO_KEY, format.RunInfo)
+            assert isinstance(doc, format.RunInfo)
+            info = doc
+        ranks = _ranks_of(store) or [0]
+        return Run(uri, store, kind="trainguard", ranks=ranks, info=info, source_factory=lambda r: RankSource(store, r))
+    if "index/" in top and ("events/" in top or "collections/" in top):
+        from trainguard.store import smdebug
+
+        return smdebug.open_smdebug(uri, store)
+    if any("tfevents" in k for k in store.list("")):
+        from trainguard.store import tensorboard
+
+        return tensorboard.open_tensorboard(uri, store)
+    if wait:
+        return Run(uri, store, kind="trainguard", ranks=[0], source_factory=lambda r: RankSource(store, r))
+    raise errors.NotFound(
+        f"no run at {uri}: expected run.json or rank-NNNNN/ (TrainGuard), index/ + events/ (smdebug) "
+        f"or *tfevents* files (TensorBoard); check the URI"
+    )

@@ -1,0 +1,296 @@
+"""Writes one rank of a run: buffers saved steps, flushes segments, uploads in the background.
+
+Called by the capture layer (`capture.recorder`, `capture.torch_hook`) on the training thread.
+`write_step` only appends small host arrays to a buffer; encoding and the PUT happen on one
+background thread fed by a bounded queue. The training thread never waits on the store for
+more than `max_block_seconds`; when the queue stays full or the store keeps failing, the
+writer disables itself, logs once, and records the error in `END.json` (fail open).
+The statistics themselves are computed by the caller; this module never sees a tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainguard.store import errors, format
+from trainguard.store.backend import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WriterConfig:
+    """How often a rank flushes and how long it may hold up training."""
+
+    flush_every_steps: int = 50
+    """Saved steps per segment at most. With save_interval 10 that is one object per 500 steps."""
+    flush_interval_seconds: float = 1.0
+    """A buffer older than this is flushed even if not full: bounds detection latency (about 1 s locally)."""
+    queue_max_segments: int = 64
+    """Segments waiting for upload at most; beyond it the training thread waits up to `max_block_seconds`."""
+    max_block_seconds: float = 0.05
+    """The longest a full queue may block a training step before the writer gives up (fail open)."""
+    close_timeout_seconds: float = 30.0
+    """How long `close()` waits for pending uploads before abandoning them."""
+
+    def __post_init__(self) -> None:
+        for name in ("flush_every_steps", "queue_max_segments"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"WriterConfig.{name} must be positive, got {getattr(self, name)}")
+        for name in ("flush_interval_seconds", "max_block_seconds", "close_timeout_seconds"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"WriterConfig.{name} must not be negative, got {getattr(self, name)}")
+
+
+@dataclass
+class _Buffer:
+    tensor_ids: np.ndarray | None = None
+    steps: list[int] = field(default_factory=list)
+    wall_time: list[float] = field(default_factory=list)
+    stats: list[np.ndarray] = field(default_factory=list)
+    scalar_steps: list[int] = field(default_factory=list)
+    scalar_ids: list[int] = field(default_factory=list)
+    scalar_values: list[float] = field(default_factory=list)
+    tier1_steps: list[int] = field(default_factory=list)
+    units: dict[tuple[str, int], list[np.ndarray]] = field(default_factory=dict)
+    hists: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    opened_at: float | None = None
+
+    def empty(self) -> bool:
+        return not self.steps and not self.scalar_steps
+
+
+class RankWriter:
+    """The writing side of one rank. Thread-safe; never raises into the caller after construction."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        run_id: str = "",
+        framework: str = "numpy",
+        hook_config: dict[str, object] | None = None,
+        config: WriterConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.rank = rank
+        self.config = config or WriterConfig()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._buf = _Buffer()
+        self._seq = 0
+        self._catalogue: list[format.TensorInfo] = []
+        self._ids: dict[tuple[str, str | None], int] = {}
+        self._catalogue_version = -1
+        self._catalogue_dirty = False
+        self._last_step: int | None = None
+        self.errors: list[str] = []
+        self.disabled = False
+        self.closed = False
+        self.bytes_written = 0
+        self.objects_written = 0
+        self._queue: queue.Queue[tuple[str, object] | None] = queue.Queue(self.config.queue_max_segments)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"trainguard-writer-{rank}", daemon=True)
+        self._thread.start()
+        if rank == 0:
+            info = format.RunInfo(
+                run_id=run_id,
+                framework=framework,
+                world_size=world_size,
+                start_time=self._clock(),
+                config=dict(hook_config or {}),
+            )
+            self._submit(format.RUN_INFO_KEY, info.model_dump_json(indent=1).encode())
+
+    # --- catalogue -------------------------------------------------------------------------
+    def define(self, name: str, *, collection: str, mode: str | None = None, **attrs: object) -> int:
+        """Return the id of a tensor (or, with `mode`, a scalar), adding it to the catalogue if new."""
+        key = (name, mode)
+        with self._lock:
+            tid = self._ids.get(key)
+            if tid is None:
+                tid = len(self._catalogue)
+                self._catalogue.append(
+                    format.TensorInfo(id=tid, name=name, collection=collection, mode=mode, **attrs)  # type: ignore[arg-type]
+                )
+                self._ids[key] = tid
+                self._catalogue_dirty = True
+            return tid
+
+    def info(self, tensor_id: int) -> format.TensorInfo:
+        """Return the catalogue entry of an id returned by `define`."""
+        return self._catalogue[tensor_id]
+
+    def _publish_catalogue(self) -> None:
+        # The catalogue goes into the queue before the segment that refers to it (ordered PUTs).
+        if self._catalogue_dirty:
+            self._catalogue_version += 1
+            cat = format.Catalogue(rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue))
+            self._submit(format.meta_key(self.rank, self._catalogue_version), cat.model_dump_json().encode())
+            self._catalogue_dirty = False
+
+    # --- data --------------------------------------------------------------------------------
+    def write_step(
+        self,
+        step: int,
+        tensor_ids: np.ndarray,
+        stats: np.ndarray,
+        *,
+        wall_time: float | None = None,
+        units: dict[tuple[str, int], np.ndarray] | None = None,
+        hists: dict[int, np.ndarray] | None = None,
+    ) -> None:
+        """Buffer the statistics of one saved step: `stats` is float32[T, K] for `tensor_ids` int32[T]."""
+        if self.disabled or self.closed:
+            return
+        with self._lock:
+            ids = np.asarray(tensor_ids, np.int32)
+            if self._buf.tensor_ids is not None and self._buf.steps and not np.array_equal(ids, self._buf.tensor_ids):
+                self._flush_locked()
+            b = self._buf
+            if b.opened_at is None:
+                b.opened_at = self._clock()
+            b.tensor_ids = ids
+            b.steps.append(int(step))
+            b.wall_time.append(self._clock() if wall_time is None else float(wall_time))
+            b.stats.append(np.asarray(stats, np.float32))
+            if units or hists:
+                b.tier1_steps.append(int(step))
+                for k, v in (units or {}).items():
+                    b.units.setdefault(k, []).append(np.asarray(v, np.float32))
+                for k2, h in (hists or {}).items():
+                    b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
+            self._last_step = int(step)
+            if len(b.steps) >= self.config.flush_every_steps:
+                self._flush_locked()
+
+    def write_scalars(self, step: int, ids: Sequence[int], values: Sequence[float]) -> None:
+        """Buffer scalar values recorded at `step` (any step, saved or not)."""
+        if self.disabled or self.closed or not ids:
+            return
+        with self._lock:
+            b = self._buf
+            if b.opened_at is None:
+                b.opened_at = self._clock()
+            b.scalar_steps.extend([int(step)] * len(ids))
+            b.scalar_ids.extend(int(i) for i in ids)
+            b.scalar_values.extend(float(v) for v in values)
+            self._last_step = max(self._last_step or 0, int(step))
+
+    def flush(self) -> None:
+        """Hand the buffered steps to the uploader as one segment."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        b = self._buf
+        if b.empty() or self.disabled:
+            self._buf = _Buffer()
+            return
+        self._publish_catalogue()
+        n_t = 0 if b.tensor_ids is None else len(b.tensor_ids)
+        seg = format.Segment(
+            steps=np.asarray(b.steps, np.int64),
+            wall_time=np.asarray(b.wall_time, np.float64),
+            tensor_ids=b.tensor_ids if b.tensor_ids is not None else np.zeros(0, np.int32),
+            stats=np.stack(b.stats) if b.stats else np.zeros((0, n_t, len(format.STAT_COLUMNS)), np.float32),
+            scalar_steps=np.asarray(b.scalar_steps, np.int64),
+            scalar_ids=np.asarray(b.scalar_ids, np.int32),
+            scalar_values=np.asarray(b.scalar_values, np.float64),
+            tier1_steps=np.asarray(b.tier1_steps, np.int64),
+            units={k: np.stack(v) for k, v in b.units.items() if len(v) == len(b.tier1_steps)},
+            hists={k: np.stack(v) for k, v in b.hists.items() if len(v) == len(b.tier1_steps)},
+            catalogue_version=max(self._catalogue_version, 0),
+        )
+        key = format.segment_key(self.rank, seg.first_step, seg.last_step, self._seq)
+        self._seq += 1
+        self._buf = _Buffer()
+        self._submit(key, seg)
+
+    def maybe_flush(self) -> None:
+        """Flush if the buffer is older than `flush_interval_seconds` (called by the background thread)."""
+        with self._lock:
+            opened = self._buf.opened_at
+            if opened is not None and self._clock() - opened >= self.config.flush_interval_seconds:
+                self._flush_locked()
+
+    # --- upload ------------------------------------------------------------------------------
+    def _submit(self, key: str, payload: object) -> None:
+        if self.disabled:
+            return
+        try:
+            self._queue.put((key, payload), timeout=self.config.max_block_seconds)
+        except queue.Full:
+            self._fail(
+                f"upload queue full for {self.config.max_block_seconds}s ({self.config.queue_max_segments} segments "
+                f"waiting): the store at {self.store.uri} is too slow; capture disabled, training continues"
+            )
+
+    def _fail(self, message: str) -> None:
+        if not self.disabled:
+            log.error("trainguard: %s", message)
+        self.disabled = True
+        self.errors.append(message)
+
+    def _run(self) -> None:
+        interval = max(min(self.config.flush_interval_seconds / 4, 0.25), 0.01)
+        while True:
+            try:
+                item = self._queue.get(timeout=interval)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.maybe_flush()
+                except Exception as err:  # noqa: BLE001 - the background thread must never die silently
+                    self._fail(f"flush failed: {type(err).__name__}: {err}")
+                continue
+            if item is None:
+                return
+            key, payload = item
+            if self.disabled and key != format.end_key(self.rank):
+                continue
+            try:
+                data = format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
+                self.store.put(key, data)
+                self.bytes_written += len(data)
+                self.objects_written += 1
+            except errors.StoreError as err:
+                self._fail(f"cannot upload {key}: {err}; capture disabled, training continues")
+            except Exception as err:  # noqa: BLE001 - fail open on anything unexpected, never crash training
+                self._fail(f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues")
+
+    def close(self, *, status: str = "ok") -> None:
+        """Flush, write END.json and wait (bounded) for pending uploads. Idempotent."""
+        if self.closed:
+            return
+        with self._lock:
+            self._flush_locked()
+            self.closed = True
+        end = format.EndInfo(
+            status="error" if self.errors and status == "ok" else status,
+            last_step=self._last_step,
+            wall_time=self._clock(),
+            errors=self.errors[-20:],
+        )
+        try:
+            self._queue.put((format.end_key(self.rank), json.dumps(end.model_dump()).encode()), timeout=1.0)
+            self._queue.put(None, timeout=1.0)
+        except queue.Full:
+            self.errors.append("upload queue full at close; END.json not written")
+        self._stop.set()
+        self._thread.join(self.config.close_timeout_seconds)
+        if self._thread.is_alive():
+            log.error("trainguard: uploads still pending after %.0fs at close; abandoned", self.config.close_timeout_seconds)

@@ -15,7 +15,7 @@ from types import TracebackType
 
 import numpy as np
 
-from trainguard.capture import numpy_stats
+from trainguard.store import stats as numpy_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.stop import StopFlag
 from trainguard.store import backend, writer

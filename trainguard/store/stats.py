@@ -1,6 +1,6 @@
-"""The Tier-0 and Tier-1 statistics in numpy: the reference every device path is checked against.
+"""The Tier-0 and Tier-1 statistics in numpy: the definition of every column, and the reference every device path is checked against.
 
-Used by the `Recorder` for numpy training loops and by tests as the slow, obviously correct
+Used by the `Recorder` for numpy loops, by the smdebug reader (statistics computed on read), and by tests as the slow, obviously correct
 ground truth of the PyTorch implementation. Column order is `format.STAT_COLUMNS`.
 """
 

@@ -1,0 +1,259 @@
+"""A Kubernetes API for tests: KMock with the server-side behaviour kopf, kubectl and clients need.
+
+`RealisticEmulator` fills what a real API server fills (uid, resourceVersion, creationTimestamp,
+generation, generateName) and answers discovery and lists the way kubectl expects
+(`../shared/research/test-infra.md` §2). `kube` is the fixture most tests want: an emulator on
+127.0.0.1 with the bundled resources and the DebugJob resource registered, and `KUBECONFIG`
+pointing at it. KMock serves on the test's event loop, so test bodies must `await` (use
+`eventually`), and blocking clients (the official `kubernetes` client, kubectl) must run off the
+loop: `await asyncio.to_thread(...)` or `await kubectl(...)`.
+
+Usage from any test package: `from tests.kube import kube  # noqa: F401` (the fixture), then
+`async def test_x(kube: KubeEnv) -> None: ...`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import itertools
+import json
+import secrets
+import shutil
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import kmock
+import pytest
+import pytest_asyncio
+
+DEBUGJOB_GROUP = "trainguard.dev"
+DEBUGJOB_VERSION = "v1alpha1"
+DEBUGJOB_PLURAL = "debugjobs"
+DEBUGJOB_RESOURCE = f"{DEBUGJOB_GROUP}/{DEBUGJOB_VERSION}/{DEBUGJOB_PLURAL}"
+"""KMock's resource key of DebugJobs (`kube.get(DEBUGJOB_RESOURCE, ns, name)`)."""
+
+_resource_versions = itertools.count(1)
+
+
+class RealisticEmulator(kmock.KubernetesEmulator):
+    """KMock plus the metadata a real API server fills in and the discovery shapes kubectl needs."""
+
+    async def _handle(self, request: Any) -> Any:
+        if request.resource is not None and isinstance(request.data, dict):
+            now = datetime.datetime.now(tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if request.action == kmock.action.CREATE:
+                meta = request.data.setdefault("metadata", {})
+                if not meta.get("name") and meta.get("generateName"):
+                    meta["name"] = meta["generateName"] + secrets.token_hex(3)
+                if request.namespace:
+                    meta.setdefault("namespace", request.namespace)
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", now)
+                meta.setdefault("generation", 1)
+                meta["resourceVersion"] = str(next(_resource_versions))
+            elif request.action == kmock.action.UPDATE:
+                meta = request.data.setdefault("metadata", {})
+                meta["resourceVersion"] = str(next(_resource_versions))
+                # A spec change bumps generation, as the API server does (status patches do not).
+                if "spec" in request.data and request.subresource is None and request.name is not None:
+                    current = self._current(request.resource, request.namespace, request.name)
+                    if current is not None:
+                        meta["generation"] = int(current.get("metadata", {}).get("generation", 1)) + 1
+        return await super()._handle(request)
+
+    def _current(self, resource: Any, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.objects[resource, namespace, name]
+        except KeyError:
+            return None
+        return None if obj.deleted else dict(obj.raw)
+
+    async def _serve_version(self, request: Any) -> Any:
+        data = await super()._serve_version(request)
+        # kubectl needs the core group's groupVersion to read "v1", not "/v1".
+        data["groupVersion"] = data["groupVersion"].lstrip("/")
+        for res in data["resources"]:
+            if "/" in res["name"]:
+                # Otherwise kubectl says the short name `dj` "could also match .../status".
+                res["shortNames"] = []
+        return data
+
+    async def _serve_list(self, request: Any) -> Any:
+        data = await super()._serve_list(request)
+        res = request.resource
+        try:
+            kind = self.resources[res].kind or res.plural.capitalize()
+        except KeyError:
+            kind = res.plural.capitalize()
+        # kubectl refuses lists without kind/apiVersion.
+        data["apiVersion"] = f"{res.group}/{res.version}" if res.group else res.version
+        data["kind"] = f"{kind}List"
+        return data
+
+
+def register_resources(emulator: kmock.KubernetesEmulator) -> None:
+    """Declare the bundled built-in resources and the DebugJob resource (with `status`) in discovery."""
+    emulator.resources.load_bundled()
+    emulator.resources[DEBUGJOB_RESOURCE] = kmock.ResourceInfo(
+        kind="DebugJob",
+        singular="debugjob",
+        namespaced=True,
+        verbs={"get", "list", "watch", "create", "patch", "delete"},
+        shortnames={"dj"},
+        subresources={"status"},
+    )
+
+
+def write_kubeconfig(path: Path, *, server_url: str, namespace: str = "default") -> Path:
+    """Write a kubeconfig for a plain-HTTP test server with a dummy token and return its path."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kmock", "cluster": {"server": server_url.rstrip("/")}}],
+        "users": [{"name": "kmock", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": namespace}}],
+        "current-context": "kmock",
+    }
+    path.write_text(json.dumps(config))
+    return path
+
+
+@dataclasses.dataclass
+class KubeEnv:
+    """A running emulator and the kubeconfig that reaches it."""
+
+    emulator: RealisticEmulator
+    url: str
+    kubeconfig: Path
+    kubectl_cache_dir: Path
+
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """Return the stored object as a plain dict, or None when absent or deleted."""
+        return self.emulator._current(_resource_ref(resource), namespace, name)
+
+    def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Return every live object of a resource (in one namespace, or all)."""
+        ref = _resource_ref(resource)
+        out = []
+        for (res, ns, _name), obj in self.emulator.objects.items():
+            if res == ref and not obj.deleted and (namespace is None or ns == namespace):
+                out.append(dict(obj.raw))
+        return out
+
+    async def create(self, resource: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST an object as a client would; return what the server stored."""
+        async with self.emulator.post(_collection_path(resource, body["metadata"]["namespace"]), json=body) as resp:
+            data: dict[str, Any] = await resp.json()
+            if resp.status >= 400:
+                raise AssertionError(f"create {resource} failed with HTTP {resp.status}: {data}")
+            return data
+
+    async def patch(
+        self, resource: str, namespace: str, name: str, body: dict[str, Any], *, subresource: str | None = None
+    ) -> dict[str, Any]:
+        """Send a JSON merge patch (to the main resource or a subresource such as `status`)."""
+        path = f"{_collection_path(resource, namespace)}/{name}" + (f"/{subresource}" if subresource else "")
+        headers = {"Content-Type": "application/merge-patch+json"}
+        async with self.emulator.patch(path, data=json.dumps(body), headers=headers) as resp:
+            data: dict[str, Any] = await resp.json()
+            if resp.status >= 400:
+                raise AssertionError(f"patch {resource} {namespace}/{name} failed with HTTP {resp.status}: {data}")
+            return data
+
+    async def delete(self, resource: str, namespace: str, name: str) -> None:
+        """DELETE an object as a client would."""
+        async with self.emulator.delete(f"{_collection_path(resource, namespace)}/{name}") as resp:
+            if resp.status >= 400:
+                raise AssertionError(f"delete {resource} {namespace}/{name} failed with HTTP {resp.status}")
+
+    async def kubectl(self, *args: str, check: bool = True) -> str:
+        """Run kubectl against the emulator without blocking its event loop; return stdout."""
+        return await kubectl(*args, kubeconfig=self.kubeconfig, cache_dir=self.kubectl_cache_dir, check=check)
+
+
+def _resource_ref(resource: str) -> Any:
+    """Turn `group/version/plural` or `version/plural` into KMock's resource key."""
+    return kmock.resource(resource)
+
+
+def _collection_path(resource: str, namespace: str) -> str:
+    parts = resource.split("/")
+    if len(parts) == 2:
+        return f"/api/{parts[0]}/namespaces/{namespace}/{parts[1]}"
+    group, version, plural = parts
+    return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+
+
+async def eventually(
+    predicate: Callable[[], Any], *, timeout_seconds: float = 15.0, interval_seconds: float = 0.05, what: str = ""
+) -> Any:
+    """Await until `predicate()` returns something truthy and return it; fail after the timeout."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_seconds} s waiting for {what or predicate!r}")
+        await asyncio.sleep(interval_seconds)
+
+
+async def kubectl(*args: str, kubeconfig: Path, cache_dir: Path, check: bool = True) -> str:
+    """Run `kubectl` as a subprocess (awaited, so a KMock on this loop keeps serving); return stdout."""
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.skip("kubectl is not installed (dev/setup.sh installs it)")
+    proc = await asyncio.create_subprocess_exec(
+        binary,
+        f"--kubeconfig={kubeconfig}",
+        f"--cache-dir={cache_dir}",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} exited {proc.returncode}: {err.decode()}")
+    return out.decode()
+
+
+@pytest_asyncio.fixture
+async def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[KubeEnv]:
+    """An emulated API server on 127.0.0.1 (free port) with KUBECONFIG set; stopped on teardown."""
+    async with RealisticEmulator() as emulator, kmock.Server(emulator, host="127.0.0.1"):
+        register_resources(emulator)
+        url = str(emulator.url).rstrip("/")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server_url=url)
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        cache = tmp_path / "kubectl-cache"
+        cache.mkdir()
+        yield KubeEnv(emulator=emulator, url=url, kubeconfig=kubeconfig, kubectl_cache_dir=cache)
+
+
+def debugjob_manifest(
+    name: str = "dj1", *, namespace: str = "default", workers: int = 1, rules: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """Return a small valid DebugJob manifest; extra keyword arguments are merged into `spec`."""
+    body: dict[str, Any] = {
+        "apiVersion": f"{DEBUGJOB_GROUP}/{DEBUGJOB_VERSION}",
+        "kind": "DebugJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "workers": workers,
+            "template": {
+                "spec": {
+                    "containers": [{"name": "trainer", "image": "python:3.11-slim", "command": ["python", "train.py"]}]
+                }
+            },
+            "capture": {"uri": "s3://trainguard-runs/debug"},
+            "rules": rules if rules is not None else [{"type": "exploding_tensor", "action": "stop"}],
+        },
+    }
+    body["spec"].update(spec)
+    return body

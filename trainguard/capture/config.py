@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
 
-DEFAULT_COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "metrics", "optimizer")
+DEFAULT_COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "metrics", "optimizer", "predictions")
 
 ENV_PREFIX = "TRAINGUARD_"
 

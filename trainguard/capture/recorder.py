@@ -17,6 +17,7 @@ import numpy as np
 
 from trainguard.store import stats as numpy_stats
 from trainguard.capture.config import CaptureConfig
+from trainguard.capture.predictions import PredictionCounter
 from trainguard.capture.stop import StopFlag
 from trainguard.store import backend, writer
 
@@ -39,6 +40,7 @@ class Recorder:
         self._prev: dict[int, np.ndarray] = {}
         self._first: dict[int, np.ndarray] = {}
         self._saved_steps = 0
+        self._predictions: dict[tuple[str, str], PredictionCounter] = {}
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
         if config is None:
@@ -118,12 +120,50 @@ class Recorder:
         except Exception as err:  # noqa: BLE001
             self._fail(f"record_scalar({name!r}) failed: {type(err).__name__}: {err}")
 
+    def record_predictions(
+        self,
+        scores: np.ndarray,
+        labels: np.ndarray,
+        *,
+        name: str = "predictions",
+        mode: str = "train",
+        logits: bool = False,
+        max_classes: int = 10,
+    ) -> None:
+        """Add a batch of predictions to bucket counts (AUC, ROC, PR, calibration downstream).
+
+        Binary: `scores` [N] probabilities (or logits with `logits=True`) and 0/1 `labels`.
+        Multi-class: `scores` [N, C] probabilities and integer `labels`, counted one-vs-rest for the
+        `max_classes` most frequent classes. Counts accumulate on every call and are written on
+        saved steps (train) or at the end of the step (eval), so they add up exactly.
+        """
+        w = self._writer
+        if w is None or w.disabled or not self.config or not self.config.wants("predictions"):
+            return
+        try:
+            counter = self._predictions.setdefault(
+                (name, mode), PredictionCounter(logits=logits, max_classes=max_classes)
+            )
+            counter.add(scores, labels)
+        except Exception as err:  # noqa: BLE001 - never raise into training
+            self._fail(f"record_predictions({name!r}) failed: {type(err).__name__}: {err}")
+
+    def _write_predictions(self, w: writer.RankWriter, step: int, *, final: bool = False) -> None:
+        for (name, mode), counter in self._predictions.items():
+            if mode == "train" and not final and not self.is_saved_step(step):
+                continue
+            for cls, counts in counter.take().items():
+                label = f"pred/{name}" if cls < 0 else f"pred/{name}/class{cls}"
+                tid = w.define(label, collection="predictions", mode=mode, units=int(counts.shape[1]))
+                w.write_record(step, f"pred.{tid}", counts)
+
     def step(self) -> None:
         """End the current step: compute and buffer its statistics if it is saved, then advance."""
         w = self._writer
         try:
             if w is not None and not w.disabled:
                 self._write_current(w)
+                self._write_predictions(w, self.current_step)
         except Exception as err:  # noqa: BLE001
             self._fail(f"step {self.current_step} failed: {type(err).__name__}: {err}")
         self._pending.clear()
@@ -185,6 +225,11 @@ class Recorder:
     def close(self) -> None:
         """Flush, write END.json and stop the uploader. Idempotent; also runs at interpreter exit."""
         if self._writer is not None:
+            if not self._writer.closed and not self._writer.disabled:
+                try:  # counts added since the last saved step still belong to the run
+                    self._write_predictions(self._writer, max(self.current_step - 1, 0), final=True)
+                except Exception as err:  # noqa: BLE001
+                    self._fail(f"writing the last prediction counts failed: {type(err).__name__}: {err}")
             self._writer.close()
             atexit.unregister(self.close)
 

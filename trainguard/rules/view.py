@@ -42,6 +42,9 @@ class StepView:
     scalar's name to its value at this step; `eval_scalars` the same for eval mode. `units`
     maps (kind, tensor name) to a per-unit vector ("active" or "saturated" fractions) and
     `hists` a tensor name to its 64-bin log2-magnitude histogram, on Tier-1 steps only.
+    `predictions` maps a prediction stream (`pred/<name>[/class<c>]`) to the bucket counts
+    float64[3, B] (positives, negatives, score sums) added since its previous record;
+    `eval_predictions` the same for eval mode.
     Any part may be empty: a step may carry only scalars, or only statistics.
     """
 
@@ -55,6 +58,8 @@ class StepView:
     eval_scalars: Mapping[str, float] = field(default_factory=dict)
     units: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
     hists: Mapping[str, np.ndarray] = field(default_factory=dict)
+    predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
+    eval_predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def index(self, name: str) -> int | None:
         """Return the row of tensor `name`, or None if it is not in this step."""

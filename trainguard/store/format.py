@@ -128,7 +128,12 @@ class TensorInfo(_Doc):
 
     @property
     def is_scalar(self) -> bool:
-        return self.mode is not None
+        return self.mode is not None and self.collection != "predictions"
+
+    @property
+    def is_predictions(self) -> bool:
+        """A prediction-count stream (`pred/<name>[/class<c>]`), stored as `extra.pred.<id>` records."""
+        return self.collection == "predictions" and self.mode is not None
 
 
 class Catalogue(_Doc):
@@ -214,6 +219,9 @@ class Segment:
             out += [int(self.steps[0]), int(self.steps[-1])]
         if self.scalar_steps.size:
             out += [int(self.scalar_steps.min()), int(self.scalar_steps.max())]
+        for name, arr in self.extra.items():
+            if name.endswith(".steps") and arr.size:
+                out += [int(arr.min()), int(arr.max())]
         return out
 
 

@@ -137,6 +137,23 @@ class Run:
             return Series(np.zeros(0, np.int64), np.zeros(0))
         return Series(np.concatenate(steps), np.concatenate(values))
 
+    def predictions(self, name: str = "pred/predictions", *, mode: str = "train", rank: int = 0) -> Series:
+        """Return prediction bucket counts: steps int64[n] and counts float64[n, 3, B] (delta per record)."""
+        cat = self._load(rank).catalogue
+        tid = next((t.id for t in cat.values() if t.is_predictions and t.name == name and t.mode == mode), None)
+        if tid is None:
+            found = sorted(f"{t.name} ({t.mode})" for t in cat.values() if t.is_predictions)
+            raise errors.NotFound(f"run {self.uri} rank {rank} has no predictions {name!r} in mode {mode}; found: {found or 'none'}")
+        steps, values = [], []
+        for seg in self._load(rank).segments:
+            arr = seg.extra.get(f"pred.{tid}")
+            if arr is not None:
+                steps.append(seg.extra[f"pred.{tid}.steps"])
+                values.append(arr.astype(np.float64))
+        if not steps:
+            return Series(np.zeros(0, np.int64), np.zeros((0, 3, 0)))
+        return Series(np.concatenate(steps), np.concatenate(values))
+
     def scalar_names(self, *, mode: str | None = None, rank: int = 0) -> list[str]:
         return sorted({t.name for t in self.tensors(rank=rank) if t.is_scalar and (mode is None or t.mode == mode)})
 

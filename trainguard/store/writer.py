@@ -62,10 +62,11 @@ class _Buffer:
     tier1_steps: list[int] = field(default_factory=list)
     units: dict[tuple[str, int], list[np.ndarray]] = field(default_factory=dict)
     hists: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    records: dict[str, tuple[list[int], list[np.ndarray]]] = field(default_factory=dict)
     opened_at: float | None = None
 
     def empty(self) -> bool:
-        return not self.steps and not self.scalar_steps
+        return not self.steps and not self.scalar_steps and not self.records
 
 
 class RankWriter:
@@ -189,6 +190,22 @@ class RankWriter:
             b.scalar_values.extend(float(v) for v in values)
             self._last_step = max(self._last_step or 0, int(step))
 
+    def write_record(self, step: int, name: str, array: np.ndarray) -> None:
+        """Buffer one array of a per-step record stream (e.g. prediction counts `pred.<id>`).
+
+        The segment stores the stacked arrays as `extra.<name>` and their steps as `extra.<name>.steps`.
+        """
+        if self.disabled or self.closed:
+            return
+        with self._lock:
+            b = self._buf
+            if b.opened_at is None:
+                b.opened_at = self._clock()
+            steps, arrays = b.records.setdefault(name, ([], []))
+            steps.append(int(step))
+            arrays.append(np.asarray(array))
+            self._last_step = max(self._last_step or 0, int(step))
+
     def flush(self) -> None:
         """Hand the buffered steps to the uploader as one segment."""
         with self._lock:
@@ -201,6 +218,10 @@ class RankWriter:
             return
         self._publish_catalogue()
         n_t = 0 if b.tensor_ids is None else len(b.tensor_ids)
+        extra: dict[str, np.ndarray] = {}
+        for name, (rec_steps, arrays) in b.records.items():
+            extra[name] = np.stack(arrays)
+            extra[name + ".steps"] = np.asarray(rec_steps, np.int64)
         seg = format.Segment(
             steps=np.asarray(b.steps, np.int64),
             wall_time=np.asarray(b.wall_time, np.float64),
@@ -213,6 +234,7 @@ class RankWriter:
             units={k: np.stack(v) for k, v in b.units.items() if len(v) == len(b.tier1_steps)},
             hists={k: np.stack(v) for k, v in b.hists.items() if len(v) == len(b.tier1_steps)},
             catalogue_version=max(self._catalogue_version, 0),
+            extra=extra,
         )
         key = format.segment_key(self.rank, seg.first_step, seg.last_step, self._seq)
         self._seq += 1

@@ -1,0 +1,477 @@
+"""The HTML report of a run: one self-contained page with inline SVG plots and the findings.
+
+`render(run, findings=...)` returns the page; `write_report(uri, path)` opens the run, takes the
+findings from a `--json` file or from an offline evaluation with the default rules, and writes it.
+Called by `trainguard report` and at the end of `trainguard run`. Pure Python and numpy: no
+matplotlib, no JavaScript, no external CSS or fonts, so the file opens anywhere, offline. Plots
+read only the statistics in the store (`Run`); the rules are left to the evaluator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainguard.errors import TrainGuardError
+from trainguard.store.reader import Run, open_run
+
+MAX_SERIES_PER_PLOT = 12
+"""More lines than this are unreadable; tensors named by findings are kept first, then execution order."""
+MAX_POINTS_PER_SERIES = 800
+"""Longer series are thinned (non-finite points always kept) to keep the page small."""
+MAX_MARKERS_PER_PLOT = 40
+MAX_FINDING_ROWS = 200
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79",
+    "#637939", "#8c6d31",
+)  # fmt: skip
+SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff9800", "info": "#1f77b4"}
+
+
+class ReportError(TrainGuardError):
+    """The report cannot be made (unreadable --json file, no data in the run, ...)."""
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A finding as the report shows it, from a `Finding` or a `--json` entry."""
+
+    rule: str
+    severity: str
+    step: int
+    rank: int = 0
+    tensor: str | None = None
+    message: str = ""
+    hint: str = ""
+
+    @classmethod
+    def of(cls, finding: Any) -> Marker:
+        d = finding if isinstance(finding, Mapping) else dataclasses.asdict(finding)
+        sev = d.get("severity", "warning")
+        return cls(
+            rule=str(d.get("rule", "?")),
+            severity=str(getattr(sev, "value", sev)),
+            step=int(d.get("step") or 0),
+            rank=int(d.get("rank") or 0),
+            tensor=d.get("tensor"),
+            message=str(d.get("message", "")),
+            hint=str(d.get("hint") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One chart: named series over steps."""
+
+    key: str
+    title: str
+    series: dict[str, tuple[np.ndarray, np.ndarray]]
+    log_y: bool = False
+    y_label: str = ""
+    note: str = ""
+
+
+# --- data ---------------------------------------------------------------------------------------
+def _tensor_stat(run: Run, names: Iterable[str], stat: str, rank: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for name in names:
+        s = run.series(name, stat, rank=rank)
+        if s.steps.size:
+            out[name] = (s.steps, s.values)
+    return out
+
+
+def _ordered(run: Run, collection: str, rank: int, **filters: object) -> list[str]:
+    tensors = [
+        t
+        for t in run.tensors(collection, rank=rank)
+        if not t.is_scalar and all(getattr(t, k) == v for k, v in filters.items())
+    ]
+    tensors.sort(key=lambda t: (t.order if t.order is not None else 1 << 30, t.id))
+    return [t.name for t in tensors]
+
+
+def _unit_fractions(run: Run, kind: str, rank: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Dead units ("active" == 0 on every sample) or saturated units (on more than half the samples)."""
+    names = {t.id: t.name for t in run.tensors(rank=rank)}
+    order = {t.id: (t.order if t.order is not None else 1 << 30) for t in run.tensors(rank=rank)}
+    acc: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    for seg in run.segments(rank):
+        for (k, tid), vec in seg.units.items():
+            if k != kind or tid not in names:
+                continue
+            frac = (vec <= 0).mean(axis=1) if kind == "active" else (vec > 0.5).mean(axis=1)
+            steps, vals = acc.setdefault(tid, ([], []))
+            steps.append(seg.tier1_steps[: len(frac)])
+            vals.append(frac.astype(np.float64))
+    return {
+        names[tid]: (np.concatenate(s), np.concatenate(v)) for tid, (s, v) in sorted(acc.items(), key=lambda i: order[i[0]])
+    }
+
+
+def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
+    """Return the report's charts for one rank, skipping those the run has no data for."""
+    plots: list[Plot] = []
+    cat = [t for t in run.tensors(rank=rank) if t.is_scalar]
+    losses = {}
+    metrics = {}
+    for t in sorted(cat, key=lambda t: (t.name, t.mode or "")):
+        s = run.scalars(t.name, mode=t.mode or "train", rank=rank)
+        if not s.steps.size:
+            continue
+        label = f"{t.name} ({t.mode})"
+        (losses if t.collection == "losses" or "loss" in t.name.lower() else metrics)[label] = (s.steps, s.values)
+    plots.append(Plot("loss", "Loss (train and eval)", losses, log_y=_positive(losses), y_label="loss"))
+    plots.append(Plot("metrics", "Other scalars", metrics))
+    plots.append(
+        Plot(
+            "grad_norm",
+            "Gradient norms per layer",
+            _tensor_stat(run, _ordered(run, "gradients", rank), "l2", rank),
+            log_y=True,
+            y_label="L2 norm",
+        )
+    )
+    weights = _ordered(run, "weights", rank) + _ordered(run, "biases", rank)
+    plots.append(Plot("weight_norm", "Weight norms per layer", _tensor_stat(run, weights, "l2", rank), log_y=True, y_label="L2 norm"))
+    trainable = [n for n in weights if any(t.name == n and t.trainable for t in run.tensors(rank=rank))]
+    ratios = {}
+    upd = _tensor_stat(run, trainable, "update_l2", rank)
+    norm = _tensor_stat(run, trainable, "l2", rank)
+    for name, (steps, u) in upd.items():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = u / norm[name][1]
+        if np.isfinite(r).any():
+            ratios[name] = (steps, r)
+    plots.append(
+        Plot(
+            "update_ratio",
+            "Update ratios (|dW| / |W| between saved steps)",
+            ratios,
+            log_y=True,
+            y_label="ratio",
+            note="About 1e-3 per step is the usual healthy range; far below means the layer barely learns.",
+        )
+    )
+    plots.append(
+        Plot(
+            "dead_units",
+            "Dead-unit fractions (ReLU family: units never active on the batch)",
+            _unit_fractions(run, "active", rank),
+            y_label="fraction of units",
+        )
+    )
+    plots.append(
+        Plot(
+            "saturated_units",
+            "Saturated-unit fractions (sigmoid/tanh: units saturated on most samples)",
+            _unit_fractions(run, "saturated", rank),
+            y_label="fraction of units",
+        )
+    )
+    nonfinite = {}
+    for name in _ordered(run, "gradients", rank) + weights + _ordered(run, "activations", rank):
+        s_nan, s_inf = run.series(name, "nan", rank=rank), run.series(name, "inf", rank=rank)
+        if s_nan.steps.size and (np.nansum(s_nan.values) + np.nansum(s_inf.values)) > 0:
+            nonfinite[name] = (s_nan.steps, s_nan.values + s_inf.values)
+    plots.append(Plot("nonfinite", "Non-finite values (NaN + Inf count)", nonfinite, y_label="elements"))
+    return [p for p in plots if p.series]
+
+
+def _positive(series: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> bool:
+    vals = [v[np.isfinite(v)] for _, v in series.values()]
+    finite = np.concatenate(vals) if vals else np.zeros(0)
+    return bool(finite.size) and bool((finite > 0).all()) and float(finite.max() / finite.min()) > 50
+
+
+# --- SVG ----------------------------------------------------------------------------------------
+def _fmt(v: float) -> str:
+    if v == 0 or not math.isfinite(v):
+        return "0" if v == 0 else str(v)
+    a = abs(v)
+    return f"{v:.0e}" if a >= 1e5 or a < 1e-3 else f"{v:.3g}"
+
+
+def _thin(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if steps.size <= MAX_POINTS_PER_SERIES:
+        return steps, values
+    keep = np.zeros(steps.size, bool)
+    keep[:: math.ceil(steps.size / MAX_POINTS_PER_SERIES)] = True
+    keep[-1] = True
+    keep |= ~np.isfinite(values)
+    return steps[keep], values[keep]
+
+
+def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]:
+    named = [m.tensor for m in markers if m.tensor]
+    first = [n for n in dict.fromkeys(named) if n in plot.series]
+    rest = [n for n in plot.series if n not in first]
+    chosen = (first + rest)[:MAX_SERIES_PER_PLOT]
+    return chosen, len(plot.series) - len(chosen)
+
+
+def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height: int = 260) -> tuple[str, list[str]]:
+    """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
+    left, right, top, bottom = 64, 12, 14, 30
+    pw, ph = width - left - right, height - top - bottom
+    labels, _ = _pick_series(plot, markers)
+    data = {n: _thin(*plot.series[n]) for n in labels}
+    all_steps = np.concatenate([s for s, _ in data.values()] + [np.asarray([m.step for m in markers], np.int64)])
+    x0, x1 = float(all_steps.min()), float(all_steps.max())
+    x1 = x1 if x1 > x0 else x0 + 1
+
+    def ty(v: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.nan) if plot.log_y else v.astype(np.float64)
+
+    finite = np.concatenate([t[np.isfinite(t)] for t in (ty(v) for _, v in data.values())])
+    y0, y1 = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if y1 - y0 < 1e-12:
+        y0, y1 = y0 - 0.5, y1 + 0.5
+    pad = (y1 - y0) * 0.05
+    y0, y1 = y0 - pad, y1 + pad
+
+    def px(s: float) -> float:
+        return left + (s - x0) / (x1 - x0) * pw
+
+    def py(y: float) -> float:
+        return top + (1 - (y - y0) / (y1 - y0)) * ph
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{plot.key}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{html.escape(plot.title)}">',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>',
+    ]
+    for i in range(5):
+        y = y0 + (y1 - y0) * i / 4
+        label = _fmt(10**y) if plot.log_y else _fmt(y)
+        parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>')
+    for i in range(6):
+        s = x0 + (x1 - x0) * i / 5
+        parts.append(f'<text x="{px(s):.1f}" y="{height - 10}" text-anchor="middle" class="tick">{int(round(s))}</text>')
+    parts.append(f'<text x="{left + pw}" y="{height - 1}" text-anchor="end" class="axis">step</text>')
+    if plot.y_label:
+        parts.append(
+            f'<text transform="translate(12,{top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'
+            f"{html.escape(plot.y_label)}{' (log)' if plot.log_y else ''}</text>"
+        )
+    for i, name in enumerate(labels):
+        steps, values = data[name]
+        yv = ty(values)
+        colour = PALETTE[i % len(PALETTE)]
+        d, pen = [], False
+        for s, y in zip(steps, yv):
+            if not math.isfinite(y):
+                pen = False
+                continue
+            d.append(f"{'L' if pen else 'M'}{px(float(s)):.1f} {py(float(y)):.1f}")
+            pen = True
+        parts.append(
+            f'<path class="series" data-series="{html.escape(name)}" d="{" ".join(d)}" fill="none" '
+            f'stroke="{colour}" stroke-width="1.5"><title>{html.escape(name)}</title></path>'
+        )
+        bad = np.nonzero(~np.isfinite(values))[0]
+        if bad.size:  # where the values went NaN/Inf: a triangle on the top edge
+            s = float(steps[bad[0]])
+            parts.append(
+                f'<path class="nonfinite" d="M{px(s):.1f} {top} l-5 -8 h10 z" fill="{colour}">'
+                f"<title>{html.escape(name)}: {values[bad[0]]} at step {int(s)}</title></path>"
+            )
+    for m in _plot_markers(markers):
+        colour = SEVERITY_COLOURS.get(m.severity, "#555")
+        x = px(m.step)
+        tip = html.escape(f"{m.rule} ({m.severity}) at step {m.step}" + (f", {m.tensor}" if m.tensor else "") + f": {m.message}")
+        parts.append(
+            f'<g class="finding finding-{html.escape(m.severity)}" data-rule="{html.escape(m.rule)}" data-step="{m.step}">'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f"<title>{tip}</title>"
+        )
+        if m.tensor in data:
+            steps, values = data[m.tensor]
+            hit = np.nonzero(steps == m.step)[0]
+            y = float(ty(values[hit[:1]])[0]) if hit.size else float("nan")
+            if math.isfinite(y):
+                parts.append(f'<circle cx="{x:.1f}" cy="{py(y):.1f}" r="4" fill="none" stroke="{colour}" stroke-width="2"/>')
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts), labels
+
+
+def _plot_markers(markers: Sequence[Marker]) -> list[Marker]:
+    """The first finding of each (rule, tensor), at most MAX_MARKERS_PER_PLOT: a marker per repeat would hide the plot."""
+    seen: dict[tuple[str, str | None], Marker] = {}
+    for m in sorted(markers, key=lambda m: m.step):
+        seen.setdefault((m.rule, m.tensor), m)
+    return list(seen.values())[:MAX_MARKERS_PER_PLOT]
+
+
+# --- the page -------------------------------------------------------------------------------------
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1500px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{color:#666}
+table{border-collapse:collapse;margin:8px 0} td,th{border-bottom:1px solid #e4e4e4;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#f6f6f6} .sev{font-weight:600} .sev-critical{color:#d62728} .sev-warning{color:#e65100} .sev-info{color:#1f77b4}
+.banner{padding:10px 14px;border-radius:6px;margin:12px 0} .banner.stopped{background:#fdecea;border:1px solid #f5c2c0}
+.banner.ok{background:#e8f5e9;border:1px solid #b9dfbb} .banner.warn{background:#fff4e5;border:1px solid #ffd59e}
+.grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa}
+figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:720px}
+.legend span::before{content:"";display:inline-block;width:12px;height:3px;margin-right:5px;vertical-align:middle;background:var(--c)}
+svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
+"""
+
+
+def _findings_table(markers: Sequence[Marker]) -> str:
+    if not markers:
+        return '<p class="muted">No findings: every rule stayed quiet.</p>'
+    groups: dict[tuple[str, int, str | None], list[Marker]] = {}
+    for m in sorted(markers, key=lambda m: (m.step, m.rank)):
+        groups.setdefault((m.rule, m.rank, m.tensor), []).append(m)
+    rows = []
+    for (rule, rank, tensor), ms in list(groups.items())[:MAX_FINDING_ROWS]:
+        first = ms[0]
+        worst = max(ms, key=lambda m: {"critical": 2, "warning": 1}.get(m.severity, 0)).severity
+        steps = f"{first.step}" + (f" (and {len(ms) - 1} later, last {ms[-1].step})" if len(ms) > 1 else "")
+        rows.append(
+            f'<tr class="finding-row" data-rule="{html.escape(rule)}"><td>{html.escape(rule)}</td>'
+            f'<td class="sev sev-{html.escape(worst)}">{html.escape(worst)}</td><td>{steps}</td><td>{rank}</td>'
+            f"<td>{html.escape(tensor or '-')}</td><td>{html.escape(first.message)}"
+            + (f'<br><span class="muted">{html.escape(first.hint)}</span>' if first.hint else "")
+            + "</td></tr>"
+        )
+    more = len(groups) - MAX_FINDING_ROWS
+    return (
+        "<table><tr><th>rule</th><th>severity</th><th>first step</th><th>rank</th><th>tensor</th><th>message</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + (f'<p class="muted">{more} more groups not shown.</p>' if more > 0 else "")
+    )
+
+
+def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str:
+    worst = {m.severity for m in markers}
+    if outcome and outcome.get("stopped"):
+        stop = outcome.get("stop") or {}
+        return (
+            f'<div class="banner stopped"><b>Stopped by rule {html.escape(str(outcome.get("stopped_by")))}</b> at step '
+            f'{html.escape(str(stop.get("step")))} (exit status {html.escape(str(outcome.get("exit_code")))}): '
+            f'{html.escape(str(stop.get("message", "")))}</div>'
+        )
+    if "critical" in worst or "warning" in worst:
+        n = sum(1 for m in markers if m.severity in ("critical", "warning"))
+        return f'<div class="banner warn">{n} warning or critical findings; see below.</div>'
+    return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
+
+
+def render(
+    run: Run,
+    *,
+    findings: Iterable[Any] = (),
+    rank: int = 0,
+    outcome: Mapping[str, Any] | None = None,
+    title: str | None = None,
+) -> str:
+    """Return the report page of one rank of `run`, with `findings` (Finding objects or dicts) marked."""
+    markers = [Marker.of(f) for f in findings]
+    mine = [m for m in markers if m.rank == rank]
+    run_id = run.info.run_id if run.info else Path(run.uri.rstrip("/")).name
+    steps = run.steps(rank=rank)
+    facts = [
+        ("run", f"<code>{html.escape(run.uri)}</code>"),
+        ("format", html.escape(f"{run.format}" + (f", framework {run.info.framework}" if run.info else ""))),
+        ("ranks", html.escape(", ".join(map(str, run.ranks)) + (f" (plots: rank {rank})" if len(run.ranks) > 1 else ""))),
+        ("saved steps", f"{steps.size}" + (f" (steps {int(steps[0])} to {int(steps[-1])})" if steps.size else "")),
+    ]
+    if outcome and outcome.get("command"):
+        facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
+    figures = []
+    for plot in collect_plots(run, rank=rank):
+        svg, labels = svg_plot(plot, mine)
+        hidden = len(plot.series) - len(labels)
+        legend = "".join(
+            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}</span>' for i, n in enumerate(labels)
+        )
+        extra = f'<span class="muted">+{hidden} more not drawn</span>' if hidden > 0 else ""
+        note = f'<div class="muted">{html.escape(plot.note)}</div>' if plot.note else ""
+        figures.append(
+            f'<figure id="plot-{plot.key}"><figcaption>{html.escape(plot.title)}</figcaption>{svg}'
+            f'<div class="legend">{legend}{extra}</div>{note}</figure>'
+        )
+    generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    page_title = title or f"TrainGuard report: {run_id}"
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(page_title)}</title>"
+        f"<style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(page_title)}</h1><div class=\"muted\">generated {generated}</div>"
+        + _banner(outcome, markers)
+        + "<table>"
+        + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
+        + "</table><h2>Findings</h2>"
+        + _findings_table(markers)
+        + "<h2>Plots</h2>"
+        + (
+            '<p class="muted">Dashed lines mark the first finding of each rule and tensor (hover for the message); '
+            "circles mark the tensor a finding names; triangles on the top edge mark the first NaN/Inf of a series.</p>"
+        )
+        + (f'<div class="grid">{"".join(figures)}</div>' if figures else '<p class="muted">The run holds no statistics to plot.</p>')
+        + "</body></html>\n"
+    )
+
+
+def load_json_findings(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return (findings, the whole document) of a `trainguard run/evaluate --json` file."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise ReportError(f"cannot read findings from {path}: {err}; pass the file written by --json") from err
+    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+        raise ReportError(f"{path} has no `findings` list; pass the file written by `trainguard run --json` or `evaluate --json`")
+    return doc["findings"], doc
+
+
+def evaluate_findings(uri: str) -> list[Any]:
+    """Evaluate a stored run once with the default rules and return every finding."""
+    from trainguard.sidecar.evaluator import Evaluator
+
+    ev = Evaluator(uri, checkpoint=False)
+    ev.poll()
+    return list(ev.findings)
+
+
+def write_report(
+    uri: str,
+    path: str | Path,
+    *,
+    findings: Iterable[Any] | None = None,
+    json_file: str | Path | None = None,
+    rank: int = 0,
+    outcome: Mapping[str, Any] | None = None,
+    run: Run | None = None,
+) -> Path:
+    """Write the report of the run at `uri` to `path` and return the path.
+
+    Findings come from `findings`, else from `json_file`, else from evaluating the run with the
+    default rules; `outcome` (a `trainguard run --json` document) adds the stop banner.
+    """
+    run = run or open_run(uri)
+    if findings is None and json_file is not None:
+        findings, doc = load_json_findings(json_file)
+        outcome = outcome or (doc if "stopped" in doc else None)
+    if findings is None:
+        findings = evaluate_findings(uri)
+    if rank not in run.ranks:
+        raise ReportError(f"run {uri} has no rank {rank}; ranks present: {run.ranks}")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(run, findings=findings, rank=rank, outcome=outcome), encoding="utf-8")
+    return out

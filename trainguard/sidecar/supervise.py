@@ -1,0 +1,462 @@
+"""Local mode: runs a training command under live supervision (`trainguard run`).
+
+`Supervisor.run()` starts CMD in its own process group with `TRAINGUARD_OUT`, `TRAINGUARD_RUN_ID`
+and `TRAINGUARD_STOP_FILE` set, follows what it writes with an `Evaluator` (all ranks) on a
+thread, shows progress on stderr, and on a `stop` verdict writes the stop file (cooperative) and
+sends SIGTERM to the whole group, then SIGKILL after the grace period. The verdict table and the
+HTML report are left to the command. Invariant: CMD's exit status is passed through unless a rule
+stopped it, which gives `EXIT_STOPPED` (3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from trainguard.api.enums import Action, RuleState, Severity
+from trainguard.api.rules_config import RuleSpec
+from trainguard.errors import TrainGuardError
+from trainguard.rules.base import Finding
+from trainguard.sidecar.evaluator import Evaluator, Verdict
+
+EXIT_STOPPED = 3
+"""Exit status of `trainguard run` when a rule stopped the command (CMD's own status otherwise)."""
+
+DEFAULT_RUNS_DIR = "trainguard-runs"
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Signals that reach `trainguard run` and are passed on to CMD's process group: CMD runs in its
+own group (so a stop reaches every process it started), hence the terminal's Ctrl-C reaches only us."""
+
+
+class SuperviseError(TrainGuardError):
+    """The command could not be started or supervised."""
+
+
+def new_run_id(*, clock: Callable[[], float] = time.time) -> str:
+    """Return a run id that sorts by start time and is unique enough: `20261122-051000-3fa2c1`."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock())) + "-" + secrets.token_hex(3)
+
+
+def default_run_uri(run_id: str, *, base_dir: str | os.PathLike[str] | None = None) -> str:
+    """Return `file://<base_dir or cwd>/trainguard-runs/<run_id>` as an absolute URI."""
+    root = Path(base_dir or os.getcwd()).resolve() / DEFAULT_RUNS_DIR / run_id
+    return "file://" + str(root)
+
+
+def local_path(uri: str) -> Path | None:
+    """Return the directory of a `file://` URI (or plain path), None for remote stores."""
+    if uri.startswith("file://"):
+        return Path(uri[len("file://") :])
+    return None if "://" in uri else Path(uri).resolve()
+
+
+def exit_status(returncode: int) -> int:
+    """Return a shell-style exit status: the code itself, or 128+N for a process killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """Return a finding as JSON-able values: the contract's keys first, NaN/Inf numbers as None."""
+    d = finding.to_dict()
+    out: dict[str, Any] = {k: d.get(k) for k in ("rule", "severity", "step", "rank", "tensor", "message")}
+    for k, v in d.items():
+        if k not in out:
+            out[k] = None if isinstance(v, float) and not math.isfinite(v) else v
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to a supervised command."""
+
+    command: tuple[str, ...]
+    run_id: str
+    run_uri: str
+    exit_code: int
+    """`EXIT_STOPPED` when a rule stopped CMD, else CMD's own status (128+N when killed by signal N)."""
+    returncode: int
+    """Popen's view: CMD's code, or -N when a signal N ended it."""
+    stopped: bool
+    stop_verdict: Verdict | None
+    killed: bool
+    """True when CMD ignored SIGTERM for the grace period and got SIGKILL."""
+    findings: list[Finding]
+    rule_status: Mapping[str, Any]
+    last_step: int | None
+    duration_seconds: float
+    stop_latency_seconds: float | None = None
+    """From the stop verdict to CMD's exit."""
+    evaluation_error: str | None = None
+    interrupted_by: str | None = None
+    """Name of the signal (SIGINT, ...) that `trainguard run` received and passed on, if any."""
+
+    @property
+    def stopped_by(self) -> str | None:
+        return self.stop_verdict.rule if self.stop_verdict else None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the `--json` document: stopped, stopped_by, exit_code, findings, and context."""
+        v = self.stop_verdict
+        return {
+            "stopped": self.stopped,
+            "stopped_by": self.stopped_by,
+            "exit_code": self.exit_code,
+            "findings": [finding_dict(f) for f in self.findings],
+            "command": list(self.command),
+            "run_id": self.run_id,
+            "run_uri": self.run_uri,
+            "returncode": self.returncode,
+            "killed": self.killed,
+            "interrupted_by": self.interrupted_by,
+            "last_step": self.last_step,
+            "duration_seconds": round(self.duration_seconds, 3),
+            "stop": None
+            if v is None
+            else {
+                "rule": v.rule,
+                "step": v.step,
+                "rank": v.rank,
+                "severity": _value(v.severity),
+                "message": v.message,
+                "time": v.time,
+                "latency_to_exit_seconds": self.stop_latency_seconds,
+            },
+            "rules": {name: rule_status_dict(st) for name, st in self.rule_status.items()},
+            "evaluation_error": self.evaluation_error,
+        }
+
+
+def _value(x: object) -> object:
+    return getattr(x, "value", x)
+
+
+def rule_status_dict(status: Any) -> dict[str, Any]:
+    """Return one `Evaluator.rule_status` entry as plain JSON values."""
+    return {
+        k: _value(getattr(status, k, None)) for k in ("state", "action", "severity", "step", "message", "time")
+    }
+
+
+class Progress:
+    """The live progress line and verdict lines on stderr.
+
+    On a terminal the line is rewritten in place (`\\r`) every tick; elsewhere (CI logs, pipes) a
+    plain line is written at most every `interval_seconds`, and only when the step moved.
+    Verdict lines are always written at once. Thread-safe: the evaluator thread prints verdicts.
+    """
+
+    def __init__(self, stream: TextIO, *, tty: bool | None = None, interval_seconds: float = 10.0, quiet: bool = False):
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self.interval_seconds = interval_seconds
+        self.quiet = quiet
+        self._lock = threading.Lock()
+        self._shown = False
+        self._last_line_at = 0.0
+        self._last_step: int | None = None
+
+    def _clear(self) -> None:
+        if self.tty and self._shown:
+            self.stream.write("\r\x1b[K")
+            self._shown = False
+
+    def line(self, text: str) -> None:
+        """Write a message on its own line (clearing the progress line first)."""
+        if self.quiet:
+            return
+        with self._lock:
+            self._clear()
+            self.stream.write(f"[trainguard] {text}\n")
+            self.stream.flush()
+
+    def update(self, *, step: int | None, findings: int, critical: int, elapsed_seconds: float) -> None:
+        if self.quiet:
+            return
+        where = "waiting for the first saved step" if step is None else f"step {step}"
+        text = f"[trainguard] {where} | findings: {findings}"
+        text += f" ({critical} critical)" if critical else ""
+        text += f" | {elapsed_seconds:.0f}s"
+        with self._lock:
+            if self.tty:
+                width = shutil.get_terminal_size((100, 20)).columns - 1
+                self.stream.write("\r\x1b[K" + text[:width])
+                self._shown = True
+            else:
+                now = time.monotonic()
+                if step == self._last_step or now - self._last_line_at < self.interval_seconds:
+                    return
+                self._last_line_at = now
+                self._last_step = step
+                self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def done(self) -> None:
+        with self._lock:
+            self._clear()
+            self.stream.flush()
+
+
+def describe_verdict(v: Verdict) -> str:
+    """One line: `step 30 rank 0: exploding_tensor (critical, stop): <message>`."""
+    return f"step {v.step} rank {v.rank}: {v.rule} ({_value(v.severity)}, {_value(v.action)}): {v.message}"
+
+
+@dataclass
+class Supervisor:
+    """Runs one command under supervision; create it, then call `run()` once (from the main thread
+    if signals are to be passed on)."""
+
+    command: Sequence[str]
+    run_uri: str | None = None
+    run_id: str | None = None
+    rules: list[RuleSpec] | None = None
+    grace_period_seconds: float = 10.0
+    """How long CMD may take to exit after SIGTERM before SIGKILL (time to save a checkpoint)."""
+    poll_interval_seconds: float = 0.25
+    """Pause between listings of the run when nothing is new; bounds detection latency."""
+    registry: Any = None
+    """A prometheus_client CollectorRegistry for the evaluator's metrics (served by the caller)."""
+    env: Mapping[str, str] | None = None
+    progress: Progress | None = None
+    cwd: str | None = None
+    tick_seconds: float = 0.1
+    _stop_verdict: Verdict | None = field(default=None, init=False)
+    _term_sent_at: float | None = field(default=None, init=False)
+    _exited: threading.Event = field(default_factory=threading.Event, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _pgid: int | None = field(default=None, init=False)
+    _interrupted_by: str | None = field(default=None, init=False)
+    evaluator: Evaluator | None = field(default=None, init=False)
+    stop_file: str | None = field(default=None, init=False)
+    _exit_at: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise SuperviseError("no command to run: give it after `--`, e.g. trainguard run -- python train.py")
+        if self.grace_period_seconds < 0:
+            raise SuperviseError(f"grace_period_seconds must not be negative, got {self.grace_period_seconds}")
+        self.run_id = self.run_id or new_run_id()
+        self.run_uri = self.run_uri or default_run_uri(self.run_id)
+        self.progress = self.progress or Progress(sys.stderr)
+
+    # --- the command's environment and process group ----------------------------------------
+    def child_env(self, stop_file: str) -> dict[str, str]:
+        """Return CMD's environment: ours (or `env`) plus the TRAINGUARD_* settings of this run, with
+        this interpreter's bin directory first on PATH."""
+        env = dict(os.environ if self.env is None else self.env)
+        env["TRAINGUARD_OUT"] = str(self.run_uri)
+        env["TRAINGUARD_RUN_ID"] = str(self.run_id)
+        env["TRAINGUARD_STOP_FILE"] = stop_file
+        # `python` in CMD should find trainguard: put this interpreter's bin directory (the venv) first.
+        bin_dir = str(Path(sys.executable).parent)
+        if bin_dir not in env.get("PATH", "").split(os.pathsep):
+            env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        return env
+
+    def _signal_group(self, signum: int) -> bool:
+        """Send a signal to CMD's process group; return False when the group is gone."""
+        if self._pgid is None:
+            return False
+        try:
+            os.killpg(self._pgid, signum)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def _on_verdict(self, v: Verdict) -> None:
+        """Show a verdict; on the first STOP while CMD runs, SIGTERM its group (the evaluator wrote the stop file)."""
+        assert self.progress is not None
+        if v.state in (RuleState.ISSUES_FOUND, RuleState.ERROR):
+            self.progress.line(describe_verdict(v))
+        if v.action != Action.STOP:
+            return
+        with self._lock:
+            if self._stop_verdict is not None or self._exited.is_set():
+                return
+            self._stop_verdict = v
+            sent = self._signal_group(signal.SIGTERM)
+            self._term_sent_at = time.monotonic()
+        if sent:
+            self.progress.line(
+                f"stopping the run: rule {v.rule} asked for a stop; sent SIGTERM to process group {self._pgid}"
+                f" (SIGKILL in {self.grace_period_seconds:g}s if it is still running)"
+            )
+
+    @contextlib.contextmanager
+    def _forward_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        count: dict[int, int] = {}
+
+        def forward(signum: int, frame: FrameType | None) -> None:
+            count[signum] = count.get(signum, 0) + 1
+            self._interrupted_by = signal.Signals(signum).name
+            # A second Ctrl-C means "now": CMD gets SIGKILL.
+            self._signal_group(signal.SIGKILL if count[signum] > 1 and signum == signal.SIGINT else signum)
+
+        previous = {s: signal.signal(s, forward) for s in FORWARDED_SIGNALS}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    # --- the evaluation thread ----------------------------------------------------------------
+    def _evaluate(self, stop: threading.Event, errors: list[str]) -> None:
+        try:
+            assert self.evaluator is not None
+            self.evaluator.run(
+                stop,
+                self._on_verdict,
+                poll_interval_seconds=self.poll_interval_seconds,
+                idle_timeout_seconds=365 * 24 * 3600.0,  # CMD's lifetime bounds following, not idleness
+            )
+        except Exception as err:  # noqa: BLE001 - an evaluator bug must never take the training down
+            errors.append(f"{type(err).__name__}: {err}")
+            assert self.progress is not None
+            self.progress.line(f"evaluation failed ({type(err).__name__}: {err}); the command keeps running unsupervised")
+
+    # --- the whole run --------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        """Start CMD, supervise it until it exits, and return what happened."""
+        assert self.progress is not None and self.run_uri is not None and self.run_id is not None
+        path = local_path(self.run_uri)
+        if path is not None:
+            path.mkdir(parents=True, exist_ok=True)
+        stop_dir = tempfile.mkdtemp(prefix="trainguard-stop-")
+        self.stop_file = os.path.join(stop_dir, "stop")
+        try:
+            self.evaluator = Evaluator(
+                self.run_uri, rules=self.rules, rank=None, registry=self.registry, checkpoint=False, stop_file=self.stop_file
+            )
+            return self._supervise(self.evaluator)
+        finally:
+            if self.evaluator is not None:
+                self.evaluator.close()
+            shutil.rmtree(stop_dir, ignore_errors=True)
+
+    def _supervise(self, ev: Evaluator) -> Outcome:
+        assert self.progress is not None and self.run_uri is not None and self.run_id is not None
+        assert self.stop_file is not None
+        started = time.monotonic()
+        eval_stop = threading.Event()
+        eval_errors: list[str] = []
+        thread = threading.Thread(target=self._evaluate, args=(eval_stop, eval_errors), name="trainguard-evaluator", daemon=True)
+        try:
+            with self._forward_signals():
+                try:
+                    proc = subprocess.Popen(
+                        list(self.command), env=self.child_env(self.stop_file), cwd=self.cwd, process_group=0
+                    )
+                except OSError as err:
+                    raise SuperviseError(f"cannot start {self.command[0]!r}: {err.strerror or err}; check the command") from err
+                self._pgid = proc.pid
+                self.progress.line(f"run {self.run_id}: {' '.join(self.command)} (pid {proc.pid}), writing to {self.run_uri}")
+                thread.start()
+                killed = self._wait(proc, started)
+        finally:
+            self._exited.set()
+            eval_stop.set()
+            if thread.is_alive():
+                thread.join()
+        # One last read after CMD exited: everything it wrote is in the store by now. Then the
+        # evaluation is complete, whether or not every rank wrote END (a killed CMD does not).
+        if not eval_errors:
+            try:
+                ev.poll(on_verdict=self._on_verdict)
+                ev.finish()
+            except Exception as err:  # noqa: BLE001 - report what we have rather than nothing
+                eval_errors.append(f"{type(err).__name__}: {err}")
+        self.progress.done()
+        stopped = self._stop_verdict is not None
+        return Outcome(
+            command=tuple(self.command),
+            run_id=self.run_id,
+            run_uri=self.run_uri,
+            exit_code=EXIT_STOPPED if stopped else exit_status(proc.returncode),
+            returncode=proc.returncode,
+            stopped=stopped,
+            stop_verdict=self._stop_verdict,
+            killed=killed,
+            findings=list(ev.findings),
+            rule_status=dict(ev.rule_status),
+            last_step=ev.last_step,
+            duration_seconds=self._exit_at - started,
+            stop_latency_seconds=None if self._term_sent_at is None else round(self._exit_at - self._term_sent_at, 3),
+            evaluation_error=eval_errors[0] if eval_errors else None,
+            interrupted_by=self._interrupted_by,
+        )
+
+    def _wait(self, proc: subprocess.Popen[bytes], started: float) -> bool:
+        """Wait for CMD, updating progress and enforcing the grace period; return True if SIGKILL was sent."""
+        assert self.progress is not None and self.evaluator is not None
+        killed = False
+        while True:
+            try:
+                proc.wait(timeout=self.tick_seconds)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            ev = self.evaluator
+            findings = list(ev.findings)
+            self.progress.update(
+                step=ev.last_step,
+                findings=len(findings),
+                critical=sum(1 for f in findings if _value(f.severity) == Severity.CRITICAL.value),
+                elapsed_seconds=time.monotonic() - started,
+            )
+            sent = self._term_sent_at
+            if sent is not None and not killed and time.monotonic() - sent >= self.grace_period_seconds:
+                self.progress.line(f"the command is still running {self.grace_period_seconds:g}s after SIGTERM: SIGKILL")
+                killed = self._signal_group(signal.SIGKILL)
+        self._exit_at = time.monotonic()
+        # Processes CMD started in its group that outlive it after a stop get the same treatment.
+        if self._term_sent_at is not None and not killed:
+            deadline = self._term_sent_at + self.grace_period_seconds
+            while self._signal_group(0) and time.monotonic() < deadline:
+                time.sleep(self.tick_seconds)
+            if self._signal_group(0):
+                killed = self._signal_group(signal.SIGKILL)
+        return killed
+
+
+def verdict_table(rule_status: Mapping[str, Any], *, width: int = 120) -> str:
+    """Return the end-of-run table: one row per rule with state, action, severity, step, message."""
+    header = ("RULE", "STATE", "ACTION", "SEVERITY", "STEP", "MESSAGE")
+    rows = []
+    for name, st in rule_status.items():
+        d = rule_status_dict(st)
+        triggered = d["state"] == RuleState.ISSUES_FOUND.value
+        rows.append(
+            (
+                name,
+                str(d["state"] or "-"),
+                str(d["action"] or "-"),
+                str(d["severity"] or "-") if triggered else "-",
+                "-" if d["step"] is None else str(d["step"]),
+                str(d["message"] or ""),
+            )
+        )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+    lines = []
+    for r in [header, *rows]:
+        left = "  ".join(c.ljust(w) if i != 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r[:5], widths)))
+        room = max(width - len(left) - 2, 20)
+        msg = r[5] if len(r[5]) <= room else r[5][: room - 3] + "..."
+        lines.append((left + "  " + msg).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""The evaluator's checkpoint: where it is in each rank, each rule's state, and what it reported.
+
+Written by `Evaluator` after each evaluated segment to `format.evaluator_state_key(rank)` in the
+run's own store with one PUT (atomic: a reader sees the old or the new document, never half).
+A restarted evaluator loads it, lists after each rank's `last_key`, restores every rule with
+`load_state_dict`, and knows which verdict transitions were already emitted, so it neither
+repeats an alert nor skips a step. Metrics counters are not kept: Prometheus handles resets.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trainguard.store import errors, format
+from trainguard.store.backend import Store
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+"""Bumped when the document changes incompatibly; an evaluator ignores other versions and starts fresh."""
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class RankPosition(_Doc):
+    """How far the evaluator got in one rank, and the state of each rule instance there."""
+
+    last_key: str | None = Field(
+        default=None, description="The last segment key read; listing resumes after it."
+    )
+    last_step: int | None = Field(default=None, description="The last step evaluated.")
+    ended: bool = Field(
+        default=False, description="The rank's END marker was seen and every segment evaluated."
+    )
+    rules: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Rule name -> Rule.state_dict()."
+    )
+
+
+class StatusDoc(_Doc):
+    """A rule's reported status (the last transition emitted)."""
+
+    state: str
+    step: int | None = None
+    rank: int | None = None
+    message: str = ""
+    time: float | None = None
+    severity: str | None = None
+    stop_emitted: bool = False
+
+
+class EvaluatorState(_Doc):
+    """`evaluator/<rank-NNNNN|all>/state.json`."""
+
+    version: int = STATE_VERSION
+    ranks: dict[str, RankPosition] = Field(default_factory=dict, description="By rank number as a string.")
+    statuses: dict[str, StatusDoc] = Field(default_factory=dict, description="By rule name.")
+    findings: list[dict[str, Any]] = Field(
+        default_factory=list, description="Kept findings (bounded per rule)."
+    )
+    stop_requested: bool = False
+
+
+def load(store: Store, key: str) -> EvaluatorState | None:
+    """Return the saved state, or None when there is none or it cannot be used (logged)."""
+    try:
+        raw = store.get(key)
+    except errors.NotFound:
+        return None
+    try:
+        state = EvaluatorState.model_validate(json.loads(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+        log.warning(
+            "trainguard: checkpoint %s/%s is damaged (%s); evaluating from the start", store.uri, key, err
+        )
+        return None
+    if state.version != STATE_VERSION:
+        log.warning(
+            "trainguard: checkpoint %s/%s has version %s, this evaluator writes %s; evaluating from the start",
+            store.uri, key, state.version, STATE_VERSION,
+        )  # fmt: skip
+        return None
+    return state
+
+
+def _plain(value: Any) -> Any:
+    # Rules should keep JSON-able state; numpy scalars and arrays are converted rather than refused.
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"rule state holds a {type(value).__name__}, which cannot be saved as JSON")
+
+
+def save(store: Store, key: str, state: EvaluatorState) -> None:
+    """Write the state with one atomic PUT; TypeError if a rule's state is not JSON-able."""
+    store.put(key, json.dumps(state.model_dump(mode="python"), default=_plain).encode())
+
+
+def key_for(rank: int | None) -> str:
+    """The checkpoint key of an evaluator that follows `rank` (None: all ranks)."""
+    return format.evaluator_state_key(rank)

@@ -1,0 +1,138 @@
+"""Reads the sidecar config and rules files, and turns rule entries into rule instances.
+
+`load_sidecar_config(path)` and `load_rules_file(path)` parse YAML into the `api` models;
+`compile_rules(specs)` checks every entry once (unknown rule, bad parameter, duplicate name,
+import error) and returns factories the evaluator calls once per followed rank. Every problem
+is a `ConfigError` that names the entry. Built-in rules come from `trainguard.rules.registry`,
+custom ones from `custom.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from trainguard.api.enums import Severity
+from trainguard.api.rules_config import RulesConfig, RuleSpec
+from trainguard.api.sidecar_config import SidecarConfig
+from trainguard.errors import ConfigError, TrainGuardError
+from trainguard.rules.base import Rule
+from trainguard.sidecar import custom
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """One validated rule entry: its spec and a way to build a fresh instance (one per rank)."""
+
+    spec: RuleSpec
+    make: Callable[[], Rule]
+    severity: Severity
+    """The rule's configured (or default) severity, for statuses before any finding."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.key
+
+
+def _read_yaml(path: str | Path, *, what: str) -> Any:
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read the {what} {path}: {err.strerror or err}") from err
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"the {what} {path} is not valid YAML: {err}") from err
+
+
+def _validate(model: type[BaseModel], doc: Any, *, what: str) -> Any:
+    try:
+        return model.model_validate(doc)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<top level>"
+        raise ConfigError(f"{what}: {where}: {first['msg']}") from err
+
+
+def load_sidecar_config(path: str | Path) -> SidecarConfig:
+    """Read the sidecar's YAML config (`/etc/trainguard/sidecar.yaml`)."""
+    doc = _read_yaml(path, what="sidecar config")
+    config: SidecarConfig = _validate(SidecarConfig, doc or {}, what=f"sidecar config {path}")
+    return config
+
+
+def load_rules_file(path: str | Path) -> list[RuleSpec]:
+    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs."""
+    doc = _read_yaml(path, what="rules file")
+    if isinstance(doc, list):
+        doc = {"rules": doc}
+    config: RulesConfig = _validate(RulesConfig, doc or {}, what=f"rules file {path}")
+    return list(config.rules)
+
+
+def _entry(i: int, spec: RuleSpec) -> str:
+    return f"rules[{i}] (name {spec.key!r}, type {spec.type!r})"
+
+
+def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
+    """Validate rule entries and return their factories; raise ConfigError naming the first bad entry."""
+    out: list[CompiledRule] = []
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        entry = _entry(i, spec)
+        if spec.key in seen:
+            raise ConfigError(
+                f"{entry}: duplicate rule name {spec.key!r} (also rules[{seen[spec.key]}]); give each entry a unique `name`"
+            )
+        seen[spec.key] = i
+        make = _factory(spec, entry=entry)
+        try:
+            probe = make()  # build once now, so a bad parameter fails at startup and not at the first step
+        except ConfigError:
+            raise
+        except (TrainGuardError, ValidationError, ValueError, TypeError, KeyError) as err:
+            raise ConfigError(f"{entry}: {_explain(err)}") from err
+        out.append(CompiledRule(spec=spec, make=make, severity=probe.severity))
+    return out
+
+
+def _factory(spec: RuleSpec, *, entry: str) -> Callable[[], Rule]:
+    if spec.type.startswith(custom.PREFIX):
+        cls = custom.factory(spec, entry=entry)
+        return lambda: custom.build(cls, spec)
+    from trainguard.rules import registry  # imports every built-in rule: only when one is configured
+
+    try:
+        registry.get(spec.type)
+    except (KeyError, TrainGuardError) as err:
+        known = ", ".join(sorted(registry.BUILTINS))
+        raise ConfigError(
+            f"{entry}: unknown rule type {spec.type!r}; built-ins are: {known}; or python:module:Class"
+        ) from err
+    return lambda: _named(registry.build(spec), spec)
+
+
+def _named(rule: Rule, spec: RuleSpec) -> Rule:
+    # Findings carry the entry's name, so two entries of one type stay apart in verdicts and metrics.
+    rule.instance_name = spec.key
+    return rule
+
+
+def _explain(err: Exception) -> str:
+    if isinstance(err, ValidationError):
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "params"
+        return f"parameter {where!r}: {first['msg']}"
+    return f"{type(err).__name__}: {err}" if not isinstance(err, TrainGuardError) else str(err)
+
+
+def default_specs() -> list[RuleSpec]:
+    """The default rule set: `exploding_tensor` stops, the others notify (see the rules library)."""
+    from trainguard.rules import registry
+
+    return list(registry.default_rules())

@@ -1,0 +1,547 @@
+"""`Evaluator`: follows a run, feeds every new step to the rules, and emits verdict transitions.
+
+Used by `trainguard sidecar` (one rank, Kubernetes), `trainguard evaluate` (offline) and local
+mode (all ranks, in process). Each `poll()` reads only what is new (listing after the last key),
+turns segments into StepViews (`views.py`), calls each rule instance in isolation (an exception
+sets that rule to Error and the others go on), turns findings into per-rule state transitions
+(InProgress -> IssuesFound / Error / NoIssuesFound) emitted once each, creates the stop file on a
+`stop` verdict, and checkpoints after each segment (`checkpoint.py`). Metrics are read from it at
+scrape time (`metrics.py`); the HTTP server and status reports live in `server.py` and
+`report_status.py`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import prometheus_client
+
+from trainguard.api.enums import Action, Mode, RuleState, Severity
+from trainguard.api.rules_config import RuleSpec
+from trainguard.capture.stop import request_stop
+from trainguard.rules.base import Finding, Rule
+from trainguard.rules.view import StepView
+from trainguard.sidecar import checkpoint as ckpt
+from trainguard.sidecar import config, metrics
+from trainguard.sidecar.views import ViewBuilder
+from trainguard.store import errors, format
+from trainguard.store.backend import Store, open_store
+from trainguard.store.reader import Run, open_run
+from trainguard.store.source import RankSource, Source, load_json_doc
+
+log = logging.getLogger(__name__)
+
+MAX_FINDINGS_PER_RULE = 100
+"""Findings kept per rule (the first ones; later ones are counted in metrics only). Bounds memory
+and the checkpoint of a rule that fires on every step of a long run."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's state transition. `action` is STOP/NOTIFY only on a transition to IssuesFound."""
+
+    rule: str
+    action: Action
+    state: RuleState
+    step: int
+    rank: int
+    severity: Severity
+    message: str
+    finding: Finding | None
+    time: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "action": self.action.value,
+            "state": self.state.value,
+            "step": self.step,
+            "rank": self.rank,
+            "severity": self.severity.value,
+            "message": self.message,
+            "tensor": self.finding.tensor if self.finding else None,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True)
+class RuleStatus:
+    """A rule's current state and the transition that set it (step, rank, message, time)."""
+
+    state: RuleState
+    action: Action
+    severity: Severity
+    step: int | None = None
+    rank: int | None = None
+    message: str = ""
+    time: float | None = None
+
+
+@dataclass
+class _RankTrack:
+    """What the evaluator holds for one followed rank: reader, view builder, its own rule instances."""
+
+    rank: int
+    source: Source
+    builder: ViewBuilder
+    rules: list[Rule]
+    skip_through: int | None = None
+    """For sources that cannot resume by key: steps up to this one were evaluated before a restart."""
+    last_step: int | None = None
+    last_stats_view: StepView | None = None
+    ended: bool = False
+    end_seen: bool = False
+    problems_seen: int = 0
+
+
+@dataclass
+class _RuleCounters:
+    evaluations: int = 0
+    errors: int = 0
+    findings: dict[Severity, int] = field(default_factory=dict)
+    last_trigger_time: float | None = None
+    kept_findings: list[Finding] = field(default_factory=list)
+
+
+class Evaluator:
+    """Follows one rank (or all ranks) of a run and evaluates the configured rules on every new step."""
+
+    def __init__(
+        self,
+        run_uri: str,
+        *,
+        rules: Sequence[RuleSpec] | None = None,
+        rank: int | None = None,
+        store: Store | None = None,
+        registry: prometheus_client.CollectorRegistry | None = None,
+        checkpoint: bool = True,
+        clock: Callable[[], float] = time.time,
+        stop_file: str | None = None,
+    ) -> None:
+        self.run_uri = run_uri
+        self.rank = rank
+        self.store = store or open_store(run_uri)
+        self.checkpoint_enabled = checkpoint
+        self.clock = clock
+        self.stop_file = stop_file
+        self.compiled = config.compile_rules(config.default_specs() if rules is None else list(rules))
+        self.rule_names = [c.name for c in self.compiled]
+        self._lock = threading.RLock()
+        self._run: Run = open_run(run_uri, store=self.store, wait=True)
+        self._world_size = self._run.info.world_size if self._run.info else None
+        self._tracks: dict[int, _RankTrack] = {}
+        self._counters = [_RuleCounters() for _ in self.compiled]
+        self._status = {
+            c.name: RuleStatus(state=RuleState.IN_PROGRESS, action=c.spec.action, severity=c.severity)
+            for c in self.compiled
+        }
+        self._stop_emitted: set[str] = set()
+        self.stop_requested = False
+        self.ended = False
+        self.timed_out = False
+        self.last_error: str | None = None
+        self.segments_total = 0
+        self.corrupt_segments_total = 0
+        self.lag_seconds: float | None = None
+        self.last_evaluation_time: float | None = None
+        self.durations = metrics.Histogram(metrics.DURATION_BUCKETS_SECONDS)
+        self._saved = ckpt.load(self.store, ckpt.key_for(rank)) if checkpoint else None
+        if self._saved is not None:
+            self._restore_statuses(self._saved)
+        self._collector: metrics.EvaluatorCollector | None = None
+        if registry is not None:
+            self._collector = metrics.EvaluatorCollector(self)
+            registry.register(self._collector)
+        self._registry = registry
+
+    # --- public view of the state ----------------------------------------------------------------
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), in evaluation order per rule."""
+        with self._lock:
+            out = [f for c in self._counters for f in c.kept_findings]
+        return sorted(out, key=lambda f: (f.step, f.rank))
+
+    @property
+    def rule_status(self) -> dict[str, RuleStatus]:
+        with self._lock:
+            return dict(self._status)
+
+    @property
+    def last_step(self) -> int | None:
+        steps = [t.last_step for t in list(self._tracks.values()) if t.last_step is not None]
+        return max(steps) if steps else None
+
+    @property
+    def ranks(self) -> list[int]:
+        return sorted(self._tracks)
+
+    @property
+    def read_bytes_total(self) -> int:
+        return sum(int(getattr(t.source, "bytes_read", 0)) for t in list(self._tracks.values()))
+
+    def counters(self) -> list[tuple[str, _RuleCounters]]:
+        """Per-rule counters (for metrics); read under the evaluator's lock."""
+        return list(zip(self.rule_names, self._counters))
+
+    def last_views(self) -> list[StepView]:
+        """The newest view with tensor statistics of each rank, lowest rank first."""
+        return [t.last_stats_view for _, t in sorted(self._tracks.items()) if t.last_stats_view is not None]
+
+    def last_loss(self) -> dict[Mode, float]:
+        """The newest loss values by mode, from the lowest followed rank that has them."""
+        for _, t in sorted(self._tracks.items()):
+            if t.builder.last_loss:
+                return dict(t.builder.last_loss)
+        return {}
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    # --- following ------------------------------------------------------------------------------
+    def poll(self, *, on_verdict: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+        """Read what is new once, evaluate it and return the verdict transitions it caused.
+
+        With `on_verdict`, each transition is handed over right after the segment that caused it
+        and before that segment's checkpoint, so a crash repeats at most one segment's verdicts
+        (idempotent sinks: stop file, status patch) and never loses one.
+        """
+        out: list[Verdict] = []
+        self._discover()
+        for track in [t for _, t in sorted(self._tracks.items()) if not t.ended]:
+            segments = track.source.poll()
+            if not segments and track.source.ended() is not None:
+                # END is written after the last segment; one more listing picks up any segment listed late.
+                segments = track.source.poll()
+                track.end_seen = True
+            for seg in segments:
+                verdicts = self._evaluate_segment(track, seg)
+                for v in verdicts:
+                    self._act(v)
+                    if on_verdict is not None:
+                        on_verdict(v)
+                out.extend(verdicts)
+                self._save()
+            self._note_problems(track)
+            if track.end_seen:
+                track.ended = True
+                self._save()
+        if self._all_ended():
+            final = self.finish()
+            for v in final:
+                if on_verdict is not None:
+                    on_verdict(v)
+            out.extend(final)
+        return out
+
+    def run(
+        self,
+        stop: threading.Event,
+        on_verdict: Callable[[Verdict], None] | None = None,
+        *,
+        poll_interval_seconds: float = 0.25,
+        idle_timeout_seconds: float = 3600.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Poll until every followed rank ended, `stop` is set, or nothing new came for `idle_timeout_seconds`.
+
+        A store that fails is retried at the poll interval (logged, and shown by `last_error`).
+        """
+        last_data = monotonic()
+        while not stop.is_set():
+            before = self.segments_total
+            try:
+                self.poll(on_verdict=on_verdict)
+                self.last_error = None
+            except errors.StoreError as err:
+                if self.last_error != str(err):
+                    log.warning("trainguard: reading %s failed: %s; retrying", self.run_uri, err)
+                self.last_error = str(err)
+            if self.ended:
+                return
+            if self.segments_total > before:
+                last_data = monotonic()
+                continue
+            if monotonic() - last_data > idle_timeout_seconds:
+                self.timed_out = True
+                log.warning(
+                    "trainguard: nothing new in %s for %.0f s; giving up", self.run_uri, idle_timeout_seconds
+                )
+                return
+            stop.wait(poll_interval_seconds)
+
+    def finish(self) -> list[Verdict]:
+        """End the evaluation: rules still InProgress become NoIssuesFound. Idempotent."""
+        out: list[Verdict] = []
+        with self._lock:
+            if self.ended and all(s.state != RuleState.IN_PROGRESS for s in self._status.values()):
+                return out
+            self.ended = True
+            step = self.last_step if self.last_step is not None else 0
+            for c in self.compiled:
+                if self._status[c.name].state == RuleState.IN_PROGRESS:
+                    out.append(
+                        self._transition(
+                            c,
+                            RuleState.NO_ISSUES_FOUND,
+                            step=step,
+                            rank=self.rank or 0,
+                            severity=Severity.INFO,
+                            message=f"{c.name}: no issues found up to step {step}",
+                            finding=None,
+                            action=Action.NONE,
+                        )
+                    )
+            self._save()
+        return out
+
+    def close(self) -> None:
+        """Detach the metrics collector from the registry it was given."""
+        if self._registry is not None and self._collector is not None:
+            self._registry.unregister(self._collector)
+            self._collector = None
+
+    # --- internals ------------------------------------------------------------------------------
+    def _discover(self) -> None:
+        """Open a track for each rank to follow that is not followed yet."""
+        if self.rank is not None:
+            wanted = [self.rank]
+        elif self._run.format == "trainguard":
+            wanted = self._trainguard_ranks()
+        else:
+            wanted = list(self._run.ranks)
+        for r in wanted:
+            if r not in self._tracks:
+                self._tracks[r] = self._open_track(r)
+
+    def _trainguard_ranks(self) -> list[int]:
+        if self._world_size is not None and len(self._tracks) >= self._world_size:
+            return list(self._tracks)
+        top = self.store.list("", delimiter="/")
+        if self._world_size is None and format.RUN_INFO_KEY in top:
+            doc = load_json_doc(self.store, format.RUN_INFO_KEY, format.RunInfo)
+            assert isinstance(doc, format.RunInfo)
+            self._world_size = doc.world_size
+        return sorted(r for r in (format.parse_rank_prefix(e) for e in top) if r is not None)
+
+    def _open_track(self, rank: int) -> _RankTrack:
+        saved = self._saved.ranks.get(str(rank)) if self._saved else None
+        source: Source
+        skip: int | None = None
+        if self._run.format == "trainguard":
+            source = RankSource(self.store, rank, start_after=saved.last_key if saved else None)
+        else:
+            source = self._run.source(rank)
+            skip = saved.last_step if saved else None
+        track = _RankTrack(
+            rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
+        )
+        track.skip_through = skip
+        if saved is not None:
+            track.last_step = saved.last_step
+            track.ended = saved.ended
+            for c, rule in zip(self.compiled, track.rules):
+                state = saved.rules.get(c.name)
+                if state is None:
+                    continue
+                try:
+                    rule.load_state_dict(state)
+                except Exception as err:  # noqa: BLE001 - a rule's own restore code may fail in any way
+                    log.warning(
+                        "trainguard: cannot restore the state of rule %s on rank %s (%s); it starts fresh",
+                        c.name,
+                        rank,
+                        err,
+                    )
+        return track
+
+    def _restore_statuses(self, saved: ckpt.EvaluatorState) -> None:
+        by_name = {c.name: c for c in self.compiled}
+        for name, doc in saved.statuses.items():
+            c = by_name.get(name)
+            if c is None:
+                continue
+            self._status[name] = RuleStatus(
+                state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
+                step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
+            )  # fmt: skip
+            if doc.stop_emitted:
+                self._stop_emitted.add(name)
+        index = {c.name: i for i, c in enumerate(self.compiled)}
+        for d in saved.findings:
+            i = index.get(str(d.get("rule")))
+            if i is not None:
+                self._counters[i].kept_findings.append(_finding_from_dict(d))
+        self.stop_requested = saved.stop_requested
+        self.ended = (
+            all(p.ended for p in saved.ranks.values())
+            and bool(saved.ranks)
+            and all(s.state != RuleState.IN_PROGRESS for s in self._status.values())
+        )
+
+    def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
+        started = time.perf_counter()
+        verdicts: list[Verdict] = []
+        with self._lock:
+            views = track.builder.views(seg, track.source.catalogue())
+            if track.skip_through is not None:
+                views = [v for v in views if v.step > track.skip_through]
+            for view in views:
+                for i, rule in enumerate(track.rules):
+                    try:
+                        found = rule.update(view)
+                    except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
+                        v = self._rule_error(i, view, err)
+                        if v is not None:
+                            verdicts.append(v)
+                        continue
+                    if found:
+                        verdicts.extend(self._on_findings(i, found))
+                if view.names:
+                    track.last_stats_view = view
+            for c in self._counters:
+                c.evaluations += len(views)
+            if views:
+                track.last_step = views[-1].step
+            now = self.clock()
+            if seg.wall_time.size:
+                self.lag_seconds = now - float(seg.wall_time[-1])
+            self.last_evaluation_time = now
+            self.segments_total += 1
+            self.durations.observe(time.perf_counter() - started)
+        return verdicts
+
+    def _on_findings(self, i: int, found: list[Finding]) -> list[Verdict]:
+        c = self.compiled[i]
+        counters = self._counters[i]
+        out: list[Verdict] = []
+        for f in found:
+            counters.findings[f.severity] = counters.findings.get(f.severity, 0) + 1
+            if len(counters.kept_findings) < MAX_FINDINGS_PER_RULE:
+                counters.kept_findings.append(f)
+            if f.severity.rank < Severity.WARNING.rank:
+                continue
+            counters.last_trigger_time = self.clock()
+            if self._status[c.name].state != RuleState.ISSUES_FOUND:
+                out.append(
+                    self._transition(
+                        c,
+                        RuleState.ISSUES_FOUND,
+                        step=f.step,
+                        rank=f.rank,
+                        severity=f.severity,
+                        message=f.message + (f" {f.hint}" if f.hint and f.hint not in f.message else ""),
+                        finding=f,
+                        action=c.spec.action,
+                    )
+                )
+        return out
+
+    def _rule_error(self, i: int, view: StepView, err: Exception) -> Verdict | None:
+        c = self.compiled[i]
+        self._counters[i].errors += 1
+        message = f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        status = self._status[c.name]
+        if status.state == RuleState.ISSUES_FOUND:
+            return None
+        if status.state == RuleState.ERROR:
+            self._status[c.name] = dataclasses.replace(status, message=message)
+            return None
+        log.error("trainguard: %s; the other rules go on", message)
+        return self._transition(
+            c, RuleState.ERROR, step=view.step, rank=view.rank, severity=status.severity, message=message,
+            finding=None, action=Action.NONE,
+        )  # fmt: skip
+
+    def _transition(
+        self, c: config.CompiledRule, state: RuleState, *, step: int, rank: int, severity: Severity, message: str,
+        finding: Finding | None, action: Action,
+    ) -> Verdict:  # fmt: skip
+        now = self.clock()
+        self._status[c.name] = RuleStatus(
+            state=state,
+            action=c.spec.action,
+            severity=severity,
+            step=step,
+            rank=rank,
+            message=message,
+            time=now,
+        )
+        return Verdict(
+            rule=c.name, action=action, state=state, step=step, rank=rank, severity=severity, message=message,
+            finding=finding, time=now,
+        )  # fmt: skip
+
+    def _act(self, verdict: Verdict) -> None:
+        """Create the stop file for a STOP verdict (once per rule)."""
+        if verdict.action != Action.STOP or verdict.rule in self._stop_emitted:
+            return
+        self._stop_emitted.add(verdict.rule)
+        self.stop_requested = True
+        if self.stop_file:
+            request_stop(self.stop_file, rule=verdict.rule, message=verdict.message)
+        log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
+
+    def _note_problems(self, track: _RankTrack) -> None:
+        n = len(track.source.problems)
+        if n > track.problems_seen:
+            self.corrupt_segments_total += n - track.problems_seen
+            track.problems_seen = n
+
+    def _all_ended(self) -> bool:
+        if not self._tracks or not all(t.ended for t in self._tracks.values()):
+            return False
+        if self.rank is None and self._world_size is not None:
+            return len(self._tracks) >= self._world_size
+        return True
+
+    def _save(self) -> None:
+        if not self.checkpoint_enabled:
+            return
+        with self._lock:
+            state = ckpt.EvaluatorState(
+                ranks={
+                    str(r): ckpt.RankPosition(
+                        last_key=getattr(t.source, "last_key", None),
+                        last_step=t.last_step,
+                        ended=t.ended,
+                        rules={c.name: rule.state_dict() for c, rule in zip(self.compiled, t.rules)},
+                    )
+                    for r, t in self._tracks.items()
+                },
+                statuses={
+                    name: ckpt.StatusDoc(
+                        state=s.state.value,
+                        step=s.step,
+                        rank=s.rank,
+                        message=s.message,
+                        time=s.time,
+                        severity=s.severity.value,
+                        stop_emitted=name in self._stop_emitted,
+                    )
+                    for name, s in self._status.items()
+                },
+                findings=[f.to_dict() for c in self._counters for f in c.kept_findings],
+                stop_requested=self.stop_requested,
+            )
+        ckpt.save(self.store, ckpt.key_for(self.rank), state)
+
+
+def _finding_from_dict(d: dict[str, object]) -> Finding:
+    return Finding(
+        rule=str(d["rule"]),
+        severity=Severity(str(d["severity"])),
+        step=int(d["step"]),  # type: ignore[call-overload]
+        message=str(d.get("message", "")),
+        rank=int(d.get("rank", 0)),  # type: ignore[call-overload]
+        tensor=None if d.get("tensor") is None else str(d["tensor"]),
+        hint=str(d.get("hint", "")),
+        value=None if d.get("value") is None else float(d["value"]),  # type: ignore[arg-type]
+        threshold=None if d.get("threshold") is None else float(d["threshold"]),  # type: ignore[arg-type]
+    )

@@ -1,0 +1,201 @@
+"""The evaluator's Prometheus metrics, built afresh from the evaluator's state on every scrape.
+
+`EvaluatorCollector` is registered by `Evaluator` on the `CollectorRegistry` it is given (never
+the global one). Labels come from bounded sets only: rule names, severities, collections and
+modes, never tensor or layer names. Training gauges describe the newest step with statistics of
+the lowest followed rank (one rank per sidecar in Kubernetes; rank 0 in local mode).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from trainguard.api.enums import RuleState, Severity
+from trainguard.rules.view import COL, StepView
+
+if TYPE_CHECKING:
+    from trainguard.sidecar.evaluator import Evaluator
+
+DURATION_BUCKETS_SECONDS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+"""Evaluation time of one segment: about a millisecond for a small model, up to seconds for a large one."""
+
+
+class Histogram:
+    """Cumulative bucket counts and a sum, for a histogram exported by a custom collector."""
+
+    def __init__(self, buckets: Sequence[float]) -> None:
+        self.bounds = list(buckets)
+        self.counts = [0] * (len(self.bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        total = 0
+        for bound, count in zip([*map(floatToGoString, self.bounds), "+Inf"], self.counts):
+            total += count
+            out.append((bound, float(total)))
+        return out
+
+
+def collection_norms(view: StepView) -> dict[str, tuple[float, float | None, float]]:
+    """Per collection: sqrt(sum l2^2), median update_l2/l2 over trainable tensors (None if none), NaN+Inf count."""
+    out: dict[str, tuple[float, float | None, float]] = {}
+    collections = sorted({m.collection for m in view.meta})
+    for coll in collections:
+        rows = np.asarray([i for i, m in enumerate(view.meta) if m.collection == coll], dtype=np.int64)
+        l2 = view.stats[rows, COL["l2"]]
+        norm = float(np.sqrt(np.sum(l2 * l2)))  # NaN stays NaN: a diverged tensor must show
+        trainable = np.asarray([view.meta[i].trainable for i in rows], dtype=bool)
+        ratio: float | None = None
+        if trainable.any():
+            upd = view.stats[rows[trainable], COL["update_l2"]]
+            base = view.stats[rows[trainable], COL["l2"]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = upd / base
+            r = r[np.isfinite(r)]
+            ratio = float(np.median(r)) if r.size else None
+        nonfinite = float(np.nansum(view.stats[rows, COL["nan"]]) + np.nansum(view.stats[rows, COL["inf"]]))
+        out[coll] = (norm, ratio, nonfinite)
+    return out
+
+
+class EvaluatorCollector(Collector):
+    """Reads an `Evaluator` at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*` family."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+
+    def describe(self) -> list[Metric]:
+        # Names only, so registration checks duplicates without reading a half-built evaluator.
+        return list(self._families(with_values=False))
+
+    def collect(self) -> Iterator[Metric]:
+        with self.evaluator.lock:
+            families = list(self._families(with_values=True))
+        yield from families
+
+    def _families(self, *, with_values: bool) -> Iterator[Metric]:
+        ev = self.evaluator
+        step = GaugeMetricFamily("trainguard_training_step", "Last training step evaluated.")
+        loss = GaugeMetricFamily(
+            "trainguard_training_loss", "Last loss value, by mode (train or eval).", labels=["mode"]
+        )
+        norm = GaugeMetricFamily(
+            "trainguard_training_tensor_l2_norm",
+            "sqrt(sum of l2^2) over the tensors of a collection at the last step.",
+            labels=["collection"],
+        )
+        ratio = GaugeMetricFamily(
+            "trainguard_training_update_ratio",
+            "Median over trainable tensors of update_l2/l2 at the last step.",
+            labels=["collection"],
+        )
+        nonfinite = GaugeMetricFamily(
+            "trainguard_training_nonfinite_values",
+            "NaN plus Inf count at the last step.",
+            labels=["collection"],
+        )
+        triggered = GaugeMetricFamily(
+            "trainguard_rule_triggered", "1 once the rule found issues.", labels=["rule"]
+        )
+        evaluations = CounterMetricFamily(
+            "trainguard_rule_evaluations", "Steps given to the rule.", labels=["rule"]
+        )
+        rule_errors = CounterMetricFamily(
+            "trainguard_rule_errors", "Exceptions raised by the rule.", labels=["rule"]
+        )
+        findings = CounterMetricFamily(
+            "trainguard_rule_findings", "Findings reported by the rule.", labels=["rule", "severity"]
+        )
+        last_trigger = GaugeMetricFamily(
+            "trainguard_rule_last_trigger_timestamp_seconds",
+            "Unix time of the rule's last warning-or-worse finding.",
+            labels=["rule"],
+        )
+        duration = HistogramMetricFamily(
+            "trainguard_sidecar_evaluation_duration_seconds", "Time to evaluate one segment.", unit=""
+        )
+        lag = GaugeMetricFamily(
+            "trainguard_sidecar_lag_seconds", "Evaluation time minus the step's wall time."
+        )
+        read_bytes = CounterMetricFamily(
+            "trainguard_sidecar_read_bytes", "Bytes of segments read from the store."
+        )
+        segments = CounterMetricFamily("trainguard_sidecar_segments", "Segments evaluated.")
+        corrupt = CounterMetricFamily(
+            "trainguard_sidecar_corrupt_segments", "Segments skipped as corrupt or gone."
+        )
+        stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
+        last_eval = GaugeMetricFamily(
+            "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
+        )
+        if with_values:
+            if ev.last_step is not None:
+                step.add_metric([], float(ev.last_step))
+            for mode, value in sorted(ev.last_loss().items()):
+                loss.add_metric([mode.value], value)
+            views = ev.last_views()
+            if views:
+                for coll, (n, r, bad) in collection_norms(views[0]).items():
+                    norm.add_metric([coll], n)
+                    if r is not None:
+                        ratio.add_metric([coll], r)
+                    nonfinite.add_metric([coll], bad)
+            statuses = ev.rule_status
+            for name, c in ev.counters():
+                triggered.add_metric([name], 1.0 if statuses[name].state == RuleState.ISSUES_FOUND else 0.0)
+                evaluations.add_metric([name], float(c.evaluations))
+                rule_errors.add_metric([name], float(c.errors))
+                for sev in Severity:
+                    findings.add_metric([name, sev.value], float(c.findings.get(sev, 0)))
+                if c.last_trigger_time is not None:
+                    last_trigger.add_metric([name], c.last_trigger_time)
+            duration.add_metric([], buckets=ev.durations.buckets(), sum_value=ev.durations.sum)
+            if ev.lag_seconds is not None and math.isfinite(ev.lag_seconds):
+                lag.add_metric([], ev.lag_seconds)
+            read_bytes.add_metric([], float(ev.read_bytes_total))
+            segments.add_metric([], float(ev.segments_total))
+            corrupt.add_metric([], float(ev.corrupt_segments_total))
+            stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
+            if ev.last_evaluation_time is not None:
+                last_eval.add_metric([], ev.last_evaluation_time)
+        yield from (
+            step,
+            loss,
+            norm,
+            ratio,
+            nonfinite,
+            triggered,
+            evaluations,
+            rule_errors,
+            findings,
+            last_trigger,
+        )
+        yield from (duration, lag, read_bytes, segments, corrupt, stop, last_eval)

@@ -1,0 +1,178 @@
+"""Reports one rank's rule statuses into its DebugJob's status subresource.
+
+Used by `trainguard sidecar` when the config names a DebugJob. Each rank writes only its own key,
+`status.reports.rank-NNNNN`, with a JSON merge patch, so ranks never overwrite each other; the
+operator aggregates the reports and decides what to do from the DebugJob's own spec. A report is
+sent at once after each verdict transition and otherwise at most every `interval_seconds` while
+the last step moves (a heartbeat). The report is rebuilt from the evaluator's current state each
+time, so a report lost to a crash or an API error is repaired by the next one. The official
+`kubernetes` client is configured at call time: `KUBECONFIG` when set, else the in-cluster
+service account, else `~/.kube/config`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from trainguard.api.sidecar_config import DebugJobRef
+from trainguard.sidecar.evaluator import Evaluator, Verdict
+
+log = logging.getLogger(__name__)
+
+DEBUGJOB_GROUP = "trainguard.dev"
+DEBUGJOB_VERSION = "v1alpha1"
+DEBUGJOB_PLURAL = "debugjobs"
+
+REPORT_INTERVAL_SECONDS = 10.0
+"""Heartbeat: the longest a moving lastStep goes unreported. One small PATCH per rank every 10 s
+keeps `kubectl get debugjobs` current without loading the API server."""
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.datetime.fromtimestamp(t, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rank_key(rank: int) -> str:
+    """The key of one rank in `status.reports`, e.g. `rank-00003`."""
+    return f"rank-{rank:05d}"
+
+
+def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
+    """Return one rank's report: lastStep, time, ended, and one entry per configured rule."""
+    rules: list[dict[str, Any]] = []
+    for name, status in evaluator.rule_status.items():
+        entry: dict[str, Any] = {"name": name, "state": status.state.value, "severity": status.severity.value}
+        if status.step is not None:
+            entry["step"] = status.step
+        if status.message:
+            entry["message"] = status.message
+        if status.time is not None:
+            entry["time"] = _iso(status.time)
+        rules.append(entry)
+    return {"lastStep": evaluator.last_step, "time": _iso(now), "ended": evaluator.ended, "rules": rules}
+
+
+def status_patch(ref: DebugJobRef, *, rank: int, report: dict[str, Any]) -> dict[str, Any]:
+    """Return the merge patch that sets this rank's report (and, with a uid, guards against a recreated object)."""
+    patch: dict[str, Any] = {"status": {"reports": {rank_key(rank): report}}}
+    if ref.uid:
+        # The API server refuses a patch whose metadata.uid differs from the object's (a precondition).
+        patch["metadata"] = {"uid": ref.uid}
+    return patch
+
+
+def custom_objects_api() -> Any:
+    """Return a CustomObjectsApi configured now (not at import): KUBECONFIG, in-cluster, or ~/.kube/config."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    kubeconfig = os.environ.get("KUBECONFIG")
+    if kubeconfig:
+        config.load_kube_config(
+            config_file=kubeconfig, client_configuration=configuration, persist_config=False
+        )
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=configuration)
+    else:
+        config.load_kube_config(client_configuration=configuration, persist_config=False)
+    return client.CustomObjectsApi(client.ApiClient(configuration))
+
+
+class StatusReporter:
+    """Sends a rank's report on each verdict and as a heartbeat, from its own thread."""
+
+    def __init__(
+        self,
+        ref: DebugJobRef,
+        *,
+        rank: int,
+        evaluator: Evaluator,
+        interval_seconds: float = REPORT_INTERVAL_SECONDS,
+        api: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ref = ref
+        self.rank = rank
+        self.evaluator = evaluator
+        self.interval_seconds = interval_seconds
+        self.clock = clock
+        self.reports_sent = 0
+        self.last_error: str | None = None
+        self._api = api
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._sent: tuple[Any, ...] | None = None
+        self._sent_at = 0.0
+        self._thread: threading.Thread | None = None
+
+    def on_verdict(self, verdict: Verdict) -> None:
+        """Ask for a report now (called for each transition; the report itself runs on the thread)."""
+        self._wake.set()
+
+    def report(self, *, force: bool = False) -> bool:
+        """Send the report if it changed state, if `force`, or if the heartbeat is due; return whether sent."""
+        now = self.clock()
+        statuses = tuple((n, s.state, s.step) for n, s in self.evaluator.rule_status.items())
+        fingerprint = (statuses, self.evaluator.ended, self.evaluator.last_step)
+        due = (
+            now - self._sent_at >= self.interval_seconds
+            and fingerprint[2] != (self._sent or (None, None, None))[2]
+        )
+        changed = self._sent is None or fingerprint[:2] != self._sent[:2]
+        if not (force or changed or due):
+            return False
+        body = status_patch(self.ref, rank=self.rank, report=build_report(self.evaluator, now=now))
+        try:
+            if self._api is None:
+                self._api = custom_objects_api()
+            self._api.patch_namespaced_custom_object_status(
+                DEBUGJOB_GROUP, DEBUGJOB_VERSION, self.ref.namespace, DEBUGJOB_PLURAL, self.ref.name, body,
+                _content_type="application/merge-patch+json",
+            )  # fmt: skip
+        except Exception as err:  # noqa: BLE001 - API, network or config failures: logged, retried at the next report
+            message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+            if message != self.last_error:
+                log.warning(
+                    "trainguard: cannot report to DebugJob %s/%s (%s); retrying",
+                    self.ref.namespace,
+                    self.ref.name,
+                    message,
+                )
+            self.last_error = message
+            return False
+        self.last_error = None
+        self._sent = fingerprint
+        self._sent_at = now
+        self.reports_sent += 1
+        return True
+
+    def start(self) -> StatusReporter:
+        """Report once now, then on each verdict and heartbeat until `close()`."""
+        self._thread = threading.Thread(target=self._loop, name="trainguard-status", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        tick = min(1.0, self.interval_seconds)
+        force = True
+        while not self._stop.is_set():
+            sent = self.report(force=force)
+            force = force and not sent  # keep forcing until the first report went through
+            self._wake.wait(tick)
+            self._wake.clear()
+
+    def close(self) -> None:
+        """Send a last report (the final states) and stop the thread."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.report()

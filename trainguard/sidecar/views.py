@@ -1,0 +1,163 @@
+"""Turns the segments of one rank into `StepView`s, one per step, in step order.
+
+Called by the evaluator for each new segment. Tensor statistics and scalars of the same step
+are merged into one view; per-unit vectors and histograms are attached on Tier-1 steps; names
+and `TensorMeta` come from the catalogue and are built once per (catalogue, tensor set), so a
+step costs a few dictionary look-ups and no copies of the statistics block. Rules are left to
+`evaluator.py`; reading to `trainguard.store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainguard.api.enums import Mode
+from trainguard.rules.view import COLUMNS, StepView, TensorMeta
+from trainguard.store import format
+
+_EVAL_PREFIXES = ("val", "eval", "test", "valid")
+
+
+def loss_mode(info: format.TensorInfo) -> Mode | None:
+    """Return the mode a scalar reports as `trainguard_training_loss{mode}`, or None if it is no loss.
+
+    A scalar counts as a loss when its name contains "loss"; it is an eval loss when recorded in
+    eval mode or named like `val_loss`/`eval_loss`/`test_loss`.
+    """
+    if not info.is_scalar or "loss" not in info.name.lower():
+        return None
+    if info.mode == Mode.EVAL.value or info.name.lower().startswith(_EVAL_PREFIXES):
+        return Mode.EVAL
+    return Mode.TRAIN
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Names and metadata of one tensor set under one catalogue, shared by every view that uses them."""
+
+    names: tuple[str, ...]
+    meta: tuple[TensorMeta, ...]
+
+
+class ViewBuilder:
+    """Converts one rank's segments into StepViews; keeps only per-catalogue caches, never past steps."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self._layouts: dict[tuple[int, bytes], _Layout] = {}
+        self._catalogue_key: int | None = None
+        self.last_loss: dict[Mode, float] = {}
+        """The newest value of the loss scalars seen so far, by mode (for the loss gauge)."""
+
+    def _layout(self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]) -> _Layout:
+        # A new catalogue object (a new version was fetched) invalidates the cache.
+        if self._catalogue_key != id(catalogue):
+            self._layouts.clear()
+            self._catalogue_key = id(catalogue)
+        key = (seg.catalogue_version, seg.tensor_ids.tobytes())
+        layout = self._layouts.get(key)
+        if layout is None:
+            names: list[str] = []
+            meta: list[TensorMeta] = []
+            for tid in seg.tensor_ids.tolist():
+                info = catalogue.get(int(tid))
+                if info is None:
+                    info = format.TensorInfo(id=int(tid), name=f"tensor-{tid}", collection="unknown")
+                names.append(info.name)
+                meta.append(
+                    TensorMeta(
+                        name=info.name,
+                        collection=info.collection,
+                        module=info.module,
+                        trainable=info.trainable,
+                        activation=info.activation,
+                        order=info.order,
+                        shape=tuple(info.shape),
+                    )
+                )
+            layout = _Layout(names=tuple(names), meta=tuple(meta))
+            self._layouts[key] = layout
+        return layout
+
+    def views(self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]) -> list[StepView]:
+        """Return the views of every step in `seg` (tensor steps and scalar-only steps), in step order."""
+        layout = self._layout(seg, catalogue)
+        stats = np.asarray(seg.stats, dtype=np.float64)
+        if stats.ndim != 3 or stats.shape[2] != len(COLUMNS):
+            stats = np.zeros((len(seg.steps), len(layout.names), len(COLUMNS)))
+        row_of = {int(s): i for i, s in enumerate(seg.steps.tolist())}
+        train, evals = self._scalars_by_step(seg, catalogue)
+        tier1 = self._tier1_by_step(seg, catalogue)
+        steps = sorted(set(row_of) | set(train) | set(evals))
+        empty_stats = np.zeros((0, len(COLUMNS)))
+        out: list[StepView] = []
+        for step in steps:
+            row = row_of.get(step)
+            units, hists = tier1.get(step, ({}, {}))
+            has_stats = row is not None
+            out.append(
+                StepView(
+                    step=step,
+                    rank=self.rank,
+                    wall_time=float(seg.wall_time[row]) if has_stats else self._nearest_wall_time(seg, step),
+                    names=layout.names if has_stats else (),
+                    meta=layout.meta if has_stats else (),
+                    stats=stats[row] if has_stats else empty_stats,
+                    scalars=train.get(step, {}),
+                    eval_scalars=evals.get(step, {}),
+                    units=units,
+                    hists=hists,
+                )
+            )
+        return out
+
+    @staticmethod
+    def _nearest_wall_time(seg: format.Segment, step: int) -> float:
+        """Wall time of a scalar-only step: that of the nearest saved step at or before it, if any."""
+        if not seg.steps.size:
+            return 0.0
+        i = int(np.searchsorted(seg.steps, step, side="right")) - 1
+        return float(seg.wall_time[max(i, 0)])
+
+    def _scalars_by_step(
+        self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+    ) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]]:
+        train: dict[int, dict[str, float]] = {}
+        evals: dict[int, dict[str, float]] = {}
+        if not seg.scalar_steps.size:
+            return train, evals
+        for step, tid, value in zip(
+            seg.scalar_steps.tolist(), seg.scalar_ids.tolist(), seg.scalar_values.tolist()
+        ):
+            info = catalogue.get(tid)
+            if info is None:
+                continue
+            target = evals if info.mode == Mode.EVAL.value else train
+            target.setdefault(step, {})[info.name] = value
+            mode = loss_mode(info)
+            if mode is not None:
+                self.last_loss[mode] = value
+        return train, evals
+
+    def _tier1_by_step(
+        self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+    ) -> dict[int, tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]]:
+        out: dict[int, tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]] = {}
+        if not seg.tier1_steps.size or not (seg.units or seg.hists):
+            return out
+        for i, step in enumerate(seg.tier1_steps.tolist()):
+            units = {
+                (kind, _name(catalogue, tid)): np.asarray(vec[i], np.float64)
+                for (kind, tid), vec in seg.units.items()
+            }
+            hists = {_name(catalogue, tid): np.asarray(h[i], np.float64) for tid, h in seg.hists.items()}
+            out[step] = (units, hists)
+        return out
+
+
+def _name(catalogue: Mapping[int, format.TensorInfo], tid: int) -> str:
+    info = catalogue.get(tid)
+    return info.name if info is not None else f"tensor-{tid}"

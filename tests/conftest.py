@@ -6,7 +6,8 @@ start a separate, short-lived instance with `seaweedfs_factory`, so the session 
 Every instance binds 127.0.0.1 on free ports, is polled for readiness and is stopped by its PID.
 
 Fixtures for other test packages:
-    s3_server         SeaweedServer: endpoint_url, access_key, secret_key, client(), env()
+    s3_server         SeaweedServer: endpoint_url, access_key, secret_key, client(), env(),
+                      create_bucket(), delete_bucket(); a factory's servers also kill(), restart()
     s3_bucket         a fresh, empty bucket name on s3_server (deleted after the test)
     s3_uri            "s3://<fresh bucket>/run" with AWS_* set in the environment (monkeypatch),
                       so open_store / open_run / Recorder work from the URI alone
@@ -85,6 +86,8 @@ class SeaweedServer:
     workdir: Path
     log_path: Path
     ports: dict[str, int] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    launch_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -144,6 +147,16 @@ class SeaweedServer:
         if self.alive():
             os.kill(self.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
+
+    def restart(self, *, timeout_seconds: float = START_TIMEOUT_SECONDS) -> None:
+        """Start a killed server again on the same ports and data, and wait until S3 answers."""
+        if self.alive():
+            raise RuntimeError("restart() needs a stopped server; call kill() first")
+        with open(self.log_path, "ab") as log_file:
+            self.process = subprocess.Popen(
+                self.args, env=self.launch_env, stdout=log_file, stderr=subprocess.STDOUT, cwd=self.workdir
+            )
+        _wait_ready(self, timeout_seconds=timeout_seconds)
 
     def stop(self) -> None:
         """Stop the server by its PID (SIGTERM, then SIGKILL after 10 s) and remove its data."""
@@ -236,6 +249,8 @@ def start_seaweedfs(
             workdir=workdir,
             log_path=log_path,
             ports=ports,
+            args=args,
+            launch_env=env,
         )
         try:
             _wait_ready(server, timeout_seconds=timeout_seconds)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -255,7 +256,8 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {name: z[name] for name in z.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as err:
+    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError) as err:
+        # zlib.error: damaged deflate data; ValueError also covers object arrays refused by allow_pickle=False.
         raise errors.SegmentCorrupt(
             f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"
         ) from err
@@ -295,3 +297,5 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
         )
     except KeyError as err:
         raise errors.SegmentCorrupt(f"segment {key} lacks the array {err}; it is skipped") from err
+    except (ValueError, TypeError) as err:
+        raise errors.SegmentCorrupt(f"segment {key} holds a malformed array ({err}); it is skipped") from err

@@ -30,11 +30,13 @@ def tier0(x: np.ndarray, *, prev: np.ndarray | None = None, first: np.ndarray | 
             out[7] = a.std()
             out[8] = np.abs(a).mean()
             out[9] = np.sqrt(np.sum(a * a))
-    if prev is not None:
-        out[10] = np.sqrt(np.sum((a - np.asarray(prev, np.float64).ravel()) ** 2))
-    if first is not None:
-        out[11] = np.sqrt(np.sum((a - np.asarray(first, np.float64).ravel()) ** 2))
-    return out.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if prev is not None:
+            out[10] = np.sqrt(np.sum((a - np.asarray(prev, np.float64).ravel()) ** 2))
+        if first is not None:
+            out[11] = np.sqrt(np.sum((a - np.asarray(first, np.float64).ravel()) ** 2))
+    with np.errstate(over="ignore"):  # beyond float32's range reads as inf, which is what it is
+        return out.astype(np.float32)
 
 
 def log2_hist(x: np.ndarray) -> np.ndarray:

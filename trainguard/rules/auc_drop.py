@@ -79,7 +79,7 @@ class AucDrop(Rule):
                             view,
                             f"{name}: decayed AUC {est.auc:.4f} (half-life {p.half_life_steps:g} steps, SE {est.se:.4f}) "
                             f"is {drop:.4f} below its average {st.baseline:.4f} at step {view.step} on rank {view.rank}, "
-                            f"more than {p.num_se:g} standard errors; {self.hint}",
+                            f"more than {p.num_se:g} standard errors",
                             tensor=name,
                             value=est.auc,
                             threshold=st.baseline - p.num_se * est.se,

@@ -59,7 +59,7 @@ class AucResolution(Rule):
                         view,
                         f"{name}: {tie_mass:.1%} of positive-negative pairs share a bucket (limit {p.max_tie_mass:.1%}) "
                         f"at step {view.step} on rank {view.rank}, so the AUC {est.auc:.4f} is only known to "
-                        f"+/-{est.error_bound:.4f}; {self.hint}",
+                        f"+/-{est.error_bound:.4f}",
                         tensor=name,
                         value=tie_mass,
                         threshold=p.max_tie_mass,

@@ -178,6 +178,11 @@ class Evaluator:
         return max(steps) if steps else None
 
     @property
+    def run_format(self) -> str:
+        """The format of the followed run: trainguard, smdebug or tensorboard."""
+        return self._run.format
+
+    @property
     def ranks(self) -> list[int]:
         return sorted(self._tracks)
 

@@ -1,0 +1,64 @@
+"""Segments become one StepView per step: statistics and scalars merged, Tier-1 data attached, meta from the catalogue."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.sidecar.runs import TENSORS, RunBuilder
+from trainguard.api.enums import Mode
+from trainguard.sidecar.views import ViewBuilder, loss_mode
+from trainguard.store import format
+from trainguard.store.backend import open_store
+from trainguard.store.source import RankSource
+
+
+def _views(tmp_path, **segment_kwargs):  # type: ignore[no-untyped-def]
+    store = open_store(f"file://{tmp_path}")
+    RunBuilder(store).segment(**segment_kwargs)
+    src = RankSource(store, 0)
+    (seg,) = src.poll()
+    return ViewBuilder(0).views(seg, src.catalogue())
+
+
+def test_statistics_and_scalars_of_one_step_share_one_view(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    views = _views(tmp_path, steps=[10, 20], loss={10: 0.5, 20: 0.25}, val_loss={20: 0.75})
+    assert [v.step for v in views] == [10, 20]
+    v = views[1]
+    assert v.names == ("fc1.weight", "grad/fc1.weight", "act/relu1", "fc2.weight")
+    assert v.stats.shape == (4, len(format.STAT_COLUMNS)) and v.stats.dtype == np.float64
+    assert v.stat("fc1.weight", "l2") == np.float32(1.0 + 0.02)
+    assert v.scalars == {"loss": 0.25} and v.eval_scalars == {"val_loss": 0.75}
+    assert v.meta[0].trainable and v.meta[2].activation == "relu" and v.meta[3].order == 2
+
+
+def test_scalar_only_steps_get_views_without_statistics_in_step_order(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    views = _views(tmp_path, steps=[10, 20], loss={10: 0.5, 15: 0.4, 20: 0.25})
+    assert [v.step for v in views] == [10, 15, 20]
+    middle = views[1]
+    assert middle.names == () and middle.stats.shape == (0, len(format.STAT_COLUMNS))
+    assert middle.scalars == {"loss": 0.4}
+    assert middle.wall_time == views[0].wall_time
+
+
+def test_units_and_histograms_are_attached_on_tier1_steps_only(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    views = _views(tmp_path, steps=[0, 1, 2], tier1=[0, 2])
+    assert set(views[0].units) == {("active", "act/relu1")} and views[1].units == {}
+    assert views[2].units[("active", "act/relu1")].shape == (8,)
+    assert views[2].hists["fc1.weight"].shape == (format.HIST_BINS,) and views[1].hists == {}
+
+
+def test_views_of_one_layout_share_names_and_meta_without_copies(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    views = _views(tmp_path, steps=range(5))
+    assert all(v.names is views[0].names and v.meta is views[0].meta for v in views)
+    assert all(
+        np.shares_memory(v.stats, views[0].stats.base if views[0].stats.base is not None else views[0].stats)
+        for v in views
+    )
+
+
+def test_loss_scalars_are_classified_by_mode_and_name() -> None:
+    assert loss_mode(TENSORS[4]) == Mode.TRAIN
+    assert loss_mode(TENSORS[5]) == Mode.EVAL
+    assert loss_mode(format.TensorInfo(id=9, name="val_loss", collection="losses", mode="train")) == Mode.EVAL
+    assert loss_mode(format.TensorInfo(id=9, name="accuracy", collection="metrics", mode="train")) is None
+    assert loss_mode(TENSORS[0]) is None

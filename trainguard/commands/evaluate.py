@@ -1,0 +1,106 @@
+"""Evaluate rules offline on a stored run, an smdebug output directory or a TensorBoard log directory.
+
+The same evaluator as the sidecar and `trainguard run`: every rank (or `--rank N`) is read once,
+in step order, through the rules of `--rules FILE` (default: the built-in set); then a verdict
+table is printed. `--follow` keeps following a run that is still being written until every rank
+ended (or `--idle-timeout-seconds`). Exit status: 0 when no rule found a warning or critical
+issue and none failed; 1 when any did (so a CI step can gate on it); 2 on a usage or read error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+HELP = "run the rules over a stored run (TrainGuard, smdebug or TensorBoard); exit 1 on warnings"
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "uri", metavar="URI", help="run root: file:///path, s3://bucket/prefix, a directory path"
+    )
+    parser.add_argument(
+        "--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set"
+    )
+    parser.add_argument("--json", metavar="FILE", help="write rule statuses and findings as JSON")
+    parser.add_argument("--rank", type=int, metavar="N", help="evaluate only this rank (default: all ranks)")
+    parser.add_argument("--follow", action="store_true", help="keep following until every rank wrote END")
+    parser.add_argument(
+        "--checkpoint", action="store_true",
+        help="save position and rule state into the run (evaluator/...), and resume from it when present",
+    )  # fmt: skip
+    parser.add_argument(
+        "--poll-interval-seconds",
+        type=float,
+        default=0.25,
+        metavar="S",
+        help="with --follow: pause between listings",
+    )
+    parser.add_argument(
+        "--idle-timeout-seconds", type=float, default=600.0, metavar="S",
+        help="with --follow: give up when nothing new arrives for this long (default 600)",
+    )  # fmt: skip
+
+
+def exit_status(rule_status: dict[str, Any]) -> int:
+    """Return 1 when any rule found issues (warning or critical) or failed, else 0."""
+    from trainguard.api.enums import RuleState
+
+    bad = (RuleState.ISSUES_FOUND, RuleState.ERROR)
+    return EXIT_FINDINGS if any(s.state in bad for s in rule_status.values()) else EXIT_CLEAN
+
+
+def main(args: argparse.Namespace) -> int:
+    from trainguard.sidecar import config, supervise
+    from trainguard.sidecar.evaluator import Evaluator, Verdict
+
+    rules = config.load_rules_file(args.rules) if args.rules else None
+    ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint)
+
+    def on_verdict(v: Verdict) -> None:
+        if v.state.value != "NoIssuesFound":
+            print(supervise.describe_verdict(v), file=sys.stderr, flush=True)
+
+    try:
+        if args.follow:
+            ev.run(
+                threading.Event(),
+                on_verdict,
+                poll_interval_seconds=args.poll_interval_seconds,
+                idle_timeout_seconds=args.idle_timeout_seconds,
+            )
+        else:
+            before = -1
+            while ev.segments_total != before and not ev.ended:
+                before = ev.segments_total
+                ev.poll(on_verdict=on_verdict)
+        for v in ev.finish():
+            on_verdict(v)
+    finally:
+        ev.close()
+    status = dict(ev.rule_status)
+    code = exit_status(status)
+    print(supervise.verdict_table(status))
+    where = "no steps" if ev.last_step is None else f"up to step {ev.last_step}"
+    ranks = ", ".join(map(str, ev.ranks)) or "none"
+    print(f"\nevaluated {args.uri} ({ev.run_format} format, ranks {ranks}, {where}); exit status {code}")
+    if args.json:
+        doc = {
+            "uri": args.uri,
+            "ranks": ev.ranks,
+            "last_step": ev.last_step,
+            "ended": ev.ended,
+            "exit_code": code,
+            "rules": {name: supervise.rule_status_dict(st) for name, st in status.items()},
+            "findings": [supervise.finding_dict(f) for f in ev.findings],
+        }
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    return code

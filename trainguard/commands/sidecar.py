@@ -1,0 +1,152 @@
+"""Run the evaluator sidecar: follow one rank of a run, evaluate rules, serve /metrics and /healthz.
+
+Reads a SidecarConfig YAML (mounted at /etc/trainguard/sidecar.yaml by the operator). The rank
+comes from the config, else from RANK or JOB_COMPLETION_INDEX when a DebugJob is configured;
+without either it follows all ranks. Each verdict is logged and printed as one JSON line on
+stdout. A `stop` verdict creates the stop file. With a DebugJob, the rank's report is patched
+into its status, and the process keeps serving after the run ended until it gets SIGTERM (a
+native sidecar that exits is restarted); without one it exits when the run ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+HELP = "run the rule evaluator of one rank (used inside a DebugJob pod)"
+
+log = logging.getLogger("trainguard.sidecar")
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help="sidecar config (YAML, SidecarConfig)"
+    )
+
+
+def rank_from_env(env: dict[str, str] | os._Environ[str]) -> int | None:
+    """Return the rank from RANK or JOB_COMPLETION_INDEX (Indexed Jobs), or None if neither is set."""
+    from trainguard.errors import ConfigError
+
+    for name in ("RANK", "JOB_COMPLETION_INDEX"):
+        value = env.get(name)
+        if value not in (None, ""):
+            try:
+                rank = int(value)  # type: ignore[arg-type]
+            except ValueError:
+                raise ConfigError(
+                    f"environment variable {name}={value!r} is not a rank (a non-negative integer)"
+                ) from None
+            if rank < 0:
+                raise ConfigError(
+                    f"environment variable {name}={value!r} is not a rank (a non-negative integer)"
+                )
+            return rank
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    import prometheus_client
+
+    from trainguard.errors import ConfigError
+    from trainguard.sidecar import config as sidecar_config
+    from trainguard.sidecar.evaluator import Evaluator, Verdict
+    from trainguard.sidecar.report_status import StatusReporter
+    from trainguard.sidecar.server import MetricsServer
+    from trainguard.store.backend import open_store
+
+    cfg = sidecar_config.load_sidecar_config(args.config)
+    rank = cfg.rank
+    if rank is None and cfg.debugjob is not None:
+        rank = rank_from_env(os.environ)
+        if rank is None:
+            raise ConfigError(
+                f"{args.config}: no rank: set `rank` in the config, or RANK / JOB_COMPLETION_INDEX in the environment"
+            )
+    options: dict[str, Any] = (
+        {"endpoint_url": cfg.s3_endpoint} if cfg.s3_endpoint and cfg.run_uri.startswith("s3://") else {}
+    )
+    registry = prometheus_client.CollectorRegistry()
+    evaluator = Evaluator(
+        cfg.run_uri,
+        rules=cfg.rules or None,
+        rank=rank,
+        store=open_store(cfg.run_uri, **options),
+        registry=registry,
+        checkpoint=cfg.checkpoint,
+        stop_file=cfg.stop_file,
+    )
+    stop = threading.Event()
+    running = threading.Event()
+
+    def health() -> tuple[bool, dict[str, Any]]:
+        details = {
+            "following": running.is_set(),
+            "rank": rank,
+            "last_step": evaluator.last_step,
+            "ended": evaluator.ended,
+            "stop_requested": evaluator.stop_requested,
+            "last_error": evaluator.last_error,
+        }
+        return running.is_set() or evaluator.ended, details
+
+    reporter = (
+        StatusReporter(cfg.debugjob, rank=rank, evaluator=evaluator)
+        if cfg.debugjob is not None and rank is not None
+        else None
+    )
+
+    def on_verdict(verdict: Verdict) -> None:
+        print(json.dumps({"verdict": verdict.to_dict()}), flush=True)
+        log.info(
+            "verdict: %s %s at step %s on rank %s: %s",
+            verdict.rule,
+            verdict.state.value,
+            verdict.step,
+            verdict.rank,
+            verdict.message,
+        )
+        if reporter is not None:
+            reporter.on_verdict(verdict)
+
+    def on_signal(signum: int, frame: object) -> None:
+        log.info("got %s; stopping", signal.Signals(signum).name)
+        stop.set()
+
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, on_signal)
+    server = MetricsServer(registry, health=health, address=cfg.metrics_address, port=cfg.metrics_port)
+    log.info(
+        "following %s (%s) with %d rules; metrics at %s/metrics",
+        cfg.run_uri, "all ranks" if rank is None else f"rank {rank}", len(evaluator.rule_names), server.url,
+    )  # fmt: skip
+    if reporter is not None:
+        reporter.start()
+    try:
+        running.set()
+        evaluator.run(
+            stop,
+            on_verdict,
+            poll_interval_seconds=cfg.poll_interval_seconds,
+            idle_timeout_seconds=cfg.idle_timeout_seconds,
+        )
+        running.clear()
+        if evaluator.ended:
+            log.info("the run ended at step %s; evaluation complete", evaluator.last_step)
+        if cfg.debugjob is not None:
+            # A native sidecar that exits is restarted; keep serving /metrics until the pod stops us.
+            stop.wait()
+    finally:
+        running.clear()
+        if reporter is not None:
+            reporter.close()
+        server.close()
+        evaluator.close()
+        sys.stdout.flush()
+    return 0

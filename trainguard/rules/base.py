@@ -3,18 +3,24 @@
 A rule is a small class with pydantic parameters, explicit state that round-trips through
 `state_dict()`/`load_state_dict()`, and a pure `update(view) -> list[Finding]`. No I/O, no
 logging, no clock: step and time come in the view. Scheduling (`start_step`, `every`) and
-debouncing (k of n) are applied here by `Rule.__call__`, so subclasses write only `check`.
+debouncing (k of n) are applied here by `Rule.update`, so subclasses write only `check`.
+
+A view with no data at all (no tensors, scalars or units) is a *heartbeat*: the evaluator sends
+`StepView(step=<last step seen>, rank=r, wall_time=<now>)` while no new step arrives. Only rules
+that set `wants_heartbeat` (stalled_training) see it; for the others it changes nothing.
 """
 
 from __future__ import annotations
 
 import abc
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainguard.api.enums import Severity
 from trainguard.rules.view import StepView
@@ -50,6 +56,50 @@ class Params(BaseModel):
     trigger_k: int = Field(default=1, ge=1, description="Debounce: trigger when the condition held on k ...")
     trigger_n: int = Field(default=1, ge=1, description="... of the last n evaluations.")
     severity: Severity | None = Field(default=None, description="Override the rule's default severity.")
+    collection_names: list[str] | None = Field(
+        default=None,
+        description="SageMaker Debugger's name for the collections watched (list or comma-separated string); "
+        "the rule entry's `collections` takes precedence.",
+    )
+    tensor_regex: list[str] | None = Field(
+        default=None,
+        description="SageMaker Debugger's name for regular expressions of tensor names watched (list or "
+        "comma-separated string); the rule entry's `tensors` takes precedence.",
+    )
+
+    @field_validator("collection_names", "tensor_regex", mode="before")
+    @classmethod
+    def _comma_list(cls, v: object) -> object:
+        # SageMaker passes RuleParameters as a string map, so "weights,gradients" must work too.
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()] or None
+        return v
+
+
+def trigger_k(default: int) -> Any:
+    """A rule's own default for `trigger_k` (same meaning as in `Params`)."""
+    return Field(default=default, ge=1, description="Debounce: trigger when the condition held on k ...")
+
+
+def trigger_n(default: int) -> Any:
+    """A rule's own default for `trigger_n` (same meaning as in `Params`)."""
+    return Field(default=default, ge=1, description="... of the last n evaluations.")
+
+
+def fmt(x: float | None) -> str:
+    """Format a number for a finding's sentence: 4.1e5, 1e-7, 0.031, 12, nan."""
+    if x is None:
+        return "n/a"
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.3g}"
+    mant, exp = f"{x:.2g}".split("e")
+    return f"{mant}e{int(exp)}"
+
+
+_BaseParams = Params
 
 
 class Rule(abc.ABC):
@@ -59,10 +109,14 @@ class Rule(abc.ABC):
     Params: ClassVar[type[Params]] = Params
     default_severity: ClassVar[Severity] = Severity.WARNING
     hint: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    """One line on what the rule detects (README table, `--help`)."""
+    wants_heartbeat: ClassVar[bool] = False
+    """True for rules that must also see heartbeat views (views without any data)."""
 
     def __init__(
         self,
-        params: Params | dict[str, Any] | None = None,
+        params: _BaseParams | dict[str, Any] | None = None,
         *,
         instance_name: str | None = None,
         collections: Sequence[str] | None = None,
@@ -70,10 +124,16 @@ class Rule(abc.ABC):
     ) -> None:
         self.params = params if isinstance(params, self.Params) else self.Params.model_validate(params or {})
         self.instance_name = instance_name or self.name
+        collections = collections or self.params.collection_names
+        tensors = tensors or self.params.tensor_regex
         self.collections = list(collections) if collections else None
         self.pattern = re.compile("|".join(f"(?:{t})" for t in tensors)) if tensors else None
         self._seen = 0
         self._history: list[bool] = []
+        # rows() is called on every view; the catalogue rarely changes, so its answer is cached
+        # per (names, filters) and recomputed only when the view's tensor names change.
+        self._rows_names: tuple[str, ...] | None = None
+        self._rows_cache: dict[tuple[object, ...], np.ndarray] = {}
 
     @property
     def severity(self) -> Severity:
@@ -83,6 +143,11 @@ class Rule(abc.ABC):
     @abc.abstractmethod
     def check(self, view: StepView) -> list[Finding]:
         """Return the findings at this view, ignoring debouncing and scheduling."""
+
+    def applies(self, view: StepView) -> bool:
+        """Whether `view` carries what this rule reads. Views it does not apply to are not counted
+        by `every` or the k-of-n history (a Tier-1 rule is debounced over Tier-1 steps only)."""
+        return True
 
     def get_state(self) -> dict[str, Any]:
         """Return the subclass's own state as JSON-able values (override with `set_state`)."""
@@ -94,22 +159,42 @@ class Rule(abc.ABC):
     # --- shared machinery -----------------------------------------------------------------
     def rows(self, view: StepView, *, default_collections: Sequence[str] | None = None, trainable: bool | None = None):  # type: ignore[no-untyped-def]
         """Rows of the view this rule instance watches (its `collections`/`tensors`, else the defaults)."""
-        return view.rows(
-            collections=self.collections or default_collections,
-            pattern=self.pattern,
-            trainable=trainable,
-        )
+        if self._rows_names is not view.names and self._rows_names != view.names:
+            self._rows_names = view.names
+            self._rows_cache = {}
+        key = (tuple(default_collections) if default_collections else None, trainable)
+        rows = self._rows_cache.get(key)
+        if rows is None:
+            rows = view.rows(
+                collections=self.collections or default_collections,
+                pattern=self.pattern,
+                trainable=trainable,
+            )
+            self._rows_cache[key] = rows
+        return rows
+
+    def watches(self, name: str, collection: str | None = None, *, default_collections: Sequence[str] | None = None) -> bool:
+        """Whether a tensor outside `stats` (a units vector, a scalar) is watched by this instance."""
+        colls = self.collections or default_collections
+        if colls is not None and collection is not None and collection not in colls:
+            return False
+        return self.pattern is None or self.pattern.search(name) is not None
+
+    def where(self, view: StepView) -> str:
+        """`at step 1200 on rank 3`: the end of every finding's first clause."""
+        return f"at step {view.step} on rank {view.rank}"
 
     def finding(self, view: StepView, message: str, *, tensor: str | None = None, hint: str | None = None,
                 value: float | None = None, threshold: float | None = None) -> Finding:  # fmt: skip
+        hint = self.hint if hint is None else hint
         return Finding(
             rule=self.instance_name,
             severity=self.severity,
             step=view.step,
             rank=view.rank,
             tensor=tensor,
-            message=message,
-            hint=self.hint if hint is None else hint,
+            message=f"{message}; {hint}" if hint else message,
+            hint=hint,
             value=value,
             threshold=threshold,
         )
@@ -118,6 +203,10 @@ class Rule(abc.ABC):
         """Apply scheduling and k-of-n debouncing around `check`; return findings to report."""
         p = self.params
         if view.step < p.start_step:
+            return []
+        if not self.wants_heartbeat and is_heartbeat(view):
+            return []
+        if not self.applies(view):
             return []
         self._seen += 1
         if (self._seen - 1) % p.every:
@@ -135,3 +224,11 @@ class Rule(abc.ABC):
         self._seen = int(state.get("seen", 0))
         self._history = [bool(x) for x in state.get("history", [])]
         self.set_state(state.get("own", {}))
+
+
+def is_heartbeat(view: StepView) -> bool:
+    """True for a view that carries no data, only a step and a wall time."""
+    return not (
+        view.names or view.scalars or view.eval_scalars or view.units or view.hists
+        or view.predictions or view.eval_predictions
+    )

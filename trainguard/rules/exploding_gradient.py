@@ -1,0 +1,153 @@
+"""`exploding_gradient`: gradient norms that blow up without (yet) being non-finite.
+
+Three conditions: the global gradient norm jumps far above its own recent history (robust z of
+its log against a rolling median/MAD); any gradient's l2 above an absolute `threshold` (off by
+default); AUTOTRAINER's first/last kernel gradient ratio above `ratio_threshold`, gated on the loss
+not improving. The finding names the layer whose norm rose most above its own running average.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection
+from trainguard.rules import base, signals
+from trainguard.rules.view import COL, StepView
+
+_GRADIENTS = (Collection.GRADIENTS.value,)
+
+
+class ExplodingGradient(base.Rule):
+    name = "exploding_gradient"
+    summary = "Gradient norms far above their own recent history, above an absolute bound, or growing towards the input."
+    hint = "lower the learning rate, clip gradients (e.g. max norm 1.0), or add normalisation layers"
+
+    class Params(signals.GatedParams):
+        threshold: float | None = Field(
+            default=None, gt=0, description="Absolute bound on any gradient's l2 norm (off by default)."
+        )
+        z_threshold: float = Field(
+            default=6.0,
+            gt=0,
+            description="Robust z of log(global gradient norm) against the rolling median/MAD above which it exploded.",
+        )
+        window: int = Field(default=200, ge=5, description="Views in the rolling window of the global norm.")
+        min_history: int = Field(
+            default=20, ge=3, description="Views needed in the window before the z condition counts."
+        )
+        min_scale: float = Field(
+            default=0.1,
+            gt=0,
+            description="Floor of the robust scale of log(norm), so a very steady norm does not alarm on x1.1.",
+        )
+        ratio_threshold: float = Field(
+            default=70.0,
+            gt=0,
+            description="AUTOTRAINER's beta3: first/last kernel gradient l2 ratio above which gradients explode.",
+        )
+        grad_norm_scalar: str = Field(
+            default="grad_norm",
+            description="Train scalar holding the global gradient norm, when the script records one.",
+        )
+        trigger_k: int = base.trigger_k(3)
+        trigger_n: int = base.trigger_n(5)
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        p: ExplodingGradient.Params = self.params  # type: ignore[assignment]
+        self.gate = signals.LossGate(p)
+        self.kernels = signals.KernelPair()
+        self.window = signals.Window(p.window)
+        self.layer_ema = signals.RowState(math.nan)
+
+    def _layer_jump(self, view: StepView, rows: np.ndarray) -> tuple[int, float]:
+        """Update each gradient's EMA of log l2; return the row that rose most above it and by how much (x)."""
+        ema = self.layer_ema.align(view, rows)
+        l2 = view.stats[rows, COL["l2"]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_l2 = np.where(l2 > 0, np.log(np.where(l2 > 0, l2, 1.0)), np.nan)
+        jump = log_l2 - ema
+        valid = np.isfinite(jump)
+        best = int(np.argmax(np.where(valid, jump, -np.inf))) if valid.any() else 0
+        factor = float(np.exp(jump[best])) if valid.any() else math.nan
+        self.layer_ema.values = np.where(
+            ~np.isfinite(ema), log_l2, np.where(np.isfinite(log_l2), ema + 0.1 * (log_l2 - ema), ema)
+        )
+        return int(rows[best]), factor
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: ExplodingGradient.Params = self.params  # type: ignore[assignment]
+        self.gate.push(view)
+        rows = self.rows(view, default_collections=_GRADIENTS)
+        norm = signals.global_norm(view, rows, p.grad_norm_scalar)
+        out: list[base.Finding] = []
+        layer, factor = self._layer_jump(view, rows) if len(rows) else (-1, math.nan)
+        where = f"{view.names[layer]}" if layer >= 0 else "gradients"
+        if norm > 0 and math.isfinite(norm):
+            x = math.log(norm)
+            if len(self.window) >= p.min_history:
+                z, med, _ = self.window.robust_z(x, min_scale=p.min_scale)
+                if z > p.z_threshold:
+                    jump = f", where {where} rose x{base.fmt(factor)} over its average" if layer >= 0 else ""
+                    msg = (
+                        f"{where}: global gradient norm {base.fmt(norm)} is {base.fmt(norm / math.exp(med))}x its rolling "
+                        f"median {base.fmt(math.exp(med))} (robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) {self.where(view)}{jump}"
+                    )
+                    out.append(
+                        self.finding(
+                            view, msg, tensor=where if layer >= 0 else None, value=z, threshold=p.z_threshold
+                        )
+                    )
+            self.window.push(x)
+        if out or not len(rows):
+            return out
+        if p.threshold is not None:
+            l2 = view.stats[rows, COL["l2"]]
+            above = np.flatnonzero(l2 > p.threshold)
+            if above.size:
+                i = int(rows[above[np.argmax(l2[above])]])
+                msg = (
+                    f"{view.names[i]}: l2 norm {base.fmt(view.stats[i, COL['l2']])} is above the threshold "
+                    f"{base.fmt(p.threshold)} {self.where(view)} ({above.size} of {len(rows)} gradients)"
+                )
+                return [
+                    self.finding(
+                        view,
+                        msg,
+                        tensor=view.names[i],
+                        value=float(view.stats[i, COL["l2"]]),
+                        threshold=p.threshold,
+                    )
+                ]
+        fl = self.kernels(view, rows)
+        if fl is not None and self.gate.open:
+            first, last = view.stats[fl[0], COL["l2"]], view.stats[fl[1], COL["l2"]]
+            if last > 0 and first / last > p.ratio_threshold:
+                name = view.names[fl[0]]
+                msg = (
+                    f"{name}: gradient l2 {base.fmt(first)} is {base.fmt(first / last)}x the last layer's "
+                    f"({view.names[fl[1]]}, {base.fmt(last)}), above the ratio {base.fmt(p.ratio_threshold)} "
+                    f"{self.where(view)}{self.gate.note}"
+                )
+                return [
+                    self.finding(
+                        view, msg, tensor=name, value=float(first / last), threshold=p.ratio_threshold
+                    )
+                ]
+        return []
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "gate": self.gate.get_state(),
+            "window": self.window.get_state(),
+            "layer_ema": self.layer_ema.get_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.gate.set_state(state.get("gate", {}))
+        self.window.set_state(state.get("window", []))
+        self.layer_ema.set_state(state.get("layer_ema", {}))

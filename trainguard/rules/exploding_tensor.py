@@ -1,0 +1,124 @@
+"""`exploding_tensor`: NaN or Inf in any watched tensor or in the loss; critical, reported at once.
+
+Names the first tensor, in execution order (`execution_key`), where a non-finite value appeared,
+so the finding points at the layer where the problem started, not at every tensor it spread to.
+SageMaker Debugger's `only_nan` is supported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection, Severity
+from trainguard.rules import base
+from trainguard.rules.view import COL, StepView, TensorMeta
+
+_PARAMS = (Collection.WEIGHTS.value, Collection.BIASES.value)
+_NO_ORDER = 1 << 30
+
+
+def execution_key(meta: TensorMeta, row: int) -> tuple[int, int, int]:
+    """Sort key of a tensor in the order a training step computes it.
+
+    Forward (inputs and labels, then module outputs by `order`), the loss, backward (gradients from
+    the last module to the first), then the optimizer step: the hook records parameters after it,
+    so a parameter turns non-finite only after its gradient did.
+    """
+    order = _NO_ORDER if meta.order is None else meta.order
+    c = meta.collection
+    if c in (Collection.INPUTS.value, Collection.LABELS.value):
+        return (0, -1, row)
+    if c == Collection.ACTIVATIONS.value:
+        return (0, order, row)
+    if c in (Collection.PREDICTIONS.value, Collection.LOSSES.value):
+        return (1, 0, row)
+    if c == Collection.GRADIENTS.value:
+        return (2, -order if meta.order is not None else _NO_ORDER, row)
+    if c in (*_PARAMS, Collection.OPTIMIZER.value):
+        return (3, order, row)
+    return (4, order, row)
+
+
+class ExplodingTensor(base.Rule):
+    name = "exploding_tensor"
+    summary = (
+        "NaN or infinite values in any tensor or in the loss; names the first tensor in execution order."
+    )
+    default_severity = Severity.CRITICAL
+    hint = (
+        "lower the learning rate or clip gradients, check the inputs and labels for NaN, and guard log(0), "
+        "division by zero and overflow in float16 (use bfloat16 or a loss scaler)"
+    )
+
+    class Params(base.Params):
+        only_nan: bool = Field(
+            default=False, description="SageMaker's only_nan: report NaN only, ignore +/-Inf."
+        )
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self._order_names: tuple[str, ...] | None = None
+        self._ordered = np.zeros(0, np.int64)
+        self._forward = np.zeros(0, bool)
+
+    def _rows_in_execution_order(self, view: StepView) -> tuple[np.ndarray, np.ndarray]:
+        """Return the watched rows sorted by `execution_key`, and which of them belong to the forward pass."""
+        if self._order_names is not view.names and self._order_names != view.names:
+            self._order_names = view.names
+            rows = self.rows(view)
+            keys = sorted((execution_key(view.meta[i], int(i)), int(i)) for i in rows)
+            self._ordered = np.asarray([i for _, i in keys], dtype=np.int64)
+            self._forward = np.asarray([k[0] == 0 for k, _ in keys], dtype=bool)
+        return self._ordered, self._forward
+
+    def _scalar_hit(self, view: StepView, only_nan: bool) -> tuple[str, str, float] | None:
+        if self.collections is not None and not {Collection.LOSSES.value, Collection.METRICS.value} & set(
+            self.collections
+        ):
+            return None
+        for mode, scalars in (("train", view.scalars), ("eval", view.eval_scalars)):
+            for key, value in scalars.items():
+                v = float(value)
+                if (math.isnan(v) or (not only_nan and math.isinf(v))) and (
+                    self.pattern is None or self.pattern.search(key)
+                ):
+                    return key, mode, v
+        return None
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: ExplodingTensor.Params = self.params  # type: ignore[assignment]
+        only_nan = p.only_nan
+        hit = np.zeros(0, np.int64)
+        if view.names:
+            rows, forward = self._rows_in_execution_order(view)
+            bad = view.stats[rows, COL["nan"]]
+            if not only_nan:
+                bad = bad + view.stats[rows, COL["inf"]]
+            hit = np.flatnonzero(bad > 0)
+        scalar = self._scalar_hit(view, only_nan) if (view.scalars or view.eval_scalars) else None
+        # The loss is computed after the forward pass and before the backward pass.
+        if scalar is not None and not (hit.size and forward[hit[0]]):
+            key, mode, v = scalar
+            extra = f" ({hit.size} tensors non-finite as well)" if hit.size else ""
+            msg = f"{key} ({mode} scalar) is {v} {self.where(view)}{extra}"
+            return [self.finding(view, msg, tensor=key, value=v, threshold=0.0)]
+        if not hit.size:
+            return []
+        first = int(rows[hit[0]])
+        name = view.names[first]
+        n_nan, n_inf = view.stats[first, COL["nan"]], view.stats[first, COL["inf"]]
+        what = (
+            f"{base.fmt(n_nan)} NaN"
+            if only_nan
+            else f"{base.fmt(n_nan)} NaN and {base.fmt(n_inf)} Inf values"
+        )
+        others = f", {hit.size - 1} more tensors after it" if hit.size > 1 else ""
+        msg = (
+            f"{name}: {what} of {base.fmt(view.stats[first, COL['count']])} {self.where(view)} "
+            f"(the first non-finite tensor in execution order{others})"
+        )
+        value = float(n_nan if only_nan else n_nan + n_inf)
+        return [self.finding(view, msg, tensor=name, value=value, threshold=0.0)]

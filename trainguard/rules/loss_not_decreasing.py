@@ -1,0 +1,95 @@
+"""`loss_not_decreasing`: the loss stopped going down.
+
+The loss is averaged over blocks of `num_steps` views; at the end of each block its mean must be
+at least `diff_percent` percent below the best earlier block's mean, else the rule reports.
+Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming.
+SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from trainguard.rules import base, signals
+from trainguard.rules.view import StepView
+
+
+def normalise_mode(v: object) -> object:
+    """Accept SageMaker's TRAIN/EVAL/GLOBAL spellings: GLOBAL means the training loss here."""
+    if isinstance(v, str):
+        v = v.lower()
+        return "train" if v == "global" else v
+    return v
+
+
+class LossNotDecreasing(base.Rule):
+    name = "loss_not_decreasing"
+    summary = (
+        "The mean loss over the last `num_steps` views is not `diff_percent` below the best earlier block."
+    )
+    hint = (
+        "check the learning rate (too low, or decayed to zero), that optimizer.step() and zero_grad() run, "
+        "and that the labels match the inputs"
+    )
+
+    class Params(base.Params):
+        num_steps: int = Field(default=100, ge=1, description="Views (with a loss) per block.")
+        diff_percent: float = Field(
+            default=0.1,
+            ge=0,
+            lt=100,
+            description="Percent the block mean must drop below the best earlier block.",
+        )
+        mode: Literal["train", "eval"] = Field(
+            default="train", description="Which loss: train or eval (SageMaker's TRAIN/EVAL/GLOBAL accepted)."
+        )
+        use_losses_collection: bool = Field(
+            default=True,
+            description="Without a loss scalar, use the mean of the first tensor in the losses collection.",
+        )
+        loss_name: str | None = Field(
+            default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
+        )
+
+        _mode = field_validator("mode", mode="before")(normalise_mode)
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
+        self.read = signals.LossReader(
+            mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection
+        )
+        self.block_sum = 0.0
+        self.block_n = 0
+        self.best: float | None = None
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
+        loss = self.read(view)
+        if loss is None or not math.isfinite(loss):
+            return []
+        self.block_sum += loss
+        self.block_n += 1
+        if self.block_n < p.num_steps:
+            return []
+        mean = self.block_sum / self.block_n
+        self.block_sum, self.block_n = 0.0, 0
+        best, self.best = self.best, mean if self.best is None else min(self.best, mean)
+        if best is None or mean < best - abs(best) * p.diff_percent / 100.0:
+            return []
+        msg = (
+            f"{p.mode} loss: mean {base.fmt(mean)} over the last {p.num_steps} steps is not {base.fmt(p.diff_percent)}% "
+            f"below the best earlier block ({base.fmt(best)}) {self.where(view)}"
+        )
+        return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
+
+    def get_state(self) -> dict[str, Any]:
+        return {"sum": self.block_sum, "n": self.block_n, "best": self.best}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.block_sum = float(state.get("sum", 0.0))
+        self.block_n = int(state.get("n", 0))
+        self.best = state.get("best")

@@ -1,0 +1,163 @@
+"""`overtraining`: the validation loss has turned upwards; time to stop (early stopping).
+
+Prechelt's criteria ("Early stopping - but when?", 1998) on eval points, averaged over strips of
+`strip_length` eval points: `up` (UP_s, the default) reports when the validation loss rose over
+`strips` successive strips; `gl` (GL_alpha) when it is more than `alpha` percent above its best.
+`patience` is SageMaker's Overtraining (chosen automatically when its parameters are given):
+no improvement by `delta` for `patience_validation` (validation) or `patience_train` (train) eval points.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from trainguard.rules import base, signals
+from trainguard.rules.view import StepView
+
+_SAGEMAKER_KEYS = ("patience_train", "patience_validation", "delta")
+
+
+class Overtraining(base.Rule):
+    name = "overtraining"
+    summary = (
+        "Validation loss turning upwards: Prechelt's UP (default) or GL criterion, or SageMaker's patience."
+    )
+    hint = "stop and keep the checkpoint with the best validation loss (early stopping), or add regularisation or data"
+
+    class Params(base.Params):
+        criterion: Literal["up", "gl", "patience"] = Field(
+            default="up",
+            description="up: Prechelt UP_s; gl: Prechelt GL_alpha; patience: SageMaker's Overtraining.",
+        )
+        strips: int = Field(
+            default=3, ge=1, description="UP_s: successive strips with a rising validation loss."
+        )
+        strip_length: int = Field(
+            default=1, ge=1, description="Eval points per strip; a strip's value is their mean."
+        )
+        alpha: float = Field(
+            default=5.0, gt=0, description="GL_alpha: percent above the best validation loss (strip means)."
+        )
+        patience_train: int = Field(
+            default=5,
+            ge=1,
+            description="SageMaker: eval intervals without a train-loss improvement by delta.",
+        )
+        patience_validation: int = Field(
+            default=10, ge=1, description="SageMaker: eval points without a val-loss improvement by delta."
+        )
+        delta: float = Field(
+            default=0.01, ge=0, description="SageMaker: the absolute improvement that counts."
+        )
+        eval_loss_name: str | None = Field(
+            default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
+        )
+
+        @model_validator(mode="before")
+        @classmethod
+        def _sagemaker_criterion(cls, data: Any) -> Any:
+            # A ported SageMaker config names only patience_*/delta; it means SageMaker's criterion.
+            if isinstance(data, dict) and "criterion" not in data and any(k in data for k in _SAGEMAKER_KEYS):
+                return {**data, "criterion": "patience"}
+            return data
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        p: Overtraining.Params = self.params  # type: ignore[assignment]
+        self.read_val = signals.LossReader(mode="eval", name=p.eval_loss_name)
+        self.train = signals.TrainMean()
+        self.s: dict[str, Any] = self._fresh()
+
+    @staticmethod
+    def _fresh() -> dict[str, Any]:
+        return {
+            "strip_sum": 0.0, "strip_n": 0, "e_opt": None, "prev": None, "ups": 0,
+            "best_val": None, "since_val": 0, "best_train": None, "since_train": 0,
+        }  # fmt: skip
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: Overtraining.Params = self.params  # type: ignore[assignment]
+        if p.criterion == "patience":
+            self.train.push(view)
+        val = self.read_val(view) if view.eval_scalars else None
+        if val is None or not math.isfinite(val):
+            return []
+        if p.criterion == "patience":
+            return self._patience(view, val, p)
+        s = self.s
+        s["strip_sum"] += val
+        s["strip_n"] += 1
+        if s["strip_n"] < p.strip_length:
+            return []
+        e = s["strip_sum"] / s["strip_n"]
+        s["strip_sum"], s["strip_n"] = 0.0, 0
+        s["e_opt"] = e if s["e_opt"] is None else min(s["e_opt"], e)
+        rose = s["prev"] is not None and e > s["prev"]
+        s["ups"] = s["ups"] + 1 if rose else 0
+        s["prev"] = e
+        strip = f"strip mean of {p.strip_length} eval points" if p.strip_length > 1 else "value"
+        if p.criterion == "gl":
+            gl = 100.0 * (e / s["e_opt"] - 1.0) if s["e_opt"] > 0 else 0.0
+            if gl <= p.alpha:
+                return []
+            msg = (
+                f"val loss {base.fmt(e)} ({strip}) is {base.fmt(gl)}% above its best {base.fmt(s['e_opt'])}, "
+                f"above GL alpha {base.fmt(p.alpha)}% {self.where(view)}"
+            )
+            return [self.finding(view, msg, tensor="loss", value=gl, threshold=p.alpha)]
+        if s["ups"] < p.strips:
+            return []
+        msg = (
+            f"val loss rose over {s['ups']} successive strips to {base.fmt(e)} ({strip}; best {base.fmt(s['e_opt'])}), "
+            f"reaching UP_{p.strips} {self.where(view)}"
+        )
+        return [self.finding(view, msg, tensor="loss", value=float(s["ups"]), threshold=float(p.strips))]
+
+    def _patience(self, view: StepView, val: float, p: Params) -> list[base.Finding]:
+        s = self.s
+        if s["best_val"] is None or val < s["best_val"] - p.delta:
+            s["best_val"], s["since_val"] = val, 0
+        else:
+            s["since_val"] += 1
+        train = self.train.take()
+        if train is not None and math.isfinite(train):
+            if s["best_train"] is None or train < s["best_train"] - p.delta:
+                s["best_train"], s["since_train"] = train, 0
+            else:
+                s["since_train"] += 1
+        if s["since_val"] >= p.patience_validation:
+            msg = (
+                f"val loss {base.fmt(val)} has not improved by {base.fmt(p.delta)} on its best {base.fmt(s['best_val'])} "
+                f"for {s['since_val']} eval points (patience_validation {p.patience_validation}) {self.where(view)}"
+            )
+            return [
+                self.finding(
+                    view,
+                    msg,
+                    tensor="loss",
+                    value=float(s["since_val"]),
+                    threshold=float(p.patience_validation),
+                )
+            ]
+        if s["since_train"] >= p.patience_train:
+            msg = (
+                f"train loss {base.fmt(train)} has not improved by {base.fmt(p.delta)} on its best {base.fmt(s['best_train'])} "
+                f"for {s['since_train']} eval intervals (patience_train {p.patience_train}) {self.where(view)}"
+            )
+            return [
+                self.finding(
+                    view, msg, tensor="loss", value=float(s["since_train"]), threshold=float(p.patience_train)
+                )
+            ]
+        return []
+
+    def get_state(self) -> dict[str, Any]:
+        return {**self.s, "train": self.train.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.s = self._fresh()
+        self.s.update({k: v for k, v in state.items() if k in self.s})
+        self.train.set_state(state.get("train", {}))

@@ -1,0 +1,198 @@
+"""`poor_weight_initialization`: checks at the start of training, each done once.
+
+On the first view with weights: each kernel's std against the standard targets for its shape
+(LeCun, He, Glorot, PyTorch's default; both fan conventions), whole kernels that are exactly
+zero, and (SageMaker's check) the spread of activation-input variances across layers. On the first
+loss: its distance from ln K for a K-class problem when `num_classes` is given (Karpathy's check).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection
+from trainguard.rules import base, signals
+from trainguard.rules.view import COL, StepView
+
+_WEIGHTS = (Collection.WEIGHTS.value,)
+
+
+def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
+    """(lowest, highest) standard init std for a kernel of `shape` ([out, in, *kernel] or [in, out])."""
+    receptive = math.prod(shape[2:]) if len(shape) > 2 else 1
+    targets = []
+    for fan_in, fan_out in (
+        (shape[1] * receptive, shape[0] * receptive),
+        (shape[0] * receptive, shape[1] * receptive),
+    ):
+        targets += [
+            math.sqrt(1.0 / fan_in),  # LeCun
+            math.sqrt(2.0 / fan_in),  # He (Kaiming) for ReLU
+            math.sqrt(2.0 / (fan_in + fan_out)),  # Glorot (Xavier)
+            math.sqrt(1.0 / (3.0 * fan_in)),  # PyTorch's default kaiming_uniform(a=sqrt(5)) for Linear/Conv
+        ]
+        if len(shape) > 2:
+            break  # conv kernels have one convention
+    return min(targets), max(targets)
+
+
+class PoorWeightInitialization(base.Rule):
+    name = "poor_weight_initialization"
+    summary = "At the start: kernel std far from He/Glorot/LeCun targets, all-zero kernels, initial loss far from ln K."
+    hint = "initialise kernels with He (ReLU) or Glorot (tanh/sigmoid) scaling and check the output layer and the loss"
+
+    class Params(base.Params):
+        steps: int = Field(
+            default=10,
+            ge=1,
+            description="SageMaker's steps: checks run only on views within this many steps of start_step.",
+        )
+        std_ratio_min: float = Field(
+            default=0.5,
+            gt=0,
+            description="A kernel's std below this times the smallest standard target is too small.",
+        )
+        std_ratio_max: float = Field(
+            default=2.0,
+            gt=0,
+            description="A kernel's std above this times the largest standard target is too large.",
+        )
+        exclude_regex: str | None = Field(
+            default="(?i)emb|wte|wpe",
+            description="Weights not checked against fan-based targets (embeddings are initialised N(0, 1) or 0.02).",
+        )
+        all_zero_min_layers: int = Field(
+            default=2,
+            ge=1,
+            description="Report all-zero kernels when at least this many exist (one zero-initialised layer, as in LoRA or "
+            "zero-init residual branches, still trains; two in a row block the gradient).",
+        )
+        num_classes: int | None = Field(
+            default=None, ge=2, description="K for the initial-loss check against ln K (off when unset)."
+        )
+        init_loss_tolerance: float = Field(
+            default=0.5,
+            gt=0,
+            description="Relative distance |loss0 - ln K| / ln K above which the initial loss is wrong.",
+        )
+        threshold: float = Field(
+            default=10.0,
+            gt=1,
+            description="SageMaker's threshold: max/min variance across activation inputs above which init is poor.",
+        )
+        activation_inputs_regex: str = Field(
+            default=".*relu_input",
+            description="SageMaker's activation_inputs_regex: activations compared by `threshold`.",
+        )
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
+        self.exclude = re.compile(p.exclude_regex) if p.exclude_regex else None
+        self.act_inputs = re.compile(p.activation_inputs_regex)
+        self.loss = signals.LossReader()
+        self.weights_done = False
+        self.loss_done = False
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
+        if view.step > p.start_step + p.steps:
+            return []
+        out: list[base.Finding] = []
+        if not self.weights_done:
+            rows = [
+                int(i) for i in self.rows(view, default_collections=_WEIGHTS) if len(view.meta[i].shape) >= 2
+            ]
+            if rows:
+                self.weights_done = True
+                out += self._check_weights(view, rows, p)
+                out += self._check_activations(view, p)
+        if not self.loss_done and p.num_classes is not None:
+            loss = self.loss(view)
+            if loss is not None:
+                self.loss_done = True
+                out += self._check_loss(view, loss, p.num_classes, p)
+        return out
+
+    def _check_weights(self, view: StepView, rows: list[int], p: Params) -> list[base.Finding]:
+        out = []
+        zero = [i for i in rows if view.stats[i, COL["zero"]] == view.stats[i, COL["count"]]]
+        if len(zero) >= min(p.all_zero_min_layers, len(rows)):
+            names = ", ".join(view.names[i] for i in zero[:5]) + (" ..." if len(zero) > 5 else "")
+            msg = f"{view.names[zero[0]]}: {len(zero)} of {len(rows)} kernels are entirely zero ({names}) {self.where(view)}"
+            out.append(
+                self.finding(
+                    view,
+                    msg,
+                    tensor=view.names[zero[0]],
+                    value=float(len(zero)),
+                    threshold=float(p.all_zero_min_layers),
+                )
+            )
+        for i in rows:
+            if i in zero or (self.exclude is not None and self.exclude.search(view.names[i])):
+                continue
+            std = float(view.stats[i, COL["std"]])
+            low, high = std_targets(view.meta[i].shape)
+            if std < p.std_ratio_min * low or std > p.std_ratio_max * high:
+                side, target, ratio = (
+                    ("below", low, p.std_ratio_min)
+                    if std < p.std_ratio_min * low
+                    else ("above", high, p.std_ratio_max)
+                )
+                msg = (
+                    f"{view.names[i]}: initial std {base.fmt(std)} is {base.fmt(std / target)}x the {'smallest' if side == 'below' else 'largest'} "
+                    f"standard target {base.fmt(target)} for shape {list(view.meta[i].shape)}, {side} the bound x{base.fmt(ratio)} "
+                    f"{self.where(view)}"
+                )
+                out.append(self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target))
+        return out
+
+    def _check_activations(self, view: StepView, p: Params) -> list[base.Finding]:
+        rows = [
+            int(i)
+            for i in view.rows(collections=[Collection.ACTIVATIONS.value])
+            if self.act_inputs.search(view.names[i])
+        ]
+        if len(rows) < 2:
+            return []
+        var = view.stats[rows, COL["std"]] ** 2
+        lo, hi = int(np.argmin(var)), int(np.argmax(var))
+        if var[lo] <= 0 or var[hi] / var[lo] <= p.threshold:
+            return []
+        msg = (
+            f"{view.names[rows[lo]]}: activation-input variance {base.fmt(var[lo])} is {base.fmt(var[hi] / var[lo])}x smaller than "
+            f"{view.names[rows[hi]]}'s ({base.fmt(var[hi])}), above the ratio {base.fmt(p.threshold)} {self.where(view)}"
+        )
+        return [
+            self.finding(
+                view, msg, tensor=view.names[rows[lo]], value=float(var[hi] / var[lo]), threshold=p.threshold
+            )
+        ]
+
+    def _check_loss(self, view: StepView, loss: float, k: int, p: Params) -> list[base.Finding]:
+        expected = math.log(k)
+        off = abs(loss - expected) / expected
+        if math.isfinite(off) and off <= p.init_loss_tolerance:
+            return []
+        msg = (
+            f"loss: initial value {base.fmt(loss)} is {base.fmt(off * 100)}% away from ln {k} = {base.fmt(expected)}, "
+            f"above the tolerance {base.fmt(p.init_loss_tolerance * 100)}% {self.where(view)}"
+        )
+        hint = (
+            "a K-class softmax with small random init starts near ln K: check the output layer's scale and bias, "
+            "that the loss takes logits (not probabilities), and that num_classes is right"
+        )
+        return [self.finding(view, msg, tensor="loss", value=loss, threshold=expected, hint=hint)]
+
+    def get_state(self) -> dict[str, Any]:
+        return {"weights_done": self.weights_done, "loss_done": self.loss_done}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.weights_done = bool(state.get("weights_done", False))
+        self.loss_done = bool(state.get("loss_done", False))

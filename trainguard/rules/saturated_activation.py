@@ -1,0 +1,65 @@
+"""`saturated_activation`: sigmoid/tanh layers where most units sit in the flat part, per unit.
+
+Reads the Tier-1 vectors `units[("saturated", act/<module>)]`: the fraction of samples on which
+each unit's output was saturated (sigmoid outside [0.01, 0.99], |tanh| above 0.99; the bound is
+fixed by capture). A unit is saturated when it is unsaturated on fewer than `threshold_inactivity`
+percent of samples; a layer when more than `threshold_layer` percent of its units are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.rules import base, signals
+from trainguard.rules.view import StepView
+
+
+class SaturatedActivation(base.Rule):
+    name = "saturated_activation"
+    summary = (
+        "Sigmoid/tanh layers where more than half the units are saturated on almost every sample (per unit)."
+    )
+    hint = (
+        "scale the inputs (normalise to zero mean, unit variance), use Glorot initialisation or a smaller init "
+        "scale, lower the learning rate, or switch to ReLU-family activations"
+    )
+
+    class Params(base.Params):
+        threshold_inactivity: float = Field(
+            default=1.0,
+            ge=0,
+            le=100,
+            description="A unit is saturated when it is unsaturated on fewer than this percent of samples.",
+        )
+        threshold_layer: float = Field(
+            default=50.0,
+            ge=0,
+            le=100,
+            description="A layer is reported when more than this percent of its units are saturated.",
+        )
+        trigger_k: int = base.trigger_k(3)
+        trigger_n: int = base.trigger_n(3)
+
+    def applies(self, view: StepView) -> bool:
+        return signals.has_units(view, "saturated")
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: SaturatedActivation.Params = self.params  # type: ignore[assignment]
+        out = []
+        for name, saturated in signals.unit_layers(self, view, "saturated"):
+            if not saturated.size:
+                continue
+            stuck = (
+                float(np.count_nonzero((1.0 - saturated) * 100.0 < p.threshold_inactivity))
+                / saturated.size
+                * 100.0
+            )
+            if stuck > p.threshold_layer:
+                msg = (
+                    f"{name}: {base.fmt(stuck)}% of {saturated.size} units are saturated on more than "
+                    f"{base.fmt(100 - p.threshold_inactivity)}% of samples, above the threshold "
+                    f"{base.fmt(p.threshold_layer)}% {self.where(view)}"
+                )
+                out.append(self.finding(view, msg, tensor=name, value=stuck, threshold=p.threshold_layer))
+        return out

@@ -1,0 +1,288 @@
+"""Signals that several rules read: the loss of a view, a bounded window with robust statistics,
+and whether the loss is still improving (outcome gating of soft symptoms).
+
+Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
+stays restorable. Everything is bounded: a window keeps at most `size` values, so a rule does
+O(size) work per step, never O(steps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection
+from trainguard.rules import base
+from trainguard.rules.view import COL, StepView
+
+_ACTIVATIONS = (Collection.ACTIVATIONS.value,)
+
+MAD_TO_SIGMA = 1.4826
+"""Scale factor that makes the median absolute deviation estimate sigma for normal data."""
+
+
+class LossReader:
+    """Reads the loss of a view: a named scalar, else `loss`, else the first scalar whose name
+    contains "loss" (sorted), else (train mode) the mean of the first tensor in the `losses` collection."""
+
+    def __init__(
+        self, *, mode: str = "train", name: str | None = None, use_losses_collection: bool = True
+    ) -> None:
+        self.mode = mode
+        self.name = name
+        self.use_losses_collection = use_losses_collection
+        self._names: tuple[str, ...] | None = None
+        self._row: int | None = None
+        self._scalar_keys: frozenset[str] = frozenset()
+        self._scalar_name: str | None = None
+
+    def __call__(self, view: StepView) -> float | None:
+        scalars = view.eval_scalars if self.mode == "eval" else view.scalars
+        if scalars:
+            key = self.name or self._pick(scalars)
+            if key is not None and key in scalars:
+                return float(scalars[key])
+            if self.name is not None:
+                return None
+        if self.mode == "eval" or not self.use_losses_collection or not view.names:
+            return None
+        if self._names is not view.names and self._names != view.names:
+            self._names = view.names
+            rows = view.rows(collections=[Collection.LOSSES.value])
+            self._row = int(rows[0]) if len(rows) else None
+        return None if self._row is None else float(view.stats[self._row, COL["mean"]])
+
+    def _pick(self, scalars: Any) -> str | None:
+        if "loss" in scalars:
+            return "loss"
+        keys = frozenset(scalars)
+        if keys != self._scalar_keys:
+            self._scalar_keys = keys
+            found = sorted(k for k in keys if "loss" in k.lower())
+            self._scalar_name = found[0] if found else None
+        return self._scalar_name
+
+
+class KernelPair:
+    """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
+    the given rows, cached until the view's tensor names change; None with fewer than two."""
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None
+        self._pair: tuple[int, int] | None = None
+
+    def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
+        if self._names is not view.names and self._names != view.names:
+            self._names = view.names
+            kernels = sorted(
+                (view.meta[i].order, int(i))
+                for i in rows
+                if len(view.meta[i].shape) >= 2 and view.meta[i].order is not None
+            )
+            self._pair = (kernels[0][1], kernels[-1][1]) if len(kernels) >= 2 else None
+        return self._pair
+
+
+def global_norm(view: StepView, rows: np.ndarray, scalar: str) -> float:
+    """The global gradient norm: the recorded scalar if there is one, else sqrt(sum of l2^2)."""
+    v = view.scalars.get(scalar)
+    if v is not None:
+        return float(v)
+    if not len(rows):
+        return math.nan
+    l2 = view.stats[rows, COL["l2"]]
+    return float(np.sqrt(np.sum(l2 * l2)))
+
+
+def unit_layers(rule: base.Rule, view: StepView, kind: str) -> list[tuple[str, np.ndarray]]:
+    """The per-unit vectors of `kind` ("active", "saturated") of the activations `rule` watches."""
+    return [
+        (name, vec)
+        for (k, name), vec in view.units.items()
+        if k == kind and rule.watches(name, Collection.ACTIVATIONS.value, default_collections=_ACTIVATIONS)
+    ]
+
+
+def has_units(view: StepView, kind: str) -> bool:
+    """Whether the view carries any per-unit vector of `kind` (Tier-1 steps only)."""
+    return any(k == kind for k, _ in view.units)
+
+
+class RowState:
+    """A float per watched tensor, kept aligned with the view's rows and carried over by name when
+    the catalogue changes; saved as {name: value} (non-finite values are dropped)."""
+
+    def __init__(self, fill: float) -> None:
+        self.fill = fill
+        self.values = np.zeros(0)
+        self._rows: np.ndarray | None = None
+        self._names: tuple[str, ...] = ()
+        self._saved: dict[str, float] = {}
+
+    def align(self, view: StepView, rows: np.ndarray) -> np.ndarray:
+        """Return float64[len(rows)] for `rows` (a cached array from `Rule.rows`), realigned if it changed."""
+        if rows is not self._rows:
+            old = self.as_dict() or self._saved
+            self._rows = rows
+            self._names = tuple(view.names[i] for i in rows)
+            self.values = np.asarray([old.get(n, self.fill) for n in self._names], dtype=np.float64)
+            self._saved = {}
+        return self.values
+
+    def as_dict(self) -> dict[str, float]:
+        return {n: v for n, v in zip(self._names, self.values.tolist()) if math.isfinite(v)}
+
+    def get_state(self) -> dict[str, float]:
+        return {**self._saved, **self.as_dict()}
+
+    def set_state(self, state: dict[str, float]) -> None:
+        self._saved = {k: float(v) for k, v in state.items()}
+        self._rows, self._names, self.values = None, (), np.zeros(0)
+
+
+class Window:
+    """The last `size` values of a series, with robust statistics over them."""
+
+    def __init__(self, size: int) -> None:
+        self.values: deque[float] = deque(maxlen=size)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def push(self, x: float) -> None:
+        self.values.append(float(x))
+
+    def array(self) -> np.ndarray:
+        return np.fromiter(self.values, dtype=np.float64, count=len(self.values))
+
+    def robust_z(self, x: float, *, min_scale: float) -> tuple[float, float, float]:
+        """Return (z, median, scale) of `x` against the window: (x - median) / max(1.4826 MAD, min_scale)."""
+        a = self.array()
+        med = float(np.median(a))
+        scale = max(MAD_TO_SIGMA * float(np.median(np.abs(a - med))), min_scale)
+        return (x - med) / scale, med, scale
+
+    def get_state(self) -> list[float]:
+        return list(self.values)
+
+    def set_state(self, values: Sequence[float]) -> None:
+        self.values.clear()
+        self.values.extend(float(v) for v in values)
+
+
+class Progress:
+    """Whether a series (usually the loss) still improves: an EMA, its best value, and the
+    number of pushes since the EMA last beat the best by `min_delta` (relative)."""
+
+    def __init__(self, *, alpha: float, min_delta: float, patience: int) -> None:
+        self.alpha = alpha
+        self.min_delta = min_delta
+        self.patience = patience
+        self.ema: float | None = None
+        self.best: float | None = None
+        self.since_best = 0
+
+    def push(self, x: float | None) -> None:
+        if x is None or not math.isfinite(x):
+            return
+        self.ema = x if self.ema is None else self.ema + self.alpha * (x - self.ema)
+        if self.best is None or self.ema < self.best - self.min_delta * abs(self.best):
+            self.best = self.ema
+            self.since_best = 0
+        else:
+            self.since_best += 1
+
+    @property
+    def improving(self) -> bool:
+        """True while the best value is recent. False when no value was ever seen."""
+        return self.ema is not None and self.since_best < self.patience
+
+    def get_state(self) -> dict[str, Any]:
+        return {"ema": self.ema, "best": self.best, "since_best": self.since_best}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.ema = state.get("ema")
+        self.best = state.get("best")
+        self.since_best = int(state.get("since_best", 0))
+
+
+class TrainMean:
+    """Mean of the training loss since the last eval point (the last value if none came since)."""
+
+    def __init__(self) -> None:
+        self.read = LossReader(mode="train")
+        self.total = 0.0
+        self.n = 0
+        self.last: float | None = None
+
+    def push(self, view: StepView) -> None:
+        x = self.read(view)
+        if x is not None and math.isfinite(x):
+            self.total += x
+            self.n += 1
+            self.last = x
+
+    def take(self) -> float | None:
+        """Return the mean since the last call and start a new interval."""
+        mean = self.total / self.n if self.n else self.last
+        self.total, self.n = 0.0, 0
+        return mean
+
+    def get_state(self) -> dict[str, Any]:
+        return {"total": self.total, "n": self.n, "last": self.last}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.total = float(state.get("total", 0.0))
+        self.n = int(state.get("n", 0))
+        self.last = state.get("last")
+
+
+class GatedParams(base.Params):
+    """Parameters of a soft symptom that only counts while the training loss is not improving."""
+
+    gate_on_loss: bool = Field(
+        default=True,
+        description="Report only while the training loss has stopped improving (outcome gating, as AUTOTRAINER "
+        "does): the symptom alone is common in healthy runs. Without any loss in the run the gate stays open.",
+    )
+    gate_patience: int = Field(
+        default=50,
+        ge=1,
+        description="The loss counts as improving while its EMA set a new best within this many views.",
+    )
+    gate_min_delta: float = Field(
+        default=0.01, ge=0, description="Relative drop of the loss EMA that counts as a new best (0.01 = 1%)."
+    )
+
+
+class LossGate:
+    """Outcome gate: tracks the training loss and says whether a soft symptom may be reported."""
+
+    def __init__(self, params: GatedParams) -> None:
+        self.enabled = params.gate_on_loss
+        self.read = LossReader()
+        self.progress = Progress(alpha=0.1, min_delta=params.gate_min_delta, patience=params.gate_patience)
+
+    def push(self, view: StepView) -> None:
+        self.progress.push(self.read(view))
+
+    @property
+    def open(self) -> bool:
+        """True when the symptom may be reported: gating is off, or the loss has stopped improving."""
+        return not self.enabled or not self.progress.improving
+
+    @property
+    def note(self) -> str:
+        """The clause a gated finding ends with."""
+        return " while the loss is not improving" if self.enabled else ""
+
+    def get_state(self) -> dict[str, Any]:
+        return self.progress.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.progress.set_state(state)

@@ -1,0 +1,80 @@
+"""`weight_update_ratio`: the typical step size relative to the weights, against a band.
+
+Per trainable weight, ||dW|| / (||W|| + epsilon) from the measured update (`update_l2`, since the
+previous saved step), then the median over layers: around 1e-3 is healthy (Karpathy), far below
+means the model barely learns (learning rate too low, vanished gradients), far above that it
+thrashes. SageMaker Debugger's parameter names; gated on the loss not improving, 5 of 5 views.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection
+from trainguard.rules import base, signals
+from trainguard.rules.view import COL, StepView
+
+_WEIGHTS = (Collection.WEIGHTS.value,)
+
+
+class WeightUpdateRatio(base.Rule):
+    name = "weight_update_ratio"
+    summary = "Median over layers of ||dW|| / ||W|| outside a band (learning rate far too low or too high)."
+    hint = "tune the learning rate: a median update ratio near 1e-3 is typical"
+
+    class Params(signals.GatedParams):
+        small_threshold: float = Field(
+            default=1e-6, ge=0, description="Median update ratio below which the model barely learns."
+        )
+        large_threshold: float = Field(
+            default=1.0, gt=0, description="Median update ratio above which updates are too large."
+        )
+        epsilon: float = Field(
+            default=1e-9, gt=0, description="Added to ||W|| so zero weights do not divide by zero."
+        )
+        trigger_k: int = base.trigger_k(5)
+        trigger_n: int = base.trigger_n(5)
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
+        self.gate.push(view)
+        rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
+        if not len(rows) or not self.gate.open:
+            return []
+        ratio = view.stats[rows, COL["update_l2"]] / (view.stats[rows, COL["l2"]] + p.epsilon)
+        measured = np.isfinite(ratio)
+        ratio, rows = ratio[measured], rows[measured]
+        if not ratio.size:
+            return []
+        med = float(np.median(ratio))
+        if p.small_threshold <= med <= p.large_threshold:
+            return []
+        low = med < p.small_threshold
+        # name the layer that sits furthest out on the offending side
+        k = int(np.argmin(ratio) if low else np.argmax(ratio))
+        name = view.names[int(rows[k])]
+        bound = p.small_threshold if low else p.large_threshold
+        msg = (
+            f"{name}: median update ratio ||dW||/||W|| over {ratio.size} layers is {base.fmt(med)}, "
+            f"{'below' if low else 'above'} the threshold {base.fmt(bound)} {self.where(view)}{self.gate.note} "
+            f"(this layer: {base.fmt(ratio[k])})"
+        )
+        hint = (
+            "raise the learning rate, check that optimizer.step() runs and the gradients reach the weights"
+            if low
+            else "lower the learning rate, check the loss reduction (mean, not sum) and clip gradients"
+        )
+        return [self.finding(view, msg, tensor=name, value=med, threshold=bound, hint=hint)]
+
+    def get_state(self) -> dict[str, Any]:
+        return {"gate": self.gate.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.gate.set_state(state.get("gate", {}))

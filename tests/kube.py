@@ -83,8 +83,16 @@ class RealisticEmulator(kmock.KubernetesEmulator):
                 res["shortNames"] = []
         return data
 
+    async def _serve_fetch(self, request: Any) -> Any:
+        data = await super()._serve_fetch(request)
+        columns = self._printer_columns(request)
+        return _table(columns, [data]) if columns is not None else data
+
     async def _serve_list(self, request: Any) -> Any:
         data = await super()._serve_list(request)
+        columns = self._printer_columns(request)
+        if columns is not None:
+            return _table(columns, data["items"])
         res = request.resource
         try:
             kind = self.resources[res].kind or res.plural.capitalize()
@@ -96,17 +104,80 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         return data
 
 
+    def _printer_columns(self, request: Any) -> list[dict[str, Any]] | None:
+        """Return the CRD's printer columns when the client asked for a Table (kubectl does), else None."""
+        if "as=Table" not in request.headers.get("Accept", ""):
+            return None
+        columns: dict[str, list[dict[str, Any]]] = getattr(self, "printer_columns", {})
+        res = request.resource
+        return columns.get(f"{res.group}/{res.version}/{res.plural}")
+
+
+def _table(columns: list[dict[str, Any]], objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """Render objects as a meta.k8s.io/v1 Table, as the API server does for a CRD's printer columns."""
+    definitions = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
+    definitions += [
+        {"name": c["name"], "type": c["type"], "format": "", "description": c.get("description", ""),
+         "priority": c.get("priority", 0)}
+        for c in columns
+    ]  # fmt: skip
+    rows = []
+    for obj in objects:
+        cells: list[Any] = [obj["metadata"]["name"]]
+        for c in columns:
+            value = _json_path(obj, c["jsonPath"])
+            if c["type"] == "date" and isinstance(value, str):
+                value = _age(value)
+            cells.append(value)
+        rows.append({
+            "cells": cells,
+            "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]},
+        })  # fmt: skip
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "1"},
+            "columnDefinitions": definitions, "rows": rows}  # fmt: skip
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    """Evaluate a dotted printer-column path such as `.status.phase` (the form our CRD uses)."""
+    for part in path.strip(".").split("."):
+        if not isinstance(obj, dict) or part not in obj:
+            return None
+        obj = obj[part]
+    return obj
+
+
+def _age(timestamp: str) -> str:
+    then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    seconds = int((datetime.datetime.now(tz=datetime.timezone.utc) - then).total_seconds())
+    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
+
+
+def register_crd(emulator: kmock.KubernetesEmulator, crd: dict[str, Any]) -> None:
+    """Serve a CRD's resource as the API server would once it is installed: discovery, status, printer columns."""
+    spec = crd["spec"]
+    names = spec["names"]
+    for version in spec["versions"]:
+        key = f"{spec['group']}/{version['name']}/{names['plural']}"
+        emulator.resources[key] = kmock.ResourceInfo(
+            kind=names["kind"],
+            singular=names["singular"],
+            namespaced=spec["scope"] == "Namespaced",
+            verbs={"get", "list", "watch", "create", "patch", "delete"},
+            shortnames=set(names.get("shortNames", [])),
+            categories=set(names.get("categories", [])),
+            subresources=set(version.get("subresources", {})),
+        )
+        columns = getattr(emulator, "printer_columns", {})
+        columns[key] = list(version.get("additionalPrinterColumns", []))
+        emulator.printer_columns = columns  # type: ignore[attr-defined]
+
+
 def register_resources(emulator: kmock.KubernetesEmulator) -> None:
-    """Declare the bundled built-in resources and the DebugJob resource (with `status`) in discovery."""
+    """Declare the bundled built-in resources and install the DebugJob CRD generated from the models."""
+    from trainguard.api import crd  # noqa: PLC0415
+
     emulator.resources.load_bundled()
-    emulator.resources[DEBUGJOB_RESOURCE] = kmock.ResourceInfo(
-        kind="DebugJob",
-        singular="debugjob",
-        namespaced=True,
-        verbs={"get", "list", "watch", "create", "patch", "delete"},
-        shortnames={"dj"},
-        subresources={"status"},
-    )
+    register_crd(emulator, crd.build_crd())
 
 
 def write_kubeconfig(path: Path, *, server_url: str, namespace: str = "default") -> Path:
@@ -236,10 +307,18 @@ async def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator
 
 
 def debugjob_manifest(
-    name: str = "dj1", *, namespace: str = "default", workers: int = 1, rules: list[dict[str, Any]] | None = None,
+    name: str = "dj1",
+    *,
+    namespace: str = "default",
+    workers: int = 1,
+    rules: list[dict[str, Any]] | None = None,
+    capture_uri: str = "s3://trainguard-runs/debug",
     **spec: Any,
 ) -> dict[str, Any]:
-    """Return a small valid DebugJob manifest; extra keyword arguments are merged into `spec`."""
+    """Return a small valid DebugJob manifest; extra keyword arguments are merged into `spec`.
+
+    Pass a `file://` `capture_uri` under the test's tmp_path when the operator may write END markers.
+    """
     body: dict[str, Any] = {
         "apiVersion": f"{DEBUGJOB_GROUP}/{DEBUGJOB_VERSION}",
         "kind": "DebugJob",
@@ -251,7 +330,7 @@ def debugjob_manifest(
                     "containers": [{"name": "trainer", "image": "python:3.11-slim", "command": ["python", "train.py"]}]
                 }
             },
-            "capture": {"uri": "s3://trainguard-runs/debug"},
+            "capture": {"uri": capture_uri},
             "rules": rules if rules is not None else [{"type": "exploding_tensor", "action": "stop"}],
         },
     }

@@ -1,0 +1,79 @@
+"""Operator fixtures: the emulated API server (`kube`) and the operator running against it.
+
+`operator_runner` starts `kopf run --standalone -A -m trainguard.operator.handlers` with
+KopfRunner (kopf in a thread, KMock on the test's loop) and waits for kopf's liveness endpoint,
+so tests start once the operator watches. Test bodies must `await` (`eventually`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import kopf.testing
+import pytest
+import pytest_asyncio
+
+from tests.kube import KubeEnv, kube  # noqa: F401  (fixture re-export)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    """One KopfRunner run of the operator; `start()`/`stop()` may be called again to restart it."""
+
+    def __init__(self) -> None:
+        self.runner: kopf.testing.KopfRunner | None = None
+        self.outputs: list[str] = []
+
+    async def start(self) -> None:
+        port = free_port()
+        self.runner = kopf.testing.KopfRunner(
+            ["run", "--standalone", "-A", f"--liveness=http://127.0.0.1:{port}/healthz", "-m", "trainguard.operator.handlers"],
+            timeout=60,
+        )
+        self.runner.__enter__()
+        deadline = time.monotonic() + 30
+        while True:
+            if await asyncio.to_thread(_healthy, f"http://127.0.0.1:{port}/healthz"):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError("the operator did not become healthy within 30 s")
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        if self.runner is None:
+            return
+        runner, self.runner = self.runner, None
+        await asyncio.to_thread(runner.__exit__, None, None, None)
+        self.outputs.append(runner.output)
+        if runner.exception is not None:
+            raise AssertionError(f"the operator crashed: {runner.exception!r}\n{runner.output}")
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest_asyncio.fixture
+async def operator_runner(kube: KubeEnv) -> AsyncIterator[OperatorProcess]:  # noqa: F811
+    """The operator, healthy and watching the emulated cluster; stopped (and checked) at teardown."""
+    op = OperatorProcess()
+    await op.start()
+    try:
+        yield op
+    finally:
+        await op.stop()

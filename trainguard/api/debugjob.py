@@ -1,0 +1,294 @@
+"""Pydantic models of a DebugJob: the spec users write and the status the operator and sidecars keep.
+
+The CRD (`trainguard.api.crd`) is generated from these models, so each `Field(description=...)`
+is what `kubectl explain debugjob.spec...` prints. Keys are camelCase in Kubernetes and
+snake_case in Python (aliases). `spec.rules` reuses `rules_config.RuleSpec` so the rules file and
+the DebugJob share one schema; rule parameters are only checked for shape here, because their
+classes live in the evaluator, which the operator never imports.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from trainguard.api.enums import Action, Collection, ConditionType, Phase, RuleState, Severity
+from trainguard.api.rules_config import RuleSpec, RulesConfig
+
+GROUP = "trainguard.dev"
+VERSION = "v1alpha1"
+KIND = "DebugJob"
+PLURAL = "debugjobs"
+SINGULAR = "debugjob"
+SHORT_NAMES = ("dj",)
+API_VERSION = f"{GROUP}/{VERSION}"
+
+DEFAULT_EVALUATOR_IMAGE = "ghcr.io/trainguard/trainguard:latest"
+"""The sidecar image when `spec.evaluator.image` is empty; the chart sets the operator's own tag."""
+
+POD_TEMPLATE_MARKER = "x-trainguard-pod-template"
+"""Schema key on `spec.template`: the CRD generator puts the pinned core/v1 PodTemplateSpec there."""
+
+_URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
+
+
+class _Model(BaseModel):
+    """camelCase on the wire, snake_case in Python, unknown keys refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class SecretKeyRef(_Model):
+    """One key of a Secret in the DebugJob's namespace."""
+
+    name: str = Field(min_length=1, description="Name of the Secret (same namespace as the DebugJob).")
+    key: str = Field(min_length=1, description="Key inside the Secret whose value is used.")
+
+
+class S3CredentialsRef(_Model):
+    """A Secret holding S3 credentials; its values reach the trainer and sidecar as environment variables."""
+
+    name: str = Field(min_length=1, description="Name of the Secret (same namespace as the DebugJob).")
+    access_key_id_key: str = Field(
+        default="AWS_ACCESS_KEY_ID", description="Key of the access key id in the Secret (boto3's variable name)."
+    )
+    secret_access_key_key: str = Field(
+        default="AWS_SECRET_ACCESS_KEY", description="Key of the secret access key in the Secret."
+    )
+
+
+class CaptureSpec(_Model):
+    """Where and how the training hook writes statistics."""
+
+    uri: str = Field(
+        pattern=_URI_RE.pattern,
+        description=(
+            "Root URI, s3://bucket/prefix or file:///path. Each run writes under "
+            "<uri>/<namespace>/<debugjob>/<uid>/ so reruns never mix."
+        ),
+    )
+    endpoint: str | None = Field(
+        default=None,
+        description="S3 endpoint URL for MinIO, Ceph or SeaweedFS (AWS_ENDPOINT_URL); empty means AWS S3.",
+    )
+    region: str | None = Field(default=None, description="S3 region (AWS_REGION); empty leaves boto3's default.")
+    secret_ref: S3CredentialsRef | None = Field(
+        default=None,
+        description="Secret with S3 credentials. Empty: the pod's service account identity (IRSA, workload identity).",
+    )
+    save_interval: int = Field(
+        default=10, ge=1, description="Save statistics every N training steps (TRAINGUARD_SAVE_INTERVAL); 10 costs about 1%."
+    )
+    collections: list[Collection] | None = Field(
+        default=None, description="Collections to capture (TRAINGUARD_COLLECTIONS); empty means the hook's default set."
+    )
+
+    @field_validator("uri")
+    @classmethod
+    def _uri(cls, v: str) -> str:
+        return v.rstrip("/")
+
+
+class StopAction(_Model):
+    """How a stop verdict ends the job."""
+
+    grace_period_seconds: int = Field(
+        default=30,
+        ge=0,
+        description=(
+            "Seconds the trainer gets between SIGTERM and SIGKILL when the Job is suspended "
+            "(the pods' terminationGracePeriodSeconds); 30 is Kubernetes' default."
+        ),
+    )
+
+
+class WebhookFormat(str, enum.Enum):
+    """Payload shape a webhook receives."""
+
+    GENERIC = "generic"
+    SLACK = "slack"
+
+
+class Webhook(_Model):
+    """An HTTP endpoint told about rule transitions; its URL is a secret."""
+
+    name: str = Field(min_length=1, description="Name of this webhook, used in events and metrics-free logs.")
+    url_secret_ref: SecretKeyRef = Field(
+        description="Secret key holding the URL (URLs often carry tokens, so they never appear in the spec)."
+    )
+    format: WebhookFormat = Field(
+        default=WebhookFormat.GENERIC,
+        description="generic: a JSON document with the DebugJob, rule and finding; slack: an incoming-webhook message.",
+    )
+
+
+class NotifyAction(_Model):
+    """Who hears about a notify verdict besides the Kubernetes Event."""
+
+    webhooks: list[Webhook] = Field(default_factory=list, description="Webhooks called once per rule transition.")
+
+
+class ActionsSpec(_Model):
+    """Settings of the actions that rules name (`rules[].action`)."""
+
+    stop: StopAction = Field(default_factory=StopAction, description="Settings of the stop action.")
+    notify: NotifyAction = Field(default_factory=NotifyAction, description="Settings of the notify action.")
+
+
+class EvaluatorSpec(_Model):
+    """The rule-evaluator sidecar."""
+
+    image: str | None = Field(default=None, description="Sidecar image; empty means the operator's own image.")
+    image_pull_policy: str | None = Field(default=None, description="IfNotPresent, Always or Never.")
+    resources: dict[str, dict[str, int | str]] = Field(
+        default_factory=lambda: {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        description="Sidecar resource requests and limits (core/v1 ResourceRequirements); one core is plenty.",
+    )
+
+
+class RunPolicy(_Model):
+    """Passed to the Job as is (same names as Kubeflow's runPolicy)."""
+
+    backoff_limit: int | None = Field(
+        default=0, ge=0, description="Job retries. 0: a collective job that lost a rank must not retry piecemeal."
+    )
+    active_deadline_seconds: int | None = Field(default=None, ge=1, description="Longest the Job may run.")
+    ttl_seconds_after_finished: int | None = Field(
+        default=None, ge=0, description="Delete the Job (not the DebugJob) this long after it finished."
+    )
+
+
+class DebugJobSpec(_Model):
+    """What to train, what to capture, which rules to run and what to do when they fire."""
+
+    workers: int = Field(default=1, ge=1, le=4096, description="Number of pods (ranks); completions = parallelism.")
+    nproc_per_node: int = Field(
+        default=1, ge=1, description="Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this."
+    )
+    container_name: str = Field(default="trainer", description="Name of the training container in the template.")
+    master_port: int = Field(
+        default=23456, ge=1, le=65535, description="Rendezvous port on rank 0 (MASTER_PORT); Kubeflow's default."
+    )
+    template: dict[str, Any] = Field(
+        json_schema_extra={POD_TEMPLATE_MARKER: True},
+        description="Pod template of each rank (core/v1 PodTemplateSpec). GPU requests, nodeSelector and tolerations pass through.",
+    )
+    capture: CaptureSpec = Field(description="Where and how statistics are captured.")
+    rules: list[RuleSpec] = Field(
+        default_factory=list, description="Rules to evaluate (the rules-file schema); empty means the default set."
+    )
+    actions: ActionsSpec = Field(default_factory=ActionsSpec, description="Settings of stop and notify.")
+    evaluator: EvaluatorSpec = Field(default_factory=EvaluatorSpec, description="The evaluator sidecar.")
+    run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Job retry, deadline and cleanup settings.")
+    suspend: bool = Field(default=False, description="Create or keep the Job suspended (mirrored onto the Job).")
+
+    @model_validator(mode="after")
+    def _check(self) -> DebugJobSpec:
+        RulesConfig(rules=self.rules)  # unique, well-formed names
+        return self
+
+
+class Condition(_Model):
+    """A Kubernetes condition (metav1.Condition shape)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    type: ConditionType = Field(description="Running, RuleTriggered, Stopped, Succeeded, Failed or Invalid.")
+    status: str = Field(description="True, False or Unknown.")
+    reason: str = Field(default="", description="CamelCase reason of the last transition.")
+    message: str = Field(default="", description="Human-readable details.")
+    last_transition_time: str | None = Field(default=None, description="When status last changed (RFC 3339).")
+    observed_generation: int | None = Field(default=None, description="metadata.generation the condition reflects.")
+
+
+class RuleStatus(_Model):
+    """Aggregated state of one rule over all ranks (the worst rank wins)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    name: str = Field(description="Rule name (rules[].name or its type).")
+    state: RuleState = Field(description="InProgress, NoIssuesFound, IssuesFound or Error.")
+    action: Action | None = Field(default=None, description="Action configured in the spec for this rule.")
+    step: int | None = Field(default=None, description="Step of the finding (or last evaluated step).")
+    rank: int | None = Field(default=None, description="Rank that reported this state.")
+    severity: Severity | None = Field(default=None, description="Severity of the finding.")
+    message: str = Field(default="", description="The finding, as a sentence.")
+    time: str | None = Field(default=None, description="When the rank reported it (RFC 3339).")
+
+
+class RankRuleReport(_Model):
+    """One rule's state as one rank's sidecar reports it (any action it claims is ignored)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    name: str = Field(description="Rule name.")
+    state: RuleState = Field(description="State on this rank.")
+    step: int | None = Field(default=None, description="Step of the finding or of the last evaluation.")
+    severity: Severity | None = Field(default=None, description="Severity of the finding.")
+    message: str = Field(default="", description="The finding, as a sentence.")
+    time: str | None = Field(default=None, description="When the sidecar saw it (RFC 3339).")
+
+
+class RankReport(_Model):
+    """What one rank's sidecar reports (`status.reports["rank-00003"]`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    last_step: int | None = Field(default=None, description="Last step the sidecar evaluated.")
+    time: str | None = Field(default=None, description="When the report was written (RFC 3339).")
+    ended: bool = Field(default=False, description="The rank wrote END and the sidecar evaluated everything.")
+    rules: list[RankRuleReport] = Field(default_factory=list, description="One entry per configured rule.")
+
+
+class JobSummary(_Model):
+    """The owned Job's state as the operator last saw it (written only by the Job watcher)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    active: int = Field(default=0, description="Pods running.")
+    ready: int = Field(default=0, description="Pods ready.")
+    succeeded: int = Field(default=0, description="Indexes that succeeded.")
+    failed: int = Field(default=0, description="Pods that failed.")
+    suspended: bool = Field(default=False, description="The Job is suspended.")
+    complete: bool = Field(default=False, description="The Job has condition Complete=True.")
+    failed_condition: bool = Field(default=False, description="The Job has condition Failed=True.")
+    reason: str = Field(default="", description="Reason of the Job's terminal condition.")
+    message: str = Field(default="", description="Message of the Job's terminal condition.")
+    start_time: str | None = Field(default=None, description="The Job's startTime.")
+    completion_time: str | None = Field(default=None, description="The Job's completionTime.")
+
+
+class DebugJobStatus(_Model):
+    """Observed state, written by the operator (and `reports` by the sidecars)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    phase: Phase | None = Field(default=None, description="Pending, Running, Stopped, Succeeded or Failed.")
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions, one per type.")
+    observed_generation: int | None = Field(default=None, description="metadata.generation last reconciled.")
+    rules: list[RuleStatus] = Field(default_factory=list, description="Per-rule state over all ranks.")
+    triggered_rule: str | None = Field(default=None, description="First rule that found issues (printer column).")
+    last_step: int | None = Field(default=None, description="Highest step any rank's evaluator has seen.")
+    job_name: str | None = Field(default=None, description="Name of the owned Job.")
+    job: JobSummary | None = Field(default=None, description="The owned Job's state, as last observed.")
+    start_time: str | None = Field(default=None, description="When the Job started (RFC 3339).")
+    completion_time: str | None = Field(default=None, description="When the DebugJob reached a terminal phase.")
+    reports: dict[str, RankReport] = Field(
+        default_factory=dict, description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key."
+    )
+
+
+class DebugJob(_Model):
+    """A whole DebugJob object as the API server returns it."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    api_version: str = Field(default=API_VERSION, description="trainguard.dev/v1alpha1")
+    kind: str = Field(default=KIND, description="DebugJob")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Standard object metadata.")
+    spec: DebugJobSpec = Field(description="Desired state.")
+    status: DebugJobStatus = Field(default_factory=DebugJobStatus, description="Observed state.")

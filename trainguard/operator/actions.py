@@ -1,0 +1,70 @@
+"""What the operator does when a rule moves to IssuesFound: stop (suspend the Job) and notify.
+
+Stop suspends the whole Job: the Job controller sends SIGTERM to every rank's pod and waits the
+grace period; no single rank is ever killed, so collectives cannot hang. Notify posts a Kubernetes
+Event on the DebugJob and calls each webhook once; a stop is announced the same way. The handler
+decides which transitions need an action (`status.decide`) and calls these once per transition.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from trainguard.api import debugjob as api
+from trainguard.operator import build, client, webhooks
+from trainguard.operator.metrics import OperatorMetrics
+
+log = logging.getLogger(__name__)
+
+EVENT_REASON_RULE_TRIGGERED = "RuleTriggered"
+EVENT_REASON_STOPPED = "Stopped"
+EVENT_REASON_WEBHOOK_FAILED = "WebhookFailed"
+
+EmitEvent = Callable[..., None]
+"""`kopf.event`-shaped: emit(body, type=..., reason=..., message=...)."""
+Deliver = Callable[..., bool]
+
+
+def stop(kube: client.Kube, owner: build.Owner) -> bool:
+    """Suspend the DebugJob's Job; return False when the Job does not exist (nothing to stop)."""
+    job = build.Names.of(owner.name).job
+    result = kube.patch("batch/v1", "Job", owner.namespace, job, {"spec": {"suspend": True}})
+    if result is None:
+        log.warning("DebugJob %s/%s: Job %s is gone; nothing to suspend", owner.namespace, owner.name, job)
+        return False
+    log.info("DebugJob %s/%s: suspended Job %s", owner.namespace, owner.name, job)
+    return True
+
+
+def announce(
+    kube: client.Kube,
+    *,
+    body: Any,
+    event: webhooks.RuleEvent,
+    hooks: list[api.Webhook],
+    metrics: OperatorMetrics,
+    emit: EmitEvent,
+    deliver: Deliver = webhooks.deliver,
+) -> None:
+    """Post one Event on the DebugJob and call every webhook once for one rule transition."""
+    reason = EVENT_REASON_STOPPED if event.action == "stop" else EVENT_REASON_RULE_TRIGGERED
+    emit(body, type="Warning", reason=reason, message=webhooks.summary(event))
+    for hook in hooks:
+        try:
+            url = kube.secret_value(event.namespace, hook.url_secret_ref.name, hook.url_secret_ref.key)
+        except client.KubeError as err:
+            log.warning("DebugJob %s/%s: webhook %s: %s", event.namespace, event.debugjob, hook.name, err)
+            emit(body, type="Warning", reason=EVENT_REASON_WEBHOOK_FAILED, message=f"webhook {hook.name}: {err}")
+            metrics.webhook_deliveries.labels(result="failure").inc()
+            continue
+        ok = deliver(url, webhooks.payload(event, hook.format), name=hook.name)
+        metrics.webhook_deliveries.labels(result="success" if ok else "failure").inc()
+        if not ok:
+            emit(
+                body,
+                type="Warning",
+                reason=EVENT_REASON_WEBHOOK_FAILED,
+                message=f"webhook {hook.name}: not delivered after retries (see the operator log)",
+            )

@@ -1,0 +1,371 @@
+"""Pure builders: a DebugJob in, the manifests it owns out (Job, Service, ConfigMap, RBAC, sidecar).
+
+No API calls and no clock: each function takes the validated spec and the owner's identity and
+returns a plain dict, so tests diff manifests directly and handlers stay thin. Every child
+carries an owner reference to its DebugJob (controller, blockOwnerDeletion) and the
+`trainguard.dev/debugjob` label; the operator relies on both to find and delete children.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import yaml
+
+from trainguard.api import debugjob as api
+from trainguard.api.rules_config import RulesConfig
+from trainguard.api.sidecar_config import DebugJobRef, SidecarConfig
+
+LABEL_DEBUGJOB = f"{api.GROUP}/debugjob"
+"""Label on every child (and on the pods): the owning DebugJob's name."""
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""Copied from the DebugJob to the Job; the Job is then created suspended and Kueue admits it."""
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+
+SIDECAR_NAME = "trainguard-evaluator"
+SIDECAR_PORT = 9400
+SIDECAR_PORT_NAME = "metrics"
+RENDEZVOUS_PORT_NAME = "rendezvous"
+CONFIG_DIR = "/etc/trainguard"
+SIDECAR_CONFIG_KEY = "sidecar.yaml"
+RULES_KEY = "rules.yaml"
+STOP_DIR = "/var/run/trainguard"
+STOP_FILE = f"{STOP_DIR}/stop"
+STOP_VOLUME = "trainguard-stop"
+CONFIG_VOLUME = "trainguard-config"
+SIDECAR_TMP_VOLUME = "trainguard-tmp"
+SIDECAR_USER_ID = 10001
+"""Numeric non-root user of the sidecar (the image's `trainguard` user); restricted PSS needs a number."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Owner:
+    """Identity of the DebugJob that owns the children."""
+
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_body(cls, body: Any) -> Owner:
+        meta = body["metadata"]
+        return cls(
+            name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], labels=dict(meta.get("labels") or {})
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Names:
+    """Names of the children of one DebugJob (Job and Service share the DebugJob's name: pod DNS needs it)."""
+
+    job: str
+    service: str
+    config_map: str
+    service_account: str
+    role: str
+    role_binding: str
+
+    @classmethod
+    def of(cls, debugjob_name: str) -> Names:
+        aux = f"{debugjob_name}-trainguard"
+        return cls(
+            job=debugjob_name,
+            service=debugjob_name,
+            config_map=aux,
+            service_account=aux,
+            role=aux,
+            role_binding=aux,
+        )
+
+
+def run_uri(spec: api.DebugJobSpec, owner: Owner) -> str:
+    """Return the run root the hook writes to: `<capture.uri>/<namespace>/<debugjob>/<uid>/`."""
+    return f"{spec.capture.uri}/{owner.namespace}/{owner.name}/{owner.uid}/"
+
+
+def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": {LABEL_DEBUGJOB: owner.name, LABEL_MANAGED_BY: "trainguard", **(labels or {})},
+        "ownerReferences": [
+            {
+                "apiVersion": api.API_VERSION,
+                "kind": api.KIND,
+                "name": owner.name,
+                "uid": owner.uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+
+
+def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
+    """Return the evaluator's configuration; the rank comes from the pod's RANK at run time."""
+    return SidecarConfig(
+        run_uri=run_uri(spec, owner),
+        rank=None,
+        s3_endpoint=spec.capture.endpoint,
+        rules=list(spec.rules),
+        metrics_port=SIDECAR_PORT,
+        stop_file=STOP_FILE,
+        debugjob=DebugJobRef(namespace=owner.namespace, name=owner.name, uid=owner.uid),
+    )
+
+
+def build_configmap(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+    """Return the ConfigMap with `sidecar.yaml` (SidecarConfig) and `rules.yaml` (the rules file)."""
+    sidecar = build_sidecar_config(spec, owner).model_dump(mode="json", exclude_none=True)
+    rules = RulesConfig(rules=list(spec.rules)).model_dump(mode="json", exclude_none=True)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(owner, Names.of(owner.name).config_map),
+        "data": {
+            SIDECAR_CONFIG_KEY: yaml.safe_dump(sidecar, sort_keys=False),
+            RULES_KEY: yaml.safe_dump(rules, sort_keys=False),
+        },
+    }
+
+
+def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+    """Return the headless Service that gives each rank a stable DNS name (`<job>-<index>.<service>`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(owner, Names.of(owner.name).service),
+        "spec": {
+            "clusterIP": "None",
+            # Ranks must resolve each other before any of them is ready, or rendezvous never starts.
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_DEBUGJOB: owner.name},
+            "ports": [
+                {"name": RENDEZVOUS_PORT_NAME, "port": spec.master_port, "targetPort": spec.master_port},
+                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT_NAME},
+            ],
+        },
+    }
+
+
+def build_serviceaccount(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+    """Return the pods' ServiceAccount (used unless the template names its own)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _metadata(owner, Names.of(owner.name).service_account),
+        "automountServiceAccountToken": True,
+    }
+
+
+def build_role(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+    """Return a Role that lets the pods read this DebugJob and patch its status, and nothing else."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _metadata(owner, Names.of(owner.name).role),
+        "rules": [
+            # The sidecar reads its DebugJob once to check the uid it was configured with.
+            {"apiGroups": [api.GROUP], "resources": [api.PLURAL], "resourceNames": [owner.name], "verbs": ["get"]},
+            # ... and merge-patches status.reports["rank-NNNNN"] with each verdict transition.
+            {
+                "apiGroups": [api.GROUP],
+                "resources": [f"{api.PLURAL}/status"],
+                "resourceNames": [owner.name],
+                "verbs": ["get", "patch"],
+            },
+        ],
+    }
+
+
+def pod_service_account(spec: api.DebugJobSpec, owner: Owner) -> str:
+    """Return the ServiceAccount the pods run as: the template's own (e.g. for IRSA) or ours."""
+    named = (spec.template.get("spec") or {}).get("serviceAccountName")
+    return str(named) if named else Names.of(owner.name).service_account
+
+
+def build_rolebinding(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+    """Return the RoleBinding of the Role to the pods' ServiceAccount."""
+    names = Names.of(owner.name)
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _metadata(owner, names.role_binding),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.role},
+        "subjects": [{"kind": "ServiceAccount", "name": pod_service_account(spec, owner), "namespace": owner.namespace}],
+    }
+
+
+def _rank_env(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"}},
+    }
+
+
+def _s3_env(spec: api.DebugJobSpec) -> list[dict[str, Any]]:
+    """Endpoint, region and credentials shared by the trainer and the sidecar; secrets stay references."""
+    cap = spec.capture
+    env: list[dict[str, Any]] = []
+    if cap.endpoint:
+        env.append({"name": "AWS_ENDPOINT_URL", "value": cap.endpoint})
+    if cap.region:
+        env.append({"name": "AWS_REGION", "value": cap.region})
+    if cap.secret_ref is not None:
+        ref = cap.secret_ref
+        for var, key in (
+            ("AWS_ACCESS_KEY_ID", ref.access_key_id_key),
+            ("AWS_SECRET_ACCESS_KEY", ref.secret_access_key_key),
+        ):
+            env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": key}}})
+    return env
+
+
+def trainer_env(spec: api.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
+    """Return the rendezvous (`MASTER_*`, `RANK`, `WORLD_SIZE`, `PET_*`) and `TRAINGUARD_*` variables."""
+    names = Names.of(owner.name)
+    master = f"{names.job}-0.{names.service}"
+    env: list[dict[str, Any]] = [
+        {"name": "MASTER_ADDR", "value": master},
+        {"name": "MASTER_PORT", "value": str(spec.master_port)},
+        {"name": "WORLD_SIZE", "value": str(spec.workers * spec.nproc_per_node)},
+        _rank_env("RANK"),
+        _rank_env("PET_NODE_RANK"),
+        {"name": "PET_NNODES", "value": str(spec.workers)},
+        {"name": "PET_NPROC_PER_NODE", "value": str(spec.nproc_per_node)},
+        {"name": "PET_MASTER_ADDR", "value": master},
+        {"name": "PET_MASTER_PORT", "value": str(spec.master_port)},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        {"name": "TRAINGUARD_OUT", "value": run_uri(spec, owner)},
+        {"name": "TRAINGUARD_RUN_ID", "value": owner.uid},
+        {"name": "TRAINGUARD_SAVE_INTERVAL", "value": str(spec.capture.save_interval)},
+        {"name": "TRAINGUARD_STOP_FILE", "value": STOP_FILE},
+    ]
+    if spec.capture.collections:
+        env.append({"name": "TRAINGUARD_COLLECTIONS", "value": ",".join(c.value for c in spec.capture.collections)})
+    return env + _s3_env(spec)
+
+
+def _merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Keep every variable the user set; add ours that the user did not set (the user wins on a clash)."""
+    theirs = list(theirs or [])
+    taken = {e.get("name") for e in theirs}
+    return [e for e in ours if e["name"] not in taken] + theirs
+
+
+def build_sidecar_container(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
+    """Return the evaluator as a native sidecar (an init container with `restartPolicy: Always`)."""
+    ev = spec.evaluator
+    container: dict[str, Any] = {
+        "name": SIDECAR_NAME,
+        "image": ev.image or default_image,
+        "restartPolicy": "Always",
+        "command": ["trainguard", "sidecar", "--config", f"{CONFIG_DIR}/{SIDECAR_CONFIG_KEY}"],
+        "env": [_rank_env("RANK"), {"name": "PYTHONUNBUFFERED", "value": "1"}, *_s3_env(spec)],
+        "ports": [{"name": SIDECAR_PORT_NAME, "containerPort": SIDECAR_PORT, "protocol": "TCP"}],
+        # The trainer starts once the evaluator follows the run, so no early step goes unchecked.
+        "startupProbe": {
+            "httpGet": {"path": "/healthz", "port": SIDECAR_PORT_NAME},
+            "periodSeconds": 1,
+            "failureThreshold": 120,
+        },
+        "resources": json.loads(json.dumps(ev.resources)),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SIDECAR_USER_ID,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": STOP_VOLUME, "mountPath": STOP_DIR},
+            {"name": SIDECAR_TMP_VOLUME, "mountPath": "/tmp"},
+        ],
+    }
+    if ev.image_pull_policy:
+        container["imagePullPolicy"] = ev.image_pull_policy
+    return container
+
+
+class TemplateError(ValueError):
+    """The pod template cannot be rendered (e.g. the training container is missing)."""
+
+
+def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
+    """Return the Indexed Job: the user's pod template plus rendezvous env, the hook's env and the sidecar."""
+    names = Names.of(owner.name)
+    template = json.loads(json.dumps(spec.template))  # deep copy, plain JSON
+    pod_meta = template.setdefault("metadata", {})
+    pod_spec = template.setdefault("spec", {})
+    containers = pod_spec.get("containers") or []
+    trainer = next((c for c in containers if c.get("name") == spec.container_name), None)
+    if trainer is None:
+        found = ", ".join(str(c.get("name")) for c in containers) or "none"
+        raise TemplateError(
+            f"spec.template.spec.containers has no container named {spec.container_name!r} (found: {found}); "
+            f"name the training container {spec.container_name!r} or set spec.containerName"
+        )
+    trainer["env"] = _merge_env(trainer_env(spec, owner), trainer.get("env"))
+    trainer["volumeMounts"] = [
+        *(trainer.get("volumeMounts") or []),
+        {"name": STOP_VOLUME, "mountPath": STOP_DIR, "readOnly": True},
+    ]
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), LABEL_DEBUGJOB: owner.name}
+    pod_spec["subdomain"] = names.service
+    pod_spec.setdefault("restartPolicy", "Never")
+    pod_spec["serviceAccountName"] = pod_service_account(spec, owner)
+    pod_spec["terminationGracePeriodSeconds"] = spec.actions.stop.grace_period_seconds
+    pod_spec["initContainers"] = [
+        *(pod_spec.get("initContainers") or []),
+        build_sidecar_container(spec, owner, default_image=default_image),
+    ]
+    pod_spec["volumes"] = [
+        *(pod_spec.get("volumes") or []),
+        {"name": STOP_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        {"name": CONFIG_VOLUME, "configMap": {"name": names.config_map}},
+        {"name": SIDECAR_TMP_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
+    ]
+
+    queue = owner.labels.get(KUEUE_QUEUE_LABEL)
+    job_labels = {KUEUE_QUEUE_LABEL: queue} if queue else {}
+    job_spec: dict[str, Any] = {
+        "completionMode": "Indexed",
+        "completions": spec.workers,
+        "parallelism": spec.workers,
+        # With a queue, Kueue admits the Job by unsuspending it.
+        "suspend": bool(spec.suspend or queue),
+        "template": template,
+    }
+    policy = spec.run_policy
+    if policy.backoff_limit is not None:
+        job_spec["backoffLimit"] = policy.backoff_limit
+    if policy.active_deadline_seconds is not None:
+        job_spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
+    if policy.ttl_seconds_after_finished is not None:
+        job_spec["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(owner, names.job, labels=job_labels),
+        "spec": job_spec,
+    }
+
+
+def build_children(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> list[dict[str, Any]]:
+    """Return every child in creation order: RBAC and config before the Job that needs them."""
+    children = [
+        build_role(spec, owner),
+        build_rolebinding(spec, owner),
+        build_configmap(spec, owner),
+        build_service(spec, owner),
+        build_job(spec, owner, default_image=default_image),
+    ]
+    if pod_service_account(spec, owner) == Names.of(owner.name).service_account:
+        children.insert(0, build_serviceaccount(spec, owner))
+    return children

@@ -1,0 +1,382 @@
+"""kopf handlers: thin glue between watch events and the pure builders, status logic and actions.
+
+- `reconcile` (create, resume, spec update): validate, build, create each child if absent.
+- `observe` (every DebugJob event): aggregate sidecar reports, derive phase and conditions, and
+  act on new rule transitions (`status.decide`, `actions`).
+- `job_changed` (every owned Job event): copy the Job's state into `status.job`.
+- `cleanup` (deletion): delete the children explicitly (owner references let the garbage
+  collector do the same on a real cluster; explicit deletion also covers clusters without it).
+
+The operator is the only writer of phase, conditions and rules, so it overlays what it last wrote
+onto each event's body: a stale event can neither undo a Stopped phase nor repeat an action.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+import pydantic
+from prometheus_client import CollectorRegistry, start_http_server
+
+from trainguard.api import debugjob as api
+from trainguard.api.enums import ConditionType, Phase
+from trainguard.operator import actions, build, client, end_marker, webhooks
+from trainguard.operator import status as status_logic
+from trainguard.operator.config import OperatorConfig
+from trainguard.operator.metrics import OperatorMetrics
+
+DEBUGJOBS = (api.GROUP, api.VERSION, api.PLURAL)
+FINALIZER = f"{api.GROUP}/cleanup"
+RETRY_DELAY_SECONDS = 5
+"""Pause before retrying a handler after an API failure (kopf's default is 60 s)."""
+
+
+@dataclasses.dataclass
+class OperatorState:
+    """Shared by all handlers through kopf's memo (per-object memos copy the reference)."""
+
+    config: OperatorConfig
+    kube: client.Kube
+    metrics: OperatorMetrics
+    registry: CollectorRegistry
+    written: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per DebugJob uid: the operator-owned status fields as last written."""
+    jobs: dict[tuple[str, str], dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Per (namespace, DebugJob): the Job summary last copied into status."""
+    ended: set[str] = dataclasses.field(default_factory=set)
+    """DebugJob uids whose END markers were checked (after a restart they are checked once more)."""
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    metrics_server: Any = None
+
+
+def _state(memo: Any) -> OperatorState:
+    state: OperatorState = memo["state"]
+    return state
+
+
+def _counted(handler: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Count exceptions of a handler in trainguard_operator_reconcile_errors_total{handler}."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def run(**kwargs: Any) -> Any:
+            try:
+                return fn(**kwargs)
+            except Exception:
+                memo = kwargs.get("memo")
+                if memo is not None and "state" in memo:
+                    _state(memo).metrics.reconcile_errors.labels(handler=handler).inc()
+                raise
+
+        return run
+
+    return wrap
+
+
+def _plain(body: Any) -> dict[str, Any]:
+    """Return a kopf body as plain JSON data (pydantic and the builders want dicts)."""
+    return json.loads(json.dumps({k: body[k] for k in body}, default=dict))
+
+
+def _now() -> str:
+    return webhooks.now_rfc3339()
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """Use `KUBECONFIG` when set (read now, not at import), else the pod's service account."""
+    if os.environ.get("KUBECONFIG"):
+        return kopf.login_with_kubeconfig(**kwargs)
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
+@kopf.on.startup()
+def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Configure kopf, connect the API client and start the metrics server."""
+    config: OperatorConfig = memo.get("config") or OperatorConfig()
+    # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=api.GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=api.GROUP, key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = FINALIZER
+    # kopf would post an Event per handler run; only warnings (and our own Events) are worth one.
+    settings.posting.level = logging.WARNING
+    settings.execution.max_workers = config.max_workers
+    # Reconnect watches before load balancers drop idle streams (nolar/kopf#698, #204).
+    settings.watching.server_timeout = 120
+    settings.watching.client_timeout = 150
+    settings.watching.connect_timeout = 5
+    settings.networking.request_timeout = 30
+    registry = CollectorRegistry()
+    state = OperatorState(
+        config=config,
+        kube=client.Kube.connect(pool_size=config.max_workers * 2),
+        metrics=OperatorMetrics(registry),
+        registry=registry,
+    )
+    if config.metrics_port is not None:
+        server, _thread = start_http_server(config.metrics_port, addr=config.metrics_address, registry=registry)
+        state.metrics_server = server
+        logger.info("metrics on %s:%d/metrics", config.metrics_address, server.server_port)
+    memo["state"] = state
+
+
+@kopf.on.cleanup()
+def shutdown(memo: kopf.Memo, **_: Any) -> None:
+    """Stop the metrics server and close the API client."""
+    state = memo.get("state")
+    if state is None:
+        return
+    if state.metrics_server is not None:
+        state.metrics_server.shutdown()
+        state.metrics_server.server_close()
+    state.kube.close()
+
+
+def _write(state: OperatorState, uid: str, patch: kopf.Patch, fields: dict[str, Any]) -> None:
+    """Merge operator-owned status fields into this cycle's patch and remember them."""
+    if not fields:
+        return
+    with state.lock:
+        state.written.setdefault(uid, {}).update(fields)
+    for key, value in fields.items():
+        patch.status[key] = value
+
+
+def _overlay(state: OperatorState, uid: str, status: dict[str, Any]) -> dict[str, Any]:
+    """Return the body's status with what the operator last wrote on top (it may be newer than the event)."""
+    with state.lock:
+        written = dict(state.written.get(uid, {}))
+    return {**status, **written}
+
+
+def _explain(err: Exception) -> str:
+    if isinstance(err, pydantic.ValidationError):
+        parts = []
+        for e in err.errors()[:5]:
+            loc = ".".join(str(p) for p in e["loc"])
+            parts.append(f"spec.{loc}: {e['msg']}" if loc else str(e["msg"]))
+        return "; ".join(parts)
+    return str(err)
+
+
+@kopf.on.resume(*DEBUGJOBS)
+@kopf.on.create(*DEBUGJOBS)
+@kopf.on.update(*DEBUGJOBS, field="spec")
+@_counted("reconcile")
+def reconcile(
+    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, reason: str, logger: logging.Logger, **_: Any
+) -> None:
+    """Create what the DebugJob owns (each child only if absent); report an invalid spec as condition Invalid."""
+    state = _state(memo)
+    data = _plain(body)
+    owner = build.Owner.from_body(data)
+    status = _overlay(state, owner.uid, data.get("status") or {})
+    conditions = [api.Condition.model_validate(c) for c in status.get("conditions") or []]
+    generation = data["metadata"].get("generation")
+    try:
+        spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
+        children = build.build_children(spec, owner, default_image=state.config.default_image)
+    except (pydantic.ValidationError, build.TemplateError) as err:
+        message = _explain(err)
+        logger.warning("invalid DebugJob %s/%s, nothing created: %s", owner.namespace, owner.name, message)
+        kopf.event(body, type="Warning", reason=status_logic.REASON_INVALID_SPEC, message=message)
+        conditions = status_logic.set_condition(
+            conditions, type=ConditionType.INVALID, status=True, reason=status_logic.REASON_INVALID_SPEC,
+            message=message, now=_now(), generation=generation,
+        )  # fmt: skip
+        _write(state, owner.uid, patch, {
+            "phase": status.get("phase") or Phase.PENDING.value,
+            "conditions": [c.model_dump(mode="json", by_alias=True) for c in conditions],
+        })  # fmt: skip
+        state.metrics.observe(owner.namespace, owner.name, _overlay(state, owner.uid, status))
+        return
+
+    try:
+        for child in children:
+            if state.kube.create(child):
+                logger.info("created %s %s", child["kind"], child["metadata"]["name"])
+            else:
+                _converge(state.kube, child, spec=spec, status=status, reason=reason)
+    except client.KubeError as err:
+        raise kopf.TemporaryError(f"{err}; retrying in {RETRY_DELAY_SECONDS} s", delay=RETRY_DELAY_SECONDS) from err
+
+    fields: dict[str, Any] = {"jobName": build.Names.of(owner.name).job}
+    if not status.get("phase"):
+        fields["phase"] = Phase.PENDING.value
+    if any(c.type == ConditionType.INVALID and c.status == "True" for c in conditions):
+        conditions = status_logic.set_condition(
+            conditions, type=ConditionType.INVALID, status=False, reason="Valid", message="the spec is valid",
+            now=_now(), generation=generation,
+        )  # fmt: skip
+        fields["conditions"] = [c.model_dump(mode="json", by_alias=True) for c in conditions]
+    _write(state, owner.uid, patch, {k: v for k, v in fields.items() if status.get(k) != v})
+    state.metrics.observe(owner.namespace, owner.name, _overlay(state, owner.uid, status))
+
+
+def _converge(kube: client.Kube, child: dict[str, Any], *, spec: api.DebugJobSpec, status: dict[str, Any], reason: str) -> None:
+    """Bring an existing child in line where it may change: the ConfigMap's rules and the Job's suspension."""
+    meta = child["metadata"]
+    if child["kind"] == "ConfigMap" and reason == "update":
+        kube.patch("v1", "ConfigMap", meta["namespace"], meta["name"], {"data": child["data"]})
+    elif child["kind"] == "Job" and status.get("phase") not in {p.value for p in status_logic.TERMINAL_PHASES}:
+        queued = build.KUEUE_QUEUE_LABEL in meta["labels"]
+        if spec.suspend or (reason == "update" and not queued):
+            kube.patch("batch/v1", "Job", meta["namespace"], meta["name"], {"spec": {"suspend": spec.suspend}})
+
+
+@kopf.on.event(*DEBUGJOBS)
+@_counted("observe")
+def observe(body: kopf.Body, type: str | None, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Aggregate reports into status; stop or notify on each rule's transition to IssuesFound, once."""
+    state = _state(memo)
+    data = _plain(body)
+    meta = data.get("metadata") or {}
+    if type == "DELETED" or meta.get("deletionTimestamp") or "uid" not in meta:
+        return
+    status = _overlay(state, meta["uid"], data.get("status") or {})
+    if not status.get("jobName"):
+        return  # not reconciled yet, or invalid: `reconcile` owns those states
+    try:
+        dj = api.DebugJob.model_validate({**data, "status": status})
+    except pydantic.ValidationError:
+        return  # `reconcile` reports the invalid spec
+    owner = build.Owner.from_body(data)
+    decision = status_logic.decide(dj, now=_now())
+    emit = functools.partial(kopf.event)
+
+    for rule in [decision.stop, *decision.notify]:
+        if rule is None:
+            continue
+        state.metrics.rule_triggered(owner.namespace, owner.name, rule.name)
+        if rule is decision.stop:
+            actions.stop(state.kube, owner)
+            state.metrics.actions.labels(action="stop").inc()
+        else:
+            state.metrics.actions.labels(action="notify").inc()
+        event = webhooks.RuleEvent(
+            namespace=owner.namespace, debugjob=owner.name, uid=owner.uid, rule=rule.name,
+            action=(rule.action.value if rule.action else "notify"), severity=rule.severity.value if rule.severity else None,
+            step=rule.step, rank=rule.rank, message=rule.message, time=_now(),
+        )  # fmt: skip
+        deliver = functools.partial(
+            webhooks.deliver,
+            max_attempts=state.config.webhook_max_attempts,
+            base_backoff_seconds=state.config.webhook_base_backoff_seconds,
+        )
+        actions.announce(
+            state.kube, body=body, event=event, hooks=dj.spec.actions.notify.webhooks,
+            metrics=state.metrics, emit=emit, deliver=deliver,
+        )  # fmt: skip
+
+    # END markers once the pods are gone: a stopped trainer may still close its run cleanly.
+    job = dj.status.job
+    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active == 0):
+        with state.lock:
+            first = owner.uid not in state.ended
+            state.ended.add(owner.uid)
+        if first:
+            _write_end_markers(state, dj, owner, decision.phase, logger)
+    # Sidecars write only `reports` and the Job watcher only `job`: every other field is the operator's.
+    _write(state, owner.uid, patch, decision.status)
+    state.metrics.observe(owner.namespace, owner.name, {**status, **decision.status})
+
+
+def _write_end_markers(
+    state: OperatorState, dj: api.DebugJob, owner: build.Owner, phase: Phase, logger: logging.Logger
+) -> None:
+    """Write END.json for ranks that have none; a failure is logged, never fatal to the status update."""
+    uri = build.run_uri(dj.spec, owner)
+    try:
+        credentials = None
+        ref = dj.spec.capture.secret_ref
+        if ref is not None and uri.startswith("s3://"):
+            credentials = {
+                "AWS_ACCESS_KEY_ID": state.kube.secret_value(owner.namespace, ref.name, ref.access_key_id_key),
+                "AWS_SECRET_ACCESS_KEY": state.kube.secret_value(owner.namespace, ref.name, ref.secret_access_key_key),
+            }
+        store = end_marker.open_run_store(uri, dj.spec.capture, credentials=credentials)
+        ranks = end_marker.write_missing(
+            store,
+            workers=dj.spec.workers * dj.spec.nproc_per_node,
+            last_steps=end_marker.last_steps(dj.status.reports),
+            status=end_marker.end_status(phase),
+            reason=f"the operator wrote END: the DebugJob became {phase.value}",
+            wall_time=time.time(),
+        )
+    except Exception as err:  # noqa: BLE001  (storage trouble must not block the status update)
+        logger.warning("could not write END markers under %s: %s: %s", uri, type(err).__name__, err)
+        return
+    if ranks:
+        logger.info("wrote END.json for ranks %s under %s", ranks, uri)
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={build.LABEL_DEBUGJOB: kopf.PRESENT})
+@_counted("job")
+def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """Copy an owned Job's state into its DebugJob's `status.job` (only when it changed)."""
+    if type == "DELETED":
+        return
+    data = _plain(body)
+    meta = data.get("metadata") or {}
+    owner = next(
+        (r for r in meta.get("ownerReferences") or [] if r.get("kind") == api.KIND and r.get("apiVersion") == api.API_VERSION),
+        None,
+    )
+    if owner is None:
+        return
+    state = _state(memo)
+    key = (meta["namespace"], owner["name"])
+    summary = status_logic.summarize_job(data).model_dump(mode="json", by_alias=True)
+    with state.lock:
+        if state.jobs.get(key) == summary:
+            return
+    result = state.kube.patch(
+        api.API_VERSION, api.KIND, key[0], key[1], {"status": {"job": summary}}, subresource="status"
+    )
+    if result is not None:
+        with state.lock:
+            state.jobs[key] = summary
+
+
+@kopf.on.delete(*DEBUGJOBS)
+@_counted("cleanup")
+def cleanup(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Delete every child of the DebugJob (the Job with its pods, in the background) and forget it."""
+    state = _state(memo)
+    data = _plain(body)
+    owner = build.Owner.from_body(data)
+    names = build.Names.of(owner.name)
+    for api_version, kind, name in (
+        ("batch/v1", "Job", names.job),
+        ("v1", "Service", names.service),
+        ("v1", "ConfigMap", names.config_map),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", names.role_binding),
+        ("rbac.authorization.k8s.io/v1", "Role", names.role),
+        ("v1", "ServiceAccount", names.service_account),
+    ):
+        child = state.kube.get(api_version, kind, owner.namespace, name)
+        if child is None or not _owned_by(child, owner):
+            continue  # never delete what another object owns
+        if state.kube.delete(api_version, kind, owner.namespace, name):
+            logger.info("deleted %s %s", kind, name)
+    with state.lock:
+        state.written.pop(owner.uid, None)
+        state.ended.discard(owner.uid)
+        state.jobs.pop((owner.namespace, owner.name), None)
+    state.metrics.forget(owner.namespace, owner.name)
+
+
+def _owned_by(child: dict[str, Any], owner: build.Owner) -> bool:
+    refs = (child.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("uid") == owner.uid for r in refs)

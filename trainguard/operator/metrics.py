@@ -1,0 +1,128 @@
+"""Operator metrics, kube-state-metrics style, on a registry passed in.
+
+Per-DebugJob gauges (phase, condition, last step) come from a custom collector that reads the
+operator's in-memory view at scrape time, so a deleted DebugJob's series vanish with `forget()`.
+Counters cover rule triggers, reconcile errors, webhook deliveries and actions. Label values come
+from bounded sets (phase, condition, status, result, action, handler) plus object and rule names,
+which are bounded by the objects in the cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from trainguard.api.enums import ConditionType, Phase
+
+CONDITION_STATUSES = ("True", "False", "Unknown")
+
+
+@dataclasses.dataclass
+class _Observed:
+    phase: str | None = None
+    conditions: dict[str, str] = dataclasses.field(default_factory=dict)
+    last_step: int | None = None
+    rules: set[str] = dataclasses.field(default_factory=set)
+
+
+class OperatorMetrics:
+    """All operator metrics; `observe()` after each status change, `forget()` when a DebugJob is deleted."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str], _Observed] = {}
+        self.rules_triggered = Counter(
+            "trainguard_debugjob_rules_triggered",
+            "Rule transitions to IssuesFound, per DebugJob and rule.",
+            ["namespace", "debugjob", "rule"],
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            "trainguard_operator_reconcile_errors",
+            "Handler runs that raised, per handler.",
+            ["handler"],
+            registry=registry,
+        )
+        self.webhook_deliveries = Counter(
+            "trainguard_operator_webhook_deliveries",
+            "Webhook deliveries by outcome (success or failure, after retries).",
+            ["result"],
+            registry=registry,
+        )
+        self.actions = Counter(
+            "trainguard_operator_actions", "Actions taken on rule transitions (stop, notify).", ["action"], registry=registry
+        )
+        registry.register(_StateCollector(self))
+
+    def observe(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Record a DebugJob's status (camelCase dict as stored) for the per-object gauges."""
+        conditions = {str(c.get("type")): str(c.get("status")) for c in status.get("conditions") or []}
+        with self._lock:
+            obs = self._objects.setdefault((namespace, name), _Observed())
+            obs.phase = status.get("phase") or obs.phase
+            obs.conditions.update(conditions)
+            if status.get("lastStep") is not None:
+                obs.last_step = int(status["lastStep"])
+
+    def rule_triggered(self, namespace: str, name: str, rule: str) -> None:
+        """Count one transition of `rule` to IssuesFound."""
+        with self._lock:
+            self._objects.setdefault((namespace, name), _Observed()).rules.add(rule)
+        self.rules_triggered.labels(namespace=namespace, debugjob=name, rule=rule).inc()
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop every series of a deleted DebugJob."""
+        with self._lock:
+            obs = self._objects.pop((namespace, name), None)
+        for rule in obs.rules if obs else ():
+            self.rules_triggered.remove(namespace, name, rule)
+
+    def snapshot(self) -> dict[tuple[str, str], _Observed]:
+        with self._lock:
+            return {k: dataclasses.replace(v, conditions=dict(v.conditions), rules=set(v.rules)) for k, v in self._objects.items()}
+
+
+class _StateCollector:
+    """Builds the per-DebugJob gauges afresh on every scrape."""
+
+    def __init__(self, metrics: OperatorMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        phase = GaugeMetricFamily(
+            "trainguard_debugjob_phase", "1 for the DebugJob's current phase, 0 for the others.",
+            labels=["namespace", "debugjob", "phase"],
+        )  # fmt: skip
+        condition = GaugeMetricFamily(
+            "trainguard_debugjob_condition", "1 for the condition's current status, 0 for the others.",
+            labels=["namespace", "debugjob", "condition", "status"],
+        )  # fmt: skip
+        step = GaugeMetricFamily(
+            "trainguard_debugjob_last_step", "Highest step any rank's evaluator has seen.", labels=["namespace", "debugjob"]
+        )
+        for (namespace, name), obs in sorted(self._metrics.snapshot().items()):
+            for p in Phase:
+                phase.add_metric([namespace, name, p.value], 1.0 if obs.phase == p.value else 0.0)
+            for c in ConditionType:
+                if c.value not in obs.conditions:
+                    continue
+                for s in CONDITION_STATUSES:
+                    condition.add_metric([namespace, name, c.value, s], 1.0 if obs.conditions[c.value] == s else 0.0)
+            if obs.last_step is not None:
+                step.add_metric([namespace, name], float(obs.last_step))
+        yield phase
+        yield condition
+        yield step
+
+    def describe(self) -> Iterator[Metric]:
+        # Names only, so registration checks for clashes without a scrape.
+        yield GaugeMetricFamily("trainguard_debugjob_phase", "", labels=["namespace", "debugjob", "phase"])
+        yield GaugeMetricFamily(
+            "trainguard_debugjob_condition", "", labels=["namespace", "debugjob", "condition", "status"]
+        )
+        yield GaugeMetricFamily("trainguard_debugjob_last_step", "", labels=["namespace", "debugjob"])

@@ -1,0 +1,258 @@
+"""Pure status logic: sidecar reports -> per-rule statuses, Job summary -> phase, conditions, transitions.
+
+Called by the DebugJob handler with the object it just received; returns what to write and which
+rule transitions need an action. No API calls and no clock (`now` comes in), so every rule of the
+status contract is tested without a cluster. The action of a rule is always the one in the spec:
+whatever a pod claims is ignored. Terminal phases (Stopped, Succeeded, Failed) never change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trainguard.api import debugjob as api
+from trainguard.api.enums import Action, ConditionType, Phase, RuleState
+from trainguard.api.rules_config import RuleSpec
+
+TERMINAL_PHASES = frozenset({Phase.STOPPED, Phase.SUCCEEDED, Phase.FAILED})
+
+_STATE_ORDER = {
+    RuleState.NO_ISSUES_FOUND: 0,
+    RuleState.IN_PROGRESS: 1,
+    RuleState.ERROR: 2,
+    RuleState.ISSUES_FOUND: 3,
+}
+"""Worse states win when ranks disagree: one rank with issues makes the rule's state IssuesFound."""
+
+REASON_RULE_TRIGGERED = "RuleTriggered"
+REASON_NO_ISSUES = "NoIssuesFound"
+REASON_INVALID_SPEC = "InvalidSpec"
+
+
+def rule_actions(rules: Iterable[RuleSpec]) -> dict[str, Action]:
+    """Return the spec's action per rule name. Rules the spec does not list (the default set) only notify."""
+    return {r.key: r.action for r in rules}
+
+
+def aggregate_rules(
+    reports: Mapping[str, api.RankReport], rules: list[RuleSpec]
+) -> list[api.RuleStatus]:
+    """Return one status per rule: configured rules first (InProgress until reported), then reported extras."""
+    actions = rule_actions(rules)
+    best: dict[str, api.RuleStatus] = {}
+    for key in sorted(reports):
+        rank = _rank_of(key)
+        for entry in reports[key].rules:
+            candidate = api.RuleStatus(
+                name=entry.name,
+                state=entry.state,
+                action=actions.get(entry.name, Action.NOTIFY),
+                step=entry.step,
+                rank=rank,
+                severity=entry.severity,
+                message=entry.message,
+                time=entry.time,
+            )
+            current = best.get(entry.name)
+            if current is None or _worse(candidate, current):
+                best[entry.name] = candidate
+    ordered = [
+        best.get(name) or api.RuleStatus(name=name, state=RuleState.IN_PROGRESS, action=action)
+        for name, action in actions.items()
+    ]
+    ordered += [status for name, status in best.items() if name not in actions]
+    return ordered
+
+
+def _worse(a: api.RuleStatus, b: api.RuleStatus) -> bool:
+    """Whether `a` should replace `b`: a worse state, or for the same state the earlier finding."""
+    if _STATE_ORDER[a.state] != _STATE_ORDER[b.state]:
+        return _STATE_ORDER[a.state] > _STATE_ORDER[b.state]
+    if a.state == RuleState.ISSUES_FOUND:
+        return (a.step if a.step is not None else 1 << 62) < (b.step if b.step is not None else 1 << 62)
+    return (a.step or -1) > (b.step or -1)
+
+
+def _rank_of(key: str) -> int | None:
+    prefix, _, digits = key.partition("-")
+    return int(digits) if prefix == "rank" and digits.isdigit() else None
+
+
+def last_step(reports: Mapping[str, api.RankReport]) -> int | None:
+    """Return the highest step any rank has evaluated."""
+    steps = [r.last_step for r in reports.values() if r.last_step is not None]
+    return max(steps) if steps else None
+
+
+def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api.RuleStatus]:
+    """Return the rules that moved to IssuesFound since `old` (each transition once)."""
+    before = {r.name: r.state for r in old}
+    return [r for r in new if r.state == RuleState.ISSUES_FOUND and before.get(r.name) != RuleState.ISSUES_FOUND]
+
+
+def summarize_job(job: Mapping[str, Any]) -> api.JobSummary:
+    """Return the parts of a Job's spec and status that drive the DebugJob's phase."""
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    terminal = conditions.get("Failed") or conditions.get("Complete") or {}
+    return api.JobSummary(
+        active=int(status.get("active") or 0),
+        ready=int(status.get("ready") or 0),
+        succeeded=int(status.get("succeeded") or 0),
+        failed=int(status.get("failed") or 0),
+        suspended=bool((job.get("spec") or {}).get("suspend")),
+        complete="Complete" in conditions,
+        failed_condition="Failed" in conditions,
+        reason=str(terminal.get("reason") or ""),
+        message=str(terminal.get("message") or ""),
+        start_time=status.get("startTime"),
+        completion_time=status.get("completionTime"),
+    )
+
+
+def job_phase(job: api.JobSummary | None) -> Phase:
+    """Return the phase the Job alone implies (never Stopped: only a rule stops a DebugJob)."""
+    if job is None:
+        return Phase.PENDING
+    if job.failed_condition:
+        return Phase.FAILED
+    if job.complete:
+        return Phase.SUCCEEDED
+    if job.active > 0 and not job.suspended:
+        return Phase.RUNNING
+    return Phase.PENDING
+
+
+def set_condition(
+    conditions: list[api.Condition],
+    *,
+    type: ConditionType,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+    generation: int | None,
+) -> list[api.Condition]:
+    """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
+    value = "True" if status else "False"
+    previous = next((c for c in conditions if c.type == type), None)
+    unchanged = previous is not None and previous.status == value and previous.last_transition_time is not None
+    condition = api.Condition(
+        type=type,
+        status=value,
+        reason=reason,
+        message=message,
+        last_transition_time=previous.last_transition_time if unchanged and previous else now,
+        observed_generation=generation,
+    )
+    if previous is None:
+        return [*conditions, condition]
+    return [condition if c.type == type else c for c in conditions]
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """What one reconciliation of a DebugJob's status decided."""
+
+    status: dict[str, Any]
+    """Status fields to merge-patch (camelCase, JSON-ready); empty when nothing changed."""
+    notify: list[api.RuleStatus]
+    """Rules that just moved to IssuesFound and whose spec action is notify."""
+    stop: api.RuleStatus | None
+    """The first rule that just moved to IssuesFound with spec action stop, if any (and not yet stopped)."""
+    phase: Phase
+    entered_terminal: bool
+    """The phase became terminal in this decision (write END markers, record completion time)."""
+
+
+def decide(dj: api.DebugJob, *, now: str) -> Decision:
+    """Compute the DebugJob's next status and the actions its reports call for."""
+    spec, status = dj.spec, dj.status
+    generation = dj.metadata.get("generation")
+    rules = aggregate_rules(status.reports, list(spec.rules))
+    transitions = new_issues(status.rules, rules)
+    current = status.phase or Phase.PENDING
+    stop = None
+    if current not in TERMINAL_PHASES:
+        stop = next((r for r in transitions if r.action == Action.STOP), None)
+    notify = [r for r in transitions if r.action == Action.NOTIFY]
+
+    if current in TERMINAL_PHASES:
+        phase = current
+    elif stop is not None:
+        phase = Phase.STOPPED
+    else:
+        phase = job_phase(status.job)
+    entered_terminal = phase in TERMINAL_PHASES and current not in TERMINAL_PHASES
+
+    triggered = next((r for r in rules if r.state == RuleState.ISSUES_FOUND), None)
+    conditions = list(status.conditions)
+    conditions = set_condition(
+        conditions,
+        type=ConditionType.RUNNING,
+        status=phase == Phase.RUNNING,
+        reason=phase.value,
+        message=_phase_message(phase, status.job, stop),
+        now=now,
+        generation=generation,
+    )
+    conditions = set_condition(
+        conditions,
+        type=ConditionType.RULE_TRIGGERED,
+        status=triggered is not None,
+        reason=REASON_RULE_TRIGGERED if triggered else REASON_NO_ISSUES,
+        message=f"{triggered.name}: {triggered.message}" if triggered else "no rule found issues",
+        now=now,
+        generation=generation,
+    )
+    if stop is not None:
+        conditions = set_condition(
+            conditions,
+            type=ConditionType.STOPPED,
+            status=True,
+            reason=REASON_RULE_TRIGGERED,
+            message=f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; the Job was suspended",
+            now=now,
+            generation=generation,
+        )
+    for cond_type, cond_phase in ((ConditionType.SUCCEEDED, Phase.SUCCEEDED), (ConditionType.FAILED, Phase.FAILED)):
+        if phase == cond_phase and entered_terminal:
+            job = status.job or api.JobSummary()
+            conditions = set_condition(
+                conditions,
+                type=cond_type,
+                status=True,
+                reason=job.reason or cond_phase.value,
+                message=job.message,
+                now=now,
+                generation=generation,
+            )
+
+    new_status: dict[str, Any] = {
+        "phase": phase.value,
+        "conditions": [c.model_dump(mode="json", by_alias=True) for c in conditions],
+        "rules": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rules],
+        "triggeredRule": status.triggered_rule or (triggered.name if triggered else None),
+        "lastStep": last_step(status.reports),
+        "observedGeneration": generation,
+    }
+    if status.job is not None and status.job.start_time and not status.start_time:
+        new_status["startTime"] = status.job.start_time
+    if entered_terminal:
+        new_status["completionTime"] = now
+    old_status = dj.status.model_dump(mode="json", by_alias=True)
+    old_status["rules"] = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in status.rules]
+    patch = {k: v for k, v in new_status.items() if old_status.get(k) != v}
+    return Decision(status=patch, notify=notify, stop=stop, phase=phase, entered_terminal=entered_terminal)
+
+
+def _phase_message(phase: Phase, job: api.JobSummary | None, stop: api.RuleStatus | None) -> str:
+    if stop is not None:
+        return f"stopped by rule {stop.name}"
+    if phase == Phase.RUNNING and job is not None:
+        return f"{job.active} pods active, {job.ready} ready"
+    if job is not None and job.message:
+        return job.message
+    return f"phase {phase.value}"

@@ -195,28 +195,38 @@ def reduction_parts(name: str) -> tuple[str, str] | None:
 def stats_from_reductions(reductions: dict[str, float], *, count: int | None) -> np.ndarray:
     """Return a Tier-0 row from smdebug's stored reductions; what they cannot give is NaN.
 
-    min, max, mean, abs_mean and l2 map directly; std comes from `std` or the square root of
-    `variance`. `count` comes from the index's shape (`save_shape=True`). nan/inf/zero counts and
-    the update columns cannot be derived from reductions and stay NaN (unknown), not 0.
+    min, max, mean, abs_mean and l2 map directly. `count` comes from the index's shape
+    (`save_shape=True`). std comes from `variance` (or `std`), stored by the framework's own op:
+    PyTorch's is the unbiased (n-1) estimate, TensorFlow's and numpy's the population one. When
+    count, mean and l2 are stored too, the convention is told apart by which of the two agrees with
+    l2^2/n - mean^2, and the value is converted to our population std; otherwise it is taken as it
+    is. nan/inf/zero counts and the update columns cannot be derived from reductions and stay NaN
+    (unknown), not 0.
     """
     row = np.full(stats.K, np.nan, np.float32)
     col = format.COLUMN
     if count is not None:
         row[col["count"]] = count
-    for ours, candidates in (
-        ("min", ("min",)),
-        ("max", ("max",)),
-        ("mean", ("mean",)),
-        ("abs_mean", ("abs_mean",)),
-        ("l2", ("l2", "abs_l2")),
-        ("std", ("std",)),
+    l2 = reductions.get("l2", reductions.get("abs_l2"))
+    for ours, value in (
+        ("min", reductions.get("min")),
+        ("max", reductions.get("max")),
+        ("mean", reductions.get("mean")),
+        ("abs_mean", reductions.get("abs_mean")),
+        ("l2", l2),
     ):
-        for c in candidates:
-            if c in reductions:
-                row[col[ours]] = reductions[c]
-                break
-    if math.isnan(row[col["std"]]) and "variance" in reductions:
-        row[col["std"]] = math.sqrt(reductions["variance"]) if reductions["variance"] >= 0 else math.nan
+        if value is not None:
+            row[col[ours]] = value
+    variance = reductions.get("variance")
+    if variance is None and "std" in reductions:
+        variance = reductions["std"] ** 2
+    if variance is not None:
+        mean = reductions.get("mean")
+        if count is not None and count > 1 and mean is not None and l2 is not None:
+            population = l2 * l2 / count - mean * mean
+            if abs(variance - population * count / (count - 1)) < abs(variance - population):
+                variance = variance * (count - 1) / count  # Bessel-corrected (PyTorch): undo it
+        row[col["std"]] = math.sqrt(variance) if variance >= 0 else math.nan
     return row
 
 

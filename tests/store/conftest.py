@@ -111,7 +111,7 @@ def fault_proxy(s3_server: Any) -> Iterator[FaultProxy]:
 
 
 class RecordingStore:
-    """Delegates to a real store and records each `list` call (prefix, start_after, delimiter).
+    """Delegates to a real store and records each `list` call (prefix, start_after, delimiter) and its result.
 
     `before_get` runs a callback (once) just before the first `get` of a given key, so a test can
     make an object land at an exact moment of a reader's sequence.
@@ -121,6 +121,7 @@ class RecordingStore:
         self.inner = inner
         self.uri = inner.uri
         self.list_calls: list[tuple[str, str | None, str | None]] = []
+        self.list_results: list[list[str]] = []
         self._before_get: dict[str, Callable[[], None]] = {}
 
     def before_get(self, key: str, callback: Callable[[], None]) -> None:
@@ -137,7 +138,9 @@ class RecordingStore:
 
     def list(self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None) -> list[str]:
         self.list_calls.append((prefix, start_after, delimiter))
-        return self.inner.list(prefix, start_after=start_after, delimiter=delimiter)
+        keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter)
+        self.list_results.append(keys)
+        return keys
 
     def exists(self, key: str) -> bool:
         return self.inner.exists(key)

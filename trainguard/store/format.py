@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -251,13 +252,31 @@ def encode_segment(seg: Segment) -> bytes:
     return buf.getvalue()
 
 
+_CORRUPT_ERRORS = (
+    zipfile.BadZipFile,  # no archive, or a member whose CRC does not match
+    zlib.error,  # damaged deflate data
+    NotImplementedError,  # a damaged header naming an unknown compression method
+    RuntimeError,  # a damaged header claiming encryption
+    ValueError,  # a damaged .npy header, or an object array refused by allow_pickle=False
+    OSError,
+    EOFError,
+    KeyError,
+    struct.error,
+)
+"""What a damaged segment can raise while it is unpacked; each becomes `SegmentCorrupt`."""
+
+
 def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
     """Parse the bytes of a segment; raise SegmentCorrupt naming `key` on any damage."""
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
-    except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError, KeyError) as err:
-        # zlib.error: damaged deflate data; ValueError also covers object arrays refused by allow_pickle=False.
+        # Each member is read whole, which makes zipfile check its CRC (np.load on the archive reads
+        # only the bytes an array needs and can miss damage); then parsed as .npy without pickle.
+        arrays: dict[str, np.ndarray] = {}
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            for member in zf.infolist():
+                name = member.filename[: -len(".npy")] if member.filename.endswith(".npy") else member.filename
+                arrays[name] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+    except _CORRUPT_ERRORS as err:
         raise errors.SegmentCorrupt(
             f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"
         ) from err

@@ -81,6 +81,7 @@ class RankSource:
         out: list[format.Segment] = []
         for key in keys:
             if format.parse_segment_name(key) is None:
+                self.last_key = key  # not a segment: skipped, and not listed again
                 continue
             try:
                 data = self.store.get(key)

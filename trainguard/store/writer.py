@@ -294,6 +294,17 @@ class RankWriter:
             except Exception as err:  # noqa: BLE001 - fail open on anything unexpected, never crash training
                 self._fail(f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues")
 
+    @staticmethod
+    def _left(deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    def _drop_pending(self) -> None:
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                return
+
     def close(self, *, status: str = "ok") -> None:
         """Flush, write END.json and wait (bounded) for pending uploads. Idempotent."""
         if self.closed:
@@ -307,12 +318,15 @@ class RankWriter:
             wall_time=self._clock(),
             errors=self.errors[-20:],
         )
+        deadline = time.monotonic() + self.config.close_timeout_seconds
+        if self.disabled:
+            self._drop_pending()  # skipped by the uploader anyway; END.json must not wait behind them
         try:
-            self._queue.put((format.end_key(self.rank), json.dumps(end.model_dump()).encode()), timeout=1.0)
-            self._queue.put(None, timeout=1.0)
+            self._queue.put((format.end_key(self.rank), json.dumps(end.model_dump()).encode()), timeout=self._left(deadline))
+            self._queue.put(None, timeout=self._left(deadline))
         except queue.Full:
-            self.errors.append("upload queue full at close; END.json not written")
+            self.errors.append(f"upload queue still full at close after {self.config.close_timeout_seconds}s; END.json not written")
         self._stop.set()
-        self._thread.join(self.config.close_timeout_seconds)
+        self._thread.join(self._left(deadline))
         if self._thread.is_alive():
             log.error("trainguard: uploads still pending after %.0fs at close; abandoned", self.config.close_timeout_seconds)

@@ -366,3 +366,14 @@ def test_framing_written_here_reads_back_through_struct_layout() -> None:
     (length,) = struct.unpack_from("<Q", framed)
     assert length == 3 and len(framed) == tfrecord.FRAME_BYTES + 3
     assert struct.unpack_from("<I", framed, 8)[0] == tensorflow_masked_crc32c(framed[:8])
+
+
+def test_the_evaluator_finds_the_injected_nan_on_the_smdebug_run_unchanged(tmp_path: Path) -> None:
+    from trainguard import cli
+
+    report = tmp_path / "verdicts.json"
+    assert cli.main(["evaluate", str(FIXTURES / "mlp"), "--json", str(report)]) == 1  # 1: issues found
+    doc = json.loads(report.read_text())
+    first = min((f for f in doc["findings"] if f["rule"] == "exploding_tensor"), key=lambda f: f["step"])
+    assert (first["step"], first["rank"]) == (MLP["nan_step"], 0)
+    assert doc["rules"]["vanishing_gradient"]["state"] == "NoIssuesFound"

@@ -191,3 +191,13 @@ def _varint(n: int) -> bytes:
         out.append(b | (0x80 if n else 0))
         if not n:
             return bytes(out)
+
+
+def test_the_evaluator_finds_the_nan_loss_of_the_tensorboard_log(tmp_path: Path) -> None:
+    from trainguard import cli
+
+    report = tmp_path / "verdicts.json"
+    assert cli.main(["evaluate", str(LOGS), "--json", str(report)]) == 1  # 1: issues found
+    doc = json.loads(report.read_text())
+    first = min((f for f in doc["findings"] if f["rule"] == "exploding_tensor"), key=lambda f: f["step"])
+    assert first["step"] == EXPECTED["nan_step"]

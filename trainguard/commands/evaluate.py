@@ -60,8 +60,11 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 def main(args: argparse.Namespace) -> int:
     from trainguard.sidecar import config, supervise
     from trainguard.sidecar.evaluator import Evaluator, Verdict
+    from trainguard.store.reader import open_run
 
     rules = config.load_rules_file(args.rules) if args.rules else None
+    if not args.follow:
+        open_run(args.uri)  # a stored run must exist: NotFound says what was expected at the URI
     ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint)
 
     def on_verdict(v: Verdict) -> None:

@@ -90,7 +90,7 @@ def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
                 f"{entry}: duplicate rule name {spec.key!r} (also rules[{seen[spec.key]}]); give each entry a unique `name`"
             )
         seen[spec.key] = i
-        make = _factory(spec, entry=entry)
+        make = _factory(spec, index=i, entry=entry)
         try:
             probe = make()  # build once now, so a bad parameter fails at startup and not at the first step
         except ConfigError:
@@ -101,26 +101,20 @@ def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
     return out
 
 
-def _factory(spec: RuleSpec, *, entry: str) -> Callable[[], Rule]:
+def _factory(spec: RuleSpec, *, index: int, entry: str) -> Callable[[], Rule]:
+    from trainguard.rules import registry  # imports every built-in rule: only when rules are compiled
+
     if spec.type.startswith(custom.PREFIX):
         cls = custom.factory(spec, entry=entry)
-        return lambda: custom.build(cls, spec)
-    from trainguard.rules import registry  # imports every built-in rule: only when one is configured
-
+        if issubclass(cls, Rule):
+            # The registry validates params, collections and tensor patterns the same way as for built-ins.
+            return lambda: registry.build(spec, rule_class=cls, index=index)
+        return lambda: custom.SmdebugRuleAdapter(cls, spec)
     try:
         registry.get(spec.type)
-    except (KeyError, TrainGuardError) as err:
-        known = ", ".join(sorted(registry.BUILTINS))
-        raise ConfigError(
-            f"{entry}: unknown rule type {spec.type!r}; built-ins are: {known}; or python:module:Class"
-        ) from err
-    return lambda: _named(registry.build(spec), spec)
-
-
-def _named(rule: Rule, spec: RuleSpec) -> Rule:
-    # Findings carry the entry's name, so two entries of one type stay apart in verdicts and metrics.
-    rule.instance_name = spec.key
-    return rule
+    except TrainGuardError as err:
+        raise ConfigError(f"{entry}: {err}") from err
+    return lambda: registry.build(spec, index=index)
 
 
 def _explain(err: Exception) -> str:

@@ -249,10 +249,3 @@ def factory(spec: RuleSpec, *, entry: str) -> type:
         f"{entry}: {spec.type} is neither a subclass of trainguard.rules.base.Rule nor an smdebug-style rule "
         f"(a constructor taking base_trial and invoke_at_step(step) -> bool)"
     )
-
-
-def build(cls: type, spec: RuleSpec) -> Rule:
-    """Instantiate a custom rule class from `factory` for one entry."""
-    if issubclass(cls, Rule):
-        return cls(spec.params, instance_name=spec.key, collections=spec.collections, tensors=spec.tensors)
-    return SmdebugRuleAdapter(cls, spec)

@@ -60,13 +60,9 @@ def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
     return {"lastStep": evaluator.last_step, "time": _iso(now), "ended": evaluator.ended, "rules": rules}
 
 
-def status_patch(ref: DebugJobRef, *, rank: int, report: dict[str, Any]) -> dict[str, Any]:
-    """Return the merge patch that sets this rank's report (and, with a uid, guards against a recreated object)."""
-    patch: dict[str, Any] = {"status": {"reports": {rank_key(rank): report}}}
-    if ref.uid:
-        # The API server refuses a patch whose metadata.uid differs from the object's (a precondition).
-        patch["metadata"] = {"uid": ref.uid}
-    return patch
+def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
+    """Return the merge patch that sets this rank's report and leaves every other key alone."""
+    return {"status": {"reports": {rank_key(rank): report}}}
 
 
 def custom_objects_api() -> Any:
@@ -96,7 +92,6 @@ class StatusReporter:
         rank: int,
         evaluator: Evaluator,
         interval_seconds: float = REPORT_INTERVAL_SECONDS,
-        api: Any = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.ref = ref
@@ -106,11 +101,14 @@ class StatusReporter:
         self.clock = clock
         self.reports_sent = 0
         self.last_error: str | None = None
-        self._api = api
+        self._api: Any = None
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._sent: tuple[Any, ...] | None = None
-        self._sent_at = 0.0
+        self.refused: str | None = None
+        """Why this reporter will not report (the DebugJob was recreated), else None."""
+        self._sent_states: tuple[Any, ...] | None = None
+        self._sent_step: int | None = None
+        self._sent_at = float("-inf")
         self._thread: threading.Thread | None = None
 
     def on_verdict(self, verdict: Verdict) -> None:
@@ -118,41 +116,73 @@ class StatusReporter:
         self._wake.set()
 
     def report(self, *, force: bool = False) -> bool:
-        """Send the report if it changed state, if `force`, or if the heartbeat is due; return whether sent."""
+        """Send the report if a rule's state changed, if `force`, or when the heartbeat is due; return whether sent.
+
+        The heartbeat is due when `interval_seconds` passed since the last report and lastStep moved.
+        """
+        if self.refused is not None:
+            return False
         now = self.clock()
-        statuses = tuple((n, s.state, s.step) for n, s in self.evaluator.rule_status.items())
-        fingerprint = (statuses, self.evaluator.ended, self.evaluator.last_step)
-        due = (
-            now - self._sent_at >= self.interval_seconds
-            and fingerprint[2] != (self._sent or (None, None, None))[2]
+        states = (
+            tuple((n, s.state, s.step) for n, s in self.evaluator.rule_status.items()),
+            self.evaluator.ended,
         )
-        changed = self._sent is None or fingerprint[:2] != self._sent[:2]
+        last_step = self.evaluator.last_step
+        changed = states != self._sent_states
+        due = now - self._sent_at >= self.interval_seconds and last_step != self._sent_step
         if not (force or changed or due):
             return False
-        body = status_patch(self.ref, rank=self.rank, report=build_report(self.evaluator, now=now))
+        body = status_patch(rank=self.rank, report=build_report(self.evaluator, now=now))
         try:
-            if self._api is None:
-                self._api = custom_objects_api()
-            self._api.patch_namespaced_custom_object_status(
+            api = self._connect()
+            if api is None:
+                return False
+            api.patch_namespaced_custom_object_status(
                 DEBUGJOB_GROUP, DEBUGJOB_VERSION, self.ref.namespace, DEBUGJOB_PLURAL, self.ref.name, body,
                 _content_type="application/merge-patch+json",
             )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - API, network or config failures: logged, retried at the next report
-            message = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
-            if message != self.last_error:
-                log.warning(
-                    "trainguard: cannot report to DebugJob %s/%s (%s); retrying",
-                    self.ref.namespace,
-                    self.ref.name,
-                    message,
-                )
-            self.last_error = message
+            self._failed(err)
             return False
         self.last_error = None
-        self._sent = fingerprint
-        self._sent_at = now
+        self._sent_states, self._sent_step, self._sent_at = states, last_step, now
         self.reports_sent += 1
         return True
+
+    def _connect(self) -> Any:
+        """Return the API client; the first time, check that the DebugJob is the one configured (uid)."""
+        if self._api is None:
+            api = custom_objects_api()
+            try:
+                obj = api.get_namespaced_custom_object(
+                    DEBUGJOB_GROUP, DEBUGJOB_VERSION, self.ref.namespace, DEBUGJOB_PLURAL, self.ref.name
+                )
+            except Exception:
+                api.api_client.close()
+                raise
+            uid = (obj.get("metadata") or {}).get("uid")
+            if self.ref.uid and uid != self.ref.uid:
+                api.api_client.close()
+                self.refused = (
+                    f"DebugJob {self.ref.namespace}/{self.ref.name} has uid {uid}, not {self.ref.uid} as configured: "
+                    "it was deleted and created again; this pod belongs to the old one and reports nothing"
+                )
+                log.error("trainguard: %s", self.refused)
+                return None
+            self._api = api
+        return self._api
+
+    def _failed(self, err: Exception) -> None:
+        text = str(err).strip()
+        message = f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
+        if message != self.last_error:
+            log.warning(
+                "trainguard: cannot report to DebugJob %s/%s (%s); retrying",
+                self.ref.namespace,
+                self.ref.name,
+                message,
+            )
+        self.last_error = message
 
     def start(self) -> StatusReporter:
         """Report once now, then on each verdict and heartbeat until `close()`."""
@@ -176,3 +206,6 @@ class StatusReporter:
         if self._thread is not None:
             self._thread.join(10)
         self.report()
+        if self._api is not None:
+            self._api.api_client.close()
+            self._api = None

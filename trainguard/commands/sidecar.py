@@ -119,8 +119,7 @@ def main(args: argparse.Namespace) -> int:
         log.info("got %s; stopping", signal.Signals(signum).name)
         stop.set()
 
-    for s in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(s, on_signal)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     server = MetricsServer(registry, health=health, address=cfg.metrics_address, port=cfg.metrics_port)
     log.info(
         "following %s (%s) with %d rules; metrics at %s/metrics",
@@ -148,5 +147,7 @@ def main(args: argparse.Namespace) -> int:
             reporter.close()
         server.close()
         evaluator.close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         sys.stdout.flush()
     return 0

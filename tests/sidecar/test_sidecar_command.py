@@ -1,0 +1,135 @@
+"""`trainguard sidecar --config FILE` as in a DebugJob pod: rank from the environment, status reports, stop file, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
+from tests.sidecar.runs import RunBuilder, custom
+from trainguard.commands.sidecar import rank_from_env
+from trainguard.errors import ConfigError
+from trainguard.store.backend import open_store
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _config(path: Path, **fields: Any) -> Path:
+    doc = {
+        "rules": [
+            {"type": custom("NonFinite"), "name": "nan-guard", "action": "stop"},
+            {"type": custom("StepLedger"), "name": "ledger"},
+        ],
+        "metrics_port": 0,
+        "metrics_address": "127.0.0.1",
+        "poll_interval_seconds": 0.05,
+        **fields,
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _get_json(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigterm(
+    kube: KubeEnv, file_uri: str, tmp_path: Path
+) -> None:
+    created = await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("train"))
+    b = RunBuilder(open_store(file_uri), rank=2)
+    b.segment(range(5))
+    b.segment(range(5, 10), nan_at=[8])
+    b.end(last_step=9)
+    stop_file = tmp_path / "shared" / "stop"
+    config = _config(
+        tmp_path / "sidecar.yaml",
+        run_uri=file_uri,
+        stop_file=str(stop_file),
+        debugjob={"namespace": "default", "name": "train", "uid": created["metadata"]["uid"]},
+    )
+    log = tmp_path / "sidecar.log"
+    env = dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kube.kubeconfig), JOB_COMPLETION_INDEX="2")
+    env.pop("RANK", None)
+    with open(log, "wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "trainguard", "sidecar", "--config", str(config),
+            stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=str(REPO),
+        )  # fmt: skip
+    try:
+
+        def report() -> dict[str, Any] | None:
+            obj = kube.get(DEBUGJOB_RESOURCE, "default", "train") or {}
+            rep = ((obj.get("status") or {}).get("reports") or {}).get("rank-00002")
+            return rep if rep and rep.get("ended") else None
+
+        rep = await eventually(report, timeout_seconds=30, what="an ended report of rank 2")
+        states = {r["name"]: (r["state"], r.get("step")) for r in rep["rules"]}
+        assert states == {"nan-guard": ("IssuesFound", 8), "ledger": ("NoIssuesFound", 9)}
+        assert rep["lastStep"] == 9
+        assert json.loads(stop_file.read_text())["rule"] == "nan-guard"
+
+        port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
+        status, health = await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}/healthz")
+        assert status == 200 and health["rank"] == 2 and health["ended"] is True and health["last_step"] == 9
+        assert proc.returncode is None  # a native sidecar keeps serving after the run ended
+        verdicts = [
+            json.loads(line)["verdict"]
+            for line in log.read_text().splitlines()
+            if line.startswith('{"verdict"')
+        ]
+        assert [(v["rule"], v["state"], v["action"]) for v in verdicts] == [
+            ("nan-guard", "IssuesFound", "stop"),
+            ("ledger", "NoIssuesFound", "none"),
+        ]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_outside_kubernetes_the_sidecar_exits_when_the_run_ended(file_uri: str, tmp_path: Path) -> None:
+    from trainguard.cli import main
+
+    b = RunBuilder(open_store(file_uri))
+    b.segment(range(5))
+    b.end()
+    config = _config(tmp_path / "sidecar.yaml", run_uri=file_uri, rank=0)
+    assert main(["sidecar", "--config", str(config)]) == 0
+
+
+def test_the_rank_comes_from_rank_or_the_job_completion_index() -> None:
+    assert rank_from_env({"RANK": "3", "JOB_COMPLETION_INDEX": "5"}) == 3
+    assert rank_from_env({"JOB_COMPLETION_INDEX": "5"}) == 5
+    assert rank_from_env({}) is None
+    with pytest.raises(ConfigError, match="RANK='x' is not a rank"):
+        rank_from_env({"RANK": "x"})
+
+
+def test_a_debugjob_config_without_any_rank_is_refused(
+    file_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainguard.cli import main
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("JOB_COMPLETION_INDEX", raising=False)
+    config = _config(
+        tmp_path / "sidecar.yaml", run_uri=file_uri, debugjob={"namespace": "default", "name": "x"}
+    )
+    assert main(["sidecar", "--config", str(config)]) == 2

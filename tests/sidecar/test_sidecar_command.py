@@ -65,11 +65,14 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
     log = tmp_path / "sidecar.log"
     env = dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kube.kubeconfig), JOB_COMPLETION_INDEX="2")
     env.pop("RANK", None)
-    with open(log, "wb") as out:
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "trainguard", "sidecar", "--config", str(config),
             stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=str(REPO),
         )  # fmt: skip
+    finally:
+        os.close(out)
     try:
 
         def report() -> dict[str, Any] | None:

@@ -377,3 +377,18 @@ def test_the_evaluator_finds_the_injected_nan_on_the_smdebug_run_unchanged(tmp_p
     first = min((f for f in doc["findings"] if f["rule"] == "exploding_tensor"), key=lambda f: f["step"])
     assert (first["step"], first["rank"]) == (MLP["nan_step"], 0)
     assert doc["rules"]["vanishing_gradient"]["state"] == "NoIssuesFound"
+
+
+def test_tier1_histograms_are_taken_on_every_tenth_saved_train_step_like_the_hook() -> None:
+    store = open_store(str(FIXTURES / "mlp"))
+    source = smdebug.SmdebugSource(store, rank=0, worker="worker_0", tier1_interval_steps=4)
+    (seg,) = source.poll()
+    assert seg.tier1_steps.tolist() == [0, 4]
+    ids = {t.name: t.id for t in source.catalogue().values() if not t.is_scalar}
+    for i, record in enumerate(TRAIN_STEPS[0:5:4]):
+        np.testing.assert_array_equal(
+            seg.hists[ids["Sequential_2.weight"]][i],
+            stats.log2_hist(_array("Sequential_2.weight", record, "params")),
+        )
+    default = trainguard.open_run(str(FIXTURES / "mlp")).segments()[0]
+    assert default.tier1_steps.tolist() == [0]

@@ -344,7 +344,9 @@ def _first_line(err: Exception) -> str:
 class _Row:
     tid: int
     stats: np.ndarray
-    raw: np.ndarray | None
+    raw: bool
+    """True when computed from the raw tensor, False when folded from stored reductions."""
+    hist: np.ndarray | None = None
 
 
 @dataclass
@@ -353,19 +355,34 @@ class _StepRows:
     wall_time: float
     rows: list[_Row]
     scalars: list[tuple[int, float]]
+    tier1: bool = False
 
 
 class SmdebugSource:
     """One smdebug worker as a `Source`: new steps as segments, in step order, each index read once.
 
     Tensors of EVAL/PREDICT steps are not turned into statistics (our runs hold tensor statistics
-    of training steps only); their scalars (losses, metrics) are kept with mode `eval`.
+    of training steps only); their scalars (losses, metrics) are kept with mode `eval`. Tier-1
+    log2 histograms of raw tensors are taken on every `tier1_interval_steps`-th saved train step,
+    as the hook does (they cost about as much as all Tier-0 columns together).
     """
 
-    def __init__(self, store: Store, *, rank: int, worker: str, start_after: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        rank: int,
+        worker: str,
+        start_after: str | None = None,
+        tier1_interval_steps: int = 10,
+    ) -> None:
+        if tier1_interval_steps < 1:
+            raise ValueError(f"tier1_interval_steps must be at least 1, got {tier1_interval_steps}")
         self.store = store
         self.rank = rank
         self.worker = worker
+        self.tier1_interval_steps = tier1_interval_steps
+        self._saved_train_steps = 0
         self.problems: list[str] = []
         self.bytes_read = 0
         self.last_key = start_after
@@ -473,7 +490,9 @@ class SmdebugSource:
                 out.scalars.append((tid, float(np.asarray(v.values, np.float64).reshape(-1)[0])))
             else:
                 raws[v.name] = (v.values, v.dtype, naming)
-        if step_mode is Mode.TRAIN:
+        if step_mode is Mode.TRAIN and (raws or reductions):
+            out.tier1 = self._saved_train_steps % self.tier1_interval_steps == 0
+            self._saved_train_steps += 1
             for values, dtype, naming in raws.values():
                 tid = self._id(naming, mode=None, shape=list(values.shape), dtype=dtype)
                 prev = first = None
@@ -481,7 +500,8 @@ class SmdebugSource:
                     prev = self._prev.get(tid)
                     first = self._first.setdefault(tid, values)
                     self._prev[tid] = values
-                out.rows.append(_Row(tid, stats.tier0(values, prev=prev, first=first), values))
+                hist = stats.log2_hist(values) if out.tier1 else None
+                out.rows.append(_Row(tid, stats.tier0(values, prev=prev, first=first), True, hist))
             for name, reds in reductions.items():
                 if name in raws:
                     continue  # the raw tensor gives every column; its reductions add nothing
@@ -491,7 +511,7 @@ class SmdebugSource:
                     continue
                 tid = self._id(naming, mode=None, shape=list(shape or []), dtype="unknown")
                 count = int(np.prod(shape)) if shape is not None else None
-                out.rows.append(_Row(tid, stats_from_reductions(reds, count=count), None))
+                out.rows.append(_Row(tid, stats_from_reductions(reds, count=count), False))
         self._last_step = read.step
         self._last_wall_time = max(self._last_wall_time, out.wall_time)
         return out
@@ -513,7 +533,7 @@ def _segments(steps: list[_StepRows]) -> list[format.Segment]:
     groups: list[list[_StepRows]] = []
     group_keys: list[tuple[tuple[int, bool], ...] | None] = []
     for s in steps:
-        key = tuple(sorted((r.tid, r.raw is not None) for r in s.rows)) if s.rows else None
+        key = tuple(sorted((r.tid, r.raw) for r in s.rows)) if s.rows else None
         if groups and (key is None or group_keys[-1] in (None, key)):
             groups[-1].append(s)
             group_keys[-1] = group_keys[-1] or key
@@ -532,9 +552,9 @@ def _segment(group: list[_StepRows]) -> format.Segment:
         by_tid = {r.tid: r for r in s.rows}
         stat_rows.append(np.stack([by_tid[t].stats for t in tids]))
         for t in tids:
-            raw = by_tid[t].raw
-            if raw is not None:
-                hists.setdefault(t, []).append(stats.log2_hist(raw))
+            hist = by_tid[t].hist
+            if hist is not None:
+                hists.setdefault(t, []).append(hist)
     scalars = [(s.step, tid, value) for s in group for tid, value in s.scalars]
     steps = np.asarray([s.step for s in with_rows], np.int64)
     return format.Segment(
@@ -545,7 +565,9 @@ def _segment(group: list[_StepRows]) -> format.Segment:
         scalar_steps=np.asarray([x[0] for x in scalars], np.int64),
         scalar_ids=np.asarray([x[1] for x in scalars], np.int32),
         scalar_values=np.asarray([x[2] for x in scalars], np.float64),
-        tier1_steps=steps if hists else np.zeros(0, np.int64),
+        tier1_steps=np.asarray([s.step for s in with_rows if s.tier1], np.int64)
+        if hists
+        else np.zeros(0, np.int64),
         hists={t: np.stack(h) for t, h in hists.items()},
     )
 

@@ -216,6 +216,13 @@ class KubeEnv:
                 out.append(dict(obj.raw))
         return out
 
+    def requests(self, method: str, path_contains: str = "") -> list[Any]:
+        """Return the requests served so far with this HTTP method whose URL contains `path_contains`."""
+        return [
+            r for r in self.emulator._requests
+            if str(getattr(r.method, "value", r.method)).upper() == method.upper() and path_contains in str(r.url)
+        ]  # fmt: skip
+
     async def create(self, resource: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST an object as a client would; return what the server stored."""
         async with self.emulator.post(_collection_path(resource, body["metadata"]["namespace"]), json=body) as resp:

@@ -77,3 +77,51 @@ async def operator_runner(kube: KubeEnv) -> AsyncIterator[OperatorProcess]:  # n
         yield op
     finally:
         await op.stop()
+
+
+class WebhookReceiver:
+    """A real HTTP server on 127.0.0.1 that records JSON POSTs and answers with scripted statuses."""
+
+    def __init__(self) -> None:
+        import http.server
+        import json
+        import threading
+
+        self.calls: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.statuses: list[int] = []  # consumed one per request; 200 once empty
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                code = receiver.statuses.pop(0) if receiver.statuses else 200
+                receiver.paths.append(self.path)
+                if code == 200:
+                    receiver.calls.append(json.loads(body))
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+                return
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/secret-token-123"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+    try:
+        yield receiver
+    finally:
+        receiver.close()

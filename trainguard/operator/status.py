@@ -44,7 +44,8 @@ def aggregate_rules(
     best: dict[str, api.RuleStatus] = {}
     for key in sorted(reports):
         rank = _rank_of(key)
-        for entry in reports[key].rules:
+        report = reports[key]
+        for entry in report.rules:
             candidate = api.RuleStatus(
                 name=entry.name,
                 state=entry.state,
@@ -53,7 +54,7 @@ def aggregate_rules(
                 rank=rank,
                 severity=entry.severity,
                 message=entry.message,
-                time=entry.time,
+                time=entry.time or report.time,
             )
             current = best.get(entry.name)
             if current is None or _worse(candidate, current):
@@ -188,13 +189,14 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     entered_terminal = phase in TERMINAL_PHASES and current not in TERMINAL_PHASES
 
     triggered = next((r for r in rules if r.state == RuleState.ISSUES_FOUND), None)
+    stopped_by = stop.name if stop else (status.triggered_rule if phase == Phase.STOPPED else None)
     conditions = list(status.conditions)
     conditions = set_condition(
         conditions,
         type=ConditionType.RUNNING,
         status=phase == Phase.RUNNING,
         reason=phase.value,
-        message=_phase_message(phase, status.job, stop),
+        message=_phase_message(phase, status.job, stopped_by),
         now=now,
         generation=generation,
     )
@@ -248,9 +250,9 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     return Decision(status=patch, notify=notify, stop=stop, phase=phase, entered_terminal=entered_terminal)
 
 
-def _phase_message(phase: Phase, job: api.JobSummary | None, stop: api.RuleStatus | None) -> str:
-    if stop is not None:
-        return f"stopped by rule {stop.name}"
+def _phase_message(phase: Phase, job: api.JobSummary | None, stopped_by: str | None) -> str:
+    if stopped_by is not None:
+        return f"stopped by rule {stopped_by}"
     if phase == Phase.RUNNING and job is not None:
         return f"{job.active} pods active, {job.ready} ready"
     if job is not None and job.message:

@@ -1,0 +1,118 @@
+"""Actions on sidecar reports: stop suspends the whole Job, notify posts an Event and calls each webhook once."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
+from tests.operator.conftest import OperatorProcess, WebhookReceiver
+
+JOBS = "batch/v1/jobs"
+RULES = [
+    {"type": "exploding_tensor", "action": "stop"},
+    {"type": "loss_spike", "name": "loss-spike", "action": "notify"},
+]
+
+
+def _status(kube: KubeEnv) -> dict[str, Any]:
+    return dict((kube.get(DEBUGJOB_RESOURCE, "default", "dj1") or {}).get("status") or {})
+
+
+def _events(kube: KubeEnv, reason: str) -> list[dict[str, Any]]:
+    return [e for e in kube.list("v1/events", "default") if e.get("reason") == reason]
+
+
+async def _report(kube: KubeEnv, rank: int, step: int, **states: tuple[str, int]) -> None:
+    """Patch status.reports as a sidecar does: one key per rank, a JSON merge patch on the status subresource."""
+    rules = [{"name": n, "state": s, "step": st, "severity": "critical", "message": f"{n} fired at {st}",
+              "action": "none"} for n, (s, st) in states.items()]  # fmt: skip
+    report = {"lastStep": step, "time": "2026-11-22T05:10:00Z", "ended": False, "rules": rules}
+    await kube.patch(DEBUGJOB_RESOURCE, "default", "dj1", {"status": {"reports": {f"rank-{rank:05d}": report}}},
+                     subresource="status")  # fmt: skip
+
+
+async def _running_debugjob(kube: KubeEnv, tmp_path: Path, **spec: Any) -> str:
+    dj = await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest(
+        "dj1", workers=2, rules=RULES, capture_uri=f"file://{tmp_path}/runs", **spec))  # fmt: skip
+    await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2, "ready": 2}}, subresource="status")
+    await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
+    return str(dj["metadata"]["uid"])
+
+
+async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    uid = await _running_debugjob(kube, tmp_path)
+    # Rank 0 closed its run cleanly before the stop; rank 1 will be killed without an END.
+    run = tmp_path / "runs" / "default" / "dj1" / uid
+    (run / "rank-00000").mkdir(parents=True)
+    (run / "rank-00000" / "END.json").write_text(json.dumps(
+        {"format_version": "1.0", "status": "ok", "last_step": 90, "wall_time": 1.0, "written_by": "hook"}))  # fmt: skip
+
+    await _report(kube, 0, 90, exploding_tensor=("NoIssuesFound", 90))
+    await _report(kube, 1, 120, exploding_tensor=("IssuesFound", 110), **{"loss-spike": ("NoIssuesFound", 120)})
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+
+    job = kube.get(JOBS, "default", "dj1")
+    assert job is not None and job["spec"]["suspend"] is True, "stop suspends the whole Job"
+    status = _status(kube)
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Stopped"]["status"] == "True" and conditions["Stopped"]["reason"] == "RuleTriggered"
+    assert conditions["RuleTriggered"]["status"] == "True"
+    assert status["triggeredRule"] == "exploding_tensor" and status["lastStep"] == 120
+    rules = {r["name"]: r for r in status["rules"]}
+    assert rules["exploding_tensor"] == {
+        "name": "exploding_tensor", "state": "IssuesFound", "action": "stop", "step": 110, "rank": 1,
+        "severity": "critical", "message": "exploding_tensor fired at 110", "time": "2026-11-22T05:10:00Z",
+    }  # fmt: skip
+    assert rules["loss-spike"]["state"] == "NoIssuesFound"
+    stopped = await eventually(lambda: _events(kube, "Stopped"), what="a Stopped event")
+    assert "rule exploding_tensor found issues at step 110 on rank 1" in stopped[0]["message"]
+    assert all(p["metadata"]["name"] != "dj1-0" for p in kube.list("v1/pods", "default")), "no pod is deleted"
+
+    # The Job controller terminates the pods; then the operator writes END for rank 1 only.
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0}}, subresource="status")
+    end1 = run / "rank-00001" / "END.json"
+    await eventually(end1.exists, what="rank 1's END.json")
+    assert json.loads(end1.read_text())["status"] == "crashed" and json.loads(end1.read_text())["last_step"] == 120
+    assert json.loads((run / "rank-00000" / "END.json").read_text())["written_by"] == "hook"
+
+    # More reports after the stop change nothing: the phase stays Stopped, no second stop.
+    await _report(kube, 0, 130, exploding_tensor=("IssuesFound", 125))
+    await eventually(lambda: _status(kube).get("lastStep") == 130, what="lastStep 130")
+    assert _status(kube)["phase"] == "Stopped" and len(_events(kube, "Stopped")) == 1
+
+
+async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path, webhook_receiver: WebhookReceiver
+) -> None:
+    await kube.create("v1/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                     "metadata": {"name": "hooks", "namespace": "default"},
+                                     "data": {"url": base64.b64encode(webhook_receiver.url.encode()).decode()}})  # fmt: skip
+    hooks = {"notify": {"webhooks": [{"name": "team", "format": "generic", "urlSecretRef": {"name": "hooks", "key": "url"}}]}}
+    await _running_debugjob(kube, tmp_path, actions=hooks)
+
+    await _report(kube, 0, 40, **{"loss-spike": ("IssuesFound", 35), "exploding_tensor": ("NoIssuesFound", 40)})
+    await eventually(lambda: webhook_receiver.calls, what="the webhook call")
+    event = await eventually(lambda: _events(kube, "RuleTriggered"), what="a RuleTriggered event")
+    assert event[0]["type"] == "Warning" and event[0]["involvedObject"]["name"] == "dj1"
+    (call,) = webhook_receiver.calls
+    assert call["event"]["rule"] == "loss-spike" and call["event"]["step"] == 35 and call["event"]["action"] == "notify"
+
+    # Later reports of the same state, from either rank, and an operator restart: still exactly one of each.
+    await _report(kube, 1, 60, **{"loss-spike": ("IssuesFound", 50)})
+    await _report(kube, 0, 80, **{"loss-spike": ("IssuesFound", 35)})
+    await eventually(lambda: _status(kube).get("lastStep") == 80, what="lastStep 80")
+    await operator_runner.stop()
+    await operator_runner.start()
+    await _report(kube, 0, 90, **{"loss-spike": ("IssuesFound", 35)})
+    await eventually(lambda: _status(kube).get("lastStep") == 90, what="lastStep 90 after the restart")
+    assert len(webhook_receiver.calls) == 1 and len(_events(kube, "RuleTriggered")) == 1
+    assert _status(kube)["phase"] == "Running", "notify never stops the job"
+    assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False  # type: ignore[index]
+    text = json.dumps(kube.get(DEBUGJOB_RESOURCE, "default", "dj1")) + json.dumps(kube.list("v1/events", "default"))
+    assert "secret-token-123" not in text, "the webhook URL must not leak into status or events"

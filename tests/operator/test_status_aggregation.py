@@ -1,0 +1,127 @@
+"""Status logic: reports aggregate to the worst state per rule, actions come from the spec, phases stick."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainguard.api import debugjob as api
+from trainguard.api.enums import Action, ConditionType, Phase, RuleState
+from trainguard.api.rules_config import RuleSpec
+from trainguard.operator import status
+
+NOW = "2026-11-22T05:00:00Z"
+RULES = [RuleSpec(type="exploding_tensor", action=Action.STOP), RuleSpec(type="loss_spike", action=Action.NOTIFY)]
+
+
+def _report(step: int, **states: Any) -> api.RankReport:
+    return api.RankReport(
+        last_step=step,
+        rules=[api.RankRuleReport(name=n, state=s[0], step=s[1], message=f"{n} at {s[1]}") for n, s in states.items()],
+    )
+
+
+def _dj(reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any) -> api.DebugJob:
+    return api.DebugJob(
+        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
+        spec=api.DebugJobSpec(
+            template={"spec": {"containers": [{"name": "trainer"}]}},
+            capture=api.CaptureSpec(uri="file:///tmp/x"),
+            rules=RULES,
+        ),
+        status=api.DebugJobStatus(phase=phase, reports=reports, job=api.JobSummary(active=2, ready=2), **status_fields),
+    )
+
+
+def test_worst_state_wins_and_the_earliest_finding_is_kept() -> None:
+    reports = {
+        "rank-00000": _report(90, exploding_tensor=(RuleState.NO_ISSUES_FOUND, 90)),
+        "rank-00001": _report(80, exploding_tensor=(RuleState.ISSUES_FOUND, 70)),
+        "rank-00002": _report(85, exploding_tensor=(RuleState.ISSUES_FOUND, 60)),
+    }
+    (exploding, spike) = status.aggregate_rules(reports, RULES)
+    assert exploding.state == RuleState.ISSUES_FOUND and exploding.step == 60 and exploding.rank == 2
+    assert exploding.action == Action.STOP
+    assert spike.state == RuleState.IN_PROGRESS, "a configured rule nobody reported yet is in progress"
+    assert status.last_step(reports) == 90
+
+
+def test_error_outranks_in_progress_and_no_issues() -> None:
+    reports = {
+        "rank-00000": _report(5, loss_spike=(RuleState.NO_ISSUES_FOUND, 5)),
+        "rank-00001": _report(5, loss_spike=(RuleState.ERROR, 5)),
+    }
+    assert status.aggregate_rules(reports, RULES)[1].state == RuleState.ERROR
+
+
+def test_unconfigured_rules_only_notify_whatever_the_pod_claims() -> None:
+    raw = {"lastStep": 3, "rules": [{"name": "dead_relu", "state": "IssuesFound", "action": "stop", "step": 3}]}
+    reports = {"rank-00000": api.RankReport.model_validate(raw)}
+    extra = status.aggregate_rules(reports, RULES)[-1]
+    assert extra.name == "dead_relu" and extra.action == Action.NOTIFY
+
+
+def test_stop_rule_transition_stops_once_and_sets_conditions() -> None:
+    dj = _dj({"rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40))})
+    decision = status.decide(dj, now=NOW)
+    assert decision.stop is not None and decision.stop.name == "exploding_tensor"
+    assert decision.phase == Phase.STOPPED and decision.entered_terminal
+    s = decision.status
+    assert s["phase"] == "Stopped" and s["triggeredRule"] == "exploding_tensor" and s["lastStep"] == 50
+    conditions = {c["type"]: c for c in s["conditions"]}
+    assert conditions["Stopped"]["status"] == "True" and conditions["Stopped"]["reason"] == "RuleTriggered"
+    assert conditions["RuleTriggered"]["status"] == "True" and conditions["Running"]["status"] == "False"
+    assert all(c["observedGeneration"] == 2 for c in s["conditions"])
+    assert s["completionTime"] == NOW
+
+    # Applying what was decided and deciding again changes nothing and acts on nothing.
+    again = api.DebugJob.model_validate({**dj.model_dump(by_alias=True), "status": {
+        **dj.status.model_dump(by_alias=True), **s}})  # fmt: skip
+    second = status.decide(again, now="2026-11-22T06:00:00Z")
+    assert second.stop is None and second.notify == [] and second.status == {}
+
+
+def test_notify_rule_transition_notifies_and_keeps_running() -> None:
+    dj = _dj({"rank-00000": _report(10, loss_spike=(RuleState.ISSUES_FOUND, 10))})
+    decision = status.decide(dj, now=NOW)
+    assert decision.stop is None and [r.name for r in decision.notify] == ["loss_spike"]
+    assert decision.phase == Phase.RUNNING
+
+
+def test_terminal_phases_never_change() -> None:
+    for phase in (Phase.STOPPED, Phase.SUCCEEDED, Phase.FAILED):
+        dj = _dj({"rank-00000": _report(10, exploding_tensor=(RuleState.ISSUES_FOUND, 10))}, phase=phase)
+        decision = status.decide(dj, now=NOW)
+        assert decision.phase == phase and decision.stop is None
+
+
+def test_phase_follows_the_job() -> None:
+    assert status.job_phase(None) == Phase.PENDING
+    assert status.job_phase(api.JobSummary(active=0)) == Phase.PENDING
+    assert status.job_phase(api.JobSummary(active=3)) == Phase.RUNNING
+    assert status.job_phase(api.JobSummary(active=3, suspended=True)) == Phase.PENDING
+    assert status.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
+    assert status.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
+
+
+def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> None:
+    job = {
+        "spec": {"suspend": False},
+        "status": {
+            "failed": 1,
+            "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "m"}],
+        },
+    }
+    summary = status.summarize_job(job)
+    assert summary.failed_condition and not summary.complete and summary.reason == "BackoffLimitExceeded"
+    assert status.job_phase(summary) == Phase.FAILED
+
+
+def test_condition_transition_time_moves_only_when_status_changes() -> None:
+    first = status.set_condition([], type=ConditionType.RUNNING, status=True, reason="Running", message="a",
+                                 now="t1", generation=1)  # fmt: skip
+    same = status.set_condition(first, type=ConditionType.RUNNING, status=True, reason="Running", message="b",
+                                now="t2", generation=2)  # fmt: skip
+    flipped = status.set_condition(same, type=ConditionType.RUNNING, status=False, reason="Succeeded", message="c",
+                                   now="t3", generation=2)  # fmt: skip
+    assert [c.last_transition_time for c in (first[0], same[0], flipped[0])] == ["t1", "t1", "t3"]
+    assert same[0].message == "b" and same[0].observed_generation == 2

@@ -392,3 +392,15 @@ def test_tier1_histograms_are_taken_on_every_tenth_saved_train_step_like_the_hoo
         )
     default = trainguard.open_run(str(FIXTURES / "mlp")).segments()[0]
     assert default.tier1_steps.tolist() == [0]
+
+
+def test_a_worker_that_has_not_written_yet_is_a_rank_from_the_declared_world_size(tmp_path: Path) -> None:
+    _copy(FIXTURES / "dtypes", tmp_path, only="collections/000000000/worker_0")
+    _copy(FIXTURES / "dtypes", tmp_path, only="events/")
+    _copy(FIXTURES / "dtypes", tmp_path, only="index/000000000/000000000000_worker_0")
+    run = trainguard.open_run(str(tmp_path))
+    assert run.ranks == [0, 1]  # the collections file says num_workers 2
+    source = run.source(1)
+    assert source.poll() == []
+    _copy(FIXTURES / "dtypes", tmp_path, only="index/")
+    assert [seg.steps.tolist() for seg in source.poll()] == [[0, 1]]

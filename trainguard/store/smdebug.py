@@ -620,8 +620,11 @@ def open_smdebug(uri: str, store: Store) -> Run:
     index_keys = [k for k in store.list(INDEX_PREFIX) if parse_index_key(k)]
     workers = {parse_index_key(k)[1] for k in index_keys}  # type: ignore[index]
     workers |= {m.group(1) for k in store.list(COLLECTIONS_PREFIX) if (m := _COLLECTIONS_RE.match(k))}
-    ranks = worker_ranks(workers or {"worker_0"})
     doc = load_collections(store)
+    if doc is not None and all(_WORKER_RE.match(w) for w in workers):
+        # Workers that have not written yet still count: `_meta.num_workers` is the world size.
+        workers |= {f"worker_{i}" for i in range(doc.meta.num_workers)}
+    ranks = worker_ranks(workers or {"worker_0"})
     info = format.RunInfo(
         run_id=uri.rstrip("/").rsplit("/", 1)[-1],
         framework="smdebug",

@@ -100,6 +100,7 @@ def fmt(x: float | None) -> str:
 
 
 _BaseParams = Params
+_NO_ROWS = np.zeros(0, np.int64)
 
 
 class Rule(abc.ABC):
@@ -159,6 +160,8 @@ class Rule(abc.ABC):
     # --- shared machinery -----------------------------------------------------------------
     def rows(self, view: StepView, *, default_collections: Sequence[str] | None = None, trainable: bool | None = None):  # type: ignore[no-untyped-def]
         """Rows of the view this rule instance watches (its `collections`/`tensors`, else the defaults)."""
+        if not view.names:
+            return _NO_ROWS  # a scalar-only view: keep the cache for the next view with statistics
         if self._rows_names is not view.names and self._rows_names != view.names:
             self._rows_names = view.names
             self._rows_cache = {}

@@ -50,10 +50,11 @@ class DeadRelu(base.Rule):
         for name, active in signals.unit_layers(self, view, "active"):
             if not active.size:
                 continue
-            dead = float(np.count_nonzero(active * 100.0 < p.threshold_inactivity)) / active.size * 100.0
+            n = int(np.count_nonzero(active * 100.0 < p.threshold_inactivity))
+            dead = 100.0 * n / active.size
             if dead > p.threshold_layer:
                 msg = (
-                    f"{name}: {base.fmt(dead)}% of {active.size} units are active on fewer than "
+                    f"{name}: {n} of {active.size} units ({base.fmt(dead)}%) are active on fewer than "
                     f"{base.fmt(p.threshold_inactivity)}% of samples, above the threshold {base.fmt(p.threshold_layer)}% "
                     f"{self.where(view)}"
                 )

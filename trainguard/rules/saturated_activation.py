@@ -50,14 +50,11 @@ class SaturatedActivation(base.Rule):
         for name, saturated in signals.unit_layers(self, view, "saturated"):
             if not saturated.size:
                 continue
-            stuck = (
-                float(np.count_nonzero((1.0 - saturated) * 100.0 < p.threshold_inactivity))
-                / saturated.size
-                * 100.0
-            )
+            n = int(np.count_nonzero((1.0 - saturated) * 100.0 < p.threshold_inactivity))
+            stuck = 100.0 * n / saturated.size
             if stuck > p.threshold_layer:
                 msg = (
-                    f"{name}: {base.fmt(stuck)}% of {saturated.size} units are saturated on more than "
+                    f"{name}: {n} of {saturated.size} units ({base.fmt(stuck)}%) are saturated on more than "
                     f"{base.fmt(100 - p.threshold_inactivity)}% of samples, above the threshold "
                     f"{base.fmt(p.threshold_layer)}% {self.where(view)}"
                 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,50 +22,66 @@ from trainguard.rules.view import COL, StepView
 
 _ACTIVATIONS = (Collection.ACTIVATIONS.value,)
 
+EVAL_PREFIXES = ("val", "eval", "test", "valid")
+"""A train-mode scalar named like these (val_loss) is a validation loss, never the training loss."""
+
 MAD_TO_SIGMA = 1.4826
 """Scale factor that makes the median absolute deviation estimate sigma for normal data."""
 
 
 class LossReader:
-    """Reads the loss of a view: a named scalar, else `loss`, else the first scalar whose name
-    contains "loss" (sorted), else (train mode) the mean of the first tensor in the `losses` collection."""
+    """Reads the loss of a view.
 
-    def __init__(
-        self, *, mode: str = "train", name: str | None = None, use_losses_collection: bool = True
-    ) -> None:
+    Train mode: the scalar `name`, else `loss`, else the first train scalar whose name contains
+    "loss" and does not start like a validation loss (val_loss), else the mean of the first tensor
+    in the `losses` collection. Eval mode: the same among eval scalars, else a train-mode scalar
+    named like a validation loss (val_loss recorded without mode="eval").
+    """
+
+    def __init__(self, *, mode: str = "train", name: str | None = None, use_losses_collection: bool = True) -> None:
         self.mode = mode
         self.name = name
         self.use_losses_collection = use_losses_collection
         self._names: tuple[str, ...] | None = None
         self._row: int | None = None
-        self._scalar_keys: frozenset[str] = frozenset()
-        self._scalar_name: str | None = None
+        self._picked: dict[tuple[bool, frozenset[str]], str | None] = {}
 
     def __call__(self, view: StepView) -> float | None:
-        scalars = view.eval_scalars if self.mode == "eval" else view.scalars
-        if scalars:
-            key = self.name or self._pick(scalars)
-            if key is not None and key in scalars:
-                return float(scalars[key])
-            if self.name is not None:
-                return None
-        if self.mode == "eval" or not self.use_losses_collection or not view.names:
-            return None
+        if self.mode == "eval":
+            found = self._scalar(view.eval_scalars, validation_only=False)
+            return found if found is not None or not view.scalars else self._scalar(view.scalars, validation_only=True)
+        found = self._scalar(view.scalars, validation_only=False)
+        if found is not None or not self.use_losses_collection or not view.names:
+            return found
         if self._names is not view.names and self._names != view.names:
             self._names = view.names
             rows = view.rows(collections=[Collection.LOSSES.value])
             self._row = int(rows[0]) if len(rows) else None
         return None if self._row is None else float(view.stats[self._row, COL["mean"]])
 
-    def _pick(self, scalars: Any) -> str | None:
-        if "loss" in scalars:
-            return "loss"
-        keys = frozenset(scalars)
-        if keys != self._scalar_keys:
-            self._scalar_keys = keys
-            found = sorted(k for k in keys if "loss" in k.lower())
-            self._scalar_name = found[0] if found else None
-        return self._scalar_name
+    def _scalar(self, scalars: Mapping[str, float], *, validation_only: bool) -> float | None:
+        if not scalars:
+            return None
+        if self.name is not None:
+            value = scalars.get(self.name)
+            return None if value is None else float(value)
+        if not validation_only and "loss" in scalars:
+            return float(scalars["loss"])
+        key = (validation_only, frozenset(scalars))
+        if key not in self._picked:
+            if len(self._picked) > 64:
+                self._picked.clear()  # bounded: scalar sets vary little within a run
+            want_validation = True if validation_only else (False if self.mode == "train" else None)
+            self._picked[key] = next(
+                (
+                    k
+                    for k in sorted(scalars)
+                    if "loss" in k.lower() and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
+                ),
+                None,
+            )
+        picked = self._picked[key]
+        return None if picked is None else float(scalars[picked])
 
 
 class KernelPair:

@@ -1,0 +1,97 @@
+"""Per-unit activation rules and the start-of-training checks fire on their faults, naming the layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.rules.streams import StepData, Stream, first, run
+from trainguard.rules.dead_relu import DeadRelu
+from trainguard.rules.poor_weight_initialization import PoorWeightInitialization, std_targets
+from trainguard.rules.saturated_activation import SaturatedActivation
+from trainguard.rules.view import COL
+
+
+def test_dead_relu_fires_on_the_third_tier1_view_after_most_units_die() -> None:
+    def die(d: StepData) -> None:
+        key = ("active", "act/relu1")
+        if d.step >= 300 and key in d.units:
+            d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
+
+    f = first(run(DeadRelu(), Stream(fault=die)))
+    assert (f.step, f.tensor) == (320, "act/relu1")  # Tier-1 views at 300, 310, 320
+    assert f.message.startswith("act/relu1: 51 of 64 units (79.7%) are active on fewer than 1% of samples")
+
+
+def test_dead_relu_judges_units_not_elements() -> None:
+    def sparse(d: StepData) -> None:
+        # 95% of all elements are zero, but every unit fires on 5% of the samples
+        d.set("act/relu1", zero=0.95 * d.cols["act/relu1"][COL["count"]])
+        key = ("active", "act/relu1")
+        if key in d.units:
+            d.units[key][:] = 0.05
+
+    assert run(DeadRelu(), Stream(fault=sparse)) == []
+
+
+def test_dead_relu_respects_threshold_layer_from_a_sagemaker_config() -> None:
+    def some_die(d: StepData) -> None:
+        key = ("active", "act/relu0")
+        if key in d.units:
+            d.units[key][:20] = 0.0  # 31% of 64 units
+
+    assert run(DeadRelu(), Stream(steps=100, fault=some_die)) == []
+    f = first(run(DeadRelu({"threshold_layer": "25.0"}), Stream(steps=100, fault=some_die)))
+    assert (f.step, f.tensor) == (20, "act/relu0")
+
+
+def test_saturated_activation_fires_per_unit_on_a_tanh_layer() -> None:
+    def saturate(d: StepData) -> None:
+        key = ("saturated", "act/tanh2")
+        if d.step >= 200 and key in d.units:
+            d.units[key][:45] = 1.0
+
+    f = first(run(SaturatedActivation(), Stream(activation="tanh", fault=saturate)))
+    assert (f.step, f.tensor) == (220, "act/tanh2")
+    assert "45 of 64 units (70.3%) are saturated on more than 99% of samples" in f.message
+
+
+def test_poor_weight_initialization_names_a_kernel_initialised_ten_times_too_large() -> None:
+    def big_init(d: StepData) -> None:
+        d.scale("fc1.weight", 10.0)
+
+    found = run(PoorWeightInitialization(), Stream(steps=20, fault=big_init))
+    assert [(f.step, f.tensor) for f in found] == [(0, "fc1.weight")]
+    assert "above the bound x2" in found[0].message
+
+
+def test_poor_weight_initialization_reports_several_all_zero_kernels_once() -> None:
+    def zero_init(d: StepData) -> None:
+        for i in range(4):
+            d.set(f"fc{i}.weight", zero=d.cols[f"fc{i}.weight"][COL["count"]], std=0.0)
+
+    found = run(PoorWeightInitialization(), Stream(steps=20, fault=zero_init))
+    assert len(found) == 1 and found[0].tensor == "fc0.weight"
+    assert "4 of 4 kernels are entirely zero" in found[0].message
+
+
+def test_poor_weight_initialization_allows_a_single_zero_initialised_kernel() -> None:
+    def lora_b(d: StepData) -> None:
+        d.set("fc3.weight", zero=d.cols["fc3.weight"][COL["count"]], std=0.0)
+
+    assert run(PoorWeightInitialization(), Stream(steps=20, fault=lora_b)) == []
+
+
+def test_poor_weight_initialization_compares_the_initial_loss_with_ln_k() -> None:
+    def confident(d: StepData) -> None:
+        d.scalars["loss"] = 9.0  # a badly scaled output layer: far from ln 10 = 2.30
+
+    found = run(PoorWeightInitialization({"num_classes": 10}), Stream(steps=20, fault=confident))
+    assert [(f.step, f.tensor) for f in found] == [(0, "loss")]
+    assert "away from ln 10 = 2.3" in found[0].message
+    assert run(PoorWeightInitialization({"num_classes": 10}), Stream(steps=20)) == []
+
+
+def test_standard_init_targets_cover_pytorch_default_and_he() -> None:
+    low, high = std_targets((64, 256))
+    assert np.isclose(low, min(1 / np.sqrt(3 * 256), np.sqrt(2 / (256 + 64))))
+    assert np.isclose(high, np.sqrt(2 / 64))  # He with the transposed ([in, out]) convention

@@ -1,0 +1,175 @@
+"""Each numeric rule fires on its fault at the right step, naming the right tensor, with a readable message."""
+
+from __future__ import annotations
+
+import math
+
+from tests.rules.streams import StepData, Stream, first, run
+from trainguard.api.enums import Severity
+from trainguard.rules.all_zero import AllZero
+from trainguard.rules.exploding_gradient import ExplodingGradient
+from trainguard.rules.exploding_tensor import ExplodingTensor
+from trainguard.rules.tensor_variance import TensorVariance
+from trainguard.rules.unchanged_tensor import UnchangedTensor
+from trainguard.rules.vanishing_gradient import VanishingGradient
+from trainguard.rules.view import COL
+from trainguard.rules.weight_update_ratio import WeightUpdateRatio
+
+GRADS = [f"grad/fc{i}.weight" for i in range(4)]
+
+
+def nan_from_relu1(d: StepData) -> None:
+    """A NaN born in the second ReLU at step 300 spreads forward, to every gradient, then to the weights."""
+    if d.step < 300:
+        return
+    for name in ["act/relu1", "act/relu2", *GRADS, "fc0.weight", "fc3.weight"]:
+        d.set(name, nan=5, l2=math.nan, mean=math.nan)
+
+
+def test_exploding_tensor_names_the_first_layer_in_execution_order_at_the_nan_step() -> None:
+    found = run(ExplodingTensor(), Stream(fault=nan_from_relu1))
+    f = first(found)
+    assert (f.step, f.tensor, f.severity) == (300, "act/relu1", Severity.CRITICAL)
+    assert "act/relu1: 5 NaN and 0 Inf values of 4096 at step 300 on rank 0" in f.message
+    assert "lower the learning rate" in f.message and f.hint
+
+
+def test_exploding_tensor_names_the_deepest_gradient_first_when_the_nan_starts_in_backward() -> None:
+    def backward_nan(d: StepData) -> None:
+        if d.step >= 100:
+            for name in ("grad/fc1.weight", "grad/fc0.weight", "fc0.weight", "fc1.weight"):
+                d.set(name, inf=2)
+
+    f = first(run(ExplodingTensor(), Stream(steps=120, fault=backward_nan)))
+    assert (f.step, f.tensor) == (100, "grad/fc1.weight")
+
+
+def test_exploding_tensor_names_the_loss_when_it_is_non_finite_before_the_backward_pass() -> None:
+    def loss_nan(d: StepData) -> None:
+        if d.step == 50:
+            d.scalars["loss"] = math.inf
+            for name in GRADS:
+                d.set(name, nan=1)
+
+    f = first(run(ExplodingTensor(), Stream(steps=60, fault=loss_nan)))
+    assert (f.step, f.tensor) == (50, "loss")
+    assert "loss (train scalar) is inf at step 50" in f.message
+
+
+def test_exploding_tensor_with_only_nan_ignores_infinities() -> None:
+    def inf_only(d: StepData) -> None:
+        if d.step >= 10:
+            d.set("grad/fc2.weight", inf=3)
+
+    assert run(ExplodingTensor({"only_nan": True}), Stream(steps=30, fault=inf_only)) == []
+    assert first(run(ExplodingTensor(), Stream(steps=30, fault=inf_only))).step == 10
+
+
+def vanishing(d: StepData) -> None:
+    """A deep sigmoid net: gradients shrink towards the input and the loss stays at ln 10."""
+    d.scalars["loss"] = math.log(10) * (1 + 0.01 * math.sin(d.step))
+    for i, name in enumerate(GRADS):
+        d.scale(name, 10.0 ** (-(9 - 2 * i)))
+
+
+def test_vanishing_gradient_fires_once_the_loss_stops_improving_naming_the_first_layer() -> None:
+    f = first(run(VanishingGradient(), Stream(steps=200, fault=vanishing)))
+    # the loss gate needs 50 views without a new best, then 3 of 5 views
+    assert 50 <= f.step <= 60
+    assert f.tensor == "grad/fc0.weight"
+    assert "mean |gradient|" in f.message and "while the loss is not improving" in f.message
+
+
+def test_vanishing_gradient_stays_quiet_while_the_loss_improves() -> None:
+    def tiny_but_learning(d: StepData) -> None:
+        d.scale("grad/fc0.weight", 1e-9)
+
+    assert run(VanishingGradient(), Stream(steps=300, fault=tiny_but_learning)) == []
+
+
+def test_vanishing_gradient_ratio_condition_names_the_first_layer() -> None:
+    def ratio(d: StepData) -> None:
+        d.scalars["loss"] = 2.3
+        d.scale("grad/fc0.weight", 1e-5)
+
+    f = first(run(VanishingGradient({"threshold": 1e-12}), Stream(steps=120, fault=ratio)))
+    assert f.tensor == "grad/fc0.weight" and "of the last layer's (grad/fc3.weight" in f.message
+
+
+def test_exploding_gradient_fires_on_a_sustained_jump_naming_the_layer_that_rose() -> None:
+    def blow_up(d: StepData) -> None:
+        if d.step >= 400:
+            d.scale("grad/fc2.weight", 1e3)
+
+    f = first(run(ExplodingGradient(), Stream(fault=blow_up)))
+    assert (f.step, f.tensor) == (402, "grad/fc2.weight")  # 3 of 5 views
+    assert "global gradient norm" in f.message and "robust z" in f.message
+
+
+def test_exploding_gradient_absolute_threshold_names_the_largest_gradient() -> None:
+    def big(d: StepData) -> None:
+        if d.step >= 20:
+            d.set("grad/fc1.weight", l2=5e4)
+
+    rule = ExplodingGradient({"threshold": 1e4, "trigger_k": 1, "trigger_n": 1, "z_threshold": 1e9})
+    f = first(run(rule, Stream(steps=40, fault=big)))
+    assert (f.step, f.tensor, f.threshold) == (20, "grad/fc1.weight", 1e4)
+    assert f.message.startswith("grad/fc1.weight: l2 norm 5e4 is above the threshold 1e4 at step 20 on rank 0")
+
+
+def test_all_zero_names_the_zeroed_gradient() -> None:
+    def dead(d: StepData) -> None:
+        if d.step >= 100:
+            d.set("grad/fc2.weight", zero=d.cols["grad/fc2.weight"][COL["count"]])
+
+    f = first(run(AllZero(), Stream(steps=120, fault=dead)))
+    assert (f.step, f.tensor) == (100, "grad/fc2.weight")
+
+
+def test_unchanged_tensor_names_the_frozen_layer_after_num_steps() -> None:
+    def frozen(d: StepData) -> None:
+        if d.step >= 200:
+            d.set("fc1.weight", update_l2=0.0)
+
+    f = first(run(UnchangedTensor(), Stream(steps=260, fault=frozen)))
+    assert (f.step, f.tensor) == (202, "fc1.weight")
+    assert "unchanged for 3 saved steps" in f.message
+
+
+def test_unchanged_tensor_ignores_steps_where_nothing_moved() -> None:
+    def skipped(d: StepData) -> None:
+        if 100 <= d.step < 120:  # e.g. a loss scaler skipping steps, or lr 0
+            for i in range(4):
+                d.set(f"fc{i}.weight", update_l2=0.0)
+
+    assert run(UnchangedTensor(), Stream(steps=200, fault=skipped)) == []
+
+
+def test_weight_update_ratio_fires_when_the_learning_rate_is_far_too_low() -> None:
+    def tiny_lr(d: StepData) -> None:
+        d.scalars["loss"] = 2.3
+        for i in range(4):
+            d.cols[f"fc{i}.weight"][COL["update_l2"]] *= 1e-5
+
+    f = first(run(WeightUpdateRatio(), Stream(steps=120, fault=tiny_lr)))
+    assert 50 <= f.step <= 60 and f.tensor is not None and f.tensor.endswith(".weight")
+    assert "below the threshold 1e-6" in f.message and "raise the learning rate" in f.message
+
+
+def test_weight_update_ratio_fires_when_updates_are_larger_than_the_weights() -> None:
+    def huge(d: StepData) -> None:
+        d.scalars["loss"] = 2.3
+        for i in range(4):
+            d.cols[f"fc{i}.weight"][COL["update_l2"]] *= 1e4
+
+    f = first(run(WeightUpdateRatio(), Stream(steps=120, fault=huge)))
+    assert "above the threshold 1" in f.message and "lower the learning rate" in f.message
+
+
+def test_tensor_variance_names_the_weight_that_diverged() -> None:
+    def grow(d: StepData) -> None:
+        if d.step >= 100:
+            d.set("fc0.weight", std=5.0)
+
+    f = first(run(TensorVariance(), Stream(steps=120, fault=grow)))
+    assert (f.step, f.tensor, f.value) == (102, "fc0.weight", 25.0)

@@ -1,0 +1,173 @@
+"""Loss-curve rules, class imbalance, stalled training and the threshold watchpoint fire on their faults."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tests.rules.streams import StepData, Stream, first, run
+from trainguard.api.enums import Severity
+from trainguard.rules.class_imbalance import ClassImbalance
+from trainguard.rules.loss_not_decreasing import LossNotDecreasing
+from trainguard.rules.loss_spike import LossSpike
+from trainguard.rules.oscillating_loss import OscillatingLoss
+from trainguard.rules.overfit import Overfit
+from trainguard.rules.overtraining import Overtraining
+from trainguard.rules.stalled_training import StalledTraining
+from trainguard.rules.threshold import Threshold
+from trainguard.rules.view import COL, StepView, TensorMeta
+
+
+def flat_loss(d: StepData) -> None:
+    d.scalars["loss"] = 2.3 * (1 + 0.05 * math.sin(d.step * 1.7))
+
+
+def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:
+    f = first(run(LossNotDecreasing(), Stream(steps=300, fault=flat_loss)))
+    assert (f.step, f.tensor) == (199, "loss")
+    assert "over the last 100 steps is not 0.1% below the best earlier block" in f.message
+
+
+def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:
+    rule = LossNotDecreasing({"num_steps": "2", "diff_percent": "1", "mode": "EVAL"})
+    def rising_val(d: StepData) -> None:
+        if d.eval_scalars:
+            d.eval_scalars["loss"] = 1.0 + d.step / 1000
+
+    f = first(run(rule, Stream(fault=rising_val)))
+    assert f.step == 200 and f.message.startswith("eval loss: mean")  # eval points 50,100 | 150,200
+
+
+def overfitting(d: StepData) -> None:
+    """From step 300 the validation loss climbs while the training loss keeps falling."""
+    if d.eval_scalars and d.step >= 300:
+        d.eval_scalars["loss"] = 1.0 + (d.step - 300) / 100
+
+
+def test_overfit_fires_after_patience_eval_points_of_gap_without_a_new_best() -> None:
+    f = first(run(Overfit(), Stream(fault=overfitting)))
+    assert f.step == 400  # eval points 300, 350, 400
+    assert "above the train loss" in f.message and "without a new best val loss" in f.message
+
+
+def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
+    f = first(run(Overfit({"patience": 1, "gate_on_val_progress": False}), Stream(fault=overfitting)))
+    assert f.step == 300
+
+
+def test_overtraining_up_criterion_fires_after_three_rising_eval_points() -> None:
+    f = first(run(Overtraining(), Stream(fault=overfitting)))
+    assert f.step == 400  # rises at 300 (0.73 at 250 -> 1.0), 350, 400
+    assert "reaching UP_3" in f.message
+
+
+def test_overtraining_gl_criterion_fires_when_val_loss_is_alpha_percent_above_its_best() -> None:
+    f = first(run(Overtraining({"criterion": "gl", "alpha": 30}), Stream(fault=overfitting)))
+    assert f.step == 300 and "above GL alpha 30%" in f.message  # 1.0 vs the best 0.73 at step 250
+
+
+def test_overtraining_ports_a_sagemaker_config_to_the_patience_criterion() -> None:
+    rule = Overtraining({"patience_validation": 3, "delta": 0.01})
+    assert rule.params.criterion == "patience"  # type: ignore[attr-defined]
+    f = first(run(rule, Stream(fault=overfitting)))
+    assert f.step == 400 and "patience_validation 3" in f.message
+
+
+def test_loss_spike_fires_at_the_spike_and_names_a_gradient_co_spike() -> None:
+    def spike(d: StepData) -> None:
+        if d.step == 400:
+            d.scalars["loss"] *= 5
+            d.scale("grad/fc3.weight", 20)
+
+    found = run(LossSpike(), Stream(fault=spike))
+    assert [(f.step, f.tensor) for f in found] == [(400, "loss")]
+    assert "with a gradient-norm co-spike" in found[0].message and "restart from a checkpoint" in found[0].message
+
+
+def test_loss_spike_without_a_gradient_spike_gives_the_data_hint() -> None:
+    def spike(d: StepData) -> None:
+        if d.step == 400:
+            d.scalars["loss"] *= 5
+
+    f = first(run(LossSpike(), Stream(fault=spike)))
+    assert "co-spike" not in f.message and "corrupt data" in f.message
+
+
+def test_oscillating_loss_fires_after_the_loss_stops_improving() -> None:
+    def oscillate(d: StepData) -> None:
+        if d.step >= 300:
+            d.scalars["loss"] = 1.0 * (1.6 if d.step % 2 else 0.6)
+
+    f = first(run(OscillatingLoss(), Stream(fault=oscillate)))
+    assert 345 <= f.step <= 360 and f.tensor == "loss"
+    assert "reverse direction" in f.message
+
+
+def test_class_imbalance_counts_label_count_scalars() -> None:
+    def skewed(d: StepData) -> None:
+        d.scalars["label_count/cat"] = 99.0
+        d.scalars["label_count/dog"] = 1.0
+
+    f = first(run(ClassImbalance(), Stream(steps=20, fault=skewed)))
+    assert f.step == 4 and f.severity == Severity.INFO  # 500 labels after 5 steps
+    assert "class cat has 99x the samples of class dog" in f.message
+
+
+def test_class_imbalance_reads_binary_label_tensors_and_stays_quiet_when_balanced() -> None:
+    meta = (TensorMeta("labels", "labels", shape=(64,)),)
+
+    def view(step: int, positives: int) -> StepView:
+        row = np.zeros((1, 12))
+        row[0, [COL["count"], COL["zero"], COL["min"], COL["max"], COL["mean"]]] = [64, 64 - positives, 0, 1, positives / 64]
+        return StepView(step=step, names=("labels",), meta=meta, stats=row)
+
+    assert run(ClassImbalance(), [view(s, 30) for s in range(20)]) == []
+    f = first(run(ClassImbalance(), [view(s, 1) for s in range(20)]))
+    assert f.step == 7 and "class 0 has 63x the samples of class 1" in f.message
+
+
+def test_stalled_training_fires_on_a_heartbeat_long_after_the_last_step() -> None:
+    views = Stream(steps=50).views()
+    last = views[-1]
+    heartbeats = [StepView(step=last.step, rank=0, wall_time=last.wall_time + s) for s in (60.0, 1000.0, 1900.0)]
+    rule = StalledTraining()
+    found = run(rule, [*views, *heartbeats])
+    assert [(f.step, f.value) for f in found] == [(49, 1900.0)]
+    assert "no new step since step 49 for 1900 s, longer than the threshold 1800 s on rank 0" in found[0].message
+
+
+def test_heartbeats_change_nothing_for_rules_that_do_not_ask_for_them() -> None:
+    rule = LossSpike()
+    run(rule, Stream(steps=30).views())
+    before = rule.state_dict()
+    run(rule, [StepView(step=29, wall_time=5000.0)] * 3)
+    assert rule.state_dict() == before
+
+
+def test_stalled_training_reports_a_gap_between_steps_when_evaluated_offline() -> None:
+    def pause(d: StepData) -> None:
+        if d.step >= 20:
+            d.wall_time += 3600
+
+    f = first(run(StalledTraining(), Stream(steps=30, fault=pause)))
+    assert f.step == 20 and "came 3600 s after step 19" in f.message
+
+
+def test_threshold_watchpoint_compares_a_statistic_of_a_collection() -> None:
+    def big(d: StepData) -> None:
+        if d.step >= 10:
+            d.set("grad/fc1.weight", max=500.0)
+
+    rule = Threshold({"statistic": "abs_max", "comparison": ">=", "value": 100}, collections=["gradients"])
+    f = first(run(rule, Stream(steps=20, fault=big)))
+    assert (f.step, f.tensor) == (10, "grad/fc1.weight")
+    assert f.message.startswith("grad/fc1.weight: abs_max 500 >= 100 at step 10 on rank 0")
+
+
+def test_threshold_watchpoint_on_a_scalar_and_on_a_regex() -> None:
+    rule = Threshold({"scalar": "^lr$", "comparison": "<", "value": 0.01})
+    f = first(run(rule, Stream(steps=20)))
+    assert (f.step, f.tensor) == (0, "lr")  # warmup starts at 0.005
+    rule = Threshold({"statistic": "zero_percentage", "comparison": ">", "value": 50}, tensors=["relu2$"])
+    assert first(run(rule, Stream(steps=3))).tensor == "act/relu2"

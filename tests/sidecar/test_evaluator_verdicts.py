@@ -161,3 +161,20 @@ def test_the_evaluator_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_while_a_rank_is_silent_heartbeats_let_stalled_training_fire_when_following_live(
+    file_uri: str,
+) -> None:
+    now = {"t": 1_000.0}
+    RunBuilder(open_store(file_uri)).segment(range(5), wall_time=1_000.0)
+    stalled = RuleSpec(type="stalled_training", params={"threshold": 60})
+    ev = Evaluator(file_uri, rules=[stalled, ledger()], checkpoint=False, clock=lambda: now["t"])
+    assert ev.poll(heartbeat=True) == []
+    now["t"] += 30
+    assert ev.poll(heartbeat=True) == []
+    now["t"] += 120
+    assert ev.poll() == []  # offline polls send no heartbeat: an old stored run is not "stalled"
+    (verdict,) = ev.poll(heartbeat=True)
+    assert (verdict.rule, verdict.state, verdict.step) == ("stalled_training", RuleState.ISSUES_FOUND, 4)
+    assert ev._tracks[0].rules[1].steps == list(range(5))  # type: ignore[attr-defined]  # others never see heartbeats

@@ -62,3 +62,39 @@ def test_loss_scalars_are_classified_by_mode_and_name() -> None:
     assert loss_mode(format.TensorInfo(id=9, name="val_loss", collection="losses", mode="train")) == Mode.EVAL
     assert loss_mode(format.TensorInfo(id=9, name="accuracy", collection="metrics", mode="train")) is None
     assert loss_mode(TENSORS[0]) is None
+
+
+def test_prediction_count_records_are_attached_by_step_and_mode(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = open_store(f"file://{tmp_path}")
+    b = RunBuilder(store)
+    tensors = [
+        *TENSORS,
+        format.TensorInfo(id=6, name="pred/ctr", collection="predictions", mode="train", units=4),
+        format.TensorInfo(id=7, name="pred/ctr", collection="predictions", mode="eval", units=4),
+    ]
+    store.put(
+        format.meta_key(0, 0), format.Catalogue(rank=0, version=0, tensors=tensors).model_dump_json().encode()
+    )
+    counts = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
+    seg = format.Segment(
+        steps=np.array([0, 10], np.int64),
+        wall_time=np.array([1.0, 2.0]),
+        tensor_ids=np.zeros(0, np.int32),
+        stats=np.zeros((2, 0, len(format.STAT_COLUMNS)), np.float32),
+        extra={
+            "pred.6": counts,
+            "pred.6.steps": np.array([0, 10], np.int64),
+            "pred.7": counts[:1] + 100,
+            "pred.7.steps": np.array([5], np.int64),
+        },
+    )
+    store.put(format.segment_key(0, 0, 10, b.seq), format.encode_segment(seg))
+    src = RankSource(store, 0)
+    (loaded,) = src.poll()
+    views = ViewBuilder(0).views(loaded, src.catalogue())
+    assert [v.step for v in views] == [0, 5, 10]
+    assert np.array_equal(views[0].predictions["pred/ctr"], counts[0]) and views[0].eval_predictions == {}
+    assert (
+        np.array_equal(views[1].eval_predictions["pred/ctr"], counts[0] + 100) and views[1].predictions == {}
+    )
+    assert np.array_equal(views[2].predictions["pred/ctr"], counts[1])

@@ -41,6 +41,11 @@ MAX_FINDINGS_PER_RULE = 100
 and the checkpoint of a rule that fires on every step of a long run."""
 
 
+HEARTBEAT_INTERVAL_SECONDS = 1.0
+"""While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
+view this often; their thresholds are minutes, so a second is plenty."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A rule's state transition. `action` is STOP/NOTIFY only on a transition to IssuesFound."""
@@ -96,6 +101,7 @@ class _RankTrack:
     last_stats_view: StepView | None = None
     ended: bool = False
     end_seen: bool = False
+    last_heartbeat: float = float("-inf")
     problems_seen: int = 0
 
 
@@ -210,12 +216,16 @@ class Evaluator:
         return self._lock
 
     # --- following ------------------------------------------------------------------------------
-    def poll(self, *, on_verdict: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    def poll(
+        self, *, on_verdict: Callable[[Verdict], None] | None = None, heartbeat: bool = False
+    ) -> list[Verdict]:
         """Read what is new once, evaluate it and return the verdict transitions it caused.
 
         With `on_verdict`, each transition is handed over right after the segment that caused it
         and before that segment's checkpoint, so a crash repeats at most one segment's verdicts
-        (idempotent sinks: stop file, status patch) and never loses one.
+        (idempotent sinks: stop file, status patch) and never loses one. With `heartbeat` (live
+        following, as `run` does), a rank that brought nothing new gets a heartbeat view (its last
+        step, the time now) for the rules that watch time, such as `stalled_training`.
         """
         out: list[Verdict] = []
         self._discover()
@@ -226,24 +236,27 @@ class Evaluator:
                 segments = track.source.poll()
                 track.end_seen = True
             for seg in segments:
-                verdicts = self._evaluate_segment(track, seg)
-                for v in verdicts:
-                    self._act(v)
-                    if on_verdict is not None:
-                        on_verdict(v)
-                out.extend(verdicts)
+                out.extend(self._emit(self._evaluate_segment(track, seg), on_verdict))
                 self._save()
+            if heartbeat and not segments and not track.end_seen:
+                beat = self._heartbeat(track)
+                if beat:
+                    out.extend(self._emit(beat, on_verdict))
+                    self._save()
             self._note_problems(track)
             if track.end_seen:
                 track.ended = True
                 self._save()
         if self._all_ended():
-            final = self.finish()
-            for v in final:
-                if on_verdict is not None:
-                    on_verdict(v)
-            out.extend(final)
+            out.extend(self._emit(self.finish(), on_verdict))
         return out
+
+    def _emit(self, verdicts: list[Verdict], on_verdict: Callable[[Verdict], None] | None) -> list[Verdict]:
+        for v in verdicts:
+            self._act(v)
+            if on_verdict is not None:
+                on_verdict(v)
+        return verdicts
 
     def run(
         self,
@@ -262,7 +275,7 @@ class Evaluator:
         while not stop.is_set():
             before = self.segments_total
             try:
-                self.poll(on_verdict=on_verdict)
+                self.poll(on_verdict=on_verdict, heartbeat=True)
                 self.last_error = None
             except errors.StoreError as err:
                 if self.last_error != str(err):
@@ -420,6 +433,27 @@ class Evaluator:
             self.last_evaluation_time = now
             self.segments_total += 1
             self.durations.observe(time.perf_counter() - started)
+        return verdicts
+
+    def _heartbeat(self, track: _RankTrack) -> list[Verdict]:
+        """Send a heartbeat view to the rules that want one, at most every HEARTBEAT_INTERVAL_SECONDS."""
+        now = self.clock()
+        if track.last_step is None or now - track.last_heartbeat < HEARTBEAT_INTERVAL_SECONDS:
+            return []
+        track.last_heartbeat = now
+        view = StepView(step=track.last_step, rank=track.rank, wall_time=now)
+        verdicts: list[Verdict] = []
+        with self._lock:
+            for i, rule in enumerate(track.rules):
+                if not rule.wants_heartbeat:
+                    continue
+                try:
+                    found = rule.update(view)
+                except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
+                    v = self._rule_error(i, view, err)
+                    verdicts.extend([v] if v is not None else [])
+                    continue
+                verdicts.extend(self._on_findings(i, found))
         return verdicts
 
     def _on_findings(self, i: int, found: list[Finding]) -> list[Verdict]:

@@ -1,10 +1,10 @@
 """Turns the segments of one rank into `StepView`s, one per step, in step order.
 
-Called by the evaluator for each new segment. Tensor statistics and scalars of the same step
-are merged into one view; per-unit vectors and histograms are attached on Tier-1 steps; names
-and `TensorMeta` come from the catalogue and are built once per (catalogue, tensor set), so a
-step costs a few dictionary look-ups and no copies of the statistics block. Rules are left to
-`evaluator.py`; reading to `trainguard.store`.
+Called by the evaluator for each new segment. Tensor statistics, scalars and prediction-count
+records of the same step are merged into one view; per-unit vectors and histograms are attached
+on Tier-1 steps; names and `TensorMeta` come from the catalogue and are built once per
+(catalogue, tensor set), so a step costs a few dictionary look-ups and no copies of the
+statistics block. Rules are left to `evaluator.py`; reading to `trainguard.store`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from trainguard.rules.view import COLUMNS, StepView, TensorMeta
 from trainguard.store import format
 
 _EVAL_PREFIXES = ("val", "eval", "test", "valid")
+_PRED_PREFIX = "pred."
+_STEPS_SUFFIX = ".steps"
 
 
 def loss_mode(info: format.TensorInfo) -> Mode | None:
@@ -91,12 +93,14 @@ class ViewBuilder:
         row_of = {int(s): i for i, s in enumerate(seg.steps.tolist())}
         train, evals = self._scalars_by_step(seg, catalogue)
         tier1 = self._tier1_by_step(seg, catalogue)
-        steps = sorted(set(row_of) | set(train) | set(evals))
+        preds = _predictions_by_step(seg, catalogue)
+        steps = sorted(set(row_of) | set(train) | set(evals) | set(preds))
         empty_stats = np.zeros((0, len(COLUMNS)))
         out: list[StepView] = []
         for step in steps:
             row = row_of.get(step)
             units, hists = tier1.get(step, ({}, {}))
+            train_preds, eval_preds = preds.get(step, ({}, {}))
             has_stats = row is not None
             out.append(
                 StepView(
@@ -110,6 +114,8 @@ class ViewBuilder:
                     eval_scalars=evals.get(step, {}),
                     units=units,
                     hists=hists,
+                    predictions=train_preds,
+                    eval_predictions=eval_preds,
                 )
             )
         return out
@@ -156,6 +162,24 @@ class ViewBuilder:
             hists = {_name(catalogue, tid): np.asarray(h[i], np.float64) for tid, h in seg.hists.items()}
             out[step] = (units, hists)
         return out
+
+
+def _predictions_by_step(
+    seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+) -> dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+    """Prediction-count records (`extra["pred.<id>"]`, steps in `extra["pred.<id>.steps"]`) by step and mode."""
+    out: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = {}
+    for key, counts in seg.extra.items():
+        if not key.startswith(_PRED_PREFIX) or key.endswith(_STEPS_SUFFIX):
+            continue
+        steps = seg.extra.get(key + _STEPS_SUFFIX)
+        info = catalogue.get(int(key[len(_PRED_PREFIX) :])) if key[len(_PRED_PREFIX) :].isdigit() else None
+        if steps is None or info is None or len(steps) != len(counts):
+            continue
+        for step, record in zip(steps.tolist(), counts):
+            train, evals = out.setdefault(int(step), ({}, {}))
+            (evals if info.mode == Mode.EVAL.value else train)[info.name] = np.asarray(record, np.float64)
+    return out
 
 
 def _name(catalogue: Mapping[int, format.TensorInfo], tid: int) -> str:

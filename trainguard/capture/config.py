@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
+from trainguard.store import backend, writer
 
 DEFAULT_COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "metrics", "optimizer", "predictions")
 
@@ -43,6 +44,11 @@ class CaptureConfig(BaseModel):
     )
     max_block_seconds: float = Field(
         default=0.05, ge=0, description="Longest time a full upload queue may hold up a step before capture disables itself."
+    )
+    track_updates: bool = Field(
+        default=True,
+        description="PyTorch hook: keep two device copies of each captured trainable parameter (previous saved "
+        "step, first step) for update_l2 and distance_l2; costs 2x the captured parameters' memory.",
     )
     stop_file: str | None = Field(
         default=None, description="Path whose existence means the evaluator asked for a stop (TRAINGUARD_STOP_FILE)."
@@ -93,3 +99,20 @@ class CaptureConfig(BaseModel):
 
     def wants(self, collection: str) -> bool:
         return collection in self.collections
+
+    def open_writer(self, *, framework: str) -> writer.RankWriter:
+        """Return the rank writer these settings describe (store, rank, flush and blocking limits)."""
+        options = {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
+        return writer.RankWriter(
+            backend.open_store(self.out, **options),
+            rank=self.rank,
+            world_size=self.world_size,
+            run_id=self.run_id,
+            framework=framework,
+            hook_config=self.model_dump(mode="json"),
+            config=writer.WriterConfig(
+                flush_every_steps=self.flush_every_steps,
+                flush_interval_seconds=self.flush_interval_seconds,
+                max_block_seconds=self.max_block_seconds,
+            ),
+        )

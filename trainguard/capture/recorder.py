@@ -19,7 +19,7 @@ from trainguard.store import stats as numpy_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter
 from trainguard.capture.stop import StopFlag
-from trainguard.store import backend, writer
+from trainguard.store import writer
 
 log = logging.getLogger(__name__)
 
@@ -45,20 +45,7 @@ class Recorder:
         self._stop = StopFlag(config.stop_file if config else None)
         if config is None:
             return
-        store_options = {"endpoint_url": config.s3_endpoint} if config.s3_endpoint and config.out.startswith("s3://") else {}
-        self._writer = writer.RankWriter(
-            backend.open_store(config.out, **store_options),
-            rank=config.rank,
-            world_size=config.world_size,
-            run_id=config.run_id,
-            framework="numpy",
-            hook_config=config.model_dump(mode="json"),
-            config=writer.WriterConfig(
-                flush_every_steps=config.flush_every_steps,
-                flush_interval_seconds=config.flush_interval_seconds,
-                max_block_seconds=config.max_block_seconds,
-            ),
-        )
+        self._writer = config.open_writer(framework="numpy")
         atexit.register(self.close)
 
     # --- recording ----------------------------------------------------------------------------

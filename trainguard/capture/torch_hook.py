@@ -1,0 +1,553 @@
+"""The PyTorch hook (`import trainguard.torch as tg; tg.Hook`): statistics of weights, gradients,
+activations and scalars, computed on the device and written through `store.writer.RankWriter`.
+
+The step counter is the optimizer's step count. On steps that are not saved the hook does
+nothing but count (activation hooks are only installed for saved iterations). On a saved step
+the optimizer's pre-hook stages the gradients, its post-hook reduces gradients, parameters and
+activations on their device (`torch_stats`), and the step is finalised at the start of the
+next iteration: then the step's results and its scalars reach the host in ONE copy. Every hook
+body catches everything: a failure disables capture, is logged once and lands in END.json.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from trainguard.capture import torch_stats
+from trainguard.capture.config import CaptureConfig
+from trainguard.capture.stop import StopFlag
+from trainguard.store import writer
+
+log = logging.getLogger(__name__)
+
+ACTIVATION_KINDS: dict[type[nn.Module], str] = {
+    nn.ReLU: "relu",
+    nn.ReLU6: "relu6",
+    nn.LeakyReLU: "leaky_relu",
+    nn.ELU: "elu",
+    nn.GELU: "gelu",
+    nn.SiLU: "silu",
+    nn.PReLU: "prelu",
+    nn.SELU: "selu",
+    nn.Sigmoid: "sigmoid",
+    nn.Tanh: "tanh",
+}
+"""Module types whose outputs are captured as `act/<module name>` (exact types: ReLU6 is a Hardtanh)."""
+
+DEFAULT_PACK_MAX_NUMEL = 1 << 20
+"""Tensors up to this many elements are packed and reduced together; larger ones one by one."""
+
+
+@dataclass
+class _Param:
+    name: str
+    param: nn.Parameter
+    module: str
+    tid: int | None
+    """Catalogue id of the weight/bias itself, None when its collection is not captured."""
+    want_grad: bool
+    grad_tid: int | None = None
+    history: torch_stats._History | None = None
+    """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
+
+
+@dataclass
+class _Activation:
+    name: str
+    module: nn.Module
+    kind: str
+    tid: int | None = None
+    handle: RemovableHandle | None = None
+    captured_step: int = -1
+
+
+@dataclass
+class _Group:
+    """One device's share of a saved step: packed slots in layout order, plus large tensors."""
+
+    packer: torch_stats.Packed
+    ids: list[int] = field(default_factory=list)
+    numels: list[int] = field(default_factory=list)
+    tensors: list[torch.Tensor] = field(default_factory=list)
+    tracked: int = 0
+    n_params: int = 0
+    layout: torch_stats._Layout | None = None
+
+
+@dataclass
+class _Pending:
+    """A reduced saved step whose results still live on the device."""
+
+    step: int
+    ids: list[int]
+    counts: list[int]
+    parts: list[torch.Tensor]
+    """float64 device tensors: raw moments [T_i, RAW] of each group, in `ids` order."""
+    units: dict[tuple[str, int], torch.Tensor]
+    hists: dict[int, torch.Tensor]
+
+
+class Hook:
+    """Captures a PyTorch training run into a TrainGuard run. Inert (all methods no-ops) without a config."""
+
+    def __init__(
+        self,
+        out: str | None = None,
+        *,
+        config: CaptureConfig | None = None,
+        pack_max_numel: int = DEFAULT_PACK_MAX_NUMEL,
+        **settings: Any,
+    ) -> None:
+        if config is None:
+            overrides: dict[str, Any] = dict(settings)
+            if out:
+                overrides["out"] = out
+            config = CaptureConfig.from_env(**overrides)
+        self.config = config
+        self.pack_max_numel = pack_max_numel
+        self.step = 0
+        """Optimizer steps completed; the step in progress has this number."""
+        self._in_iteration = False
+        self._handles: list[RemovableHandle] = []
+        self._params: list[_Param] = []
+        self._activations: list[_Activation] = []
+        self._act_order = 0
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._packers: dict[torch.device, torch_stats.Packed] = {}
+        self._staged: dict[torch.device, _Group] | None = None
+        self._staged_step = -1
+        self._acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
+        self._acts_raw: list[tuple[int, int, torch.Tensor]] = []
+        self._units: dict[tuple[str, int], torch.Tensor] = {}
+        self._hists: dict[int, torch.Tensor] = {}
+        self._pending: _Pending | None = None
+        self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
+        self._writer: writer.RankWriter | None = None
+        self._stop = StopFlag(config.stop_file if config else None)
+        self._closed = False
+        if config is None:
+            return
+        self._writer = config.open_writer(framework="pytorch")
+        atexit.register(self.close)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Hook:
+        """Return a hook configured by `TRAINGUARD_*` variables; an inert hook when TRAINGUARD_OUT is unset."""
+        pack_max = overrides.pop("pack_max_numel", DEFAULT_PACK_MAX_NUMEL)
+        return cls(config=CaptureConfig.from_env(environ, **overrides), pack_max_numel=pack_max)
+
+    # --- state ------------------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """True while the hook captures: configured, not closed, and no failure so far."""
+        w = self._writer
+        return w is not None and not w.disabled and not self._closed
+
+    @property
+    def errors(self) -> list[str]:
+        return [] if self._writer is None else list(self._writer.errors)
+
+    def is_saved_step(self, step: int | None = None) -> bool:
+        """Return whether `step` (default: the step in progress) is a saved step."""
+        return self.config is not None and ((self.step if step is None else step) % self.config.save_interval) == 0
+
+    def _tier1(self, step: int) -> bool:
+        assert self.config is not None
+        return (step // self.config.save_interval) % self.config.tier1_interval == 0
+
+    def _wants(self, collection: str) -> bool:
+        return self.config is not None and self.config.wants(collection)
+
+    def _fail(self, where: str, err: BaseException) -> None:
+        message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
+        if self._writer is not None:
+            self._writer._fail(message)
+        else:
+            log.error("trainguard: %s", message)
+        self._remove_handles()
+        self._pending = None
+        self._staged = None
+
+    # --- registration -----------------------------------------------------------------------------
+    def register_module(self, module: nn.Module) -> None:
+        """Capture the module's weights, biases, gradients and activations (on saved steps)."""
+        if not self.enabled:
+            return
+        try:
+            w = self._writer
+            assert w is not None
+            modules = dict(module.named_modules())
+            for name, p in module.named_parameters():
+                owner = name.rsplit(".", 1)[0] if "." in name else ""
+                collection = "biases" if name.endswith("bias") else "weights"
+                tid = None
+                if self._wants(collection):
+                    tid = w.define(
+                        name,
+                        collection=collection,
+                        shape=list(p.shape),
+                        dtype=str(p.dtype).removeprefix("torch."),
+                        module=owner or None,
+                        trainable=p.requires_grad,
+                    )
+                self._params.append(
+                    _Param(name, p, owner, tid, want_grad=p.requires_grad and self._wants("gradients"))
+                )
+            if self._wants("activations"):
+                for name, m in modules.items():
+                    kind = ACTIVATION_KINDS.get(type(m))
+                    if kind is not None and name:
+                        self._activations.append(_Activation(name, m, kind))
+            self._handles.append(module.register_forward_pre_hook(self._on_forward))
+            self._arm_activations(self.is_saved_step())
+        except Exception as err:  # noqa: BLE001 - never raise into training
+            self._fail("register_module", err)
+
+    def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
+        if not self.enabled:
+            return
+        if self._optimizer is not None:
+            log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
+            return
+        try:
+            self._optimizer = optimizer
+            self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
+            self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
+        except Exception as err:  # noqa: BLE001
+            self._fail("register_optimizer", err)
+
+    def _arm_activations(self, on: bool) -> None:
+        """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
+        for act in self._activations:
+            if on and act.handle is None:
+                act.handle = act.module.register_forward_hook(self._activation_hook(act))
+            elif not on and act.handle is not None:
+                act.handle.remove()
+                act.handle = None
+
+    def _remove_handles(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._arm_activations(False)
+
+    # --- hook bodies ------------------------------------------------------------------------------
+    def _on_forward(self, module: nn.Module, args: object) -> None:
+        if not module.training:
+            return
+        self._in_iteration = True
+        if self._pending is not None:
+            try:
+                self._finalize()
+            except Exception as err:  # noqa: BLE001
+                self._fail("finalising a saved step", err)
+
+    def _activation_hook(self, act: _Activation) -> Callable[[nn.Module, object, object], None]:
+        def hook(module: nn.Module, inputs: object, output: object) -> None:
+            if not module.training or act.captured_step == self.step or not self.is_saved_step():
+                return
+            try:
+                self._capture_activation(act, output)
+            except Exception as err:  # noqa: BLE001
+                self._fail(f"capturing act/{act.name}", err)
+
+        return hook
+
+    def _capture_activation(self, act: _Activation, output: object) -> None:
+        if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
+            return
+        act.captured_step = self.step
+        w = self._writer
+        assert w is not None
+        if act.tid is None:
+            act.tid = w.define(
+                f"act/{act.name}",
+                collection="activations",
+                shape=list(output.shape),
+                dtype=str(output.dtype).removeprefix("torch."),
+                module=act.name,
+                activation=act.kind,
+                order=self._act_order,
+                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
+            )
+            self._act_order += 1
+        with torch.no_grad():
+            if self._tier1(self.step):
+                unit = torch_stats.unit_vector(output, act.kind)
+                if unit is not None:
+                    self._units[(unit[0], act.tid)] = unit[1]
+            if output.numel() <= self.pack_max_numel:
+                copy = output.detach().to(torch.float32, copy=True)  # later in-place ops must not change it
+                self._acts_small.setdefault(output.device, []).append((act.tid, copy))
+            else:
+                self._acts_raw.append((act.tid, output.numel(), torch_stats.reduce_large(output)))
+                if self._tier1(self.step):
+                    self._hists[act.tid] = torch_stats.histogram(output)
+
+    def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        try:
+            if self._pending is not None:
+                self._finalize()
+            if self.enabled and self.is_saved_step():
+                with torch.no_grad():
+                    self._stage(self.step)
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"optimizer step {self.step} (gradients)", err)
+
+    def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        step = self.step
+        self.step += 1
+        self._in_iteration = False
+        if not self.enabled:
+            return
+        try:
+            if self.is_saved_step(step):
+                with torch.no_grad():
+                    self._complete(step, optimizer)
+            self._arm_activations(self.is_saved_step())
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"optimizer step {step} (weights)", err)
+
+    # --- reduction ----------------------------------------------------------------------------------
+    def _packer(self, device: torch.device) -> torch_stats.Packed:
+        p = self._packers.get(device)
+        if p is None:
+            p = self._packers[device] = torch_stats.Packed(device)
+        return p
+
+    def _stage(self, step: int) -> None:
+        """Lay out this step's small tensors per device and load gradients and activations."""
+        assert self.config is not None and self._writer is not None
+        groups: dict[torch.device, _Group] = {}
+        track = self.config.track_updates
+        small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
+        # tracked parameters first: their rows are compared with the copies kept from earlier steps
+        small.sort(key=lambda p: not (track and p.param.requires_grad))
+        for p in small:
+            g = groups.setdefault(p.param.device, _Group(self._packer(p.param.device)))
+            g.ids.append(p.tid)  # type: ignore[arg-type]
+            g.numels.append(p.param.numel())
+            g.tensors.append(p.param)
+            g.n_params += 1
+            g.tracked += int(track and p.param.requires_grad)
+        for p in self._params:
+            grad = p.param.grad
+            if not p.want_grad or grad is None or grad.is_sparse:
+                continue
+            if p.grad_tid is None:
+                p.grad_tid = self._writer.define(
+                    f"grad/{p.name}",
+                    collection="gradients",
+                    shape=list(grad.shape),
+                    dtype=str(grad.dtype).removeprefix("torch."),
+                    module=p.module or None,
+                )
+            if grad.numel() > self.pack_max_numel:
+                self._acts_raw.append((p.grad_tid, grad.numel(), torch_stats.reduce_large(grad)))
+                if self._tier1(step):
+                    self._hists[p.grad_tid] = torch_stats.histogram(grad)
+                continue
+            g = groups.setdefault(grad.device, _Group(self._packer(grad.device)))
+            g.ids.append(p.grad_tid)
+            g.numels.append(grad.numel())
+            g.tensors.append(grad)
+        for device, acts in self._acts_small.items():
+            g = groups.setdefault(device, _Group(self._packer(device)))
+            for tid, t in acts:
+                g.ids.append(tid)
+                g.numels.append(t.numel())
+                g.tensors.append(t)
+        self._acts_small = {}
+        for g in groups.values():
+            g.layout = g.packer.layout(tuple(g.numels))
+            g.packer.load(g.layout, g.tensors[g.n_params :], start=g.n_params)
+            g.tensors = g.tensors[: g.n_params]
+        self._staged = groups
+        self._staged_step = step
+
+    def _complete(self, step: int, optimizer: torch.optim.Optimizer) -> None:
+        """Reduce the saved step on the device; the results stay there until `_finalize`."""
+        assert self.config is not None
+        if self._staged is None or self._staged_step != step:
+            self._stage(step)
+        assert self._staged is not None
+        tier1 = self._tier1(step)
+        ids: list[int] = []
+        counts: list[int] = []
+        parts: list[torch.Tensor] = []
+        for g in self._staged.values():
+            assert g.layout is not None
+            g.packer.load(g.layout, g.tensors, start=0)
+            parts.append(g.packer.reduce(g.layout, tracked=g.tracked))
+            ids += g.ids
+            counts += g.numels
+            if tier1:
+                for tid, h in zip(g.ids, g.packer.histograms(g.layout).unbind(0)):
+                    self._hists[tid] = h
+        for p in self._params:
+            if p.tid is None or p.param.numel() <= self.pack_max_numel:
+                continue
+            if p.history is None and self.config.track_updates and p.param.requires_grad:
+                p.history = torch_stats.new_history(p.param)
+            parts.append(torch_stats.reduce_large(p.param, p.history)[None, :])
+            ids.append(p.tid)
+            counts.append(p.param.numel())
+            if tier1:
+                self._hists[p.tid] = torch_stats.histogram(p.param)
+        for tid, n, raw in self._acts_raw:
+            parts.append(raw[None, :])
+            ids.append(tid)
+            counts.append(n)
+        if self._wants("optimizer") and optimizer.param_groups:
+            lr = optimizer.param_groups[0].get("lr")
+            if lr is not None:
+                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
+        self._pending = _Pending(step, ids, counts, parts, self._units, self._hists)
+        self._staged = None
+        self._acts_raw = []
+        self._units = {}
+        self._hists = {}
+
+    def _finalize(self) -> None:
+        """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
+        pending, self._pending = self._pending, None
+        scalars, self._scalars = self._scalars, []
+        w = self._writer
+        if w is None or w.disabled:
+            return
+        tensors: list[torch.Tensor] = []
+        if pending is not None:
+            tensors += [t.reshape(-1) for t in pending.parts]
+            tensors += list(pending.units.values()) + list(pending.hists.values())
+        scalar_tensors = [v for _, _, v in scalars if isinstance(v, torch.Tensor)]
+        host = _gather_to_host(tensors + [v.reshape(-1)[:1] for v in scalar_tensors])
+        offset = 0
+
+        def take(n: int) -> np.ndarray:
+            nonlocal offset
+            offset += n
+            return host[offset - n : offset]
+
+        if pending is not None:
+            raw = np.concatenate([take(t.numel()).reshape(-1, len(torch_stats.RAW_COLUMNS)) for t in pending.parts])
+            units = {k: take(v.numel()).astype(np.float32) for k, v in pending.units.items()}
+            hists = {k: take(v.numel()).astype(np.float32) for k, v in pending.hists.items()}
+            if pending.ids:
+                order = np.argsort(pending.ids, kind="stable")
+                stats = torch_stats.finish(raw[order], np.asarray(pending.counts)[order])
+                w.write_step(
+                    pending.step,
+                    np.asarray(pending.ids, np.int32)[order],
+                    stats,
+                    wall_time=time.time(),
+                    units=units or None,
+                    hists=hists or None,
+                )
+        by_step: dict[int, tuple[list[int], list[float]]] = {}
+        for step, tid, value in scalars:
+            v = float(take(1)[0]) if isinstance(value, torch.Tensor) else float(value)
+            ids, values = by_step.setdefault(step, ([], []))
+            ids.append(tid)
+            values.append(v)
+        for step, (ids, values) in sorted(by_step.items()):
+            w.write_scalars(step, ids, values)
+
+    # --- scalars and control --------------------------------------------------------------------------
+    def record_scalar(
+        self, name: str, value: float | torch.Tensor, *, mode: str = "train", collection: str | None = None
+    ) -> None:
+        """Record a scalar (a float or a one-element tensor, which stays on its device until the step's copy).
+
+        A scalar belongs to the iteration in progress: after `optimizer.step()` and before the
+        next training forward of a registered module, that is the step just completed. Train
+        scalars are kept on saved steps only; eval scalars always.
+        """
+        if self._writer is None or not self.enabled:
+            return
+        step = self.step if self._in_iteration or self.step == 0 else self.step - 1
+        if mode == "train" and not self.is_saved_step(step):
+            return
+        try:
+            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
+            self._add_scalar(step, name, value, mode=mode, collection=coll)
+            if self._pending is None and len(self._scalars) >= 4096:
+                self._finalize()  # a long eval loop between saved steps: bound what is held
+        except Exception as err:  # noqa: BLE001
+            self._fail(f"record_scalar({name!r})", err)
+
+    def _add_scalar(self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str) -> None:
+        assert self._writer is not None
+        if isinstance(value, torch.Tensor):
+            value = value.detach()
+        else:
+            value = float(value)
+        tid = self._writer.define(name, collection=collection, mode=mode)
+        self._scalars.append((step, tid, value))
+
+    def should_stop(self) -> bool:
+        """True once the evaluator asked this job to stop (cooperative stop)."""
+        return self._stop.is_set()
+
+    def stop_reason(self) -> str | None:
+        """The message the evaluator left with the stop request, if any."""
+        return self._stop.reason()
+
+    def flush(self) -> None:
+        """Write the pending step and scalars and hand the buffer to the uploader."""
+        if self._writer is None:
+            return
+        try:
+            if self.enabled and (self._pending is not None or self._scalars):
+                self._finalize()
+            self._writer.flush()
+        except Exception as err:  # noqa: BLE001
+            self._fail("flush", err)
+
+    def close(self) -> None:
+        """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
+        if self._closed:
+            return
+        self.flush()
+        self._closed = True
+        self._remove_handles()
+        if self._writer is not None:
+            self._writer.close()
+            atexit.unregister(self.close)
+
+    def __enter__(self) -> Hook:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:
+    """Concatenate float tensors per device and copy each device's block once (one copy on one device)."""
+    by_device: dict[torch.device, list[torch.Tensor]] = {}
+    order: list[tuple[torch.device, int]] = []
+    for t in tensors:
+        lst = by_device.setdefault(t.device, [])
+        order.append((t.device, len(lst)))
+        lst.append(t.reshape(-1).to(torch.float64))
+    if not order:
+        return np.zeros(0)
+    blocks: dict[torch.device, list[np.ndarray]] = {}
+    for device, lst in by_device.items():
+        host = torch_stats.to_host(torch.cat(lst))
+        sizes = [t.numel() for t in lst]
+        blocks[device] = np.split(host, np.cumsum(sizes)[:-1])
+    return np.concatenate([blocks[d][i] for d, i in order])

@@ -404,3 +404,21 @@ def test_a_worker_that_has_not_written_yet_is_a_rank_from_the_declared_world_siz
     assert source.poll() == []
     _copy(FIXTURES / "dtypes", tmp_path, only="index/")
     assert [seg.steps.tolist() for seg in source.poll()] == [[0, 1]]
+
+
+def test_a_storage_failure_mid_poll_returns_the_steps_read_and_retries_the_failed_one(
+    tmp_path: Path, recording_store: Any
+) -> None:
+    from trainguard.store import errors
+
+    _copy(FIXTURES / "mlp", tmp_path)
+    store = recording_store(open_store(str(tmp_path)))
+
+    def fail() -> None:
+        raise errors.StoreError("injected: the server went away after its retries")
+
+    store.before_get("events/000000000002/000000000002_worker_0.tfevents", fail)
+    source = smdebug.SmdebugSource(store, rank=0, worker="worker_0")
+    assert [s.steps.tolist() for s in source.poll()] == [[0, 1]]
+    assert np.concatenate([s.steps for s in source.poll()]).tolist() == [2, 3, 4, 5]
+    assert source.problems == []

@@ -398,20 +398,30 @@ class SmdebugSource:
 
     # Source protocol
     def poll(self) -> list[format.Segment]:
+        """Return the steps whose index appeared since the last call, as segments in step order.
+
+        A storage failure (after the backend's retries) ends the poll: the steps read before it
+        are returned and the failed one is tried again by the next poll; with none read, it raises.
+        """
         keys = self.store.list(INDEX_PREFIX, start_after=self.last_key or INDEX_PREFIX)
         steps: list[_StepRows] = []
-        mine = [k for k in keys if (p := parse_index_key(k)) is not None and p[1] == self.worker]
-        if mine and self._classifier is None:
-            self._classifier = self._load_classifier()
-        if keys:
-            self.last_key = keys[-1]
-        for key in mine:
-            read = read_step(self.store, key)
-            self.bytes_read += read.bytes_read
-            for message in read.problems:
-                self._problem(message)
-            if read.index is not None:
-                steps.append(self._rows(read))
+        for key in keys:
+            parsed = parse_index_key(key)
+            if parsed is not None and parsed[1] == self.worker:
+                try:
+                    if self._classifier is None:
+                        self._classifier = self._load_classifier()
+                    read = read_step(self.store, key)
+                except errors.StoreError:
+                    if steps:
+                        break
+                    raise
+                self.bytes_read += read.bytes_read
+                for message in read.problems:
+                    self._problem(message)
+                if read.index is not None:
+                    steps.append(self._rows(read))
+            self.last_key = key
         return _segments(steps)
 
     def catalogue(self) -> dict[int, format.TensorInfo]:

@@ -84,6 +84,10 @@ class TensorBoardSource:
                 data = self.store.get(key)
             except errors.NotFound:
                 continue  # removed between listing and reading
+            except errors.StoreError:
+                if points:
+                    break  # return what was read; this file is read again by the next poll
+                raise
             offset = self._offsets.get(key, 0)
             if len(data) <= offset:
                 continue

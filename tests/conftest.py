@@ -187,7 +187,9 @@ def _wait_ready(server: SeaweedServer, *, timeout_seconds: float) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         if not server.alive():
-            raise RuntimeError(f"SeaweedFS exited with status {server.process.returncode}:\n{server.log_tail()}")
+            raise RuntimeError(
+                f"SeaweedFS exited with status {server.process.returncode}:\n{server.log_tail()}"
+            )
         try:
             urllib.request.urlopen(server.endpoint_url + "/", timeout=1).close()
         except urllib.error.HTTPError:
@@ -202,7 +204,9 @@ def _wait_ready(server: SeaweedServer, *, timeout_seconds: float) -> None:
         except Exception as err:  # noqa: BLE001 - any failure here means "not ready yet"
             last = err
             time.sleep(0.05)
-    raise RuntimeError(f"SeaweedFS at {server.endpoint_url} not ready after {timeout_seconds}s ({last}):\n{server.log_tail()}")
+    raise RuntimeError(
+        f"SeaweedFS at {server.endpoint_url} not ready after {timeout_seconds}s ({last}):\n{server.log_tail()}"
+    )
 
 
 def start_seaweedfs(

@@ -47,7 +47,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:  # the base class's parameter name
             pass
 
         def _handle(self) -> None:
@@ -100,7 +100,9 @@ def fault_proxy(s3_server: Any) -> Iterator[FaultProxy]:
     proxy = FaultProxy(upstream=s3_server.endpoint_url)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
     proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fault-proxy", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fault-proxy", daemon=True
+    )
     thread.start()
     try:
         yield proxy
@@ -136,7 +138,9 @@ class RecordingStore:
             callback()
         return self.inner.get(key)
 
-    def list(self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None) -> list[str]:
+    def list(
+        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+    ) -> list[str]:
         self.list_calls.append((prefix, start_after, delimiter))
         keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter)
         self.list_results.append(keys)

@@ -72,9 +72,19 @@ class StoreContract:
         assert store.list("nothing/") == []
 
     def test_list_with_a_prefix_returns_only_keys_under_it(self, store: Store) -> None:
-        for k in ["rank-00000/meta-000000.json", "rank-00000/seg-1", "rank-00000/seg-2", "rank-00001/seg-1", "run.json"]:
+        for k in [
+            "rank-00000/meta-000000.json",
+            "rank-00000/seg-1",
+            "rank-00000/seg-2",
+            "rank-00001/seg-1",
+            "run.json",
+        ]:
             store.put(k, b"")
-        assert store.list("rank-00000/") == ["rank-00000/meta-000000.json", "rank-00000/seg-1", "rank-00000/seg-2"]
+        assert store.list("rank-00000/") == [
+            "rank-00000/meta-000000.json",
+            "rank-00000/seg-1",
+            "rank-00000/seg-2",
+        ]
         assert store.list("rank-00000/seg-") == ["rank-00000/seg-1", "rank-00000/seg-2"]
 
     def test_list_start_after_returns_only_later_keys(self, store: Store) -> None:

@@ -23,7 +23,9 @@ FAST = {"poll_interval_seconds": 0.02}
 
 
 def new_writer(store: Any) -> tuple[RankWriter, int]:
-    w = RankWriter(store, run_id="follow", config=WriterConfig(flush_every_steps=1, flush_interval_seconds=60))
+    w = RankWriter(
+        store, run_id="follow", config=WriterConfig(flush_every_steps=1, flush_interval_seconds=60)
+    )
     return w, w.define("w", collection="weights", shape=[3])
 
 

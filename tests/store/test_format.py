@@ -33,7 +33,10 @@ def make_segment(seed: int = 0) -> format.Segment:
         scalar_ids=np.array([7, 8, 7, 7], np.int32),
         scalar_values=np.array([0.5, 0.25, 0.125, np.nan]),
         tier1_steps=np.array([10, 30], np.int64),
-        units={("active", 5): rng.random((2, 16)).astype(np.float32), ("saturated", 2): rng.random((2, 4)).astype(np.float32)},
+        units={
+            ("active", 5): rng.random((2, 16)).astype(np.float32),
+            ("saturated", 2): rng.random((2, 4)).astype(np.float32),
+        },
         hists={0: rng.random((2, format.HIST_BINS)).astype(np.float32)},
         catalogue_version=3,
         extra={"labels": np.arange(4)},
@@ -41,9 +44,22 @@ def make_segment(seed: int = 0) -> format.Segment:
 
 
 def assert_segments_equal(a: format.Segment, b: format.Segment) -> None:
-    for name in ("steps", "wall_time", "tensor_ids", "stats", "scalar_steps", "scalar_ids", "scalar_values", "tier1_steps"):
+    for name in (
+        "steps",
+        "wall_time",
+        "tensor_ids",
+        "stats",
+        "scalar_steps",
+        "scalar_ids",
+        "scalar_values",
+        "tier1_steps",
+    ):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    assert a.units.keys() == b.units.keys() and a.hists.keys() == b.hists.keys() and a.extra.keys() == b.extra.keys()
+    assert (
+        a.units.keys() == b.units.keys()
+        and a.hists.keys() == b.hists.keys()
+        and a.extra.keys() == b.extra.keys()
+    )
     for k in a.units:
         np.testing.assert_array_equal(a.units[k], b.units[k])
     for h in a.hists:
@@ -77,7 +93,11 @@ def test_a_scalar_only_segment_round_trips_and_spans_its_scalar_steps() -> None:
 
 
 def test_segment_keys_sort_by_step_and_parse_back() -> None:
-    keys = [format.segment_key(0, 10, 19, 1), format.segment_key(0, 2, 9, 0), format.segment_key(0, 100, 100, 2)]
+    keys = [
+        format.segment_key(0, 10, 19, 1),
+        format.segment_key(0, 2, 9, 0),
+        format.segment_key(0, 100, 100, 2),
+    ]
     assert sorted(keys) == [keys[1], keys[0], keys[2]]
     assert format.parse_segment_name(keys[2]) == (100, 100, 2)
     assert format.parse_segment_name("rank-00000/seg-garbage.npz") is None
@@ -93,7 +113,12 @@ def test_a_run_written_by_the_recorder_reads_back_with_statistics_units_and_scal
             w = w - 0.01 * step
             weights.append(w.copy())
             rec.record_tensor("fc.weight", w, collection="weights")
-            rec.record_tensor("act/relu", np.maximum(rng.standard_normal((8, 5)), 0), collection="activations", activation="relu")
+            rec.record_tensor(
+                "act/relu",
+                np.maximum(rng.standard_normal((8, 5)), 0),
+                collection="activations",
+                activation="relu",
+            )
             rec.record_scalar("loss", 1.0 / (step + 1))
             if step % 3 == 0:
                 rec.record_scalar("val_loss", 2.0 / (step + 1), mode="eval")
@@ -105,7 +130,9 @@ def test_a_run_written_by_the_recorder_reads_back_with_statistics_units_and_scal
     np.testing.assert_allclose(l2, [np.linalg.norm(weights[s]) for s in steps], rtol=1e-6)
     _, upd = run.series("fc.weight", "update_l2")
     assert np.isnan(upd[0])
-    np.testing.assert_allclose(upd[1:], [np.linalg.norm(weights[s] - weights[s - 2]) for s in steps[1:]], rtol=1e-5)
+    np.testing.assert_allclose(
+        upd[1:], [np.linalg.norm(weights[s] - weights[s - 2]) for s in steps[1:]], rtol=1e-5
+    )
     np.testing.assert_array_equal(run.scalars("loss").steps, [0, 2, 4, 6])
     np.testing.assert_allclose(run.scalars("val_loss", mode="eval").values, [2.0, 0.5, 2.0 / 7])
     act = [t for t in run.tensors("activations")]
@@ -116,7 +143,9 @@ def test_a_run_written_by_the_recorder_reads_back_with_statistics_units_and_scal
     assert run.ended() is not None and run.ended().status == "ok"
 
 
-def test_a_tensor_defined_after_the_first_flush_gets_a_new_catalogue_version_that_readers_pick_up(file_uri: str) -> None:
+def test_a_tensor_defined_after_the_first_flush_gets_a_new_catalogue_version_that_readers_pick_up(
+    file_uri: str,
+) -> None:
     store = open_store(file_uri)
     w = RankWriter(store, run_id="r", config=WriterConfig(flush_every_steps=1))
     a = w.define("a", collection="weights", shape=[2])
@@ -164,7 +193,10 @@ def poll_until(src: object, *, count: int, timeout_seconds: float = 10.0) -> lis
 
 def test_run_json_with_an_unknown_major_version_is_refused_with_a_clear_message(file_uri: str) -> None:
     store = open_store(file_uri)
-    store.put("run.json", json.dumps({"format_version": "2.0", "run_id": "x", "framework": "numpy", "start_time": 0}).encode())
+    store.put(
+        "run.json",
+        json.dumps({"format_version": "2.0", "run_id": "x", "framework": "numpy", "start_time": 0}).encode(),
+    )
     with pytest.raises(errors.FormatError) as info:
         trainguard.open_run(file_uri)
     assert str(info.value) == (
@@ -176,7 +208,9 @@ def test_a_newer_minor_version_is_read(file_uri: str) -> None:
     store = open_store(file_uri)
     store.put(
         "run.json",
-        json.dumps({"format_version": "1.7", "run_id": "x", "framework": "numpy", "start_time": 0, "new_field": 1}).encode(),
+        json.dumps(
+            {"format_version": "1.7", "run_id": "x", "framework": "numpy", "start_time": 0, "new_field": 1}
+        ).encode(),
     )
     run = trainguard.open_run(file_uri)
     assert run.info is not None and run.info.run_id == "x"
@@ -187,7 +221,9 @@ def test_a_segment_with_an_unknown_major_version_is_reported_not_read() -> None:
     arrays = {k: v for k, v in np.load(io.BytesIO(format.encode_segment(make_segment()))).items()}
     arrays["format_version"] = np.array("2.1")
     np.savez(buf, **arrays)
-    with pytest.raises(errors.FormatError, match="segment s/k has run-format version 2.1; this TrainGuard reads 1.x"):
+    with pytest.raises(
+        errors.FormatError, match="segment s/k has run-format version 2.1; this TrainGuard reads 1.x"
+    ):
         format.decode_segment(buf.getvalue(), key="s/k")
 
 
@@ -208,13 +244,19 @@ def write_three_segments(uri: str) -> list[str]:
         pytest.param(lambda b: b[:10], id="cut-in-the-header"),
         pytest.param(lambda b: b"", id="empty"),
         pytest.param(
-            lambda b: b[: len(b) // 2] + bytes(x ^ 0xFF for x in b[len(b) // 2 : len(b) // 2 + 16]) + b[len(b) // 2 + 16 :],
+            lambda b: (
+                b[: len(b) // 2]
+                + bytes(x ^ 0xFF for x in b[len(b) // 2 : len(b) // 2 + 16])
+                + b[len(b) // 2 + 16 :]
+            ),
             id="flipped-bytes",
         ),
         pytest.param(lambda b: b"not a zip file at all", id="garbage"),
     ],
 )
-def test_a_damaged_segment_is_reported_and_skipped_while_later_segments_are_read(run_uri: str, damage: object) -> None:
+def test_a_damaged_segment_is_reported_and_skipped_while_later_segments_are_read(
+    run_uri: str, damage: object
+) -> None:
     keys = write_three_segments(run_uri)
     store = open_store(run_uri)
     store.put(keys[1], damage(store.get(keys[1])))  # type: ignore[operator]

@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 def inspect(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "trainguard", "inspect", *args],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
@@ -62,7 +63,11 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
     result = inspect(run_uri)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    rows = {line.split(None, 1)[0]: line.split(None, 1)[1] for line in result.stdout.splitlines() if " " in line.strip()}
+    rows = {
+        line.split(None, 1)[0]: line.split(None, 1)[1]
+        for line in result.stdout.splitlines()
+        if " " in line.strip()
+    }
     assert rows["run"] == run_uri
     assert rows["format"].startswith("trainguard (format 1.0, framework numpy")
     assert rows["ranks"] == "0"
@@ -116,7 +121,9 @@ def test_a_damaged_segment_is_listed_later_segments_are_read_and_the_exit_status
 
 
 def test_a_missing_run_is_one_error_line(tmp_path: Path) -> None:
-    assert_one_error_line(inspect(str(tmp_path / "nothing")), f"no run at {tmp_path / 'nothing'}", "check the URI")
+    assert_one_error_line(
+        inspect(str(tmp_path / "nothing")), f"no run at {tmp_path / 'nothing'}", "check the URI"
+    )
 
 
 def test_an_empty_s3_prefix_is_one_error_line(s3_uri: str) -> None:

@@ -26,7 +26,14 @@ def proxied(fault_proxy: Any, s3_bucket: str, s3_env: dict[str, str]) -> S3Store
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(503, "SlowDown"), (503, ""), (500, "InternalError"), (502, ""), (429, "TooManyRequests"), (400, "RequestTimeout")],
+    [
+        (503, "SlowDown"),
+        (503, ""),
+        (500, "InternalError"),
+        (502, ""),
+        (429, "TooManyRequests"),
+        (400, "RequestTimeout"),
+    ],
 )
 def test_throttling_and_server_errors_are_retried_until_the_request_succeeds(
     proxied: S3Store, fault_proxy: Any, caplog: pytest.LogCaptureFixture, status: int, code: str
@@ -67,14 +74,18 @@ def test_retries_stop_after_max_attempts_with_a_store_error_chained_from_the_las
     assert not isinstance(info.value, (errors.NotFound, errors.AccessDenied))
 
 
-def test_a_dead_endpoint_is_retried_then_reported_naming_bucket_key_and_endpoint(s3_env: dict[str, str]) -> None:
+def test_a_dead_endpoint_is_retried_then_reported_naming_bucket_key_and_endpoint(
+    s3_env: dict[str, str],
+) -> None:
     import socket
 
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     slept: list[float] = []
-    store = S3Store("s3://some-bucket/p", endpoint_url=f"http://127.0.0.1:{port}", max_attempts=4, sleep=slept.append)
+    store = S3Store(
+        "s3://some-bucket/p", endpoint_url=f"http://127.0.0.1:{port}", max_attempts=4, sleep=slept.append
+    )
     with pytest.raises(errors.StoreError, match=rf"s3://some-bucket/p/k at http://127.0.0.1:{port}") as info:
         store.get("k")
     assert isinstance(info.value.__cause__, EndpointConnectionError)
@@ -98,7 +109,10 @@ def test_a_missing_bucket_is_not_found_with_a_hint_and_is_not_retried(
 
 @pytest.mark.parametrize(
     ("override", "code"),
-    [({"AWS_SECRET_ACCESS_KEY": "not-the-secret"}, "SignatureDoesNotMatch"), ({"AWS_ACCESS_KEY_ID": "nobody"}, "InvalidAccessKeyId")],
+    [
+        ({"AWS_SECRET_ACCESS_KEY": "not-the-secret"}, "SignatureDoesNotMatch"),
+        ({"AWS_ACCESS_KEY_ID": "nobody"}, "InvalidAccessKeyId"),
+    ],
 )
 def test_wrong_credentials_raise_access_denied_with_a_credentials_hint_without_retrying(
     s3_bucket: str,
@@ -111,7 +125,12 @@ def test_wrong_credentials_raise_access_denied_with_a_credentials_hint_without_r
     for name, value in override.items():
         monkeypatch.setenv(name, value)
     store = S3Store(f"s3://{s3_bucket}/run", endpoint_url=fault_proxy.url, **FAST)
-    for op in (lambda: store.put("k", b"1"), lambda: store.get("k"), lambda: store.list(), lambda: store.exists("k")):
+    for op in (
+        lambda: store.put("k", b"1"),
+        lambda: store.get("k"),
+        lambda: store.list(),
+        lambda: store.exists("k"),
+    ):
         with pytest.raises(errors.AccessDenied, match="AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") as info:
             op()
         assert s3_bucket in str(info.value)
@@ -149,7 +168,13 @@ def test_the_endpoint_argument_wins_over_aws_endpoint_url(
 
 
 def test_the_retryable_set_holds_throttling_5xx_and_connection_errors_but_not_client_errors() -> None:
-    assert {"SlowDown", "RequestTimeout", "HTTP 5xx", "ConnectionError", "HTTPClientError"} <= RETRYABLE_ERRORS
+    assert {
+        "SlowDown",
+        "RequestTimeout",
+        "HTTP 5xx",
+        "ConnectionError",
+        "HTTPClientError",
+    } <= RETRYABLE_ERRORS
     assert not {"NoSuchBucket", "NoSuchKey", "AccessDenied", "HTTP 403", "HTTP 404"} & RETRYABLE_ERRORS
 
 

@@ -66,7 +66,9 @@ def train(
     return durations
 
 
-def train_through_failure(rec: trainguard.Recorder, caplog: pytest.LogCaptureFixture, *, fail: Callable[[], None]) -> None:
+def train_through_failure(
+    rec: trainguard.Recorder, caplog: pytest.LogCaptureFixture, *, fail: Callable[[], None]
+) -> None:
     """Make the store fail, train on until capture gives up and 20 steps more, and check the fail-open promises."""
     durations = train(rec, at_step={0: fail}, until=lambda: bool(rec.errors))
     durations += train(rec, steps=20)  # training goes on with capture off
@@ -114,7 +116,9 @@ def test_a_store_killed_mid_run_disables_capture_and_end_records_the_error_once_
     assert end.status == "error" and end.errors and end.errors[0] == rec.errors[0]
     run = trainguard.open_run(uri)
     steps = run.series("fc.weight", "l2").steps
-    assert len(steps) >= len(landed) and steps.tolist() == list(range(len(steps)))  # what landed before the kill is intact
+    assert len(steps) >= len(landed) and steps.tolist() == list(
+        range(len(steps))
+    )  # what landed before the kill is intact
 
 
 @pytest.mark.slow

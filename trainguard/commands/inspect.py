@@ -60,7 +60,9 @@ class RunSummary(BaseModel):
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("uri", metavar="URI", help="run root: file:///path, a plain path, or s3://bucket/prefix")
+    parser.add_argument(
+        "uri", metavar="URI", help="run root: file:///path, a plain path, or s3://bucket/prefix"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -98,10 +100,14 @@ def summarize(run: object) -> RunSummary:
                 last_step=run.last_step(rank=rank),
                 collections=dict(sorted(collections.items())),
                 tensors=sorted(t.name for t in catalogue if not t.is_scalar),
-                scalars={mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))},
+                scalars={
+                    mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))
+                },
                 ended=None
                 if end is None
-                else EndSummary(status=end.status, last_step=end.last_step, written_by=end.written_by, errors=end.errors),
+                else EndSummary(
+                    status=end.status, last_step=end.last_step, written_by=end.written_by, errors=end.errors
+                ),
                 problems=problems,
             )
         )

@@ -274,8 +274,7 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
         arrays: dict[str, np.ndarray] = {}
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             for member in zf.infolist():
-                name = member.filename[: -len(".npy")] if member.filename.endswith(".npy") else member.filename
-                arrays[name] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+                arrays[member.filename.removesuffix(".npy")] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
     except _CORRUPT_ERRORS as err:
         raise errors.SegmentCorrupt(
             f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"

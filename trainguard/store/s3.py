@@ -51,7 +51,14 @@ codes, `HTTP <status>` (`HTTP 5xx` for any 5xx), and botocore exception class na
 timeouts and connections closed mid-response)."""
 
 ACCESS_DENIED_CODES = frozenset(
-    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "HTTP 403"}
+    {
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidToken",
+        "ExpiredToken",
+        "HTTP 403",
+    }
 )
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "HTTP 404"})
 
@@ -185,7 +192,11 @@ class S3Store:
 
     @staticmethod
     def _make_client(
-        endpoint_url: str | None, *, region: str | None, connect_timeout_seconds: float, read_timeout_seconds: float
+        endpoint_url: str | None,
+        *,
+        region: str | None,
+        connect_timeout_seconds: float,
+        read_timeout_seconds: float,
     ) -> Any:
         import boto3
         from botocore.config import Config
@@ -219,9 +230,15 @@ class S3Store:
 
         return self._call("get", full, get_body)
 
-    def list(self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None) -> list[str]:
+    def list(
+        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+    ) -> list[str]:
         full_prefix = self._key(prefix, allow_empty=True)
-        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full_prefix, "MaxKeys": self.list_page_size}
+        request: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Prefix": full_prefix,
+            "MaxKeys": self.list_page_size,
+        }
         if start_after is not None:
             request["StartAfter"] = self._key(start_after, allow_empty=True)
         if delimiter is not None:
@@ -257,7 +274,9 @@ class S3Store:
     # --- helpers ----------------------------------------------------------------------------------
     def _key(self, key: str, *, allow_empty: bool = False) -> str:
         if (not key and not allow_empty) or key.startswith("/") or ".." in key.split("/"):
-            raise errors.StoreError(f"invalid key {key!r}: keys are relative, non-empty and may not contain '..'")
+            raise errors.StoreError(
+                f"invalid key {key!r}: keys are relative, non-empty and may not contain '..'"
+            )
         return self.root + key
 
     def _where(self, full_key: str) -> str:
@@ -266,14 +285,14 @@ class S3Store:
     def _backoff_seconds(self, attempt: int) -> float:
         """Exponential backoff with jitter: base * 2^(attempt-1), capped, times 0.5..1."""
         ceiling = min(self.max_backoff_seconds, self.base_backoff_seconds * 2 ** (attempt - 1))
-        return ceiling * random.uniform(0.5, 1.0)
+        return float(ceiling * random.uniform(0.5, 1.0))
 
     def _call(self, op: str, full_key: str, fn: Callable[[], T]) -> T:
         """Run one S3 request with bounded retries; map the final error to the store's errors."""
         for attempt in range(1, self.max_attempts + 1):
             try:
                 return fn()
-            except Exception as err:  # noqa: BLE001 - classified below; unknown errors are re-raised
+            except Exception as err:  # classified below; anything not from botocore is re-raised
                 names = _error_names(err)
                 if not names:
                     raise
@@ -308,7 +327,9 @@ class S3Store:
                 f"{op} {self._where(full_key)} was refused ({_describe(err)}); {_CREDENTIALS_HINT}"
             )
         if names & NOT_FOUND_CODES:
-            return errors.NotFound(f"s3://{self.bucket}/{full_key} does not exist (endpoint {self.endpoint_url})")
+            return errors.NotFound(
+                f"s3://{self.bucket}/{full_key} does not exist (endpoint {self.endpoint_url})"
+            )
         return errors.StoreError(f"{op} {self._where(full_key)} failed: {_describe(err)}")
 
 

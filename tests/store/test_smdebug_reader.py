@@ -422,3 +422,40 @@ def test_a_storage_failure_mid_poll_returns_the_steps_read_and_retries_the_faile
     assert [s.steps.tolist() for s in source.poll()] == [[0, 1]]
     assert np.concatenate([s.steps for s in source.poll()]).tolist() == [2, 3, 4, 5]
     assert source.problems == []
+
+
+def test_inspect_summarises_the_smdebug_runs_ranks_collections_and_scalars(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from trainguard import cli
+
+    assert cli.main(["inspect", str(FIXTURES / "mlp"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["format"], doc["framework"], doc["world_size"]) == ("smdebug", "smdebug", 1)
+    (rank,) = doc["ranks"]
+    assert rank["steps"] == {"count": 6, "first": 0, "last": 5} and rank["last_step"] == 7
+    assert rank["collections"] == {"biases": 2, "gradients": 4, "weights": 2}
+    assert rank["scalars"] == {
+        "train": ["CrossEntropyLoss_output_0", "lr"],
+        "eval": ["CrossEntropyLoss_output_0", "lr"],
+    }
+    assert rank["ended"]["status"] == "ok" and rank["problems"] == []
+    assert cli.main(["inspect", str(FIXTURES / "dtypes"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["world_size"] == 2 and [r["rank"] for r in doc["ranks"]] == [0, 1]
+
+
+def test_inspect_lists_a_damaged_smdebug_record_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainguard import cli
+
+    _copy(FIXTURES / "mlp", tmp_path)
+    event_file = tmp_path / "events/000000000001/000000000001_worker_0.tfevents"
+    data = bytearray(event_file.read_bytes())
+    data[0] ^= 0x40  # the length of the step's first record
+    event_file.write_bytes(bytes(data))
+    assert cli.main(["inspect", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert "Sequential_0.weight" in out.out and "length CRC" in out.out
+    assert "\n" not in out.err.strip() and out.err.startswith("trainguard: error: 1 problem(s)")

@@ -201,3 +201,17 @@ def test_the_evaluator_finds_the_nan_loss_of_the_tensorboard_log(tmp_path: Path)
     doc = json.loads(report.read_text())
     first = min((f for f in doc["findings"] if f["rule"] == "exploding_tensor"), key=lambda f: f["step"])
     assert first["step"] == EXPECTED["nan_step"]
+
+
+def test_inspect_summarises_the_log_directory_as_one_rank_of_scalars(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from trainguard import cli
+
+    assert cli.main(["inspect", str(LOGS), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["format"], doc["world_size"]) == ("tensorboard", 1)
+    (rank,) = doc["ranks"]
+    assert rank["scalars"] == {mode: sorted(series) for mode, series in EXPECTED["scalars"].items()}
+    assert rank["steps"] == {"count": 8, "first": 0, "last": 7}
+    assert rank["tensors"] == [] and rank["ended"] is None and rank["problems"] == []

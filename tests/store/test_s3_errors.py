@@ -196,3 +196,21 @@ def test_invalid_settings_are_refused_naming_the_setting(kwargs: dict[str, Any],
 def test_an_uri_without_bucket_is_refused(uri: str) -> None:
     with pytest.raises(errors.StoreError, match="names no bucket"):
         S3Store(uri, endpoint_url="http://127.0.0.1:9")
+
+
+def test_explicit_credentials_replace_the_environment(
+    s3_server: Any, s3_bucket: str, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    store = open_store(
+        f"s3://{s3_bucket}/run", access_key_id=s3_server.access_key, secret_access_key=s3_server.secret_key
+    )
+    store.put("k", b"1")
+    assert store.get("k") == b"1"
+    with pytest.raises(errors.AccessDenied):  # the environment's (wrong) secret
+        open_store(f"s3://{s3_bucket}/run").get("k")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    with pytest.raises(errors.AccessDenied):  # explicit wrong ones win over the right environment
+        open_store(f"s3://{s3_bucket}/run", access_key_id="nobody", secret_access_key="nothing").get("k")
+    with pytest.raises(ValueError, match="access_key_id and secret_access_key together"):
+        S3Store(f"s3://{s3_bucket}/run", access_key_id="x")

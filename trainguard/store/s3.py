@@ -148,6 +148,9 @@ class S3Store:
         read_timeout_seconds: float = 30.0,
         list_page_size: int = 1000,
         region: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         """Open the store; no request is made until the first operation.
@@ -155,7 +158,8 @@ class S3Store:
         `max_attempts` counts the first try (5 with 0.1 s base backoff waits at most ~1.5 s
         before giving up, short enough for the writer's bounded close). botocore's own retries
         are switched off so that the two never multiply. `list_page_size` is S3's MaxKeys
-        (1000 at most); smaller pages only help tests exercise pagination.
+        (1000 at most); smaller pages only help tests exercise pagination. `access_key_id` and
+        `secret_access_key` (e.g. from a Kubernetes Secret) replace boto3's credential chain.
         """
         if max_attempts < 1:
             raise ValueError(f"S3Store max_attempts must be at least 1, got {max_attempts}")
@@ -181,9 +185,18 @@ class S3Store:
         self.list_page_size = list_page_size
         self._sleep = sleep
         if client is None:
+            if (access_key_id is None) != (secret_access_key is None):
+                raise ValueError("S3Store needs access_key_id and secret_access_key together, or neither")
             client = self._make_client(
                 endpoint_url or endpoint_from_env(),
                 region=region,
+                credentials={
+                    "aws_access_key_id": access_key_id,
+                    "aws_secret_access_key": secret_access_key,
+                    "aws_session_token": session_token,
+                }
+                if access_key_id
+                else {},
                 connect_timeout_seconds=connect_timeout_seconds,
                 read_timeout_seconds=read_timeout_seconds,
             )
@@ -195,6 +208,7 @@ class S3Store:
         endpoint_url: str | None,
         *,
         region: str | None,
+        credentials: dict[str, str | None],
         connect_timeout_seconds: float,
         read_timeout_seconds: float,
     ) -> Any:
@@ -213,6 +227,7 @@ class S3Store:
             endpoint_url=endpoint_url,
             region_name=region or session.region_name or "us-east-1",
             config=config,
+            **credentials,
         )
 
     # --- the Store protocol ---------------------------------------------------------------------

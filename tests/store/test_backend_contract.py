@@ -199,3 +199,13 @@ class TestS3Store(StoreContract):
         store = open_store(f"s3://{s3_bucket}")
         store.put("run.json", b"{}")
         assert store.list("", delimiter="/") == ["run.json"]
+
+
+
+def test_a_failed_file_put_leaves_no_temporary_behind(tmp_path: Any) -> None:
+    store = FileStore(f"file://{tmp_path / 'run'}")
+    store.put("d/x", b"1")
+    with pytest.raises(errors.StoreError, match="cannot write"):
+        store.put("d", b"2")  # "d" is a folder of other keys: the final rename fails
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["d"]
+    assert store.list() == ["d/x"]

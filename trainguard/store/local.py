@@ -1,7 +1,9 @@
 """`file://` backend: objects are files under a directory.
 
-A put writes `<key>.tmp-<pid>` and renames it, so readers never see a partial object; listing
+A put writes `<key>.tmp-<pid>-<n>` and renames it, so readers never see a partial object; listing
 skips those temporary names. Used by local mode and by tests as the second conformant backend.
+Unlike S3, a key cannot also be a "folder" of other keys (`a/b` and `a/b/c`); the run format
+never needs that.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class FileStore:
             tmp.write_bytes(data)
             os.replace(tmp, path)
         except OSError as err:
+            tmp.unlink(missing_ok=True)  # a full disk must not leave a half-written temporary behind
+            if isinstance(err, PermissionError):
+                raise errors.AccessDenied(f"cannot write {self.uri}/{key}: permission denied") from err
             raise errors.StoreError(f"cannot write {self.uri}/{key}: {err.strerror or err}") from err
 
     def get(self, key: str) -> bytes:

@@ -201,7 +201,6 @@ class TestS3Store(StoreContract):
         assert store.list("", delimiter="/") == ["run.json"]
 
 
-
 def test_a_failed_file_put_leaves_no_temporary_behind(tmp_path: Any) -> None:
     store = FileStore(f"file://{tmp_path / 'run'}")
     store.put("d/x", b"1")

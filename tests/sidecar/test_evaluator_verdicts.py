@@ -15,6 +15,8 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.store.backend import open_store
+from trainguard.store.errors import StoreError
+from trainguard.store.local import FileStore
 
 NAN_GUARD = RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP)
 
@@ -178,3 +180,34 @@ def test_while_a_rank_is_silent_heartbeats_let_stalled_training_fire_when_follow
     (verdict,) = ev.poll(heartbeat=True)
     assert (verdict.rule, verdict.state, verdict.step) == ("stalled_training", RuleState.ISSUES_FOUND, 4)
     assert ev._tracks[0].rules[1].steps == list(range(5))  # type: ignore[attr-defined]  # others never see heartbeats
+
+
+class FlakyFileStore(FileStore):
+    """The real file backend, with one read failing once as a store outage would (fault injection)."""
+
+    def __init__(self, uri: str, *, fail_key: str) -> None:
+        super().__init__(uri)
+        self.fail_key: str | None = fail_key
+
+    def get(self, key: str) -> bytes:
+        if key == self.fail_key:
+            self.fail_key = None
+            raise StoreError(f"cannot read {self.uri}/{key}: connection reset (injected)")
+        return super().get(key)
+
+
+def test_a_store_failure_in_the_middle_of_a_listing_skips_no_step(file_uri: str) -> None:
+    b = RunBuilder(open_store(file_uri))
+    keys = [b.segment(range(start, start + 5)) for start in (0, 5, 10)]
+    store = FlakyFileStore(file_uri, fail_key=keys[1])
+    ev = Evaluator(file_uri, rules=[ledger()], store=store, checkpoint=False)
+    ev.poll()
+    assert ev.last_step == 4  # the first segment is evaluated, the failing one is not skipped ...
+    ev.poll()
+    assert ev._tracks[0].rules[0].steps == list(range(15))  # type: ignore[attr-defined]  # ... but read next time
+    store.fail_key = keys[0]
+    ev2 = Evaluator(file_uri, rules=[ledger()], store=store, checkpoint=False)
+    with pytest.raises(StoreError, match="injected"):
+        ev2.poll()
+    ev2.poll()
+    assert ev2._tracks[0].rules[0].steps == list(range(15))  # type: ignore[attr-defined]

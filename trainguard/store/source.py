@@ -92,6 +92,10 @@ class RankSource:
                 self._problem(f"{self.store.uri}/{key} was listed but is gone ({err}); skipped")
             except errors.FormatError as err:
                 self._problem(str(err))
+            except errors.StoreError:
+                if out:
+                    return out  # a passing failure: hand over what was read; this key is read again next time
+                raise
             else:
                 out.append(seg)
             self.last_key = key

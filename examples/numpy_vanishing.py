@@ -9,4 +9,4 @@ first layers' gradients are many orders of magnitude below the last one's and th
 from numpy_mlp import MLP, train
 
 if __name__ == "__main__":
-    train(MLP([20] + [32] * 8 + [10], activation="sigmoid", init_scale=0.05), steps=400, lr=0.05)
+    train(MLP([20] + [32] * 8 + [10], activation="sigmoid", init_scale=0.05), steps=2000, lr=0.05)

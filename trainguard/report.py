@@ -201,6 +201,20 @@ def _fmt(v: float) -> str:
     return f"{v:.0e}" if a >= 1e5 or a < 1e-3 else f"{v:.3g}"
 
 
+def _ticks(lo: float, hi: float, *, log: bool, integer: bool = False, target: int = 5) -> list[float]:
+    """Return round tick positions in [lo, hi]: whole decades on a log axis, 1/2/5 x 10^k steps otherwise."""
+    if log and hi - lo >= 2:
+        stride = max(1, math.ceil((hi - lo) / target))
+        return [float(e) for e in range(math.ceil(lo), math.floor(hi) + 1) if e % stride == 0]
+    raw = (hi - lo) / target
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if integer:
+        step = max(1.0, round(step))
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step) + 1)]
+
+
 def _thin(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if steps.size <= MAX_POINTS_PER_SERIES:
         return steps, values
@@ -221,7 +235,7 @@ def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]
 
 def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height: int = 260) -> tuple[str, list[str]]:
     """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
-    left, right, top, bottom = 64, 12, 14, 30
+    left, right, top, bottom = 64, 14, 14, 34
     pw, ph = width - left - right, height - top - bottom
     labels, _ = _pick_series(plot, markers)
     data = {n: _thin(*plot.series[n]) for n in labels}
@@ -251,15 +265,14 @@ def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height:
         f'width="{width}" height="{height}" role="img" aria-label="{html.escape(plot.title)}">',
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>',
     ]
-    for i in range(5):
-        y = y0 + (y1 - y0) * i / 4
+    for y in _ticks(y0, y1, log=plot.log_y):
         label = _fmt(10**y) if plot.log_y else _fmt(y)
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
         parts.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>')
-    for i in range(6):
-        s = x0 + (x1 - x0) * i / 5
-        parts.append(f'<text x="{px(s):.1f}" y="{height - 10}" text-anchor="middle" class="tick">{int(round(s))}</text>')
-    parts.append(f'<text x="{left + pw}" y="{height - 1}" text-anchor="end" class="axis">step</text>')
+    for s in _ticks(x0, x1, log=False, integer=True):
+        parts.append(f'<line x1="{px(s):.1f}" x2="{px(s):.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>')
+        parts.append(f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">{int(s)}</text>')
+    parts.append(f'<text x="{left + pw}" y="{height - 2}" text-anchor="end" class="axis">step</text>')
     if plot.y_label:
         parts.append(
             f'<text transform="translate(12,{top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,38 +38,39 @@ def register(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from trainguard.sidecar import config, supervise
 
-    import logging
-
     if not args.verbose:  # the evaluator's own log lines repeat the verdict lines printed here
         logging.getLogger("trainguard.sidecar").setLevel(logging.ERROR)
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
     rules = config.load_rules_file(args.rules) if args.rules else None
-    registry = server = None
+    server = None
+    progress = supervise.Progress(sys.stderr, quiet=args.quiet)
+    sup = supervise.Supervisor(
+        command,
+        run_uri=args.out,
+        run_id=args.run_id,
+        rules=rules,
+        grace_period_seconds=args.grace_period_seconds,
+        progress=progress,
+    )
     if args.metrics_port is not None:
         import prometheus_client
 
-        registry = prometheus_client.CollectorRegistry()
-        server, _ = prometheus_client.start_http_server(args.metrics_port, addr=args.metrics_address, registry=registry)
-    progress = supervise.Progress(sys.stderr, quiet=args.quiet)
+        from trainguard.sidecar.server import MetricsServer
+
+        def health() -> tuple[bool, dict[str, Any]]:
+            ev = sup.evaluator
+            return True, {"last_step": ev.last_step if ev else None, "ended": bool(ev and ev.ended)}
+
+        sup.registry = prometheus_client.CollectorRegistry()
+        server = MetricsServer(sup.registry, health=health, address=args.metrics_address, port=args.metrics_port)
+        progress.line(f"metrics at {server.url}/metrics")
     try:
-        sup = supervise.Supervisor(
-            command,
-            run_uri=args.out,
-            run_id=args.run_id,
-            rules=rules,
-            grace_period_seconds=args.grace_period_seconds,
-            registry=registry,
-            progress=progress,
-        )
-        if server is not None:
-            progress.line(f"metrics at http://{args.metrics_address}:{server.server_port}/metrics")
         outcome = sup.run()
     finally:
         if server is not None:
-            server.shutdown()
-            server.server_close()
+            server.close()
     doc = outcome.to_json()
     doc["report"] = _report(args, outcome, doc, progress)
     _summary(outcome, progress, report=doc["report"])

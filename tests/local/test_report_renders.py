@@ -1,0 +1,96 @@
+"""`trainguard report` writes one self-contained HTML page with the plots and the findings marked."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import trainguard
+from trainguard import report
+from localmode import run_cli
+
+
+@pytest.fixture
+def nan_run(tmp_path: Path) -> str:
+    """A numpy run: two ReLU layers, a loss and an eval loss; gradients turn NaN at step 120."""
+    uri = "file://" + str(tmp_path / "run")
+    rng = np.random.default_rng(0)
+    with trainguard.Recorder(uri, save_interval=2) as rec:
+        for step in range(200):
+            for i in range(2):
+                w = rng.normal(size=(16, 16)).astype(np.float32)
+                g = w * 1e-2 if step < 120 else np.full_like(w, np.nan)
+                rec.record_tensor(f"fc{i}.weight", w, collection="weights", order=i)
+                rec.record_tensor(f"grad/fc{i}.weight", g, collection="gradients", order=i)
+                act = np.maximum(rng.normal(size=(32, 16)) - (2.0 if i else 0.0), 0)
+                rec.record_tensor(f"act/fc{i}", act, collection="activations", activation="relu", order=i)
+            rec.record_scalar("loss", 2.0 / (1 + step / 20))
+            if step % 20 == 0:
+                rec.record_scalar("val_loss", 2.2 / (1 + step / 25), mode="eval")
+            rec.step()
+    return uri
+
+
+def _svg(page: str, plot: str) -> str:
+    m = re.search(rf'<svg[^>]*data-plot="{plot}".*?</svg>', page, re.S)
+    assert m, f"no {plot} plot"
+    return m.group(0)
+
+
+def test_report_of_a_nan_run_plots_every_series_and_marks_the_finding(nan_run: str, tmp_path: Path) -> None:
+    out = tmp_path / "r" / "report.html"
+    res = run_cli(["report", nan_run, "-o", str(out)], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    for plot in ("loss", "grad_norm", "weight_norm", "update_ratio", "dead_units", "nonfinite"):
+        _svg(page, plot)
+    loss = _svg(page, "loss")
+    assert 'data-series="loss (train)"' in loss and 'data-series="val_loss (eval)"' in loss
+    grads = _svg(page, "grad_norm")
+    assert 'data-series="grad/fc0.weight"' in grads and 'data-series="grad/fc1.weight"' in grads
+    # 60 finite points of 100 saved steps: the path stops where the gradient went NaN ...
+    path = re.search(r'data-series="grad/fc0.weight" d="([^"]*)"', grads).group(1)
+    assert path.count("M") == 1 and path.count("L") == 59
+    # ... a triangle marks the first NaN, and the evaluator's finding is drawn at its step.
+    assert 'class="nonfinite"' in grads and "at step 120" in grads
+    assert re.search(r'class="finding finding-critical" data-rule="exploding_tensor" data-step="120"', grads)
+    assert 'class="finding-row" data-rule="exploding_tensor"' in page
+    # fc1's units are mostly dead (inputs shifted by -2): its dead fraction is plotted
+    assert 'data-series="act/fc1"' in _svg(page, "dead_units")
+
+
+def test_report_is_self_contained(nan_run: str, tmp_path: Path) -> None:
+    page = report.write_report(nan_run, tmp_path / "r.html", findings=[]).read_text()
+    assert "<script" not in page.lower()
+    assert not re.search(r'(?:src|href)\s*=\s*"(?:https?:)?//', page), "an external resource is referenced"
+    assert "@import" not in page and "url(" not in page
+    assert "No findings" in page
+
+
+def test_report_takes_findings_and_the_outcome_from_a_json_file(nan_run: str, tmp_path: Path) -> None:
+    doc = {
+        "stopped": True, "stopped_by": "nan-guard", "exit_code": 3,
+        "stop": {"step": 40, "message": "made-up finding for the test"},
+        "findings": [{"rule": "nan-guard", "severity": "warning", "step": 40, "rank": 0, "tensor": "fc1.weight",
+                      "message": "made-up finding for the test"}],
+    }  # fmt: skip
+    (tmp_path / "outcome.json").write_text(json.dumps(doc))
+    out = tmp_path / "report.html"
+    res = run_cli(["report", nan_run, "-o", str(out), "--json", str(tmp_path / "outcome.json")], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    assert "Stopped by rule nan-guard" in page
+    weights = _svg(page, "weight_norm")
+    assert re.search(r'class="finding finding-warning" data-rule="nan-guard" data-step="40"', weights)
+    assert "<circle" in weights, "the named tensor's point at the finding's step is circled"
+    assert "exploding_tensor" not in page, "findings from --json replace the evaluation"
+
+
+def test_report_of_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
+    res = run_cli(["report", "file://" + str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html")], cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.startswith("trainguard: error: no run at")

@@ -1,0 +1,52 @@
+"""`trainguard run` passes CMD's own exit status through and gives CMD its TRAINGUARD_* settings."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from localmode import CliResult
+
+
+def test_command_own_nonzero_exit_status_is_passed_through(trainguard_run) -> None:
+    res: CliResult = trainguard_run(cmd=[sys.executable, "-c", "import sys; sys.exit(7)"])
+    assert res.returncode == 7, res.stderr
+    assert res.doc["exit_code"] == 7
+    assert res.doc["stopped"] is False and res.doc["stopped_by"] is None
+
+
+def test_command_killed_by_a_signal_exits_with_128_plus_the_signal(trainguard_run) -> None:
+    res = trainguard_run(cmd=[sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert res.returncode == 128 + 9, res.stderr
+    assert res.doc["returncode"] == -9
+
+
+def test_missing_command_is_a_one_line_error_with_status_2(trainguard_run) -> None:
+    res = trainguard_run(cmd=["no-such-command-trainguard-test"])
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1].startswith("trainguard: error: cannot start 'no-such-command-trainguard-test'")
+
+
+def test_command_gets_the_run_settings_and_its_own_process_group(trainguard_run, tmp_path: Path) -> None:
+    probe = (
+        "import json, os; json.dump({'env': {k: v for k, v in os.environ.items() if k.startswith('TRAINGUARD_')},"
+        " 'pgid': os.getpgrp(), 'pid': os.getpid()}, open('env.json', 'w'))"
+    )
+    res = trainguard_run("--run-id", "my-run", cmd=[sys.executable, "-c", probe])
+    assert res.returncode == 0, res.stderr
+    seen = json.loads((tmp_path / "env.json").read_text())
+    assert seen["pgid"] == seen["pid"], "CMD must lead its own process group so a stop reaches all it started"
+    env = seen["env"]
+    assert env["TRAINGUARD_RUN_ID"] == "my-run"
+    assert env["TRAINGUARD_OUT"] == "file://" + str((tmp_path / "trainguard-runs" / "my-run").resolve())
+    assert env["TRAINGUARD_STOP_FILE"].endswith("/stop")
+    assert res.doc["run_uri"] == env["TRAINGUARD_OUT"]
+
+
+def test_a_command_that_writes_no_data_is_told_how_to_add_capture(trainguard_run) -> None:
+    res = trainguard_run(cmd=[sys.executable, "-c", "print('hello')"])
+    assert res.returncode == 0
+    assert "hello" in res.stdout
+    assert "wrote no TrainGuard data" in res.stderr and "trainguard.Recorder()" in res.stderr
+    assert res.doc["report"] is None and res.doc["findings"] == []

@@ -1,0 +1,63 @@
+"""`trainguard run --metrics-port` serves the evaluator's Prometheus metrics while CMD runs."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+WAITING_SCRIPT = """
+import os, time
+import numpy as np
+import trainguard
+with trainguard.Recorder(flush_interval_seconds=0.2) as rec:
+    for step in range(200):
+        rec.record_tensor("fc.weight", np.full((4, 4), 0.5, np.float32), collection="weights")
+        rec.record_scalar("loss", 1.0 / (step + 1))
+        rec.step()
+    rec.flush()
+    while not os.path.exists("go"):   # keep running until the test has scraped
+        time.sleep(0.05)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_metrics_are_served_while_the_command_runs_and_the_port_is_freed_after(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(WAITING_SCRIPT)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainguard", "run", "--metrics-port", str(port), "--no-report", "--",
+         sys.executable, "train.py"],  # fmt: skip
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        body = ""
+        while time.monotonic() < deadline:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
+            except OSError:
+                body = ""
+            if "trainguard_training_step 190.0" in body:
+                break
+            time.sleep(0.1)
+        assert "trainguard_training_step 190.0" in body, body[-2000:]
+        assert 'trainguard_rule_triggered{rule="exploding_tensor"} 0.0' in body
+        health = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+        assert health.status == 200 and b'"last_step": 190' in health.read()
+    finally:
+        (tmp_path / "go").write_text("")
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    with socket.socket() as s, pytest.raises(ConnectionRefusedError):
+        s.connect(("127.0.0.1", port))  # the server is gone with the run

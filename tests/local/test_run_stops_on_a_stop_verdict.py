@@ -1,0 +1,63 @@
+"""A `stop` verdict ends CMD: stop file + SIGTERM to its process group, SIGKILL after the grace period, exit 3."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from localmode import example
+
+pytestmark = pytest.mark.slow
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_diverging_pytorch_script_is_stopped_with_exit_3_by_exploding_tensor(trainguard_run, tmp_path: Path) -> None:
+    res = trainguard_run(cmd=example("pytorch_diverging.py"))
+    assert res.returncode == 3, res.stderr
+    assert res.doc["stopped"] is True
+    assert res.doc["stopped_by"] == "exploding_tensor"
+    assert res.doc["exit_code"] == 3
+    first = [f for f in res.doc["findings"] if f["rule"] == "exploding_tensor"][0]
+    assert first["severity"] == "critical" and first["tensor"]
+    assert set(first) >= {"rule", "severity", "step", "rank", "tensor", "message"}
+    # The script never ends by itself in this time: it was stopped, long before its last step.
+    assert res.doc["last_step"] < 20_000
+    assert "STOPPED by rule exploding_tensor" in res.stderr
+    report = Path(res.doc["report"])
+    assert report.is_file() and report.parent == tmp_path / "trainguard-runs" / res.doc["run_id"]
+    assert 'data-rule="exploding_tensor"' in report.read_text()
+
+
+def test_a_command_that_ignores_sigterm_is_killed_with_its_group_after_the_grace_period(
+    trainguard_run, nan_script: list[str], tmp_path: Path
+) -> None:
+    res = trainguard_run("--grace-period-seconds", "1", cmd=[*nan_script, "ignore-term", "50"])
+    assert res.returncode == 3, res.stderr
+    assert res.doc["stopped_by"] == "exploding_tensor"
+    assert res.doc["killed"] is True and res.doc["returncode"] == -9
+    assert res.doc["stop"]["latency_to_exit_seconds"] >= 1.0
+    helper = int((tmp_path / "helper.pid").read_text())
+    assert not _pid_alive(helper), "a process CMD started in its group outlived the stop"
+
+
+def test_a_cooperative_script_reads_the_rule_from_the_stop_file_and_still_exits_3(
+    trainguard_run, nan_script: list[str]
+) -> None:
+    res = trainguard_run(cmd=[*nan_script, "cooperative", "50"])
+    assert res.returncode == 3, res.stderr
+    assert res.doc["killed"] is False and res.doc["returncode"] == 0
+    reason = res.stdout.split("cooperative stop:", 1)[1].splitlines()[0]
+    assert "step 50" in reason, res.stdout

@@ -457,7 +457,13 @@ def evaluate_findings(uri: str) -> list[Any]:
     from trainguard.sidecar.evaluator import Evaluator
 
     ev = Evaluator(uri, checkpoint=False)
-    ev.poll()
+    try:
+        before = -1
+        while ev.segments_total != before and not ev.ended:  # until a poll brings nothing new
+            before = ev.segments_total
+            ev.poll()
+    finally:
+        ev.close()
     return list(ev.findings)
 
 

@@ -335,3 +335,14 @@ def seaweedfs_factory() -> Iterator[Callable[..., SeaweedServer]]:
     finally:
         for server in started:
             server.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs a SeaweedFS server `s3`, so `-m "not s3"` leaves them out."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        # run_uri reaches s3_uri through getfixturevalue, which the static fixture closure cannot see.
+        if {"s3_server", "seaweedfs_factory"} & set(getattr(item, "fixturenames", ())) or params.get(
+            "run_uri"
+        ) == "s3":
+            item.add_marker(pytest.mark.s3)

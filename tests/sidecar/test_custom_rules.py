@@ -38,16 +38,18 @@ def test_an_smdebug_rule_returning_true_is_a_finding_at_that_step(file_uri: str)
 
 def test_an_smdebug_rule_raising_condition_met_is_a_finding_and_reads_reductions(file_uri: str) -> None:
     write_run(open_store(file_uri), segments=2)
-    # healthy_row: fc2.weight has l2 = 1.3 + 0.001 * step, above 1.305 from step 6 on.
+    # healthy_row: fc1.weight has l2 = 1.0 + 0.001 * step, above 1.005 from step 6 on; fc2.weight
+    # (1.3 + ...) is above it from step 0, so firing at 6 shows the rule got its tensor_regex.
     spec = RuleSpec(
         type=custom("WeightNormSmdebug"),
         name="w",
-        params={"threshold": 1.305, "tensor_regex": "fc2"},
+        params={"threshold": 1.005, "tensor_regex": "^fc1"},
         action="stop",
     )
     ev = Evaluator(file_uri, rules=[spec], checkpoint=False)
     (verdict,) = ev.poll()
-    assert verdict.step == 6 and "fc2.weight l2 above 1.305" in verdict.message
+    assert verdict.step == 6 and "fc1.weight l2 above 1.005" in verdict.message
+    assert "see the documentation of tests.sidecar.rules_for_tests.WeightNormSmdebug" in verdict.message
     assert verdict.action.value == "stop"
 
 

@@ -38,7 +38,7 @@ def rank_from_env(env: dict[str, str] | os._Environ[str]) -> int | None:
         value = env.get(name)
         if value not in (None, ""):
             try:
-                rank = int(value)  # type: ignore[arg-type]
+                rank = int(value)
             except ValueError:
                 raise ConfigError(
                     f"environment variable {name}={value!r} is not a rank (a non-negative integer)"

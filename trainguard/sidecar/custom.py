@@ -50,7 +50,7 @@ def is_smdebug_style(cls: type) -> bool:
     if not callable(getattr(cls, "invoke_at_step", None)):
         return False
     try:
-        params = inspect.signature(cls.__init__).parameters
+        params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
         return False
     return "base_trial" in params
@@ -201,6 +201,9 @@ class SmdebugParams(Params):
     )
 
 
+_ADAPTER_OWN = frozenset({"start_step", "every", "trigger_k", "trigger_n", "severity", "history_steps"})
+
+
 class SmdebugRuleAdapter(Rule):
     """Runs an smdebug-style rule class inside the evaluator.
 
@@ -218,10 +221,12 @@ class SmdebugRuleAdapter(Rule):
         super().__init__(
             spec.params, instance_name=spec.key, collections=spec.collections, tensors=spec.tensors
         )
-        own = {k: v for k, v in (self.params.model_extra or {}).items()}
+        # Every parameter but the evaluator's own scheduling ones goes to the wrapped class, including
+        # smdebug's usual `tensor_regex`/`collection_names`, which our Params also understand.
+        own = {k: v for k, v in spec.params.items() if k not in _ADAPTER_OWN}
         self.trial = EvaluatedTrial(history_steps=self.params.history_steps)  # type: ignore[attr-defined]
         self.wrapped = cls(base_trial=self.trial, **own)
-        self.hint = f"see the documentation of {cls.__module__}.{cls.__qualname__}"
+        self.doc_hint = f"see the documentation of {cls.__module__}.{cls.__qualname__}"
 
     def check(self, view: StepView) -> list[Finding]:
         self.trial.add(view)
@@ -230,11 +235,19 @@ class SmdebugRuleAdapter(Rule):
         except Exception as err:
             if type(err).__name__ != "RuleEvaluationConditionMet":
                 raise
-            return [self.finding(view, f"{self.instance_name}: condition met at step {view.step} ({err})")]
+            return [
+                self.finding(
+                    view,
+                    f"{self.instance_name}: condition met at step {view.step} ({err})",
+                    hint=self.doc_hint,
+                )
+            ]
         if met:
             return [
                 self.finding(
-                    view, f"{self.instance_name}: condition met at step {view.step} on rank {view.rank}"
+                    view,
+                    f"{self.instance_name}: condition met at step {view.step} on rank {view.rank}",
+                    hint=self.doc_hint,
                 )
             ]
         return []

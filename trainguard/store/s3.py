@@ -33,7 +33,6 @@ RETRYABLE_ERRORS: frozenset[str] = frozenset(
         "RequestLimitExceeded",
         "TooManyRequests",
         "RequestTimeout",
-        "RequestTimeTooSkewed",
         "InternalError",
         "ServiceUnavailable",
         # By HTTP status, for answers without an error body (HEAD) or with an unknown code.

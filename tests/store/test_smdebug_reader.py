@@ -459,3 +459,39 @@ def test_inspect_lists_a_damaged_smdebug_record_and_exits_1(
     out = capsys.readouterr()
     assert "Sequential_0.weight" in out.out and "length CRC" in out.out
     assert "\n" not in out.err.strip() and out.err.startswith("trainguard: error: 1 problem(s)")
+
+
+def test_damaged_bytes_raise_only_the_readers_own_errors() -> None:
+    """Random damage to real records: decoding fails with DecodeError/RecordError, never anything else."""
+    from trainguard.store import tfevent
+
+    files = sorted(FIXTURES.glob("*/events/*/*.tfevents"))
+    payloads = [bytes(r.payload) for f in files for r in tfrecord.iter_records(f.read_bytes())]
+    rng = np.random.default_rng(5)
+    decode_errors = 0
+    for _ in range(3000):
+        p = bytearray(payloads[rng.integers(len(payloads))])
+        for j in rng.integers(0, len(p), rng.integers(1, 5)):
+            p[j] = int(rng.integers(256))
+        if rng.random() < 0.3:
+            p = p[: rng.integers(len(p))]
+        try:
+            tfevent.decode_event(bytes(p))
+        except tfevent.DecodeError:
+            decode_errors += 1
+        try:
+            tfrecord.read_record(tfrecord.frame(bytes(p))[: rng.integers(4, len(p) + 17)])
+        except tfrecord.RecordError as err:
+            assert err.truncated
+    assert decode_errors > 500  # the damage was real
+
+
+def test_a_tensor_whose_bytes_do_not_fit_its_dtype_or_shape_is_a_decode_error() -> None:
+    from trainguard.store import tfevent
+
+    with pytest.raises(tfevent.DecodeError, match="cannot be decoded"):
+        tfevent.decode_tensor(b"\x08\x01\x22\x03abc")  # DT_FLOAT with 3 content bytes
+    with pytest.raises(tfevent.DecodeError, match="expected 3"):
+        tfevent.decode_tensor(b"\x08\x01\x12\x04\x12\x02\x08\x03\x22\x08" + bytes(8))  # shape [3], 2 floats
+    filled = tfevent.decode_tensor(b"\x08\x01\x12\x04\x12\x02\x08\x03\x2a\x04" + struct.pack("<f", 2.5))
+    assert filled.values is not None and filled.values.tolist() == [2.5, 2.5, 2.5]  # one listed value fills

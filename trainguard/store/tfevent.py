@@ -37,6 +37,10 @@ _VARINT_LISTS = (7, 10, 11, 13, 16, 17)
 _NAMES = {7: "string", 8: "complex64", 18: "complex128", 20: "resource", 21: "variant"}
 
 
+_MAX_FILL_ELEMENTS = 1 << 24
+"""A constant-filled tensor is expanded up to this many elements; a larger claim is treated as damage."""
+
+
 class DecodeError(ValueError):
     """A payload is not a well-formed protobuf message of the expected kind."""
 
@@ -152,14 +156,17 @@ def decode_tensor(data: bytes | memoryview) -> Tensor:
         return Tensor(dtype=_NAMES.get(dtype_enum, f"DT_{dtype_enum}"), shape=shape, values=None)
     np_dtype, name = _DTYPES[dtype_enum]
     count = int(np.prod(shape)) if shape else 1
-    if content is not None:
-        arr = np.frombuffer(content, dtype=np_dtype)
-    elif dtype_enum in (19, DT_BFLOAT16):
-        # half_val holds the 16-bit patterns in int32 varints.
-        arr = np.asarray([int(x) & 0xFFFF for x in listed], np.uint16).view(np_dtype)
-    else:
-        arr = np.asarray(listed).astype(np_dtype)
-    if arr.size == 1 and count > 1:
+    try:
+        if content is not None:
+            arr = np.frombuffer(content, dtype=np_dtype)
+        elif dtype_enum in (19, DT_BFLOAT16):
+            # half_val holds the 16-bit patterns in int32 varints.
+            arr = np.asarray([int(x) & 0xFFFF for x in listed], np.uint16).view(np_dtype)
+        else:
+            arr = np.asarray(listed).astype(np_dtype)
+    except (ValueError, OverflowError) as err:
+        raise DecodeError(f"tensor of dtype {name} cannot be decoded ({err})") from err
+    if arr.size == 1 and 1 < count <= _MAX_FILL_ELEMENTS:
         arr = np.repeat(arr, count)  # TensorFlow stores a constant-filled tensor as one listed value
     if arr.size != count:
         raise DecodeError(f"tensor of shape {list(shape)} holds {arr.size} values, expected {count}")

@@ -215,3 +215,18 @@ def test_inspect_summarises_the_log_directory_as_one_rank_of_scalars(
     assert rank["scalars"] == {mode: sorted(series) for mode, series in EXPECTED["scalars"].items()}
     assert rank["steps"] == {"count": 8, "first": 0, "last": 7}
     assert rank["tensors"] == [] and rank["ended"] is None and rank["problems"] == []
+
+
+def test_a_log_directory_on_s3_reads_the_same_as_on_disk(run_uri: str) -> None:
+    store = open_store(run_uri)
+    for path in sorted(LOGS.rglob("*")):
+        if path.is_file():
+            store.put(path.relative_to(LOGS).as_posix(), path.read_bytes())
+    remote, local = trainguard.open_run(run_uri), trainguard.open_run(str(LOGS))
+    assert remote.format == "tensorboard"
+    for mode in ("train", "eval"):
+        assert remote.scalar_names(mode=mode) == local.scalar_names(mode=mode)
+        for name in local.scalar_names(mode=mode):
+            np.testing.assert_array_equal(
+                remote.scalars(name, mode=mode).values, local.scalars(name, mode=mode).values
+            )

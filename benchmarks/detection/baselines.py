@@ -27,15 +27,33 @@ class Alarm:
     detail: str = ""
 
 
-def _epochs(views: Sequence[StepView]) -> list[tuple[StepView, StepView | None]]:
-    """Return (eval view, latest view with statistics at or before it) per evaluation point."""
+@dataclass(frozen=True)
+class Epoch:
+    """One evaluation point: the eval view, the newest statistics before it, and epoch means
+    of the train loss and accuracy (the originals log epoch averages, not one batch)."""
+
+    eval: StepView
+    stats: StepView | None
+    loss: float
+    accuracy: float
+
+
+def _epochs(views: Sequence[StepView]) -> list[Epoch]:
     out = []
     last_stats: StepView | None = None
+    losses: list[float] = []
+    accs: list[float] = []
     for v in views:
         if len(v.names):
             last_stats = v
+        if "loss" in v.scalars:
+            losses.append(float(v.scalars["loss"]))
+        if "accuracy" in v.scalars:
+            accs.append(float(v.scalars["accuracy"]))
         if v.eval_scalars:
-            out.append((v, last_stats))
+            mean = lambda xs: float(np.mean(xs)) if xs else math.nan  # noqa: E731
+            out.append(Epoch(v, last_stats, mean(losses), mean(accs)))
+            losses, accs = [], []
     return out
 
 
@@ -53,12 +71,12 @@ def autotrainer(views: Sequence[StepView], *, planned_epochs: int) -> list[Alarm
     alarms: list[Alarm] = []
     train_acc: list[float] = []
     test_acc: list[float] = []
-    for i, (ev, v) in enumerate(_epochs(views)):
+    for i, ep in enumerate(_epochs(views)):
+        ev, v = ep.eval, ep.stats
         step = ev.step
-        if v is not None and "accuracy" in v.scalars:
-            train_acc.append(float(v.scalars["accuracy"]))
+        train_acc.append(ep.accuracy)
         test_acc.append(float(ev.eval_scalars.get("val_accuracy", math.nan)))
-        loss = v.scalars.get("loss", math.nan) if v is not None else math.nan
+        loss = ep.loss
         if v is None:
             continue
         nonfinite = not math.isfinite(loss) or np.nansum(v.stats[:, COL["nan"]] + v.stats[:, COL["inf"]]) > 0
@@ -111,18 +129,20 @@ def deepdiagnosis(views: Sequence[StepView], *, n: int = 5) -> list[Alarm]:
     losses: list[float] = []
     accs: list[float] = []
     epochs = _epochs(views)
-    for i, (ev, v) in enumerate(epochs):
+    for i, ep in enumerate(epochs):
+        ev, v = ep.eval, ep.stats
         if v is None:
             continue
         step = ev.step
-        loss = float(v.scalars.get("loss", math.nan))
-        acc = float(v.scalars.get("accuracy", math.nan))
+        loss, acc = ep.loss, ep.accuracy
         losses.append(loss)
         accs.append(acc)
         if not math.isfinite(loss) or not math.isfinite(acc) or acc == 0:
             return [Alarm(step, "numerical error")]
         for r, name in enumerate(v.names):
             m = v.meta[r]
+            if name.endswith(".bias"):
+                continue  # Keras layers report kernels; a softmax bias gradient sums to zero by design
             if m.collection in ("activations", "weights") or (m.collection == "gradients"):
                 mean = v.stats[r, COL["mean"]]
                 if not math.isfinite(mean) or (mean == 0 and m.collection != "gradients"):
@@ -171,7 +191,7 @@ def deeplocalize(views: Sequence[StepView], *, n: int = 5) -> list[Alarm]:
         if not math.isfinite(loss):
             return [Alarm(v.step, "NaN")]
         for r, name in enumerate(v.names):
-            if v.meta[r].collection not in ("activations", "weights", "gradients"):
+            if v.meta[r].collection not in ("activations", "weights", "gradients") or name.endswith(".bias"):
                 continue
             mean = float(v.stats[r, COL["mean"]])
             if not math.isfinite(mean):
@@ -194,7 +214,8 @@ def umlaut(views: Sequence[StepView]) -> list[Alarm]:
     alarms: list[Alarm] = []
     prev_val: float | None = None
     prev_train: float | None = None
-    for i, (ev, v) in enumerate(_epochs(views)):
+    for i, ep in enumerate(_epochs(views)):
+        ev, v = ep.eval, ep.stats
         if v is None:
             continue
         step = ev.step
@@ -204,14 +225,14 @@ def umlaut(views: Sequence[StepView]) -> list[Alarm]:
         lr = v.scalars.get("lr")
         if lr is not None and (lr > 0.01 or lr < 1e-7):
             alarms.append(Alarm(step, "learning rate"))
-        loss = float(v.scalars.get("loss", math.nan))
+        loss = ep.loss
         if not math.isfinite(loss):
             alarms.append(Alarm(step, "NaN loss"))
         val = ev.eval_scalars.get("val_loss")
         if val is not None and prev_val is not None and prev_train is not None and val > prev_val and loss <= prev_train:
             alarms.append(Alarm(step, "overfitting"))
         vacc = ev.eval_scalars.get("val_accuracy")
-        tacc = v.scalars.get("accuracy")
+        tacc = ep.accuracy
         if i >= 3 and vacc is not None and tacc is not None and (vacc > 0.95 or vacc - tacc > 0.05):
             alarms.append(Alarm(step, "check validation accuracy"))
         prev_val, prev_train = val, loss

@@ -48,7 +48,7 @@ class Program:
     lr_change_factor: float = 1.0
     steps: int = 600
     batch: int = 64
-    train_size: int = 4000
+    train_size: int = 20000
     label_noise: float = 0.0
     leak_validation: bool = False
     input_scale: float = 1.0

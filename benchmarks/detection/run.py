@@ -1,0 +1,340 @@
+"""Detection-quality benchmark: our rules against the published detectors on the same runs.
+
+One command: `.venv/bin/python -m benchmarks.detection.run [--seeds 6] [--json FILE] [--quick]`.
+It trains every program of `programs.py` with several seeds (numpy, two processes), records
+them with `trainguard.Recorder`, rebuilds the evaluator's StepViews from the stored runs, and
+scores our default rules, SageMaker Debugger's rules at its default settings (save_interval
+500) and re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
+Seeds are split: even seeds calibrate thresholds, odd seeds are reported (no tuning on them).
+Prints tables and writes a JSON file with the figures the README quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from benchmarks.detection import baselines, programs
+from trainguard.api.enums import Action, Severity
+from trainguard.api.rules_config import RuleSpec
+from trainguard.rules import registry
+from trainguard.rules.view import StepView
+from trainguard.sidecar.views import ViewBuilder
+from trainguard.store.reader import open_run
+
+# Which AUTOTRAINER-layout category each of our rules speaks for.
+RULE_CATEGORY = {
+    "exploding_tensor": "NaN",
+    "exploding_gradient": "EG",
+    "vanishing_gradient": "VG",
+    "dead_relu": "DR",
+    "oscillating_loss": "OL",
+    "loss_spike": "OL",
+    "loss_not_decreasing": "SC",
+    "stalled_training": "SC",
+    "weight_update_ratio": "SC",
+    "saturated_activation": "SC",
+    "unchanged_tensor": "SC",
+    "all_zero": "SC",
+    "poor_weight_initialization": "SC",
+    "tensor_variance": "SC",
+    "class_imbalance": "SC",
+    "overfit": "OF",
+    "overtraining": "OF",
+    "threshold": "SC",
+}
+
+# SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),
+# evaluated only on the steps SageMaker saves by default (every 500 steps).
+SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
+    {"type": "exploding_tensor", "action": "stop"},
+    {"type": "vanishing_gradient", "params": {"threshold": 1e-7}},
+    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0}},
+    {"type": "saturated_activation"},
+    {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8}},
+    {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1}},
+    {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1}},
+    {"type": "overtraining", "params": {"patience_train": 5, "patience_validation": 10, "delta": 0.01}},
+    {"type": "poor_weight_initialization"},
+    {"type": "all_zero"},
+    {"type": "unchanged_tensor", "params": {"num_steps": 3}},
+]
+SAGEMAKER_SAVE_INTERVAL = 500
+
+TWIN = {"F3": "H5_sigmoid_shallow", "F4": "H6_tanh", "F7": "H7_wide", "F8": "H7_wide", "F13": "H8_deep_relu", "F16": "H4_blobs"}
+
+
+@dataclass
+class Outcome:
+    """What one detector said about one run."""
+
+    alarm_step: int | None = None
+    categories: set[str] = field(default_factory=set)
+    rules: set[str] = field(default_factory=set)
+    layers: set[str] = field(default_factory=set)
+    stopped: bool = False
+    stop_step: int | None = None
+
+
+# --- running the programs ---------------------------------------------------------------------
+def _train_one(args: tuple[programs.Program, int, str]) -> programs.Truth:
+    prog, seed, root = args
+    path = os.path.join(root, f"{prog.name}-s{seed}")
+    return programs.train(prog, seed, out="file://" + path)
+
+
+def load_views(root: str, truth: programs.Truth) -> list[StepView]:
+    run = open_run("file://" + os.path.join(root, f"{truth.program}-s{truth.seed}"))
+    src = run.source(0)
+    builder = ViewBuilder(0)
+    views: list[StepView] = []
+    for seg in src.poll():
+        views.extend(builder.views(seg, src.catalogue()))
+    return views
+
+
+# --- detectors ---------------------------------------------------------------------------------
+def evaluate_rules(specs: Sequence[RuleSpec], views: Sequence[StepView], *, every: int = 1) -> Outcome:
+    """Run configured rules over the views (optionally only on steps that are multiples of `every`)."""
+    rules = [(s, registry.build(s)) for s in specs]
+    out = Outcome()
+    for v in views:
+        if every > 1 and v.step % every:
+            continue
+        for spec, rule in rules:
+            try:
+                found = rule.update(v)
+            except Exception:  # noqa: BLE001 - a rule error counts as no alarm, as in the evaluator
+                continue
+            for f in found:
+                if f.severity.rank < Severity.WARNING.rank:
+                    continue
+                if out.alarm_step is None:
+                    out.alarm_step = f.step
+                out.rules.add(spec.type)
+                out.categories.add(RULE_CATEGORY.get(spec.type, "SC"))
+                if f.tensor:
+                    out.layers.add(f.tensor.split("/")[-1].split(".")[0])
+                if spec.action == Action.STOP and not out.stopped:
+                    out.stopped, out.stop_step = True, f.step
+    return out
+
+
+def evaluate_baseline(fn: Callable[..., list[baselines.Alarm]], views: Sequence[StepView], truth: programs.Truth) -> Outcome:
+    kwargs = {"planned_epochs": max(truth.steps // 25, 1)} if fn is baselines.autotrainer else {}
+    alarms = fn(views, **kwargs)
+    out = Outcome()
+    for a in alarms:
+        if out.alarm_step is None:
+            out.alarm_step = a.step
+        out.categories.add(baselines.DD_CATEGORY.get(a.category, a.category))
+        out.rules.add(a.category)
+        if a.layer:
+            out.layers.add(a.layer)
+    out.stopped = bool(alarms) and fn in (baselines.autotrainer, baselines.deepdiagnosis)
+    out.stop_step = out.alarm_step if out.stopped else None
+    return out
+
+
+# --- ground truth ------------------------------------------------------------------------------
+def label_harm(truths: list[programs.Truth]) -> None:
+    """Mark faults whose outcome is not worse than their healthy twin's as 'should not stop'."""
+    by_prog: dict[str, list[programs.Truth]] = defaultdict(list)
+    for t in truths:
+        by_prog[t.program].append(t)
+    for name, ts in by_prog.items():
+        fault = ts[0].fault
+        if fault is None:
+            continue
+        twin = TWIN.get(fault, "H1_relu_momentum")
+        twin_acc = [t.final_val_acc for t in by_prog.get(twin, [])]
+        fault_acc = [t.final_val_acc for t in ts]
+        if not twin_acc:
+            continue
+        diff = float(np.mean(twin_acc) - np.mean(fault_acc))
+        spread = float(np.std(twin_acc + fault_acc)) / math.sqrt(max(len(ts), 1)) + 1e-9
+        hurts = (diff > 0.02 and diff > 2 * spread) or any(t.diverged for t in ts)
+        for t in ts:
+            t.should_stop = t.should_stop and hurts
+
+
+# --- scoring -----------------------------------------------------------------------------------
+def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome], intended: dict[str, tuple[str, ...]],
+          affected: dict[str, str | None]) -> dict[str, object]:  # fmt: skip
+    healthy = [t for t in truths if t.fault is None]
+    faulty = [t for t in truths if t.fault is not None]
+    harmful = [t for t in faulty if t.should_stop]
+    alarms_healthy = [t for t in healthy if outcomes[(t.program, t.seed)].alarm_step is not None]
+    stops_healthy = [t for t in healthy if outcomes[(t.program, t.seed)].stopped]
+    steps_healthy = sum(t.steps for t in healthy)
+    per_cat: dict[str, dict[str, object]] = {}
+    for cat in (*baselines.AT_CATEGORIES, "OF"):
+        runs = [t for t in harmful if t.category == cat]
+        if not runs:
+            continue
+        hit = [t for t in runs if outcomes[(t.program, t.seed)].alarm_step is not None]
+        delays = [
+            outcomes[(t.program, t.seed)].alarm_step - (t.manifest_step or 0)  # type: ignore[operator]
+            for t in hit
+        ]
+        per_cat[cat] = {
+            "runs": len(runs),
+            "recall": len(hit) / len(runs),
+            "median_delay_steps": float(statistics.median(delays)) if delays else None,
+            "p90_delay_steps": float(np.percentile(delays, 90)) if delays else None,
+        }
+    detected = [t for t in harmful if outcomes[(t.program, t.seed)].alarm_step is not None]
+    diagnosed = [t for t in detected if outcomes[(t.program, t.seed)].rules & set(intended.get(t.program, ()))
+                 or outcomes[(t.program, t.seed)].categories & {t.category}]  # fmt: skip
+    localizable = [t for t in detected if affected.get(t.program)]
+    localized = [t for t in localizable if affected[t.program] in outcomes[(t.program, t.seed)].layers]
+    not_stop = [t for t in faulty if not t.should_stop]
+    return {
+        "healthy_runs": len(healthy),
+        "false_alarm_rate": len(alarms_healthy) / max(len(healthy), 1),
+        "false_alarms_per_1000_steps": 1000 * len(alarms_healthy) / max(steps_healthy, 1),
+        "stops_on_healthy": len(stops_healthy),
+        "false_alarm_programs": sorted({t.program for t in alarms_healthy}),
+        "harmful_fault_runs": len(harmful),
+        "detection_recall": len(detected) / max(len(harmful), 1),
+        "diagnosis_recall": len(diagnosed) / max(len(harmful), 1),
+        "localization_recall": len(localized) / max(len(localizable), 1) if localizable else None,
+        "stops_on_should_not_stop_faults": sum(outcomes[(t.program, t.seed)].stopped for t in not_stop),
+        "per_category": per_cat,
+    }
+
+
+def per_rule_table(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome],
+                   intended: dict[str, tuple[str, ...]]) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Precision/recall/F1 of each rule against the faults it is meant to diagnose."""
+    rules = sorted({r for o in outcomes.values() for r in o.rules} | {r for v in intended.values() for r in v})
+    out = {}
+    for rule in rules:
+        fired = [t for t in truths if rule in outcomes[(t.program, t.seed)].rules]
+        positives = [t for t in truths if t.should_stop and rule in intended.get(t.program, ())]
+        tp = [t for t in fired if t.should_stop and rule in intended.get(t.program, ())]
+        precision = len(tp) / len(fired) if fired else math.nan
+        recall = len(tp) / len(positives) if positives else math.nan
+        f1 = 2 * precision * recall / (precision + recall) if precision and recall and precision + recall > 0 else math.nan
+        healthy_fired = sum(1 for t in fired if t.fault is None)
+        out[rule] = {"fired": len(fired), "positives": len(positives), "precision": precision, "recall": recall,
+                     "f1": f1, "healthy_fired": healthy_fired}  # fmt: skip
+    return out
+
+
+def _fmt(x: object, pct: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if pct:
+        return f"{100 * float(x):.0f}%"  # type: ignore[arg-type]
+    return f"{x:.0f}" if isinstance(x, float) else str(x)
+
+
+def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
+    cats = (*baselines.AT_CATEGORIES, "OF")
+    print(f"\n== {split} split: detection (warning or above) ==")
+    head = f"{'detector':<16}{'FA healthy':>11}{'stops hlth':>11}{'detect':>8}{'diagnose':>9}{'localize':>9}"
+    head += "".join(f"{c:>11}" for c in cats)
+    print(head)
+    print(" " * 64 + "".join(f"{'rec/delay':>11}" for _ in cats))
+    for name, r in results.items():
+        line = f"{name:<16}{_fmt(r['false_alarm_rate'], True):>11}{_fmt(r['stops_on_healthy']):>11}"
+        line += f"{_fmt(r['detection_recall'], True):>8}{_fmt(r['diagnosis_recall'], True):>9}{_fmt(r['localization_recall'], True):>9}"
+        pc = r["per_category"]
+        for c in cats:
+            d = pc.get(c)  # type: ignore[union-attr]
+            line += f"{'-':>11}" if d is None else f"{_fmt(d['recall'], True) + '/' + _fmt(d['median_delay_steps']):>11}"
+        print(line)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=6, help="seeds per program (even: calibration, odd: report)")
+    ap.add_argument("--quick", action="store_true", help="a few programs, two seeds (CI smoke run)")
+    ap.add_argument("--programs", default="", help="comma-separated program names to run (default: all)")
+    ap.add_argument("--json", default="benchmarks/detection/results.json", help="where to write the figures")
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--keep", default="", help="keep the recorded runs in this directory")
+    args = ap.parse_args(argv)
+
+    progs = programs.catalogue()
+    if args.programs:
+        wanted = set(args.programs.split(","))
+        progs = [p for p in progs if p.name in wanted]
+    if args.quick:
+        quick = {"F1_lr_x100", "F3_vanishing_sigmoid", "F5_dead_relu_bias", "F13_deep_relu_x3", "H1_relu_momentum",
+                 "N1_sparse_relu", "N3_warmup_cosine", "H5_sigmoid_shallow"}  # fmt: skip
+        progs = [p for p in progs if p.name in quick]
+        args.seeds = min(args.seeds, 2)
+    root = args.keep or tempfile.mkdtemp(prefix="trainguard-detect-")
+    os.makedirs(root, exist_ok=True)
+    t0 = time.perf_counter()
+    jobs = [(p, s, root) for p in progs for s in range(args.seeds)]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        truths = list(pool.map(_train_one, jobs, chunksize=2))
+    t_train = time.perf_counter() - t0
+    label_harm(truths)
+    intended = {p.name: p.intended_rules for p in progs}
+    affected = {p.name: p.affected_layer for p in progs}
+
+    ours_specs = registry.default_rules()
+    sm_specs = []
+    for d in SAGEMAKER_DEFAULTS:
+        try:
+            spec = RuleSpec.model_validate(d)
+            registry.build(spec)
+            sm_specs.append(spec)
+        except Exception as err:  # noqa: BLE001 - a parameter our rule does not take is reported, not fatal
+            print(f"note: SageMaker default {d['type']} not reproduced: {err}", file=sys.stderr)
+    detectors: dict[str, Callable[[list[StepView], programs.Truth], Outcome]] = {
+        "TrainGuard": lambda v, t: evaluate_rules(ours_specs, v),
+        "SageMaker@500": lambda v, t: evaluate_rules(sm_specs, v, every=SAGEMAKER_SAVE_INTERVAL),
+    }
+    for name, fn in baselines.BASELINES.items():
+        detectors[name] = lambda v, t, fn=fn: evaluate_baseline(fn, v, t)
+    outcomes: dict[str, dict[tuple[str, int], Outcome]] = {d: {} for d in detectors}
+    t1 = time.perf_counter()
+    for t in truths:
+        views = load_views(root, t)
+        for name, fn in detectors.items():
+            outcomes[name][(t.program, t.seed)] = fn(views, t)
+    t_eval = time.perf_counter() - t1
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+
+    report: dict[str, object] = {"programs": len(progs), "seeds": args.seeds, "runs": len(truths),
+                                 "train_seconds": round(t_train, 1), "evaluate_seconds": round(t_eval, 1), "splits": {}}  # fmt: skip
+    for split, keep in (("calibration", 0), ("report", 1)):
+        ts = [t for t in truths if t.seed % 2 == keep] or truths
+        res = {name: score(ts, outcomes[name], intended, affected) for name in detectors}
+        print_summary(split, res)
+        per_rule = per_rule_table(ts, outcomes["TrainGuard"], intended)
+        report["splits"][split] = {"detectors": res, "per_rule": per_rule}  # type: ignore[index]
+    print("\n== report split: our rules ==")
+    print(f"{'rule':<28}{'fired':>6}{'healthy':>8}{'prec':>7}{'recall':>8}{'F1':>6}")
+    for rule, r in report["splits"]["report"]["per_rule"].items():  # type: ignore[index]
+        print(f"{rule:<28}{r['fired']:>6}{r['healthy_fired']:>8}{_fmt(r['precision'], True):>7}"
+              f"{_fmt(r['recall'], True):>8}{_fmt(r['f1'], True):>6}")  # fmt: skip
+    print("\nHarm labels (fault -> should stop):", {t.program: t.should_stop for t in truths if t.fault and t.seed == 1})
+    print(f"\n{len(truths)} runs: training {t_train:.0f} s, evaluation {t_eval:.0f} s")
+    with open(args.json, "w") as fh:
+        json.dump(report, fh, indent=1, default=lambda o: sorted(o) if isinstance(o, set) else str(o))
+    print(f"figures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

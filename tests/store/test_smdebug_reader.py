@@ -495,3 +495,25 @@ def test_a_tensor_whose_bytes_do_not_fit_its_dtype_or_shape_is_a_decode_error() 
         tfevent.decode_tensor(b"\x08\x01\x12\x04\x12\x02\x08\x03\x22\x08" + bytes(8))  # shape [3], 2 floats
     filled = tfevent.decode_tensor(b"\x08\x01\x12\x04\x12\x02\x08\x03\x2a\x04" + struct.pack("<f", 2.5))
     assert filled.values is not None and filled.values.tolist() == [2.5, 2.5, 2.5]  # one listed value fills
+
+
+def test_the_collections_file_decides_before_the_name_patterns() -> None:
+    doc = smdebug.CollectionsDoc.model_validate(
+        {
+            "collections": {
+                "all": {"include_regex": [".*"]},
+                "feature_importance": {"include_regex": ["^feature_importance/"]},
+                "my_relu_activations": {"tensor_names": ["Net_relu1_output_0"]},
+                "optimizer_variables": {"tensor_names": ["Adam_exp_avg_weight"]},
+            },
+            "_meta": {"num_workers": 4},
+        }
+    )
+    classifier = smdebug.Classifier(doc)
+    assert doc.meta.num_workers == 4
+    assert classifier.classify("feature_importance/gain/f3", size=1) == smdebug.Naming(
+        "feature_importance/gain/f3", trainguard.api.enums.Collection.METRICS, True
+    )
+    assert classifier.classify("Net_relu1_output_0", size=8).collection.value == "activations"
+    # By name alone this would be `weights`; the file says optimizer state.
+    assert classifier.classify("Adam_exp_avg_weight", size=8).collection.value == "optimizer"

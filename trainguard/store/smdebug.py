@@ -53,7 +53,11 @@ _COLLECTIONS: tuple[tuple[str, Collection], ...] = (
     ("labels", Collection.LABELS),
     ("predictions", Collection.PREDICTIONS),
     ("outputs", Collection.ACTIVATIONS),
-    ("relu_activations", Collection.ACTIVATIONS),
+    ("layers", Collection.ACTIVATIONS),
+    ("feature_importance", Collection.METRICS),
+    ("average_shap", Collection.METRICS),
+    ("hyperparameters", Collection.METRICS),
+    ("tensorflow_summaries", Collection.METRICS),
 )
 """smdebug collection -> ours, most specific first: a tensor in several collections takes the first."""
 _SCALAR_COLLECTIONS = (Collection.LOSSES, Collection.METRICS)
@@ -148,7 +152,7 @@ class Classifier:
             if smd_name in names:
                 return ours
         if any("activation" in n or "relu" in n for n in names):
-            return Collection.ACTIVATIONS
+            return Collection.ACTIVATIONS  # user-made collections such as `relu_activations`
         return None
 
     def classify(self, name: str, *, size: int, simple_value: bool = False) -> Naming:

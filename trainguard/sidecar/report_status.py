@@ -20,14 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from trainguard.api import debugjob
 from trainguard.api.sidecar_config import DebugJobRef
 from trainguard.sidecar.evaluator import Evaluator, Verdict
 
 log = logging.getLogger(__name__)
-
-DEBUGJOB_GROUP = "trainguard.dev"
-DEBUGJOB_VERSION = "v1alpha1"
-DEBUGJOB_PLURAL = "debugjobs"
 
 REPORT_INTERVAL_SECONDS = 10.0
 """Heartbeat: the longest a moving lastStep goes unreported. One small PATCH per rank every 10 s
@@ -46,18 +43,25 @@ def rank_key(rank: int) -> str:
 
 
 def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
-    """Return one rank's report: lastStep, time, ended, and one entry per configured rule."""
-    rules: list[dict[str, Any]] = []
-    for name, status in evaluator.rule_status.items():
-        entry: dict[str, Any] = {"name": name, "state": status.state.value, "severity": status.severity.value}
-        if status.step is not None:
-            entry["step"] = status.step
-        if status.message:
-            entry["message"] = status.message
-        if status.time is not None:
-            entry["time"] = _iso(status.time)
-        rules.append(entry)
-    return {"lastStep": evaluator.last_step, "time": _iso(now), "ended": evaluator.ended, "rules": rules}
+    """Return one rank's report (`debugjob.RankReport` as JSON): lastStep, time, ended, one entry per rule."""
+    report = debugjob.RankReport(
+        last_step=evaluator.last_step,
+        time=_iso(now),
+        ended=evaluator.ended,
+        rules=[
+            debugjob.RankRuleReport(
+                name=name,
+                state=status.state,
+                step=status.step,
+                severity=status.severity,
+                message=status.message,
+                time=_iso(status.time),
+            )
+            for name, status in evaluator.rule_status.items()
+        ],
+    )
+    doc: dict[str, Any] = report.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return doc
 
 
 def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +142,7 @@ class StatusReporter:
             if api is None:
                 return False
             api.patch_namespaced_custom_object_status(
-                DEBUGJOB_GROUP, DEBUGJOB_VERSION, self.ref.namespace, DEBUGJOB_PLURAL, self.ref.name, body,
+                debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name, body,
                 _content_type="application/merge-patch+json",
             )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - API, network or config failures: logged, retried at the next report
@@ -155,7 +159,7 @@ class StatusReporter:
             api = custom_objects_api()
             try:
                 obj = api.get_namespaced_custom_object(
-                    DEBUGJOB_GROUP, DEBUGJOB_VERSION, self.ref.namespace, DEBUGJOB_PLURAL, self.ref.name
+                    debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name
                 )
             except Exception:
                 api.api_client.close()

@@ -24,7 +24,7 @@ _TOKEN = re.compile(
       |(?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)
       |(?P<space>\s+)
       |(?P<other>.)""",
-    re.X,
+    re.VERBOSE,
 )
 
 GRAFANA_INTERVALS = ("$__rate_interval", "$__interval", "$__range")
@@ -52,7 +52,12 @@ def selectors(expr: str) -> list[str]:
                 if depth == 0:
                     break
                 i += 1
-        elif kind == "ident" and text.lower() not in KEYWORDS and nxt[1] != "(" and nxt[1].lower() not in ("by", "without"):
+        elif (
+            kind == "ident"
+            and text.lower() not in KEYWORDS
+            and nxt[1] != "("
+            and nxt[1].lower() not in ("by", "without")
+        ):
             if nxt[0] == "matchers":
                 out.append(text + nxt[1])
                 i += 1

@@ -17,7 +17,12 @@ from tests.deploy.tooling import ALERTS, PROMTOOL_TESTS, ROOT, find_tool, run_to
 
 
 def _alerts() -> list[dict[str, object]]:
-    return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"] if "alert" in rule]
+    return [
+        rule
+        for group in yaml.safe_load(ALERTS.read_text())["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    ]
 
 
 def test_promtool_accepts_the_rules_file() -> None:
@@ -66,6 +71,6 @@ def test_every_alert_has_severity_summary_description_and_a_readme_runbook(alert
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Dashboards and alerts", 1)[1].split("\n## ", 1)[0]
     # The PrometheusRule links README.md#<alert lowercased>: GitHub's anchor of a "#### <alert>" heading.
-    runbook = re.search(rf"^#+ {name}\n(.*?)(?=^#+ |\Z)", section, re.M | re.S)
+    runbook = re.search(rf"^#+ {name}\n(.*?)(?=^#+ |\Z)", section, re.MULTILINE | re.DOTALL)
     assert runbook, f"README.md, section 'Dashboards and alerts', has no heading '#### {name}' (its runbook)"
     assert len(runbook.group(1).split()) >= 25, f"the runbook of {name} is too short to help"

@@ -60,7 +60,9 @@ def test_helm_lint_passes(values: Path | None) -> None:
 @pytest.mark.parametrize("values", [None, *CI_VALUES], ids=_values_id)
 def test_rendered_objects_pass_kubernetes_1_32_validation(values: Path | None) -> None:
     manifests = helm_template(values=[values] if values else []).stdout
-    proc = run_tool([find_tool("kubernetes-validate"), "--strict", "-k", "1.32", "-"], stdin=manifests, check=False)
+    proc = run_tool(
+        [find_tool("kubernetes-validate"), "--strict", "-k", "1.32", "-"], stdin=manifests, check=False
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     objects = [d for d in yaml.safe_load_all(manifests) if d]
@@ -69,14 +71,18 @@ def test_rendered_objects_pass_kubernetes_1_32_validation(values: Path | None) -
         if obj["kind"] in PROMETHEUS_OPERATOR_KINDS:
             assert f"Couldn't find schema for kind {obj['kind']}" in output
         else:
-            assert f"{obj['kind'].lower()}/{obj['metadata']['name']}" in passed, f"{obj['kind']} not validated:\n{output}"
+            assert f"{obj['kind'].lower()}/{obj['metadata']['name']}" in passed, (
+                f"{obj['kind']} not validated:\n{output}"
+            )
     warned = set(re.findall(r"Couldn't find schema for kind (\w+)", output))
     assert warned <= PROMETHEUS_OPERATOR_KINDS, f"objects without a schema: {warned}"
 
 
 def test_a_broken_object_fails_kubernetes_validation() -> None:
     manifests = helm_template().stdout.replace("replicas: 1", "replicas: one")
-    proc = run_tool([find_tool("kubernetes-validate"), "--strict", "-k", "1.32", "-"], stdin=manifests, check=False)
+    proc = run_tool(
+        [find_tool("kubernetes-validate"), "--strict", "-k", "1.32", "-"], stdin=manifests, check=False
+    )
     assert proc.returncode != 0 and "replicas" in proc.stdout + proc.stderr
 
 
@@ -89,7 +95,9 @@ def test_a_broken_object_fails_kubernetes_validation() -> None:
     ],
     ids=["top-level typo", "nested unknown key", "deep typo"],
 )
-def test_a_values_file_with_an_unknown_key_is_rejected(tmp_path: Path, bad_values: dict[str, Any], offending: str) -> None:
+def test_a_values_file_with_an_unknown_key_is_rejected(
+    tmp_path: Path, bad_values: dict[str, Any], offending: str
+) -> None:
     path = tmp_path / "bad-values.yaml"
     path.write_text(yaml.safe_dump(bad_values))
     proc = helm_template(values=[path], check=False)
@@ -130,7 +138,9 @@ def test_every_value_has_a_one_line_comment() -> None:
     assert not missing, "values without a one-line comment:\n" + "\n".join(missing)
 
 
-def test_the_operator_deployment_is_one_recreated_replica_with_probe_resources_and_a_restricted_context() -> None:
+def test_the_operator_deployment_is_one_recreated_replica_with_probe_resources_and_a_restricted_context() -> (
+    None
+):
     deployment = one(render(), "Deployment")
     spec = deployment["spec"]
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
@@ -142,7 +152,9 @@ def test_the_operator_deployment_is_one_recreated_replica_with_probe_resources_a
     assert ports == {"metrics": 9401, "health": 8080}
     assert container["resources"]["requests"] and container["resources"]["limits"]["memory"]
     pod_ctx, ctx = pod["securityContext"], container["securityContext"]
-    assert pod_ctx["runAsNonRoot"] is True and isinstance(pod_ctx["runAsUser"], int) and pod_ctx["runAsUser"] > 0
+    assert (
+        pod_ctx["runAsNonRoot"] is True and isinstance(pod_ctx["runAsUser"], int) and pod_ctx["runAsUser"] > 0
+    )
     assert pod_ctx["seccompProfile"] == {"type": "RuntimeDefault"}
     assert ctx["allowPrivilegeEscalation"] is False and ctx["readOnlyRootFilesystem"] is True
     assert ctx["capabilities"] == {"drop": ["ALL"]}
@@ -155,7 +167,9 @@ def test_the_operator_deployment_is_one_recreated_replica_with_probe_resources_a
 
 
 def test_the_image_reference_follows_tag_and_digest_values() -> None:
-    image = lambda sets: one(render(sets=sets), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]  # noqa: E731
+    image = lambda sets: one(render(sets=sets), "Deployment")["spec"]["template"]["spec"]["containers"][0][
+        "image"
+    ]
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert image([]) == f"ghcr.io/trainguard/trainguard:{chart['appVersion']}"
     assert image(["image.tag=1.2.3"]) == "ghcr.io/trainguard/trainguard:1.2.3"
@@ -166,7 +180,9 @@ def test_the_image_reference_follows_tag_and_digest_values() -> None:
 def test_the_metrics_service_targets_the_operator_metrics_port() -> None:
     objects = render()
     service = one(objects, "Service")
-    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9401, "targetPort": "metrics", "protocol": "TCP"}]
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 9401, "targetPort": "metrics", "protocol": "TCP"}
+    ]
     pod_labels = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     assert not by_kind(render(sets=["metrics.service.enabled=false"]), "Service")
@@ -175,7 +191,10 @@ def test_the_metrics_service_targets_the_operator_metrics_port() -> None:
 def test_additional_labels_reach_every_object() -> None:
     objects = render(values=MONITORING, sets=ALL_OPTIONAL)
     kinds = {o["kind"] for o in objects}
-    assert PROMETHEUS_OPERATOR_KINDS | {"Deployment", "NetworkPolicy", "ConfigMap", "CustomResourceDefinition"} <= kinds
+    assert (
+        PROMETHEUS_OPERATOR_KINDS | {"Deployment", "NetworkPolicy", "ConfigMap", "CustomResourceDefinition"}
+        <= kinds
+    )
     for obj in objects:
         assert obj["metadata"]["labels"].get("release") == "kps", f"{obj['kind']} {obj['metadata']['name']}"
     assert one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]["release"] == "kps"
@@ -199,15 +218,20 @@ def test_the_service_monitor_scrapes_the_operator_keeping_its_namespace_labels()
 
 def test_the_pod_monitor_scrapes_evaluator_sidecars_by_port_name_in_any_namespace() -> None:
     monitor = one(render(values=MONITORING), "PodMonitor")
-    assert monitor["spec"]["selector"] == {"matchExpressions": [{"key": "trainguard.dev/debugjob", "operator": "Exists"}]}
+    assert monitor["spec"]["selector"] == {
+        "matchExpressions": [{"key": "trainguard.dev/debugjob", "operator": "Exists"}]
+    }
     assert monitor["spec"]["namespaceSelector"] == {"any": True}
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["port"] == "metrics"
-    assert {"sourceLabels": ["__meta_kubernetes_pod_label_trainguard_dev_debugjob"], "targetLabel": "debugjob"} in endpoint[
-        "relabelings"
-    ]
+    assert {
+        "sourceLabels": ["__meta_kubernetes_pod_label_trainguard_dev_debugjob"],
+        "targetLabel": "debugjob",
+    } in endpoint["relabelings"]
     assert {"targetLabel": "job", "replacement": "trainguard-evaluator"} in endpoint["relabelings"]
-    limited = one(render(sets=["metrics.podMonitor.enabled=true", "metrics.podMonitor.namespaces={a,b}"]), "PodMonitor")
+    limited = one(
+        render(sets=["metrics.podMonitor.enabled=true", "metrics.podMonitor.namespaces={a,b}"]), "PodMonitor"
+    )
     assert limited["spec"]["namespaceSelector"] == {"matchNames": ["a", "b"]}
 
 
@@ -254,7 +278,9 @@ def test_the_network_policy_admits_metrics_and_health_and_lets_out_dns_api_serve
     assert policy["policyTypes"] == ["Ingress", "Egress"]
     ingress_ports = [p["port"] for rule in policy["ingress"] for p in rule["ports"]]
     assert ingress_ports == ["metrics", "health"]
-    assert policy["ingress"][0]["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    assert policy["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
     egress_ports = {(p["port"], p["protocol"]) for rule in policy["egress"] for p in rule["ports"]}
     assert {(53, "UDP"), (53, "TCP"), (443, "TCP"), (6443, "TCP"), (8443, "TCP")} <= egress_ports
 
@@ -264,12 +290,21 @@ def test_notes_tell_the_next_commands(tmp_path: Path) -> None:
     chart = tmp_path / "trainguard"
     shutil.copytree(CHART, chart)
     (chart / "templates" / "zz-notes-probe.yaml").write_text(
-        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n'
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata:\n"
         '  notes: {{ include "trainguard/templates/NOTES.txt" . | toJson }}\n'
     )
 
     def notes(*sets: str) -> str:
-        args = [find_tool("helm"), "template", "tg", str(chart), "-n", "ml", "-s", "templates/zz-notes-probe.yaml"]
+        args = [
+            find_tool("helm"),
+            "template",
+            "tg",
+            str(chart),
+            "-n",
+            "ml",
+            "-s",
+            "templates/zz-notes-probe.yaml",
+        ]
         for s in sets:
             args += ["--set", s]
         return str(yaml.safe_load(run_tool(args).stdout)["data"]["notes"])
@@ -280,7 +315,9 @@ def test_notes_tell_the_next_commands(tmp_path: Path) -> None:
     assert "metrics.podMonitor.enabled=true" in default
     monitored = notes("metrics.podMonitor.enabled=true", "metrics.prometheusRule.enabled=true")
     assert "additionalLabels.release" in monitored
-    assert "additionalLabels.release" not in notes("metrics.podMonitor.enabled=true", "additionalLabels.release=kps")
+    assert "additionalLabels.release" not in notes(
+        "metrics.podMonitor.enabled=true", "additionalLabels.release=kps"
+    )
     assert "install the DebugJob CRD yourself" in notes("crds.enabled=false")
 
 

@@ -18,7 +18,9 @@ SYNC = f"cp {GENERATED.relative_to(ROOT)} {COPY.relative_to(ROOT)}"
 
 
 def test_the_chart_crd_is_a_byte_for_byte_copy_of_crds_debugjob_yaml() -> None:
-    assert GENERATED.exists(), "crds/debugjob.yaml is missing: generate it with `trainguard crd > crds/debugjob.yaml`"
+    assert GENERATED.exists(), (
+        "crds/debugjob.yaml is missing: generate it with `trainguard crd > crds/debugjob.yaml`"
+    )
     assert COPY.read_bytes() == GENERATED.read_bytes(), f"the chart's CRD is out of date: run `{SYNC}`"
 
 

@@ -7,46 +7,17 @@ Prometheus in test_metrics_live.py.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from tests.deploy.grafana import all_queries, load, panels, queries
 from tests.deploy.promql import grafana_to_promql, selectors
 from tests.deploy.tooling import DASHBOARDS, find_tool, run_tool
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-
-
-def load(path: Path) -> dict[str, Any]:
-    return dict(json.loads(path.read_text()))
-
-
-def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
-    """Return every panel, rows' nested panels included."""
-    out = []
-    for panel in dashboard["panels"]:
-        out.append(panel)
-        out.extend(panel.get("panels", []))
-    return out
-
-
-def queries(dashboard: dict[str, Any]) -> list[str]:
-    """Return every PromQL expression: panel targets and the selectors inside label_values() variables."""
-    exprs = [t["expr"] for p in panels(dashboard) for t in p.get("targets", [])]
-    for var in dashboard["templating"]["list"]:
-        if var["type"] == "query":
-            definition = var["query"]["query"]
-            assert definition.startswith("label_values(") and definition.endswith(")"), definition
-            exprs.append(definition[len("label_values(") :].rsplit(",", 1)[0])
-    return exprs
-
-
-def all_dashboard_queries() -> list[str]:
-    return [q for path in DASHBOARDS for q in queries(load(path))]
 
 
 def test_there_are_a_fleet_and_a_training_run_dashboard() -> None:
@@ -92,13 +63,17 @@ def test_panels_fit_the_grid_without_overlapping(path: Path) -> None:
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.name)
 def test_template_variables_used_in_queries_are_defined(path: Path) -> None:
     dashboard = load(path)
-    defined = {v["name"] for v in dashboard["templating"]["list"]} | {"__rate_interval", "__interval", "__range"}
+    defined = {v["name"] for v in dashboard["templating"]["list"]} | {
+        "__rate_interval",
+        "__interval",
+        "__range",
+    }
     used = {m for q in queries(dashboard) for m in re.findall(r"\$\{?(\w+)\}?", q)}
     assert used <= defined, f"undefined variables: {used - defined}"
 
 
 def test_every_dashboard_query_is_valid_promql_for_promtool(tmp_path: Path) -> None:
-    exprs = all_dashboard_queries()
+    exprs = all_queries()
     assert len(exprs) >= 30
     rules = {"groups": [{"name": "dashboards", "rules": [
         {"record": f"dashboard:query:{i}", "expr": grafana_to_promql(e)} for i, e in enumerate(exprs)
@@ -111,13 +86,15 @@ def test_every_dashboard_query_is_valid_promql_for_promtool(tmp_path: Path) -> N
 
 def test_promtool_rejects_a_broken_query(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
-    path.write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [{"record": "r", "expr": "sum by (rule (x)"}]}]}))
+    path.write_text(
+        yaml.safe_dump({"groups": [{"name": "g", "rules": [{"record": "r", "expr": "sum by (rule (x)"}]}]})
+    )
     proc = run_tool([find_tool("promtool"), "check", "rules", str(path)], check=False)
     assert proc.returncode != 0
 
 
 def test_every_dashboard_query_selects_a_trainguard_metric_or_up() -> None:
-    for expr in all_dashboard_queries():
+    for expr in all_queries():
         sels = selectors(grafana_to_promql(expr))
         assert sels, f"no metric in {expr!r}"
         for sel in sels:

@@ -23,15 +23,20 @@ from tests.deploy.promql import grafana_to_promql, metric_names, selectors
         ),
         ('label_replace(up, "dst", "$1", "src", "(.*)") offset 5m', ["up"]),
         ("a unless b == bool 1 and on() c or vector(0)", ["a", "b", "c"]),
-        ('{__name__="trainguard_training_step", pod="p"} * 1e3 + 0x1f', ['{__name__="trainguard_training_step", pod="p"}']),
+        (
+            '{__name__="trainguard_training_step", pod="p"} * 1e3 + 0x1f',
+            ['{__name__="trainguard_training_step", pod="p"}'],
+        ),
         ("time() - last_ts_seconds > 2h", ["last_ts_seconds"]),
-        ("absent(up{job=\"x\"} == 1)", ['up{job="x"}']),
+        ('absent(up{job="x"} == 1)', ['up{job="x"}']),
         ("count(max by (rule) (r) == 1) or vector(0)", ["r"]),
         ("sum without (pod) (inf_metric) > Inf", ["inf_metric"]),
         ("rate(ns:recorded:rate5m[1m])", ["ns:recorded:rate5m"]),
     ],
 )
-def test_selectors_are_found_and_functions_keywords_and_labels_are_not(expr: str, expected: list[str]) -> None:
+def test_selectors_are_found_and_functions_keywords_and_labels_are_not(
+    expr: str, expected: list[str]
+) -> None:
     assert selectors(expr) == expected
 
 

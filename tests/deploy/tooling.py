@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -33,21 +34,47 @@ def find_tool(name: str) -> str:
             return str(candidate)
     found = shutil.which(name)
     if not found:
-        pytest.fail(f"`{name}` is not installed: run dev/setup.sh --full (it installs helm, promtool and prometheus)")
+        pytest.fail(
+            f"`{name}` is not installed: run dev/setup.sh --full (it installs helm, promtool and prometheus)"
+        )
     return found
 
 
-def run_tool(args: Sequence[str], *, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_tool(
+    args: Sequence[str], *, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Run a command, capture its output, and on failure (with check) fail the test showing both streams."""
-    proc = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "HELM_CACHE_HOME": str(ROOT / ".tools" / "helm-cache")})
+    proc = subprocess.run(
+        list(args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "HELM_CACHE_HOME": str(ROOT / ".tools" / "helm-cache")},
+    )
     if check and proc.returncode != 0:
-        pytest.fail(f"{' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        pytest.fail(
+            f"{' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
     return proc
 
 
-def helm_template(*, values: Sequence[Path] = (), sets: Sequence[str] = (), namespace: str = "trainguard",
-                  release: str = "tg", check: bool = True) -> subprocess.CompletedProcess[str]:
+def helm_template(
+    *,
+    values: Sequence[Path] = (),
+    sets: Sequence[str] = (),
+    namespace: str = "trainguard",
+    release: str = "tg",
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
     """Run `helm template` on the chart with values files and --set options."""
     args = [find_tool("helm"), "template", release, str(CHART), "--namespace", namespace]
     for v in values:
@@ -71,5 +98,7 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     """Return the single rendered object of a kind; fail if there is not exactly one."""
     found = by_kind(objects, kind)
-    assert len(found) == 1, f"expected one {kind}, rendered {len(found)}: {[o['metadata']['name'] for o in found]}"
+    assert len(found) == 1, (
+        f"expected one {kind}, rendered {len(found)}: {[o['metadata']['name'] for o in found]}"
+    )
     return found[0]

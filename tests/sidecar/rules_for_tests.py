@@ -121,3 +121,15 @@ class WeightNormSmdebug:
 
 class NotARule:
     """Neither a Rule nor smdebug-shaped: loading it must fail with a ConfigError."""
+
+
+class OpaqueState(Rule):
+    """Keeps an object that JSON cannot hold in its state: checkpoints must go on without it."""
+
+    name = "opaque_state"
+
+    def check(self, view: StepView) -> list[Finding]:
+        return []
+
+    def get_state(self) -> dict[str, Any]:
+        return {"thing": object()}

@@ -184,3 +184,16 @@ def test_killing_the_sidecar_mid_run_and_restarting_it_repeats_no_alert_and_skip
     assert state.ranks["0"].rules["ledger"]["own"]["steps"] == list(range(50))
     assert state.ranks["0"].ended
     assert json.loads(stop_file.read_text())["rule"] == "nan-guard"
+
+
+def test_a_rule_whose_state_is_not_json_is_left_out_of_checkpoints_and_the_others_are_kept(
+    file_uri: str,
+) -> None:
+    store = open_store(file_uri)
+    _write(RunBuilder(store), 0, 15)
+    opaque = RuleSpec(type=custom("OpaqueState"), name="opaque")
+    ev = Evaluator(file_uri, rules=[*RULES, opaque])
+    assert [v.step for v in ev.poll()] == [12]
+    state = checkpoint.load(store, checkpoint.key_for(None))
+    assert state is not None and set(state.ranks["0"].rules) == {"nan-guard", "ledger"}
+    assert state.ranks["0"].rules["ledger"]["own"]["steps"] == list(range(15))

@@ -99,6 +99,15 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"rule state holds a {type(value).__name__}, which cannot be saved as JSON")
 
 
+def unsavable(rule_state: dict[str, Any]) -> str | None:
+    """Return why one rule's state cannot be saved as JSON, or None when it can."""
+    try:
+        json.dumps(rule_state, default=_plain)
+    except (TypeError, ValueError) as err:
+        return str(err)
+    return None
+
+
 def save(store: Store, key: str, state: EvaluatorState) -> None:
     """Write the state with one atomic PUT; TypeError if a rule's state is not JSON-able."""
     store.put(key, json.dumps(state.model_dump(mode="python"), default=_plain).encode())

@@ -147,6 +147,7 @@ class Evaluator:
             for c in self.compiled
         }
         self._stop_emitted: set[str] = set()
+        self._unsavable: set[str] = set()
         self.stop_requested = False
         self.ended = False
         self.timed_out = False
@@ -550,7 +551,11 @@ class Evaluator:
                         last_key=getattr(t.source, "last_key", None),
                         last_step=t.last_step,
                         ended=t.ended,
-                        rules={c.name: rule.state_dict() for c, rule in zip(self.compiled, t.rules)},
+                        rules={
+                            c.name: rule.state_dict()
+                            for c, rule in zip(self.compiled, t.rules)
+                            if c.name not in self._unsavable
+                        },
                     )
                     for r, t in self._tracks.items()
                 },
@@ -569,7 +574,22 @@ class Evaluator:
                 findings=[f.to_dict() for c in self._counters for f in c.kept_findings],
                 stop_requested=self.stop_requested,
             )
-        ckpt.save(self.store, ckpt.key_for(self.rank), state)
+        try:
+            ckpt.save(self.store, ckpt.key_for(self.rank), state)
+        except (TypeError, ValueError):
+            # A rule whose state is not JSON must not stop checkpoints for the others: drop it, say so once.
+            for position in state.ranks.values():
+                for name, rule_state in list(position.rules.items()):
+                    why = ckpt.unsavable(rule_state)
+                    if why is not None:
+                        log.error(
+                            "trainguard: the state of rule %s cannot be checkpointed (%s); it restarts fresh",
+                            name,
+                            why,
+                        )
+                        self._unsavable.add(name)
+                        del position.rules[name]
+            ckpt.save(self.store, ckpt.key_for(self.rank), state)
 
 
 def _finding_from_dict(d: dict[str, object]) -> Finding:

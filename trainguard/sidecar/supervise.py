@@ -152,11 +152,13 @@ def rule_status_dict(status: Any) -> dict[str, Any]:
 
 
 class Progress:
-    """The live progress line and verdict lines on stderr.
+    """The live progress line and the rule lines on stderr.
 
-    On a terminal the line is rewritten in place (`\\r`) every tick; elsewhere (CI logs, pipes) a
-    plain line is written at most every `interval_seconds`, and only when the step moved.
-    Verdict lines are always written at once. Thread-safe: the evaluator thread prints verdicts.
+    On a terminal the progress line sits on the bottom row, outside a scroll region that holds
+    everything else (the way apt draws its progress bar), so CMD's own output scrolls above it and
+    never mixes with it; it is redrawn only when its text changes. Elsewhere (CI logs, pipes) a
+    plain line is written at most every `interval_seconds`, and only when the step moved. Rule
+    lines are written at once. Thread-safe: the evaluator thread prints rule lines.
     """
 
     def __init__(self, stream: TextIO, *, tty: bool | None = None, interval_seconds: float = 10.0, quiet: bool = False):
@@ -165,21 +167,30 @@ class Progress:
         self.interval_seconds = interval_seconds
         self.quiet = quiet
         self._lock = threading.Lock()
-        self._shown = False
+        self._rows = 0
+        self._drawn = ""
         self._last_line_at = 0.0
         self._last_step: int | None = None
 
-    def _clear(self) -> None:
-        if self.tty and self._shown:
-            self.stream.write("\r\x1b[K")
-            self._shown = False
+    def start(self) -> None:
+        """Reserve the terminal's bottom row for the progress line (terminals only)."""
+        if self.quiet or not self.tty:
+            return
+        rows = shutil.get_terminal_size((80, 0)).lines
+        if rows < 4:
+            return
+        with self._lock:
+            self._rows = rows
+            # newline first, so the cursor's line is not the one taken away; then save cursor, set
+            # the scroll region to rows 1..N-1, restore the cursor inside it.
+            self.stream.write(f"\n\x1b7\x1b[1;{rows - 1}r\x1b8\x1b[1A")
+            self.stream.flush()
 
     def line(self, text: str) -> None:
-        """Write a message on its own line (clearing the progress line first)."""
+        """Write a message on its own line."""
         if self.quiet:
             return
         with self._lock:
-            self._clear()
             self.stream.write(f"[trainguard] {text}\n")
             self.stream.flush()
 
@@ -191,10 +202,12 @@ class Progress:
         text += f" ({critical} critical)" if critical else ""
         text += f" | {elapsed_seconds:.0f}s"
         with self._lock:
-            if self.tty:
+            if self._rows:
+                if text == self._drawn:
+                    return
                 width = shutil.get_terminal_size((100, 20)).columns - 1
-                self.stream.write("\r\x1b[K" + text[:width])
-                self._shown = True
+                self.stream.write(f"\x1b7\x1b[{self._rows};1H\x1b[2K\x1b[7m{text[:width]}\x1b[0m\x1b8")
+                self._drawn = text
             else:
                 now = time.monotonic()
                 if step == self._last_step or now - self._last_line_at < self.interval_seconds:
@@ -205,8 +218,11 @@ class Progress:
             self.stream.flush()
 
     def done(self) -> None:
+        """Give the bottom row back: reset the scroll region and clear the progress line."""
         with self._lock:
-            self._clear()
+            if self._rows:
+                self.stream.write(f"\x1b7\x1b[r\x1b[{self._rows};1H\x1b[2K\x1b8")
+                self._rows = 0
             self.stream.flush()
 
 
@@ -287,14 +303,14 @@ class Supervisor:
         with self._lock:
             if self._stop_verdict is not None or self._exited.is_set():
                 return
+            if not self._signal_group(signal.SIGTERM):
+                return  # CMD's group is gone: it ended on its own, and its exit status stands
             self._stop_verdict = v
-            sent = self._signal_group(signal.SIGTERM)
             self._term_sent_at = time.monotonic()
-        if sent:
-            self.progress.line(
-                f"stopping the run: rule {v.rule} asked for a stop; sent SIGTERM to process group {self._pgid}"
-                f" (SIGKILL in {self.grace_period_seconds:g}s if it is still running)"
-            )
+        self.progress.line(
+            f"stopping the run: rule {v.rule} asked for a stop; sent SIGTERM to process group {self._pgid}"
+            f" (SIGKILL in {self.grace_period_seconds:g}s if it is still running)"
+        )
 
     @contextlib.contextmanager
     def _forward_signals(self) -> Iterator[None]:
@@ -346,6 +362,7 @@ class Supervisor:
             )
             return self._supervise(self.evaluator)
         finally:
+            self.progress.done()
             if self.evaluator is not None:
                 self.evaluator.close()
             shutil.rmtree(stop_dir, ignore_errors=True)
@@ -366,6 +383,7 @@ class Supervisor:
                 except OSError as err:
                     raise SuperviseError(f"cannot start {self.command[0]!r}: {err.strerror or err}; check the command") from err
                 self._pgid = proc.pid
+                self.progress.start()
                 self.progress.line(f"run {self.run_id}: {' '.join(self.command)} (pid {proc.pid}), writing to {self.run_uri}")
                 thread.start()
                 killed = self._wait(proc, started)
@@ -382,7 +400,6 @@ class Supervisor:
                 ev.finish()
             except Exception as err:  # noqa: BLE001 - report what we have rather than nothing
                 eval_errors.append(f"{type(err).__name__}: {err}")
-        self.progress.done()
         stopped = self._stop_verdict is not None
         return Outcome(
             command=tuple(self.command),

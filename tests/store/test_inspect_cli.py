@@ -34,9 +34,10 @@ def inspect(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
-def write_run(uri: str) -> None:
+def write_run(uri: str, *, rank: int = 0, world_size: int = 1) -> None:
     rng = np.random.default_rng(0)
-    with trainguard.Recorder(uri, save_interval=2, flush_every_steps=2, flush_interval_seconds=60) as rec:
+    settings = {"rank": rank, "world_size": world_size, "flush_interval_seconds": 60}
+    with trainguard.Recorder(uri, save_interval=2, flush_every_steps=2, **settings) as rec:
         for step in range(10):
             rec.record_tensor("fc1.weight", rng.standard_normal((4, 3)), collection="weights")
             rec.record_tensor("fc1.bias", rng.standard_normal(4), collection="biases")
@@ -80,19 +81,20 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
     assert rows["problems"] == "none"
 
 
-def test_inspect_json_is_machine_readable(file_uri: str) -> None:
-    write_run(file_uri)
+def test_inspect_json_is_machine_readable_and_covers_every_rank(file_uri: str) -> None:
+    write_run(file_uri, rank=0, world_size=2)
+    write_run(file_uri, rank=1, world_size=2)
     result = inspect(file_uri, "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["format"] == "trainguard" and doc["framework"] == "numpy" and doc["world_size"] == 1
-    (rank,) = doc["ranks"]
-    assert rank["rank"] == 0
-    assert rank["steps"] == {"count": 5, "first": 0, "last": 8}
-    assert rank["last_step"] == 9
-    assert rank["collections"] == {"biases": 1, "gradients": 1, "weights": 1}
-    assert rank["scalars"] == {"train": ["loss"], "eval": ["val_loss"]}
-    assert rank["ended"]["status"] == "ok" and rank["problems"] == []
+    assert doc["format"] == "trainguard" and doc["framework"] == "numpy" and doc["world_size"] == 2
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    for rank in doc["ranks"]:
+        assert rank["steps"] == {"count": 5, "first": 0, "last": 8}
+        assert rank["last_step"] == 9
+        assert rank["collections"] == {"biases": 1, "gradients": 1, "weights": 1}
+        assert rank["scalars"] == {"train": ["loss"], "eval": ["val_loss"]}
+        assert rank["ended"]["status"] == "ok" and rank["problems"] == []
 
 
 @pytest.mark.parametrize(

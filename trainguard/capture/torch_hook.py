@@ -14,7 +14,7 @@ from __future__ import annotations
 import atexit
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -106,14 +106,16 @@ class Hook:
         out: str | None = None,
         *,
         config: CaptureConfig | None = None,
+        environ: Mapping[str, str] | None = None,
         pack_max_numel: int = DEFAULT_PACK_MAX_NUMEL,
         **settings: Any,
     ) -> None:
+        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ)."""
         if config is None:
             overrides: dict[str, Any] = dict(settings)
             if out:
                 overrides["out"] = out
-            config = CaptureConfig.from_env(**overrides)
+            config = CaptureConfig.from_env(environ, **overrides)
         self.config = config
         self.pack_max_numel = pack_max_numel
         self.step = 0
@@ -142,10 +144,9 @@ class Hook:
         atexit.register(self.close)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Hook:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Hook:
         """Return a hook configured by `TRAINGUARD_*` variables; an inert hook when TRAINGUARD_OUT is unset."""
-        pack_max = overrides.pop("pack_max_numel", DEFAULT_PACK_MAX_NUMEL)
-        return cls(config=CaptureConfig.from_env(environ, **overrides), pack_max_numel=pack_max)
+        return cls(environ=environ, **overrides)
 
     # --- state ------------------------------------------------------------------------------------
     @property
@@ -172,6 +173,10 @@ class Hook:
     def _fail(self, where: str, err: BaseException) -> None:
         message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
         if self._writer is not None:
+            try:  # keep the steps buffered before the failure; the uploader is bounded by max_block_seconds
+                self._writer.flush()
+            except Exception as flush_err:  # noqa: BLE001 - the original error is the one worth reporting
+                log.debug("trainguard: flush before disabling failed: %s", flush_err)
             self._writer._fail(message)
         else:
             log.error("trainguard: %s", message)

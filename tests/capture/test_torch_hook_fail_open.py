@@ -1,0 +1,82 @@
+"""The hook never raises into training: a store that dies mid-run, or a failure inside a hook body,
+disables capture, is logged once, is recorded, and training goes on to the last step."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import trainguard
+import trainguard.torch as tg
+from tests.capture.torch_loop import mlp, train
+from trainguard.capture import torch_stats
+from trainguard.store import format
+from trainguard.store.backend import open_store
+
+
+def trainguard_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("trainguard") and r.levelno >= logging.ERROR]
+
+
+@pytest.mark.slow
+def test_a_store_killed_mid_run_does_not_break_training(
+    seaweedfs_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = seaweedfs_factory()
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    uri = f"s3://{server.create_bucket()}/run"
+    hook = tg.Hook(uri, save_interval=1, flush_every_steps=1, flush_interval_seconds=0.05, max_block_seconds=0.05)
+
+    def kill_at_10(step: int) -> None:
+        if step == 10:
+            hook.flush()
+            server.kill()
+
+    seen = train(hook, mlp(), steps=60, on_step=kill_at_10)
+    assert len(seen.losses) == 60  # every step ran
+    hook.close()
+    assert hook.errors and "capture disabled, training continues" in hook.errors[0]
+    assert len(trainguard_errors(caplog)) == 1
+    server.restart()
+    run = trainguard.open_run(uri)
+    steps = run.series("0.weight", "l2").steps.tolist()
+    assert steps[:10] == list(range(10))  # what landed before the kill is intact
+
+
+def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
+    file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = torch_stats.Packed.reduce
+    calls = 0
+
+    def fail_on_third(self: torch_stats.Packed, *args: Any, **kwargs: Any) -> torch.Tensor:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("injected reduction failure")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch_stats.Packed, "reduce", fail_on_third)
+    model = mlp()
+    hook = tg.Hook(file_uri, save_interval=2)
+    seen = train(hook, model, steps=12)
+    assert len(seen.losses) == 12
+    assert not hook.enabled and calls == 3, "capture stops after the failure"
+    assert not model._forward_pre_hooks and not model[1]._forward_hooks, "its hooks are gone"
+    assert hook.errors == [
+        (
+            "optimizer step 4 (weights) failed: RuntimeError: injected reduction failure; "
+            "capture disabled, training continues"
+        )
+    ]
+    assert trainguard_errors(caplog) == [f"trainguard: {hook.errors[0]}"]
+    hook.close()
+    end = json.loads(open_store(file_uri).get(format.end_key(0)))
+    assert end["status"] == "error" and end["errors"] == hook.errors
+    assert trainguard.open_run(file_uri).steps().tolist() == [0, 2]

@@ -1,0 +1,90 @@
+"""A real PyTorch training loop with the hook, written to file:// and to real S3, read back with `open_run`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainguard
+import trainguard.torch as tg
+from tests.capture.torch_loop import mlp, train
+
+PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
+
+
+@pytest.mark.slow
+def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri: str) -> None:
+    with tg.Hook(run_uri, save_interval=3, tier1_interval=2, flush_every_steps=2, run_id="r1") as hook:
+        seen = train(hook, mlp(), steps=20, eval_every=5)
+        assert hook.errors == []
+    run = trainguard.open_run(run_uri)
+    assert run.info is not None and run.info.framework == "pytorch" and run.info.run_id == "r1"
+    assert run.collections() == {
+        "weights": ["0.weight", "2.weight", "4.weight"],
+        "biases": ["0.bias", "2.bias", "4.bias"],
+        "activations": ["act/1", "act/3"],
+        "gradients": [f"grad/{p}" for p in PARAMS],
+        "optimizer": ["lr"],
+        "losses": ["loss", "val_loss"],
+    }
+    saved = list(range(0, 20, 3))
+    assert run.steps().tolist() == saved
+    cat = {t.name: t for t in run.tensors()}
+    assert cat["act/1"].activation == "relu" and cat["act/3"].activation == "tanh"
+    assert (cat["act/1"].order, cat["act/3"].order, cat["act/1"].units) == (0, 1, 16)
+    assert cat["0.weight"].trainable and cat["0.weight"].shape == [16, 8] and cat["0.weight"].module == "0"
+    _, l2 = run.series("0.weight", "l2")
+    np.testing.assert_allclose(l2, [seen.weight_l2[s] for s in saved], rtol=1e-5)
+    assert np.isnan(run.series("0.weight", "update_l2").values[0])
+    assert run.series("0.weight", "distance_l2").values[0] == 0
+    assert (run.series("0.weight", "update_l2").values[1:] > 0).all()
+    assert np.isnan(run.series("grad/0.weight", "update_l2").values).all()
+    assert (run.series("act/1", "count").values == 32 * 16).all()
+    loss_steps, losses = run.scalars("loss")
+    assert loss_steps.tolist() == saved
+    np.testing.assert_allclose(losses, [seen.losses[s] for s in saved], rtol=1e-6)
+    assert run.scalars("val_loss", mode="eval").steps.tolist() == [0, 5, 10, 15]
+    assert run.scalars("lr").values.tolist() == [0.05] * len(saved)
+    tier1 = [s for s in saved if (s // 3) % 2 == 0]
+    segs = run.segments()
+    assert sorted({int(s) for seg in segs for s in seg.tier1_steps}) == tier1
+    units = {k for seg in segs for k in seg.units}
+    ids = {t.name: t.id for t in run.tensors()}
+    assert units == {("active", ids["act/1"]), ("saturated", ids["act/3"])}
+    end = run.ended()
+    assert end is not None and end.status == "ok" and end.last_step == 18
+
+
+def test_a_loss_recorded_before_or_after_the_optimizer_step_belongs_to_that_step(file_uri: str) -> None:
+    for where, uri in (("before", file_uri + "-before"), ("after", file_uri + "-after")):
+        with tg.Hook(uri, save_interval=2) as hook:
+            seen = train(hook, mlp(), steps=7, loss_after_step=where == "after")
+        steps, values = trainguard.open_run(uri).scalars("loss")
+        assert steps.tolist() == [0, 2, 4, 6], where
+        np.testing.assert_allclose(values, [seen.losses[s] for s in (0, 2, 4, 6)], rtol=1e-6)
+
+
+def test_collections_select_what_is_captured(file_uri: str) -> None:
+    with tg.Hook(file_uri, save_interval=1, collections=["weights", "gradients", "losses"]) as hook:
+        train(hook, mlp(), steps=3)
+    run = trainguard.open_run(file_uri)
+    assert set(run.collections()) == {"weights", "gradients", "losses"}
+    assert "grad/0.bias" in run.collections()["gradients"]  # gradients of biases follow `gradients`
+
+
+def test_large_tensors_take_the_one_by_one_path_with_the_same_results(file_uri: str) -> None:
+    for uri, pack_max in ((file_uri + "-packed", 1 << 20), (file_uri + "-large", 0)):
+        with tg.Hook(uri, save_interval=2, pack_max_numel=pack_max, tier1_interval=1) as hook:
+            train(hook, mlp(), steps=5)
+    packed, large = trainguard.open_run(file_uri + "-packed"), trainguard.open_run(file_uri + "-large")
+    for t in packed.tensors():
+        if not t.is_scalar:
+            for col in ("count", "zero", "mean", "std", "l2", "update_l2", "distance_l2", "max"):
+                np.testing.assert_allclose(
+                    packed.series(t.name, col).values, large.series(t.name, col).values, rtol=1e-5, atol=1e-7
+                )
+    hist = [{k: v for seg in r.segments() for k, v in seg.hists.items()} for r in (packed, large)]
+    ids = {t.name: t.id for t in packed.tensors()}
+    idl = {t.name: t.id for t in large.tensors()}
+    for name in ("0.weight", "grad/2.weight", "act/1"):
+        np.testing.assert_array_equal(hist[0][ids[name]], hist[1][idl[name]])

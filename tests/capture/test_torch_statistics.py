@@ -1,0 +1,125 @@
+"""Every statistic column of the device path against the numpy reference `store.stats`.
+
+Both device paths (the packed buffer for small tensors, one-by-one reduction for large ones)
+on CPU, and on CUDA when one is present, for float32, float16, bfloat16 and the fp8 dtypes of
+this torch, with NaN, Inf, zeros, empty and constant tensors; update/distance over saved steps;
+per-unit activity and log2 histograms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from trainguard.capture import torch_stats
+from trainguard.store import stats
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DTYPES = [torch.float32, torch.float16, torch.bfloat16] + [
+    getattr(torch, name) for name in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, name)
+]
+RTOL = 2e-5
+
+
+def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
+    """Tensors that exercise every column: signs, offsets, NaN, +-Inf, zeros, empty, constant, >2 rows."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(300, generator=g) * 3 + 1
+    a[3] = float("nan")
+    b = torch.randn(1030, generator=g)
+    b[7], b[9], b[1000] = float("inf"), 0.0, -float("inf")
+    c = torch.randn(3, 4, 5, generator=g) - 5  # all negative: padding must not leak into max
+    d = torch.rand(2, 70, generator=g) + 2  # all positive: padding must not leak into min
+    e = torch.full((600,), 0.1)  # constant: std must be 0, not rounding noise
+    f = torch.ones(65) * 7 + torch.randn(65, generator=g) * 1e-3  # mean >> std
+    tensors = [a, torch.randn(5, generator=g), torch.zeros(7), b, torch.zeros(0), c, d, e, f]
+    return [t.to(dtype) for t in tensors]
+
+
+def reference(t: torch.Tensor, **kw: torch.Tensor | None) -> np.ndarray:
+    arrays = {k: (None if v is None else v.float().cpu().numpy()) for k, v in kw.items()}
+    return stats.tier0(t.float().cpu().numpy(), **arrays)
+
+
+def assert_columns_match(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_array_equal(got[:, :4], want[:, :4])  # count nan inf zero are exact
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_packed_statistics_match_numpy_for_every_column(device: str, dtype: torch.dtype) -> None:
+    tensors = [t.to(device) for t in sample_tensors(dtype)]
+    packed = torch_stats.Packed(torch.device(device), width=64)
+    layout = packed.layout(tuple(t.numel() for t in tensors))
+    packed.load(layout, tensors)
+    raw = torch_stats.to_host(packed.reduce(layout, tracked=0))
+    got = torch_stats.finish(raw, np.array([t.numel() for t in tensors]))
+    assert_columns_match(got, np.stack([reference(t) for t in tensors]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_large_tensor_statistics_match_numpy_for_every_column(device: str, dtype: torch.dtype) -> None:
+    tensors = [t.to(device) for t in sample_tensors(dtype)]
+    rows = [torch_stats.to_host(torch_stats.reduce_large(t)) for t in tensors]
+    got = torch_stats.finish(np.stack(rows), np.array([t.numel() for t in tensors]))
+    assert_columns_match(got, np.stack([reference(t) for t in tensors]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_histograms_match_numpy_on_both_paths(device: str, dtype: torch.dtype) -> None:
+    tensors = [t.to(device) for t in sample_tensors(dtype)]
+    tensors.append(torch.tensor([1e-42, -3e-39, 2.0**-39, 2.0**23, 1e30]).to(device))  # denormals, clamped bins
+    packed = torch_stats.Packed(torch.device(device), width=64)
+    layout = packed.layout(tuple(t.numel() for t in tensors))
+    packed.load(layout, tensors)
+    want = np.stack([stats.log2_hist(t.float().cpu().numpy()) for t in tensors])
+    np.testing.assert_array_equal(torch_stats.to_host(packed.histograms(layout)), want)
+    for t, w in zip(tensors, want):
+        np.testing.assert_array_equal(torch_stats.to_host(torch_stats.histogram(t)), w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str) -> None:
+    g = torch.Generator().manual_seed(1)
+    params = [torch.randn(50, generator=g).to(device), torch.randn(8, 9, generator=g).to(device)]
+    frozen = torch.randn(10, generator=g).to(device)
+    packed = torch_stats.Packed(torch.device(device), width=32)
+    histories = [torch_stats.new_history(p) for p in params]
+    snapshots = [[p.clone() for p in params]]
+    for step in range(4):
+        tensors = params + [frozen]
+        layout = packed.layout(tuple(t.numel() for t in tensors))
+        packed.load(layout, tensors)
+        got = torch_stats.finish(
+            torch_stats.to_host(packed.reduce(layout, tracked=2)), np.array([t.numel() for t in tensors])
+        )
+        large = torch_stats.finish(
+            np.stack([torch_stats.to_host(torch_stats.reduce_large(p, h)) for p, h in zip(params, histories)]),
+            np.array([p.numel() for p in params]),
+        )
+        prev = snapshots[-2] if step else [None, None]
+        want = np.stack([reference(p, prev=q, first=f) for p, q, f in zip(params, prev, snapshots[0])])
+        assert_columns_match(got[:2], want)
+        assert_columns_match(large, want)
+        assert np.isnan(got[2, -2:]).all(), "an untracked tensor has no update/distance"
+        for p in params:
+            p.add_(torch.randn(p.shape, generator=g).to(device) * 0.1)
+        snapshots.append([p.clone() for p in params])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["relu", "gelu", "sigmoid", "tanh"])
+def test_per_unit_vectors_match_numpy_with_units_on_dim_1(device: str, kind: str) -> None:
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 6, 3, 5, generator=g) * 4
+    out = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[kind](x)
+    result = torch_stats.unit_vector(out.to(device), kind)
+    assert result is not None
+    want = stats.unit_activity(out.numpy(), kind)
+    assert want is not None and result[0] == want[0]
+    np.testing.assert_allclose(torch_stats.to_host(result[1]), want[1], rtol=1e-6)
+    assert torch_stats.unit_vector(out, "softmax") is None

@@ -1,0 +1,67 @@
+"""A real, small PyTorch training loop shared by the hook tests: the probe's MLP shape, scaled down."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+import trainguard.torch as tg
+
+
+def mlp(seed: int = 0) -> nn.Sequential:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+@dataclass
+class Trained:
+    """What the loop saw, for comparison with what the hook wrote."""
+
+    losses: dict[int, float] = field(default_factory=dict)
+    weight_l2: dict[int, float] = field(default_factory=dict)
+    """L2 norm of `0.weight` right after each optimizer step."""
+
+
+def train(
+    hook: tg.Hook | None,
+    model: nn.Module,
+    *,
+    steps: int,
+    lr: float = 0.05,
+    loss_after_step: bool = True,
+    eval_every: int = 0,
+    on_step: Callable[[int], None] | None = None,
+) -> Trained:
+    """Train `model` for `steps` optimizer steps, recording the loss (and a validation loss) on `hook`."""
+    g = torch.Generator().manual_seed(1)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    if hook is not None:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+    seen = Trained()
+    for step in range(steps):
+        model.train()
+        x, y = torch.randn(32, 8, generator=g), torch.randint(0, 3, (32,), generator=g)
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        if hook is not None and not loss_after_step:
+            hook.record_scalar("loss", loss)
+        opt.step()
+        if hook is not None and loss_after_step:
+            hook.record_scalar("loss", loss)
+        seen.losses[step] = float(loss.detach())
+        seen.weight_l2[step] = float(torch.linalg.vector_norm(model[0].weight.detach()))  # type: ignore[index]
+        if eval_every and step % eval_every == 0:
+            model.eval()
+            with torch.no_grad():
+                val = loss_fn(model(torch.randn(16, 8, generator=g)), torch.randint(0, 3, (16,), generator=g))
+            if hook is not None:
+                hook.record_scalar("val_loss", val, mode="eval")
+        if on_step is not None:
+            on_step(step)
+    return seen

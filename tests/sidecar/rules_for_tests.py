@@ -133,3 +133,21 @@ class OpaqueState(Rule):
 
     def get_state(self) -> dict[str, Any]:
         return {"thing": object()}
+
+
+class SeenData(Rule):
+    """Records which steps brought tensor statistics and which brought the `loss` scalar."""
+
+    name = "seen_data"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stats_steps: list[int] = []
+        self.loss_steps: list[int] = []
+
+    def check(self, view: StepView) -> list[Finding]:
+        if view.names:
+            self.stats_steps.append(view.step)
+        if "loss" in view.scalars:
+            self.loss_steps.append(view.step)
+        return []

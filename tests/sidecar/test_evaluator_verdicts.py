@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import trainguard
 from tests.sidecar.runs import RunBuilder, custom, write_run
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -211,3 +214,38 @@ def test_a_store_failure_in_the_middle_of_a_listing_skips_no_step(file_uri: str)
         ev2.poll()
     ev2.poll()
     assert ev2._tracks[0].rules[0].steps == list(range(15))  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_following_a_run_while_the_recorder_writes_it_delivers_every_saved_step_once(run_uri: str) -> None:
+    seen = RuleSpec(type=custom("SeenData"), name="seen")
+    ev = Evaluator(run_uri, rules=[seen, NAN_GUARD], checkpoint=False)
+    done = threading.Event()
+    follower = threading.Thread(
+        target=ev.run, args=(done,), kwargs={"poll_interval_seconds": 0.02, "idle_timeout_seconds": 60}
+    )
+    follower.start()
+    try:
+        with trainguard.Recorder(
+            run_uri, save_interval=2, flush_every_steps=7, flush_interval_seconds=0.01
+        ) as rec:
+            w = np.ones((8, 4))
+            for step in range(300):
+                w = w * 0.999
+                if step == 250:
+                    w[0, 0] = np.inf
+                rec.record_tensor("fc.weight", w, collection="weights")
+                rec.record_scalar("loss", 1.0 / (step + 1))
+                rec.step()
+        follower.join(60)
+    finally:
+        done.set()
+        follower.join(10)
+    assert ev.ended and not follower.is_alive()
+    rule = ev._tracks[0].rules[0]
+    assert rule.stats_steps == list(range(0, 300, 2))  # type: ignore[attr-defined]
+    assert rule.loss_steps == list(range(0, 300, 2))  # type: ignore[attr-defined]
+    assert (
+        ev.rule_status["nan-guard"].state == RuleState.ISSUES_FOUND
+        and ev.rule_status["nan-guard"].step == 250
+    )

@@ -26,19 +26,26 @@ class FaultProxy:
 
     upstream: str
     url: str = ""
-    faults: list[tuple[int, str]] = field(default_factory=list)
-    """(HTTP status, S3 error code) answered to the next requests, in order; empty code: no body."""
+    faults: list[tuple[int, str, str]] = field(default_factory=list)
+    """(HTTP status, S3 error code, path part) answered, in order, to the next requests whose path
+    contains the path part ("" matches every request); an empty code sends no error body."""
     requests: list[tuple[str, str]] = field(default_factory=list)
     """(method, path) of every request received, faulted or forwarded."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def fail_next(self, count: int, status: int = 503, code: str = "SlowDown") -> None:
+    def fail_next(
+        self, count: int, status: int = 503, code: str = "SlowDown", *, path_contains: str = ""
+    ) -> None:
         with self.lock:
-            self.faults.extend([(status, code)] * count)
+            self.faults.extend([(status, code, path_contains)] * count)
 
-    def _next_fault(self) -> tuple[int, str] | None:
+    def _next_fault(self, path: str) -> tuple[int, str] | None:
         with self.lock:
-            return self.faults.pop(0) if self.faults else None
+            for i, (status, code, part) in enumerate(self.faults):
+                if part in path:
+                    del self.faults[i]
+                    return status, code
+            return None
 
 
 def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
@@ -57,7 +64,7 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             with proxy.lock:
                 proxy.requests.append((self.command, self.path))
-            fault = proxy._next_fault()
+            fault = proxy._next_fault(self.path)
             if fault is not None:
                 status, code = fault
                 payload = b""

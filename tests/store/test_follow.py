@@ -16,6 +16,7 @@ import pytest
 import trainguard
 from trainguard.store import format
 from trainguard.store.backend import open_store
+from trainguard.store.s3 import S3Store
 from trainguard.store.writer import RankWriter, WriterConfig
 
 K = len(format.STAT_COLUMNS)
@@ -159,3 +160,22 @@ def test_follow_ends_when_stopped_from_another_thread(file_uri: str) -> None:
 def test_follow_refuses_a_non_positive_poll_interval(file_uri: str) -> None:
     with pytest.raises(ValueError, match="poll_interval_seconds must be positive, got 0"):
         trainguard.open_run(file_uri, wait=True).follow(poll_interval_seconds=0)
+
+
+def test_a_read_that_fails_mid_poll_hands_over_the_segments_before_it_and_is_retried_next_poll(
+    fault_proxy: Any, s3_bucket: str, s3_env: dict[str, str]
+) -> None:
+    uri = f"s3://{s3_bucket}/run"
+    w, tid = new_writer(open_store(uri))
+    for step in range(3):
+        write(w, tid, step)
+    w.close()
+    keys = open_store(uri).list("rank-00000/seg-")
+    assert len(keys) == 3
+    # Through the proxy, with no retries of its own: the GET of the second segment fails once.
+    store = S3Store(uri, endpoint_url=fault_proxy.url, max_attempts=1)
+    fault_proxy.fail_next(1, 503, "SlowDown", path_contains=keys[1].rsplit("/", 1)[1])
+    follower = trainguard.open_run(uri, store=store).follow(idle_timeout_seconds=30, **FAST)
+    steps = [s for seg in follower for s in seg.steps.tolist()]
+    assert steps == [0, 1, 2]  # step 1 was read on the next poll, not skipped
+    assert not fault_proxy.faults and follower.ended

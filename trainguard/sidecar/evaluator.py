@@ -169,7 +169,7 @@ class Evaluator:
     # --- public view of the state ----------------------------------------------------------------
     @property
     def findings(self) -> list[Finding]:
-        """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), in evaluation order per rule."""
+        """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), by step and rank."""
         with self._lock:
             out = [f for c in self._counters for f in c.kept_findings]
         return sorted(out, key=lambda f: (f.step, f.rank))
@@ -381,18 +381,19 @@ class Evaluator:
         return track
 
     def _restore_statuses(self, saved: ckpt.EvaluatorState) -> None:
-        by_name = {c.name: c for c in self.compiled}
+        index = {c.name: i for i, c in enumerate(self.compiled)}
         for name, doc in saved.statuses.items():
-            c = by_name.get(name)
-            if c is None:
-                continue
+            if name not in index:
+                continue  # a rule no longer configured
+            c = self.compiled[index[name]]
             self._status[name] = RuleStatus(
                 state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
                 step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
             )  # fmt: skip
             if doc.stop_emitted:
                 self._stop_emitted.add(name)
-        index = {c.name: i for i, c in enumerate(self.compiled)}
+            if doc.state == RuleState.ISSUES_FOUND.value:
+                self._counters[index[name]].last_trigger_time = doc.time
         for d in saved.findings:
             i = index.get(str(d.get("rule")))
             if i is not None:

@@ -88,10 +88,10 @@ class TensorBoardSource:
                 if points:
                     break  # return what was read; this file is read again by the next poll
                 raise
+            self.bytes_read += len(data)  # the whole file: the Store protocol has no ranged GET
             offset = self._offsets.get(key, 0)
             if len(data) <= offset:
                 continue
-            self.bytes_read += len(data) - offset
             self._offsets[key] = self._read(key, data, offset, points)
         if not points:
             return []

@@ -110,11 +110,11 @@ def frame(payload: bytes, *, smdebug_footer: bool = False) -> bytes:
     return header + struct.pack("<I", masked_crc32c(header)) + payload + struct.pack("<I", footer)
 
 
-def read_record(data: bytes | memoryview, offset: int = 0, *, verify_payload: bool = True) -> Record:
+def read_record(data: bytes | memoryview, offset: int = 0) -> Record:
     """Decode the record at `offset` of `data`; raise RecordError when it is truncated or damaged.
 
-    The footer may be smdebug's constant or the payload's CRC. With `verify_payload=False` a footer
-    that is neither is accepted without computing the payload CRC (tests of the framing use it).
+    The length CRC must match. The footer may be smdebug's constant (the payload is then taken as
+    it is: smdebug gives nothing to check it against) or the payload's CRC, which is verified.
     """
     mv = memoryview(data)
     if len(mv) - offset < HEADER_BYTES:
@@ -134,7 +134,7 @@ def read_record(data: bytes | memoryview, offset: int = 0, *, verify_payload: bo
     (footer,) = struct.unpack_from("<I", mv, end)
     if footer == SMDEBUG_FOOTER:
         kind = "smdebug"
-    elif not verify_payload or footer == masked_crc32c(payload):
+    elif footer == masked_crc32c(payload):
         kind = "crc"
     else:
         raise RecordError(

@@ -44,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Library chatter ("Found credentials in environment variables") is not ours to print at INFO.
+    for noisy in ("botocore", "boto3", "urllib3", "s3transfer", "kubernetes", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     if not getattr(args, "_main", None):
         parser.print_help()
         return 2

@@ -138,6 +138,7 @@ class Hook:
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
         self._closed = False
+        self._failed = False
         if config is None:
             return
         self._writer = config.open_writer(framework="pytorch")
@@ -153,7 +154,7 @@ class Hook:
     def enabled(self) -> bool:
         """True while the hook captures: configured, not closed, and no failure so far."""
         w = self._writer
-        return w is not None and not w.disabled and not self._closed
+        return w is not None and not w.disabled and not self._closed and not self._failed
 
     @property
     def errors(self) -> list[str]:
@@ -172,14 +173,14 @@ class Hook:
 
     def _fail(self, where: str, err: BaseException) -> None:
         message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
-        if self._writer is not None:
-            try:  # keep the steps buffered before the failure; the uploader is bounded by max_block_seconds
-                self._writer.flush()
-            except Exception as flush_err:  # noqa: BLE001 - the original error is the one worth reporting
-                log.debug("trainguard: flush before disabling failed: %s", flush_err)
-            self._writer._fail(message)
-        else:
+        if not self._failed:
             log.error("trainguard: %s", message)
+        self._failed = True
+        if self._writer is not None:
+            # The store is fine: only capture stops. Unlike RankWriter._fail (a failing store), the
+            # writer stays up, so the steps written before the failure still land, and END.json
+            # carries the error.
+            self._writer.errors.append(message)
         self._remove_handles()
         self._pending = None
         self._staged = None
@@ -524,7 +525,8 @@ class Hook:
         """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
         if self._closed:
             return
-        self.flush()
+        if self.enabled:
+            self.flush()
         self._closed = True
         self._remove_handles()
         if self._writer is not None:

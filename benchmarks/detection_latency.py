@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +72,9 @@ def percentile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-def one_run(work: Path, i: int, *, nan_at: int, step_seconds: float) -> tuple[float | None, int, dict[str, object]]:
+def one_run(
+    work: Path, i: int, *, nan_at: int, step_seconds: float
+) -> tuple[float | None, int, dict[str, object]]:
     """Run the trainer once under `trainguard run`; return (latency seconds or None, exit status, --json doc)."""
     trainer = work / "trainer.py"
     trainer.write_text(TRAINER)
@@ -84,7 +85,9 @@ def one_run(work: Path, i: int, *, nan_at: int, step_seconds: float) -> tuple[fl
     res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     doc = json.loads(out.read_text()) if out.exists() else {}
     try:
-        latency = float((stamp.with_suffix(".term")).read_text()) - float((stamp.with_suffix(".nan")).read_text())
+        latency = float((stamp.with_suffix(".term")).read_text()) - float(
+            (stamp.with_suffix(".nan")).read_text()
+        )
     except (OSError, ValueError):
         latency = None
         sys.stderr.write(res.stderr[-2000:])
@@ -119,7 +122,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10, help="runs of ours (default 10)")
     ap.add_argument("--peer-runs", type=int, default=3, help="runs of smdebug (default 3; 0 skips it)")
-    ap.add_argument("--step-seconds", type=float, default=0.02, help="seconds per training step (default 0.02)")
+    ap.add_argument(
+        "--step-seconds", type=float, default=0.02, help="seconds per training step (default 0.02)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     random.seed(args.seed)
@@ -136,22 +141,30 @@ def main() -> int:
             if latency is not None:
                 ours.append(latency)
             shown = "-" if latency is None else f"{latency:.2f} s"
-            print(f"  run {i + 1}: NaN at step {nan_at}, exit {rc}, stopped by {doc.get('stopped_by')}, SIGTERM after {shown}")
+            print(
+                f"  run {i + 1}: NaN at step {nan_at}, exit {rc}, stopped by {doc.get('stopped_by')}, SIGTERM after {shown}"
+            )
         print("smdebug 1.0.34 (create_trial + invoke_rule following the trainer; detection only):")
         peer = peer_runs(work, args.peer_runs, step_seconds=args.step_seconds)
-    print(f"\nDetection latency, NaN at step s -> {'SIGTERM'} ({args.step_seconds * 1000:.0f} ms per step)")
+    print(f"\nDetection latency, NaN at step s -> SIGTERM ({args.step_seconds * 1000:.0f} ms per step)")
     print(f"{'system':<46}{'runs':>6}{'median s':>10}{'p90 s':>8}{'min s':>8}{'max s':>8}")
     rows = [("TrainGuard: NaN written -> CMD got SIGTERM", ours)]
     if peer:
         rows.append(("smdebug: NaN written -> rule fired (no stop)", peer))
     for label, xs in rows:
         if xs:
-            print(f"{label:<46}{len(xs):>6}{statistics.median(xs):>10.2f}{percentile(xs, 90):>8.2f}{min(xs):>8.2f}{max(xs):>8.2f}")
+            print(
+                f"{label:<46}{len(xs):>6}{statistics.median(xs):>10.2f}{percentile(xs, 90):>8.2f}{min(xs):>8.2f}{max(xs):>8.2f}"
+            )
     if ours and peer:
-        print(f"\nratio of medians (smdebug / ours): {statistics.median(peer) / statistics.median(ours):.1f}x")
+        print(
+            f"\nratio of medians (smdebug / ours): {statistics.median(peer) / statistics.median(ours):.1f}x"
+        )
     if ours:
         med = statistics.median(ours)
-        print(f"target median <= 1.5 s: {'met' if med <= 1.5 else 'NOT met'} ({med:.2f} s); runs not stopped by exploding_tensor: {failures}")
+        print(
+            f"target median <= 1.5 s: {'met' if med <= 1.5 else 'NOT met'} ({med:.2f} s); runs not stopped by exploding_tensor: {failures}"
+        )
     return 0 if ours and not failures else 1
 
 

@@ -63,7 +63,9 @@ def healthy_stats(tensors: list[dict[str, object]], steps: int, *, seed: int = 0
     count = np.array([float(np.prod(x["shape"])) for x in tensors])  # type: ignore[arg-type]
     kind = np.array([str(x["collection"]) for x in tensors])
     base_std = np.select(
-        [kind == "weights", kind == "biases", kind == "gradients", kind == "activations"], [0.06, 0.02, 2e-3, 0.6], 1.0
+        [kind == "weights", kind == "biases", kind == "gradients", kind == "activations"],
+        [0.06, 0.02, 2e-3, 0.6],
+        1.0,
     )
     std = base_std * (1 + 0.1 * np.exp(-t / 3000)) * (1 + 0.03 * rng.standard_normal((steps, T)))
     mean = np.where(kind == "activations", 0.4, 0.0) + 0.01 * std * rng.standard_normal((steps, T))
@@ -133,7 +135,9 @@ def time_peer(work: Path, stats: np.ndarray, tensors: list[dict[str, object]]) -
     # NaN marks "not a parameter" in our update/distance columns; smdebug's rule would read it as a NaN tensor.
     np.save(work / "peer_stats.npy", np.nan_to_num(stats, nan=0.0))
     names = [str(x["name"]) for x in tensors]
-    (work / "peer_names.json").write_text(json.dumps({"names": names, "steps": [s * SAVE_INTERVAL for s in range(len(stats))]}))
+    (work / "peer_names.json").write_text(
+        json.dumps({"names": names, "steps": [s * SAVE_INTERVAL for s in range(len(stats))]})
+    )
     cmd = [str(PEER_PYTHON), str(Path(__file__).with_name("smdebug_peer.py")), "throughput",
            "--stats", str(work / "peer_stats.npy"), "--names", str(work / "peer_names.json"), "--out", str(work / "smdebug")]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -148,7 +152,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=10_000, help="saved steps in our run (default 10000)")
     ap.add_argument("--peer-steps", type=int, default=300, help="saved steps smdebug reads (default 300)")
-    ap.add_argument("--repeat", type=int, default=3, help="evaluations of our run; the best counts (default 3)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="evaluations of our run; the best counts (default 3)"
+    )
     args = ap.parse_args()
     tensors = model_tensors()
     stats = healthy_stats(tensors, args.steps)
@@ -157,14 +163,18 @@ def main() -> int:
         t0 = time.perf_counter()
         uri = write_run(work / "run", stats, tensors)
         write_s = time.perf_counter() - t0
-        seconds, findings, rules = time_ours(uri, repeat=args.repeat, last_step=(args.steps - 1) * SAVE_INTERVAL)
+        seconds, findings, rules = time_ours(
+            uri, repeat=args.repeat, last_step=(args.steps - 1) * SAVE_INTERVAL
+        )
         peer = time_peer(work, stats[: args.peer_steps], tensors) if args.peer_steps > 0 else None
     ours_ts = args.steps * len(tensors)
     ours_rate = ours_ts / seconds
     print(f"\nEvaluator throughput: {len(tensors)} tensors, {rules} default rules, healthy synthetic run "
           f"(written in {write_s:.1f} s; {findings} findings)")  # fmt: skip
     print(f"{'system':<44}{'tensor-steps':>14}{'seconds':>10}{'ms / tensor-step':>18}{'tensor-steps/s':>16}")
-    print(f"{'TrainGuard Evaluator (read + all rules)':<44}{ours_ts:>14,}{seconds:>10.2f}{1e3 * seconds / ours_ts:>18.5f}{ours_rate:>16,.0f}")
+    print(
+        f"{'TrainGuard Evaluator (read + all rules)':<44}{ours_ts:>14,}{seconds:>10.2f}{1e3 * seconds / ours_ts:>18.5f}{ours_rate:>16,.0f}"
+    )
     if peer is not None:
         n = int(peer["tensor_steps"])
         for label, key in (("smdebug create_trial + read values", "read_values_s"),
@@ -173,8 +183,12 @@ def main() -> int:
             print(f"{label:<44}{n:>14,}{s:>10.2f}{1e3 * s / n:>18.5f}{n / s:>16,.0f}")
         peer_rate = n / float(peer["trial_and_rule_s"])
         ratio = ours_rate / peer_rate
-        print(f"\nratio (ours / smdebug trial + rule): {ratio:,.0f}x   target >= 100x: {'met' if ratio >= 100 else 'NOT met'}")
-        print(f"(smdebug wrote its {n:,} tensor-steps in {float(peer['write_s']):.1f} s; its rule fired at {peer['rule_fired_at']})")
+        print(
+            f"\nratio (ours / smdebug trial + rule): {ratio:,.0f}x   target >= 100x: {'met' if ratio >= 100 else 'NOT met'}"
+        )
+        print(
+            f"(smdebug wrote its {n:,} tensor-steps in {float(peer['write_s']):.1f} s; its rule fired at {peer['rule_fired_at']})"
+        )
     return 0
 
 

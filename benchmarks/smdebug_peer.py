@@ -27,7 +27,7 @@ import time
 
 os.environ.setdefault("SMDEBUG_LOG_LEVEL", "error")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def _quiet() -> None:
@@ -123,10 +123,9 @@ def throughput(args: argparse.Namespace) -> dict[str, object]:
 
 def train(args: argparse.Namespace) -> None:
     """The trainer of `latency`: an MLP under the smdebug hook; writes the NaN step's wall time."""
-    import torch
-    import torch.nn as nn
-
     import smdebug.pytorch as smd
+    import torch
+    from torch import nn
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
@@ -179,7 +178,10 @@ def latency(args: argparse.Namespace) -> dict[str, object]:
     finally:
         proc.kill()
         proc.wait()
-    nan_time = float(open(stamp).read()) if os.path.exists(stamp) else None
+    nan_time = None
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            nan_time = float(f.read())
     return {
         "fired_at_step": fired,
         "latency_s": None if nan_time is None or fired is None else detected - nan_time,

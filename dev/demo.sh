@@ -9,7 +9,7 @@ mkdir -p trainguard-runs
 outcome=trainguard-runs/demo-outcome.json
 echo
 echo "==> trainguard run -- python examples/pytorch_diverging.py"
-echo "    (a regression MLP whose learning-rate warm-up overshoots: the loss explodes to inf/NaN near step 160;"
+echo "    (a regression MLP whose learning-rate warm-up overshoots: the loss explodes to inf/NaN within 200 steps;"
 echo "     left alone it would train on NaN for 20,000 steps)"
 echo
 set +e

@@ -1,6 +1,6 @@
 """A healthy numpy training run: a 2-hidden-layer ReLU MLP learning a teacher's labels.
 
-    trainguard run -- python examples/numpy_healthy.py      # exits 0, no warnings
+trainguard run -- python examples/numpy_healthy.py      # exits 0, no warnings
 """
 
 from numpy_mlp import MLP, train

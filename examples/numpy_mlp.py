@@ -8,6 +8,8 @@ task is learnable and a healthy run's loss falls steadily.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 import trainguard
@@ -25,11 +27,13 @@ def make_data(*, n: int, features: int, classes: int, seed: int) -> tuple[np.nda
 class MLP:
     """Dense layers with one activation (relu, sigmoid or tanh) and a softmax cross-entropy head."""
 
-    def __init__(self, sizes: list[int], *, activation: str = "relu", init_scale: float | None = None, seed: int = 0):
+    def __init__(
+        self, sizes: list[int], *, activation: str = "relu", init_scale: float | None = None, seed: int = 0
+    ):
         rng = np.random.default_rng(seed)
         self.activation = activation
         self.params: dict[str, np.ndarray] = {}
-        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
             scale = init_scale if init_scale is not None else np.sqrt(2.0 / fan_in)  # He init by default
             self.params[f"fc{i}.weight"] = (rng.normal(size=(fan_out, fan_in)) * scale).astype(np.float32)
             self.params[f"fc{i}.bias"] = np.zeros(fan_out, np.float32)
@@ -83,17 +87,34 @@ class MLP:
         for name, gr in grads.items():
             self.params[name] -= lr * gr
 
-    def record(self, rec: trainguard.Recorder, grads: dict[str, np.ndarray], acts: dict[str, np.ndarray]) -> None:
+    def record(
+        self, rec: trainguard.Recorder, grads: dict[str, np.ndarray], acts: dict[str, np.ndarray]
+    ) -> None:
         """Hand this step's tensors to the recorder (it ignores them on steps it does not save)."""
         for order, (name, w) in enumerate(self.params.items()):
             coll = "weights" if name.endswith("weight") else "biases"
             rec.record_tensor(name, w, collection=coll, module=name.rsplit(".", 1)[0], order=order // 2)
-            rec.record_tensor(f"grad/{name}", grads[name], collection="gradients", module=name.rsplit(".", 1)[0], order=order // 2)
+            rec.record_tensor(
+                f"grad/{name}",
+                grads[name],
+                collection="gradients",
+                module=name.rsplit(".", 1)[0],
+                order=order // 2,
+            )
         for order, (name, a) in enumerate(acts.items()):
             rec.record_tensor(name, a, collection="activations", activation=self.activation, order=order)
 
 
-def train(model: MLP, *, steps: int, lr: float, batch: int = 64, features: int = 20, classes: int = 10, eval_every: int = 50) -> int:
+def train(
+    model: MLP,
+    *,
+    steps: int,
+    lr: float,
+    batch: int = 64,
+    features: int = 20,
+    classes: int = 10,
+    eval_every: int = 50,
+) -> int:
     """Train under a Recorder (inert without TRAINGUARD_OUT); stop early when TrainGuard asks. Return the steps run."""
     x, y = make_data(n=8192, features=features, classes=classes, seed=0)
     xv, yv = make_data(n=1024, features=features, classes=classes, seed=1)

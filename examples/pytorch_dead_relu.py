@@ -10,9 +10,8 @@ per unit, and the run goes on to the end:
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
-
 from pytorch_healthy import mlp, train
+from torch import nn
 
 if __name__ == "__main__":
     torch.manual_seed(0)

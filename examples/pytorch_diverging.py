@@ -11,9 +11,8 @@ script would go on for 20,000 steps (about a minute), burning compute on NaN. Un
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
-
 from pytorch_healthy import classification_data, mlp, train
+from torch import nn
 
 
 def regression_data() -> tuple[torch.Tensor, ...]:

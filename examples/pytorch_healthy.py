@@ -9,20 +9,21 @@ TRAINGUARD_OUT) the hook does nothing.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
 import torch
-import torch.nn as nn
+from numpy_mlp import make_data
+from torch import nn
 
 import trainguard.torch as tg
-from numpy_mlp import make_data
 
 
 def mlp(sizes: list[int], *, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
     """Dense layers with an activation between them."""
     layers: list[nn.Module] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
         layers.append(nn.Linear(a, b))
         if i < len(sizes) - 2:
             layers.append(activation())
@@ -52,7 +53,9 @@ def train(
     print_every: int = 100,
 ) -> int:
     """Train with mini-batches of 64; record the loss, a validation loss every 50 steps; return the steps run."""
-    torch.set_num_threads(1)  # tiny models run fastest on one thread, and it keeps shared CI machines responsive
+    torch.set_num_threads(
+        1
+    )  # tiny models run fastest on one thread, and it keeps shared CI machines responsive
     x, y, xv, yv = data or classification_data()
     loss_fn = loss_fn or nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(0)

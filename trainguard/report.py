@@ -81,7 +81,9 @@ class Plot:
 
 
 # --- data ---------------------------------------------------------------------------------------
-def _tensor_stat(run: Run, names: Iterable[str], stat: str, rank: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _tensor_stat(
+    run: Run, names: Iterable[str], stat: str, rank: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     out = {}
     for name in names:
         s = run.series(name, stat, rank=rank)
@@ -114,7 +116,8 @@ def _unit_fractions(run: Run, kind: str, rank: int) -> dict[str, tuple[np.ndarra
             steps.append(seg.tier1_steps[: len(frac)])
             vals.append(frac.astype(np.float64))
     return {
-        names[tid]: (np.concatenate(s), np.concatenate(v)) for tid, (s, v) in sorted(acc.items(), key=lambda i: order[i[0]])
+        names[tid]: (np.concatenate(s), np.concatenate(v))
+        for tid, (s, v) in sorted(acc.items(), key=lambda i: order[i[0]])
     }
 
 
@@ -122,14 +125,17 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
     """Return the report's charts for one rank, skipping those the run has no data for."""
     plots: list[Plot] = []
     cat = [t for t in run.tensors(rank=rank) if t.is_scalar]
-    losses = {}
-    metrics = {}
+    losses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for t in sorted(cat, key=lambda t: (t.name, t.mode or "")):
         s = run.scalars(t.name, mode=t.mode or "train", rank=rank)
         if not s.steps.size:
             continue
         label = f"{t.name} ({t.mode})"
-        (losses if t.collection == "losses" or "loss" in t.name.lower() else metrics)[label] = (s.steps, s.values)
+        (losses if t.collection == "losses" or "loss" in t.name.lower() else metrics)[label] = (
+            s.steps,
+            s.values,
+        )
     plots.append(Plot("loss", "Loss (train and eval)", losses, log_y=_positive(losses), y_label="loss"))
     plots.append(Plot("metrics", "Other scalars", metrics))
     plots.append(
@@ -142,7 +148,15 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
         )
     )
     weights = _ordered(run, "weights", rank) + _ordered(run, "biases", rank)
-    plots.append(Plot("weight_norm", "Weight norms per layer", _tensor_stat(run, weights, "l2", rank), log_y=True, y_label="L2 norm"))
+    plots.append(
+        Plot(
+            "weight_norm",
+            "Weight norms per layer",
+            _tensor_stat(run, weights, "l2", rank),
+            log_y=True,
+            y_label="L2 norm",
+        )
+    )
     trainable = [n for n in weights if any(t.name == n and t.trainable for t in run.tensors(rank=rank))]
     ratios = {}
     upd = _tensor_stat(run, trainable, "update_l2", rank)
@@ -233,19 +247,27 @@ def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]
     return chosen, len(plot.series) - len(chosen)
 
 
-def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height: int = 260) -> tuple[str, list[str]]:
+def svg_plot(
+    plot: Plot, markers: Sequence[Marker], *, width: int = 720, height: int = 260
+) -> tuple[str, list[str]]:
     """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
     left, right, top, bottom = 64, 14, 14, 34
     pw, ph = width - left - right, height - top - bottom
     labels, _ = _pick_series(plot, markers)
     data = {n: _thin(*plot.series[n]) for n in labels}
-    all_steps = np.concatenate([s for s, _ in data.values()] + [np.asarray([m.step for m in markers], np.int64)])
+    all_steps = np.concatenate(
+        [s for s, _ in data.values()] + [np.asarray([m.step for m in markers], np.int64)]
+    )
     x0, x1 = float(all_steps.min()), float(all_steps.max())
     x1 = x1 if x1 > x0 else x0 + 1
 
     def ty(v: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.nan) if plot.log_y else v.astype(np.float64)
+            return (
+                np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.nan)
+                if plot.log_y
+                else v.astype(np.float64)
+            )
 
     finite = np.concatenate([t[np.isfinite(t)] for t in (ty(v) for _, v in data.values())])
     y0, y1 = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
@@ -261,17 +283,25 @@ def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height:
         return top + (1 - (y - y0) / (y1 - y0)) * ph
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{plot.key}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{html.escape(plot.title)}">',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-plot="{plot.key}" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" aria-label="{html.escape(plot.title)}">'
+        ),
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>',
     ]
     for y in _ticks(y0, y1, log=plot.log_y):
         label = _fmt(10**y) if plot.log_y else _fmt(y)
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>')
+        parts.append(
+            f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>'
+        )
     for s in _ticks(x0, x1, log=False, integer=True):
-        parts.append(f'<line x1="{px(s):.1f}" x2="{px(s):.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>')
-        parts.append(f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">{int(s)}</text>')
+        parts.append(
+            f'<line x1="{px(s):.1f}" x2="{px(s):.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>'
+        )
+        parts.append(
+            f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">{int(s)}</text>'
+        )
     parts.append(f'<text x="{left + pw}" y="{height - 2}" text-anchor="end" class="axis">step</text>')
     if plot.y_label:
         parts.append(
@@ -303,7 +333,11 @@ def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height:
     for m in _plot_markers(markers):
         colour = SEVERITY_COLOURS.get(m.severity, "#555")
         x = px(m.step)
-        tip = html.escape(f"{m.rule} ({m.severity}) at step {m.step}" + (f", {m.tensor}" if m.tensor else "") + f": {m.message}")
+        tip = html.escape(
+            f"{m.rule} ({m.severity}) at step {m.step}"
+            + (f", {m.tensor}" if m.tensor else "")
+            + f": {m.message}"
+        )
         parts.append(
             f'<g class="finding finding-{html.escape(m.severity)}" data-rule="{html.escape(m.rule)}" data-step="{m.step}">'
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
@@ -314,7 +348,9 @@ def svg_plot(plot: Plot, markers: Sequence[Marker], *, width: int = 720, height:
             hit = np.nonzero(steps == m.step)[0]
             y = float(ty(values[hit[:1]])[0]) if hit.size else float("nan")
             if math.isfinite(y):
-                parts.append(f'<circle cx="{x:.1f}" cy="{py(y):.1f}" r="4" fill="none" stroke="{colour}" stroke-width="2"/>')
+                parts.append(
+                    f'<circle cx="{x:.1f}" cy="{py(y):.1f}" r="4" fill="none" stroke="{colour}" stroke-width="2"/>'
+                )
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts), labels
@@ -376,8 +412,8 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
         stop = outcome.get("stop") or {}
         return (
             f'<div class="banner stopped"><b>Stopped by rule {html.escape(str(outcome.get("stopped_by")))}</b> at step '
-            f'{html.escape(str(stop.get("step")))} (exit status {html.escape(str(outcome.get("exit_code")))}): '
-            f'{html.escape(str(stop.get("message", "")))}</div>'
+            f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
+            f"{html.escape(str(stop.get('message', '')))}</div>"
         )
     if "critical" in worst or "warning" in worst:
         n = sum(1 for m in markers if m.severity in ("critical", "warning"))
@@ -401,8 +437,16 @@ def render(
     facts = [
         ("run", f"<code>{html.escape(run.uri)}</code>"),
         ("format", html.escape(f"{run.format}" + (f", framework {run.info.framework}" if run.info else ""))),
-        ("ranks", html.escape(", ".join(map(str, run.ranks)) + (f" (plots: rank {rank})" if len(run.ranks) > 1 else ""))),
-        ("saved steps", f"{steps.size}" + (f" (steps {int(steps[0])} to {int(steps[-1])})" if steps.size else "")),
+        (
+            "ranks",
+            html.escape(
+                ", ".join(map(str, run.ranks)) + (f" (plots: rank {rank})" if len(run.ranks) > 1 else "")
+            ),
+        ),
+        (
+            "saved steps",
+            f"{steps.size}" + (f" (steps {int(steps[0])} to {int(steps[-1])})" if steps.size else ""),
+        ),
     ]
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
@@ -411,7 +455,8 @@ def render(
         svg, labels = svg_plot(plot, mine)
         hidden = len(plot.series) - len(labels)
         legend = "".join(
-            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}</span>' for i, n in enumerate(labels)
+            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}</span>'
+            for i, n in enumerate(labels)
         )
         extra = f'<span class="muted">+{hidden} more not drawn</span>' if hidden > 0 else ""
         note = f'<div class="muted">{html.escape(plot.note)}</div>' if plot.note else ""
@@ -422,10 +467,10 @@ def render(
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     page_title = title or f"TrainGuard report: {run_id}"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(page_title)}</title>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(page_title)}</title>'
         f"<style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(page_title)}</h1><div class=\"muted\">generated {generated}</div>"
+        f'<h1>{html.escape(page_title)}</h1><div class="muted">generated {generated}</div>'
         + _banner(outcome, markers)
         + "<table>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
@@ -436,7 +481,11 @@ def render(
             '<p class="muted">Dashed lines mark the first finding of each rule and tensor (hover for the message); '
             "circles mark the tensor a finding names; triangles on the top edge mark the first NaN/Inf of a series.</p>"
         )
-        + (f'<div class="grid">{"".join(figures)}</div>' if figures else '<p class="muted">The run holds no statistics to plot.</p>')
+        + (
+            f'<div class="grid">{"".join(figures)}</div>'
+            if figures
+            else '<p class="muted">The run holds no statistics to plot.</p>'
+        )
         + "</body></html>\n"
     )
 
@@ -446,9 +495,13 @@ def load_json_findings(path: str | Path) -> tuple[list[dict[str, Any]], dict[str
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
-        raise ReportError(f"cannot read findings from {path}: {err}; pass the file written by --json") from err
+        raise ReportError(
+            f"cannot read findings from {path}: {err}; pass the file written by --json"
+        ) from err
     if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
-        raise ReportError(f"{path} has no `findings` list; pass the file written by `trainguard run --json` or `evaluate --json`")
+        raise ReportError(
+            f"{path} has no `findings` list; pass the file written by `trainguard run --json` or `evaluate --json`"
+        )
     return doc["findings"], doc
 
 

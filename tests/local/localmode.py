@@ -31,7 +31,12 @@ class CliResult:
 
 def run_cli(args: Sequence[str], *, cwd: Path, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "trainguard", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "trainguard", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -40,7 +45,7 @@ def example(name: str) -> list[str]:
     return [sys.executable, str(EXAMPLES / name)]
 
 
-NAN_SCRIPT = '''
+NAN_SCRIPT = """
 import os, signal, subprocess, sys, time
 import numpy as np
 import trainguard
@@ -64,5 +69,5 @@ with trainguard.Recorder() as rec:
             print("cooperative stop:", rec._stop.reason(), flush=True)
             sys.exit(0)
         time.sleep(0.002)
-'''
+"""
 """A numpy training loop whose weights turn NaN at a given step; it never ends by itself."""

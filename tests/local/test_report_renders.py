@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from localmode import run_cli
 
 import trainguard
 from trainguard import report
-from localmode import run_cli
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def nan_run(tmp_path: Path) -> str:
 
 
 def _svg(page: str, plot: str) -> str:
-    m = re.search(rf'<svg[^>]*data-plot="{plot}".*?</svg>', page, re.S)
+    m = re.search(rf'<svg[^>]*data-plot="{plot}".*?</svg>', page, re.DOTALL)
     assert m, f"no {plot} plot"
     return m.group(0)
 
@@ -91,6 +91,8 @@ def test_report_takes_findings_and_the_outcome_from_a_json_file(nan_run: str, tm
 
 
 def test_report_of_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
-    res = run_cli(["report", "file://" + str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html")], cwd=tmp_path)
+    res = run_cli(
+        ["report", "file://" + str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html")], cwd=tmp_path
+    )
     assert res.returncode == 2
     assert res.stderr.startswith("trainguard: error: no run at")

@@ -7,7 +7,6 @@ so a faulty example that does not produce NaN still exits with its own status 0.
 from __future__ import annotations
 
 import pytest
-
 from localmode import example
 
 pytestmark = pytest.mark.slow
@@ -28,7 +27,9 @@ def test_healthy_example_exits_0_with_no_warnings(trainguard_run, script: str) -
     ("script", "rule"),
     [("numpy_vanishing.py", "vanishing_gradient"), ("pytorch_dead_relu.py", "dead_relu")],
 )
-def test_faulty_example_is_reported_by_its_rule_and_not_stopped(trainguard_run, script: str, rule: str) -> None:
+def test_faulty_example_is_reported_by_its_rule_and_not_stopped(
+    trainguard_run, script: str, rule: str
+) -> None:
     res = trainguard_run(cmd=example(script))
     assert res.returncode == 0, res.stderr
     assert res.doc["stopped"] is False

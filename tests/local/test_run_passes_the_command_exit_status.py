@@ -17,7 +17,9 @@ def test_command_own_nonzero_exit_status_is_passed_through(trainguard_run) -> No
 
 
 def test_command_killed_by_a_signal_exits_with_128_plus_the_signal(trainguard_run) -> None:
-    res = trainguard_run(cmd=[sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    res = trainguard_run(
+        cmd=[sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+    )
     assert res.returncode == 128 + 9, res.stderr
     assert res.doc["returncode"] == -9
 
@@ -25,7 +27,11 @@ def test_command_killed_by_a_signal_exits_with_128_plus_the_signal(trainguard_ru
 def test_missing_command_is_a_one_line_error_with_status_2(trainguard_run) -> None:
     res = trainguard_run(cmd=["no-such-command-trainguard-test"])
     assert res.returncode == 2
-    assert res.stderr.strip().splitlines()[-1].startswith("trainguard: error: cannot start 'no-such-command-trainguard-test'")
+    assert (
+        res.stderr.strip()
+        .splitlines()[-1]
+        .startswith("trainguard: error: cannot start 'no-such-command-trainguard-test'")
+    )
 
 
 def test_command_gets_the_run_settings_and_its_own_process_group(trainguard_run, tmp_path: Path) -> None:

@@ -36,9 +36,21 @@ def test_metrics_are_served_while_the_command_runs_and_the_port_is_freed_after(t
     (tmp_path / "train.py").write_text(WAITING_SCRIPT)
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trainguard", "run", "--metrics-port", str(port), "--no-report", "--",
-         sys.executable, "train.py"],  # fmt: skip
-        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "trainguard",
+            "run",
+            "--metrics-port",
+            str(port),
+            "--no-report",
+            "--",
+            sys.executable,
+            "train.py",
+        ],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from localmode import example
 
 pytestmark = pytest.mark.slow
@@ -24,13 +23,15 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-def test_diverging_pytorch_script_is_stopped_with_exit_3_by_exploding_tensor(trainguard_run, tmp_path: Path) -> None:
+def test_diverging_pytorch_script_is_stopped_with_exit_3_by_exploding_tensor(
+    trainguard_run, tmp_path: Path
+) -> None:
     res = trainguard_run(cmd=example("pytorch_diverging.py"))
     assert res.returncode == 3, res.stderr
     assert res.doc["stopped"] is True
     assert res.doc["stopped_by"] == "exploding_tensor"
     assert res.doc["exit_code"] == 3
-    first = [f for f in res.doc["findings"] if f["rule"] == "exploding_tensor"][0]
+    first = next(f for f in res.doc["findings"] if f["rule"] == "exploding_tensor")
     assert first["severity"] == "critical" and first["tensor"]
     assert set(first) >= {"rule", "severity", "step", "rank", "tensor", "message"}
     # The script never ends by itself in this time: it was stopped, long before its last step.

@@ -12,9 +12,21 @@ HELP = "write an HTML report (plots and findings) of a stored run"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("uri", metavar="URI", help="run root: file:///path, s3://bucket/prefix, an smdebug or TensorBoard directory")
-    parser.add_argument("-o", "--output", default="report.html", metavar="FILE", help="where to write the page (default report.html)")
-    parser.add_argument("--json", metavar="FILE", help="take the findings from this --json file instead of evaluating the run")
+    parser.add_argument(
+        "uri",
+        metavar="URI",
+        help="run root: file:///path, s3://bucket/prefix, an smdebug or TensorBoard directory",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="where to write the page (default report.html)",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="take the findings from this --json file instead of evaluating the run"
+    )
     parser.add_argument("--rank", type=int, default=0, help="rank whose statistics are plotted (default 0)")
 
 

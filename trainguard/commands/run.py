@@ -19,19 +19,40 @@ HELP = "run a training command with live rules; stop it when a rule says so (exi
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.usage = "trainguard run [options] -- CMD [ARGS...]"
-    parser.add_argument("--out", metavar="URI", help="run root (file:///path or s3://bucket/prefix); default file://./trainguard-runs/<run-id>")
+    parser.add_argument(
+        "--out",
+        metavar="URI",
+        help="run root (file:///path or s3://bucket/prefix); default file://./trainguard-runs/<run-id>",
+    )
     parser.add_argument("--run-id", help="run id (default: UTC start time plus a random suffix)")
-    parser.add_argument("--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set")
-    parser.add_argument("--metrics-port", type=int, metavar="N", help="serve Prometheus /metrics on this port while running (0: any free port)")
-    parser.add_argument("--metrics-address", default="127.0.0.1", help="address for --metrics-port (default 127.0.0.1)")
-    parser.add_argument("--json", metavar="FILE", help="write the outcome (stopped, stopped_by, exit_code, findings, ...) as JSON")
-    parser.add_argument("--report", metavar="FILE", help="HTML report path (default: report.html in the run directory)")
+    parser.add_argument(
+        "--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve Prometheus /metrics on this port while running (0: any free port)",
+    )
+    parser.add_argument(
+        "--metrics-address", default="127.0.0.1", help="address for --metrics-port (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the outcome (stopped, stopped_by, exit_code, findings, ...) as JSON",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="HTML report path (default: report.html in the run directory)"
+    )
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument(
         "--grace-period-seconds", type=float, default=10.0, metavar="S",
         help="after SIGTERM, how long CMD may take to exit (e.g. to save a checkpoint) before SIGKILL (default 10)",
     )  # fmt: skip
-    parser.add_argument("--quiet", action="store_true", help="no progress line (verdicts and the table are still printed)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress line (verdicts and the table are still printed)"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD", help="the training command")
 
 
@@ -64,7 +85,9 @@ def main(args: argparse.Namespace) -> int:
             return True, {"last_step": ev.last_step if ev else None, "ended": bool(ev and ev.ended)}
 
         sup.registry = prometheus_client.CollectorRegistry()
-        server = MetricsServer(sup.registry, health=health, address=args.metrics_address, port=args.metrics_port)
+        server = MetricsServer(
+            sup.registry, health=health, address=args.metrics_address, port=args.metrics_port
+        )
         progress.line(f"metrics at {server.url}/metrics")
     try:
         outcome = sup.run()
@@ -95,7 +118,11 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
         )
         return None
     local = supervise.local_path(outcome.run_uri)
-    path = Path(args.report) if args.report else (local or Path(supervise.DEFAULT_RUNS_DIR) / outcome.run_id) / "report.html"
+    path = (
+        Path(args.report)
+        if args.report
+        else (local or Path(supervise.DEFAULT_RUNS_DIR) / outcome.run_id) / "report.html"
+    )
     try:
         run = reader.open_run(outcome.run_uri)
         report.write_report(outcome.run_uri, path, findings=outcome.findings, outcome=doc, run=run)
@@ -116,13 +143,17 @@ def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
     if outcome.stopped:
         v = outcome.stop_verdict
         how = "SIGKILL after the grace period" if outcome.killed else "SIGTERM"
-        progress.line(f"STOPPED by rule {v.rule} at step {v.step} on rank {v.rank} ({how}); exit status {outcome.exit_code}")
+        progress.line(
+            f"STOPPED by rule {v.rule} at step {v.step} on rank {v.rank} ({how}); exit status {outcome.exit_code}"
+        )
         progress.line(f"why: {v.message}")
         hint = getattr(v.finding, "hint", "") if v.finding is not None else ""
         if hint and hint not in v.message:
             progress.line(f"what to try: {hint}")
     else:
-        n = sum(1 for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical"))
+        n = sum(
+            1 for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical")
+        )
         state = f"{n} warning/critical findings" if n else "no warnings"
         progress.line(f"the command exited with status {outcome.exit_code}; {state}")
     progress.line(f"run data: {outcome.run_uri}")

@@ -42,6 +42,14 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 own group (so a stop reaches every process it started), hence the terminal's Ctrl-C reaches only us."""
 
 
+_OWN_GROUP: dict[str, Any] = (
+    {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+)
+"""Popen arguments that put CMD in a process group of its own. Python 3.10 lacks `process_group`;
+a new session also makes a new group (CMD then has no controlling terminal, which training
+scripts do not need)."""
+
+
 class SuperviseError(TrainGuardError):
     """The command could not be started or supervised."""
 
@@ -147,7 +155,8 @@ def _value(x: object) -> object:
 def rule_status_dict(status: Any) -> dict[str, Any]:
     """Return one `Evaluator.rule_status` entry as plain JSON values."""
     return {
-        k: _value(getattr(status, k, None)) for k in ("state", "action", "severity", "step", "message", "time")
+        k: _value(getattr(status, k, None))
+        for k in ("state", "action", "severity", "step", "message", "time")
     }
 
 
@@ -161,7 +170,9 @@ class Progress:
     lines are written at once. Thread-safe: the evaluator thread prints rule lines.
     """
 
-    def __init__(self, stream: TextIO, *, tty: bool | None = None, interval_seconds: float = 10.0, quiet: bool = False):
+    def __init__(
+        self, stream: TextIO, *, tty: bool | None = None, interval_seconds: float = 10.0, quiet: bool = False
+    ):
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
         self.interval_seconds = interval_seconds
@@ -262,9 +273,13 @@ class Supervisor:
 
     def __post_init__(self) -> None:
         if not self.command:
-            raise SuperviseError("no command to run: give it after `--`, e.g. trainguard run -- python train.py")
+            raise SuperviseError(
+                "no command to run: give it after `--`, e.g. trainguard run -- python train.py"
+            )
         if self.grace_period_seconds < 0:
-            raise SuperviseError(f"grace_period_seconds must not be negative, got {self.grace_period_seconds}")
+            raise SuperviseError(
+                f"grace_period_seconds must not be negative, got {self.grace_period_seconds}"
+            )
         self.run_id = self.run_id or new_run_id()
         self.run_uri = self.run_uri or default_run_uri(self.run_id)
         self.progress = self.progress or Progress(sys.stderr)
@@ -345,7 +360,9 @@ class Supervisor:
         except Exception as err:  # noqa: BLE001 - an evaluator bug must never take the training down
             errors.append(f"{type(err).__name__}: {err}")
             assert self.progress is not None
-            self.progress.line(f"evaluation failed ({type(err).__name__}: {err}); the command keeps running unsupervised")
+            self.progress.line(
+                f"evaluation failed ({type(err).__name__}: {err}); the command keeps running unsupervised"
+            )
 
     # --- the whole run --------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -358,7 +375,12 @@ class Supervisor:
         self.stop_file = os.path.join(stop_dir, "stop")
         try:
             self.evaluator = Evaluator(
-                self.run_uri, rules=self.rules, rank=None, registry=self.registry, checkpoint=False, stop_file=self.stop_file
+                self.run_uri,
+                rules=self.rules,
+                rank=None,
+                registry=self.registry,
+                checkpoint=False,
+                stop_file=self.stop_file,
             )
             return self._supervise(self.evaluator)
         finally:
@@ -373,18 +395,24 @@ class Supervisor:
         started = time.monotonic()
         eval_stop = threading.Event()
         eval_errors: list[str] = []
-        thread = threading.Thread(target=self._evaluate, args=(eval_stop, eval_errors), name="trainguard-evaluator", daemon=True)
+        thread = threading.Thread(
+            target=self._evaluate, args=(eval_stop, eval_errors), name="trainguard-evaluator", daemon=True
+        )
         try:
             with self._forward_signals():
                 try:
                     proc = subprocess.Popen(
-                        list(self.command), env=self.child_env(self.stop_file), cwd=self.cwd, process_group=0
+                        list(self.command), env=self.child_env(self.stop_file), cwd=self.cwd, **_OWN_GROUP
                     )
                 except OSError as err:
-                    raise SuperviseError(f"cannot start {self.command[0]!r}: {err.strerror or err}; check the command") from err
+                    raise SuperviseError(
+                        f"cannot start {self.command[0]!r}: {err.strerror or err}; check the command"
+                    ) from err
                 self._pgid = proc.pid
                 self.progress.start()
-                self.progress.line(f"run {self.run_id}: {' '.join(self.command)} (pid {proc.pid}), writing to {self.run_uri}")
+                self.progress.line(
+                    f"run {self.run_id}: {' '.join(self.command)} (pid {proc.pid}), writing to {self.run_uri}"
+                )
                 thread.start()
                 killed = self._wait(proc, started)
         finally:
@@ -414,7 +442,9 @@ class Supervisor:
             rule_status=dict(ev.rule_status),
             last_step=ev.last_step,
             duration_seconds=self._exit_at - started,
-            stop_latency_seconds=None if self._term_sent_at is None else round(self._exit_at - self._term_sent_at, 3),
+            stop_latency_seconds=None
+            if self._term_sent_at is None
+            else round(self._exit_at - self._term_sent_at, 3),
             evaluation_error=eval_errors[0] if eval_errors else None,
             interrupted_by=self._interrupted_by,
         )
@@ -439,7 +469,9 @@ class Supervisor:
             )
             sent = self._term_sent_at
             if sent is not None and not killed and time.monotonic() - sent >= self.grace_period_seconds:
-                self.progress.line(f"the command is still running {self.grace_period_seconds:g}s after SIGTERM: SIGKILL")
+                self.progress.line(
+                    f"the command is still running {self.grace_period_seconds:g}s after SIGTERM: SIGKILL"
+                )
                 killed = self._signal_group(signal.SIGKILL)
         self._exit_at = time.monotonic()
         # Processes CMD started in its group that outlive it after a stop get the same treatment.

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from localmode import CliResult
@@ -56,3 +59,26 @@ def test_a_command_that_writes_no_data_is_told_how_to_add_capture(trainguard_run
     assert "hello" in res.stdout
     assert "wrote no TrainGuard data" in res.stderr and "trainguard.Recorder()" in res.stderr
     assert res.doc["report"] is None and res.doc["findings"] == []
+
+
+def test_ctrl_c_to_trainguard_reaches_the_command_whose_status_is_passed_through(tmp_path: Path) -> None:
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGINT, lambda *a: sys.exit(42))\n"
+        "open('ready', 'w').close()\n"
+        "time.sleep(120)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainguard", "run", "--json", "out.json", "--", sys.executable, "-c", script],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends to trainguard's own process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 42, err
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["interrupted_by"] == "SIGINT" and doc["stopped"] is False

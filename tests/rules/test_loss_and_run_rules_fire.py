@@ -31,6 +31,7 @@ def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_im
 
 def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:
     rule = LossNotDecreasing({"num_steps": "2", "diff_percent": "1", "mode": "EVAL"})
+
     def rising_val(d: StepData) -> None:
         if d.eval_scalars:
             d.eval_scalars["loss"] = 1.0 + d.step / 1000
@@ -45,10 +46,19 @@ def overfitting(d: StepData) -> None:
         d.eval_scalars["loss"] = 1.0 + (d.step - 300) / 100
 
 
-def test_overfit_fires_after_patience_eval_points_of_gap_without_a_new_best() -> None:
+def test_overfit_fires_after_patience_eval_points_of_gap_while_val_worsens_and_train_improves() -> None:
     f = first(run(Overfit(), Stream(fault=overfitting)))
     assert f.step == 400  # eval points 300, 350, 400
-    assert "above the train loss" in f.message and "without a new best val loss" in f.message
+    assert f.message.startswith("val loss 2 is 331% above the train loss 0.464, above 10% for 3 eval points")
+    assert "with the val loss 160% above its best at step 400" in f.message
+
+
+def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:
+    def gap(d: StepData) -> None:
+        if d.eval_scalars:
+            d.eval_scalars["loss"] = 1.5 * d.scalars["loss"]
+
+    assert run(Overfit(), Stream(fault=gap)) == []
 
 
 def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
@@ -82,7 +92,10 @@ def test_loss_spike_fires_at_the_spike_and_names_a_gradient_co_spike() -> None:
 
     found = run(LossSpike(), Stream(fault=spike))
     assert [(f.step, f.tensor) for f in found] == [(400, "loss")]
-    assert "with a gradient-norm co-spike" in found[0].message and "restart from a checkpoint" in found[0].message
+    assert (
+        "with a gradient-norm co-spike" in found[0].message
+        and "restart from a checkpoint" in found[0].message
+    )
 
 
 def test_loss_spike_without_a_gradient_spike_gives_the_data_hint() -> None:
@@ -119,7 +132,13 @@ def test_class_imbalance_reads_binary_label_tensors_and_stays_quiet_when_balance
 
     def view(step: int, positives: int) -> StepView:
         row = np.zeros((1, 12))
-        row[0, [COL["count"], COL["zero"], COL["min"], COL["max"], COL["mean"]]] = [64, 64 - positives, 0, 1, positives / 64]
+        row[0, [COL["count"], COL["zero"], COL["min"], COL["max"], COL["mean"]]] = [
+            64,
+            64 - positives,
+            0,
+            1,
+            positives / 64,
+        ]
         return StepView(step=step, names=("labels",), meta=meta, stats=row)
 
     assert run(ClassImbalance(), [view(s, 30) for s in range(20)]) == []
@@ -130,11 +149,15 @@ def test_class_imbalance_reads_binary_label_tensors_and_stays_quiet_when_balance
 def test_stalled_training_fires_on_a_heartbeat_long_after_the_last_step() -> None:
     views = Stream(steps=50).views()
     last = views[-1]
-    heartbeats = [StepView(step=last.step, rank=0, wall_time=last.wall_time + s) for s in (60.0, 1000.0, 1900.0)]
+    heartbeats = [
+        StepView(step=last.step, rank=0, wall_time=last.wall_time + s) for s in (60.0, 1000.0, 1900.0)
+    ]
     rule = StalledTraining()
     found = run(rule, [*views, *heartbeats])
     assert [(f.step, f.value) for f in found] == [(49, 1900.0)]
-    assert "no new step since step 49 for 1900 s, longer than the threshold 1800 s on rank 0" in found[0].message
+    assert (
+        "no new step since step 49 for 1900 s, longer than the threshold 1800 s on rank 0" in found[0].message
+    )
 
 
 def test_heartbeats_change_nothing_for_rules_that_do_not_ask_for_them() -> None:

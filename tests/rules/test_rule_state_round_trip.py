@@ -75,14 +75,28 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "unchanged_tensor": ({}, {}, _after(300, _freeze)),
     "weight_update_ratio": ({}, {}, _tiny_updates),
     "tensor_variance": ({}, {}, _after(300, lambda d: d.set("fc3.weight", std=4.0))),
-    "loss_not_decreasing": ({"num_steps": 30}, {}, _after(200, _flat)),
+    "loss_not_decreasing": ({"num_steps": 30}, {}, _flat),
     "overfit": ({}, {}, _after(300, _overfit)),
     "overtraining": ({}, {}, _after(300, _overfit)),
-    "loss_spike": ({}, {}, lambda d: d.scalars.update(loss=d.scalars["loss"] * (8 if d.step in (300, 420) else 1))),
+    "loss_spike": (
+        {},
+        {},
+        lambda d: d.scalars.update(loss=d.scalars["loss"] * (8 if d.step in (300, 420) else 1)),
+    ),
     "oscillating_loss": ({}, {}, _after(300, _oscillate)),
     "class_imbalance": ({"samples": 5000}, {}, _labels),
-    "stalled_training": ({"threshold": 600}, {}, lambda d: setattr(d, "wall_time", d.wall_time + (1000 if d.step >= 300 else 0) + (900 if d.step >= 450 else 0))),
-    "threshold": ({"statistic": "l2", "comparison": ">", "value": 3.0}, {}, _after(300, lambda d: d.set("fc0.weight", l2=4.0))),
+    "stalled_training": (
+        {"threshold": 600},
+        {},
+        lambda d: setattr(
+            d, "wall_time", d.wall_time + (1000 if d.step >= 300 else 0) + (900 if d.step >= 450 else 0)
+        ),
+    ),
+    "threshold": (
+        {"statistic": "l2", "comparison": ">", "value": 3.0},
+        {},
+        _after(300, lambda d: d.set("fc0.weight", l2=4.0)),
+    ),
 }
 
 

@@ -158,7 +158,13 @@ class Rule(abc.ABC):
         """Restore what `get_state` returned."""
 
     # --- shared machinery -----------------------------------------------------------------
-    def rows(self, view: StepView, *, default_collections: Sequence[str] | None = None, trainable: bool | None = None):  # type: ignore[no-untyped-def]
+    def rows(
+        self,
+        view: StepView,
+        *,
+        default_collections: Sequence[str] | None = None,
+        trainable: bool | None = None,
+    ) -> np.ndarray:
         """Rows of the view this rule instance watches (its `collections`/`tensors`, else the defaults)."""
         if not view.names:
             return _NO_ROWS  # a scalar-only view: keep the cache for the next view with statistics
@@ -176,7 +182,9 @@ class Rule(abc.ABC):
             self._rows_cache[key] = rows
         return rows
 
-    def watches(self, name: str, collection: str | None = None, *, default_collections: Sequence[str] | None = None) -> bool:
+    def watches(
+        self, name: str, collection: str | None = None, *, default_collections: Sequence[str] | None = None
+    ) -> bool:
         """Whether a tensor outside `stats` (a units vector, a scalar) is watched by this instance."""
         colls = self.collections or default_collections
         if colls is not None and collection is not None and collection not in colls:
@@ -232,6 +240,11 @@ class Rule(abc.ABC):
 def is_heartbeat(view: StepView) -> bool:
     """True for a view that carries no data, only a step and a wall time."""
     return not (
-        view.names or view.scalars or view.eval_scalars or view.units or view.hists
-        or view.predictions or view.eval_predictions
+        view.names
+        or view.scalars
+        or view.eval_scalars
+        or view.units
+        or view.hists
+        or view.predictions
+        or view.eval_predictions
     )

@@ -64,49 +64,36 @@ class ExplodingGradient(base.Rule):
         self.window = signals.Window(p.window)
         self.layer_ema = signals.RowState(math.nan)
 
-    def _layer_jump(self, view: StepView, rows: np.ndarray) -> tuple[int, float]:
-        """Update each gradient's EMA of log l2; return the row that rose most above it and by how much (x)."""
-        ema = self.layer_ema.align(view, rows)
-        l2 = view.stats[rows, COL["l2"]]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_l2 = np.where(l2 > 0, np.log(np.where(l2 > 0, l2, 1.0)), np.nan)
-        jump = log_l2 - ema
-        valid = np.isfinite(jump)
-        best = int(np.argmax(np.where(valid, jump, -np.inf))) if valid.any() else 0
-        factor = float(np.exp(jump[best])) if valid.any() else math.nan
-        self.layer_ema.values = np.where(
-            ~np.isfinite(ema), log_l2, np.where(np.isfinite(log_l2), ema + 0.1 * (log_l2 - ema), ema)
-        )
-        return int(rows[best]), factor
+    def _update_ema(self, log_l2: np.ndarray, ema: np.ndarray) -> None:
+        """Move each gradient's EMA of log l2 towards this view (values that are NaN on either side are taken as is)."""
+        new = ema + 0.1 * (log_l2 - ema)
+        new = np.where(np.isnan(ema), log_l2, new)
+        self.layer_ema.values = np.where(np.isnan(log_l2), ema, new)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: ExplodingGradient.Params = self.params  # type: ignore[assignment]
         self.gate.push(view)
         rows = self.rows(view, default_collections=_GRADIENTS)
-        norm = signals.global_norm(view, rows, p.grad_norm_scalar)
+        l2 = view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0)
+        norm = signals.global_norm(view, l2, p.grad_norm_scalar)
         out: list[base.Finding] = []
-        layer, factor = self._layer_jump(view, rows) if len(rows) else (-1, math.nan)
-        where = f"{view.names[layer]}" if layer >= 0 else "gradients"
+        log_l2 = np.log(l2, out=np.full(len(l2), np.nan), where=l2 > 0)
+        ema = self.layer_ema.align(view, rows) if len(rows) else np.zeros(0)
         if norm > 0 and math.isfinite(norm):
             x = math.log(norm)
-            if len(self.window) >= p.min_history:
-                z, med, _ = self.window.robust_z(x, min_scale=p.min_scale)
-                if z > p.z_threshold:
-                    jump = f", where {where} rose x{base.fmt(factor)} over its average" if layer >= 0 else ""
-                    msg = (
-                        f"{where}: global gradient norm {base.fmt(norm)} is {base.fmt(norm / math.exp(med))}x its rolling "
-                        f"median {base.fmt(math.exp(med))} (robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) {self.where(view)}{jump}"
-                    )
-                    out.append(
-                        self.finding(
-                            view, msg, tensor=where if layer >= 0 else None, value=z, threshold=p.z_threshold
-                        )
-                    )
+            spike = (
+                self.window.spike(x, threshold=p.z_threshold, min_scale=p.min_scale)
+                if len(self.window) >= p.min_history
+                else None
+            )
+            if spike is not None:
+                out.append(self._spike_finding(view, rows, log_l2 - ema, norm, spike, p))
             self.window.push(x)
+        if len(rows):
+            self._update_ema(log_l2, ema)
         if out or not len(rows):
             return out
         if p.threshold is not None:
-            l2 = view.stats[rows, COL["l2"]]
             above = np.flatnonzero(l2 > p.threshold)
             if above.size:
                 i = int(rows[above[np.argmax(l2[above])]])
@@ -139,6 +126,32 @@ class ExplodingGradient(base.Rule):
                     )
                 ]
         return []
+
+    def _spike_finding(
+        self,
+        view: StepView,
+        rows: np.ndarray,
+        jump: np.ndarray,
+        norm: float,
+        spike: tuple[float, float],
+        p: Params,
+    ) -> base.Finding:
+        """The finding for a global-norm spike, naming the gradient that rose most above its own EMA."""
+        z, med = spike
+        valid = np.isfinite(jump)
+        where, rose = "gradients", ""
+        if valid.any():
+            k = int(np.argmax(np.where(valid, jump, -np.inf)))
+            where = view.names[int(rows[k])]
+            rose = f", where {where} rose x{base.fmt(float(np.exp(jump[k])))} over its average"
+        msg = (
+            f"{where}: global gradient norm {base.fmt(norm)} is {base.fmt(norm / math.exp(med))}x its rolling "
+            f"median {base.fmt(math.exp(med))} (robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) "
+            f"{self.where(view)}{rose}"
+        )
+        return self.finding(
+            view, msg, tensor=where if valid.any() else None, value=z, threshold=p.z_threshold
+        )
 
     def get_state(self) -> dict[str, Any]:
         return {

@@ -2,7 +2,8 @@
 
 The loss is averaged over blocks of `num_steps` views; at the end of each block its mean must be
 at least `diff_percent` percent below the best earlier block's mean, else the rule reports.
-Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming.
+Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming; once
+the loss has halved since the first step, a plateau is convergence and is not reported.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
 """
 
@@ -50,6 +51,13 @@ class LossNotDecreasing(base.Rule):
             default=True,
             description="Without a loss scalar, use the mean of the first tensor in the losses collection.",
         )
+        ignore_below_fraction: float | None = Field(
+            default=0.5,
+            gt=0,
+            le=1,
+            description="Stay quiet once the best block mean is below this fraction of the first loss: the run "
+            "learned, and a plateau then is convergence, not a fault. None reports every plateau (SageMaker).",
+        )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
         )
@@ -65,12 +73,14 @@ class LossNotDecreasing(base.Rule):
         self.block_sum = 0.0
         self.block_n = 0
         self.best: float | None = None
+        self.first: float | None = None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []
+        self.first = loss if self.first is None else self.first
         self.block_sum += loss
         self.block_n += 1
         if self.block_n < p.num_steps:
@@ -80,6 +90,8 @@ class LossNotDecreasing(base.Rule):
         best, self.best = self.best, mean if self.best is None else min(self.best, mean)
         if best is None or mean < best - abs(best) * p.diff_percent / 100.0:
             return []
+        if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self.first:
+            return []  # converged after real progress
         msg = (
             f"{p.mode} loss: mean {base.fmt(mean)} over the last {p.num_steps} steps is not {base.fmt(p.diff_percent)}% "
             f"below the best earlier block ({base.fmt(best)}) {self.where(view)}"
@@ -87,9 +99,10 @@ class LossNotDecreasing(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"sum": self.block_sum, "n": self.block_n, "best": self.best}
+        return {"sum": self.block_sum, "n": self.block_n, "best": self.best, "first": self.first}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.block_sum = float(state.get("sum", 0.0))
         self.block_n = int(state.get("n", 0))
         self.best = state.get("best")
+        self.first = state.get("first")

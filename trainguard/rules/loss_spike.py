@@ -3,7 +3,8 @@
 Robust z-score of log(loss) against the rolling median and MAD of the last `window` views (the
 spike detector of the LLM-training literature). A simultaneous jump of the global gradient norm
 (its own robust z above `grad_z_threshold`) is named in the finding: spikes with a gradient
-co-spike are the ones that tend to recur and diverge. Non-positive losses are skipped.
+co-spike are the ones that tend to recur and diverge. Non-positive losses are skipped; a spike
+must also be large against the first loss, so batch noise on a near-zero loss is no spike.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Collection
 from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules.view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
 
@@ -51,6 +53,12 @@ class LossSpike(base.Rule):
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first *loss*."
         )
+        min_jump_fraction: float = Field(
+            default=0.05,
+            ge=0,
+            description="The spike must also exceed the rolling median by this fraction of the first loss: a loss "
+            "near zero (an easy task) jumps by large factors without meaning anything.",
+        )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -58,48 +66,55 @@ class LossSpike(base.Rule):
         self.read = signals.LossReader(name=p.loss_name)
         self.loss_window = signals.Window(p.window)
         self.grad_window = signals.Window(p.window)
-
-    def _grad_z(self, view: StepView, p: Params) -> float | None:
-        norm = signals.global_norm(view, self.rows(view, default_collections=_GRADIENTS), p.grad_norm_scalar)
-        if not (norm > 0 and math.isfinite(norm)):
-            return None
-        x = math.log(norm)
-        z = self.grad_window.robust_z(x, min_scale=0.1)[0] if len(self.grad_window) >= p.min_history else None
-        self.grad_window.push(x)
-        return z
+        self.first: float | None = None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossSpike.Params = self.params  # type: ignore[assignment]
-        grad_z = self._grad_z(view, p)
+        rows = self.rows(view, default_collections=_GRADIENTS)
+        norm = signals.global_norm(
+            view, view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0), p.grad_norm_scalar
+        )
+        g = math.log(norm) if norm > 0 and math.isfinite(norm) else None
         loss = self.read(view)
-        if loss is None or not (loss > 0 and math.isfinite(loss)):
-            return []
-        x = math.log(loss)
-        enough = len(self.loss_window) >= p.min_history
-        z, med, _ = self.loss_window.robust_z(x, min_scale=p.min_scale) if enough else (0.0, x, 0.0)
-        self.loss_window.push(x)
-        if z <= p.z_threshold:
-            return []
-        cospike = grad_z is not None and grad_z > p.grad_z_threshold
-        also = f", with a gradient-norm co-spike (z {base.fmt(grad_z)})" if cospike else ""
+        found: list[base.Finding] = []
+        if loss is not None and loss > 0 and math.isfinite(loss):
+            self.first = loss if self.first is None else self.first
+            x = math.log(loss)
+            spike = (
+                self.loss_window.spike(x, threshold=p.z_threshold, min_scale=p.min_scale)
+                if len(self.loss_window) >= p.min_history
+                else None
+            )
+            self.loss_window.push(x)
+            if spike is not None and loss - math.exp(spike[1]) > p.min_jump_fraction * self.first:
+                found.append(self._finding(view, loss, spike, g, p))
+        if g is not None:
+            self.grad_window.push(g)
+        return found
+
+    def _finding(
+        self, view: StepView, loss: float, spike: tuple[float, float], g: float | None, p: Params
+    ) -> base.Finding:
+        z, med = spike
+        co = None
+        if g is not None and len(self.grad_window) >= p.min_history:
+            co = self.grad_window.spike(g, threshold=p.grad_z_threshold, min_scale=0.1)
+        also = f", with a gradient-norm co-spike (z {base.fmt(co[0])})" if co else ""
         msg = (
             f"loss {base.fmt(loss)} is {base.fmt(loss / math.exp(med))}x its rolling median {base.fmt(math.exp(med))} "
             f"(robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) {self.where(view)}{also}"
         )
-        return [
-            self.finding(
-                view,
-                msg,
-                tensor="loss",
-                value=z,
-                threshold=p.z_threshold,
-                hint=self.cospike_hint if cospike else None,
-            )
-        ]
+        hint = self.cospike_hint if co else None
+        return self.finding(view, msg, tensor="loss", value=z, threshold=p.z_threshold, hint=hint)
 
     def get_state(self) -> dict[str, Any]:
-        return {"loss": self.loss_window.get_state(), "grad": self.grad_window.get_state()}
+        return {
+            "loss": self.loss_window.get_state(),
+            "grad": self.grad_window.get_state(),
+            "first": self.first,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.loss_window.set_state(state.get("loss", []))
         self.grad_window.set_state(state.get("grad", []))
+        self.first = state.get("first")

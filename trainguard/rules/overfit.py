@@ -1,9 +1,11 @@
-"""`overfit`: the validation loss sits well above the training loss and stopped improving.
+"""`overfit`: the validation loss sits well above the training loss and is getting worse.
 
 At each eval point (a view with an eval-mode loss) the gap (val - train) / train is computed
 against the mean training loss since the previous eval point (SageMaker's Overfit, with
-`patience` and `ratio_threshold`). A gap alone is normal, so by default it counts only while the
-validation loss sets no new best; `patience` consecutive eval points are needed.
+`patience` and `ratio_threshold`); the divisor is floored at a tenth of the first training loss.
+A steady gap is the normal generalisation gap, so by default it counts only while the validation
+loss is also `val_rise_percent` above its best and the training loss below what it was then;
+`patience` consecutive eval points are needed.
 """
 
 from __future__ import annotations
@@ -31,11 +33,19 @@ class Overfit(base.Rule):
         )
         gate_on_val_progress: bool = Field(
             default=True,
-            description="Count the gap only at eval points where the validation loss sets no new best.",
+            description="Count the gap only at eval points where the validation loss is `val_rise_percent` above its "
+            "best while the training loss is below its value then: a steady gap is the normal generalisation gap; "
+            "val getting worse while train gets better is overfitting.",
+        )
+        val_rise_percent: float = Field(
+            default=5.0,
+            ge=0,
+            description="How far (percent, of the floored best) the val loss must sit above its best.",
         )
         eval_loss_name: str | None = Field(
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
         )
+        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -43,35 +53,55 @@ class Overfit(base.Rule):
         self.train = signals.TrainMean()
         self.read_val = signals.LossReader(mode="eval", name=p.eval_loss_name)
         self.best_val: float | None = None
+        self.train_at_best: float | None = None
         self.streak = 0
+        self.floor = signals.LossFloor(p.loss_floor_fraction)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overfit.Params = self.params  # type: ignore[assignment]
         self.train.push(view)
+        if self.train.last is not None:
+            self.floor(self.train.last)
         val = self.read_val(view) if view.eval_scalars else None
         if val is None or not math.isfinite(val):
             return []
         train = self.train.take()
-        improved = self.best_val is None or val < self.best_val
-        self.best_val = val if improved else self.best_val
-        if train is None or train == 0:
+        if self.best_val is None or val < self.best_val:
+            self.best_val, self.train_at_best = val, train
+        best = self.best_val
+        if train is None:
             return []
-        gap = (val - train) / abs(train)
-        counts = gap > p.ratio_threshold and not (p.gate_on_val_progress and improved)
+        scale = self.floor(abs(train))
+        if scale <= 0:
+            return []
+        gap = (val - train) / scale
+        # overfitting: the validation loss got worse while the training loss kept improving
+        worse = val - best > p.val_rise_percent / 100.0 * self.floor(best)
+        learning = self.train_at_best is None or train < self.train_at_best
+        counts = gap > p.ratio_threshold and ((worse and learning) or not p.gate_on_val_progress)
         self.streak = self.streak + 1 if counts else 0
         if self.streak < p.patience:
             return []
         msg = (
             f"val loss {base.fmt(val)} is {base.fmt(gap * 100)}% above the train loss {base.fmt(train)}, above "
             f"{base.fmt(p.ratio_threshold * 100)}% for {self.streak} eval points"
-            f"{' without a new best val loss' if p.gate_on_val_progress else ''} {self.where(view)}"
+            f"{f' with the val loss {base.fmt(val / best * 100 - 100)}% above its best' if p.gate_on_val_progress else ''} "
+            f"{self.where(view)}"
         )
         return [self.finding(view, msg, tensor="loss", value=gap, threshold=p.ratio_threshold)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"train": self.train.get_state(), "best_val": self.best_val, "streak": self.streak}
+        return {
+            "train": self.train.get_state(),
+            "best_val": self.best_val,
+            "train_at_best": self.train_at_best,
+            "streak": self.streak,
+            "floor": self.floor.get_state(),
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.train.set_state(state.get("train", {}))
         self.best_val = state.get("best_val")
+        self.train_at_best = state.get("train_at_best")
         self.streak = int(state.get("streak", 0))
+        self.floor.set_state(state.get("floor"))

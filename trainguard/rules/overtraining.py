@@ -3,7 +3,8 @@
 Prechelt's criteria ("Early stopping - but when?", 1998) on eval points, averaged over strips of
 `strip_length` eval points: `up` (UP_s, the default) reports when the validation loss rose over
 `strips` successive strips; `gl` (GL_alpha) when it is more than `alpha` percent above its best.
-`patience` is SageMaker's Overtraining (chosen automatically when its parameters are given):
+Validation losses are floored at a tenth of the first one, so noise on a loss near zero is no
+rise. `patience` is SageMaker's Overtraining (chosen automatically when its parameters are given):
 no improvement by `delta` for `patience_validation` (validation) or `patience_train` (train) eval points.
 """
 
@@ -52,6 +53,7 @@ class Overtraining(base.Rule):
         delta: float = Field(
             default=0.01, ge=0, description="SageMaker: the absolute improvement that counts."
         )
+        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
         eval_loss_name: str | None = Field(
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
         )
@@ -70,6 +72,7 @@ class Overtraining(base.Rule):
         self.read_val = signals.LossReader(mode="eval", name=p.eval_loss_name)
         self.train = signals.TrainMean()
         self.s: dict[str, Any] = self._fresh()
+        self.floor = signals.LossFloor(p.loss_floor_fraction)
 
     @staticmethod
     def _fresh() -> dict[str, Any]:
@@ -88,7 +91,7 @@ class Overtraining(base.Rule):
         if p.criterion == "patience":
             return self._patience(view, val, p)
         s = self.s
-        s["strip_sum"] += val
+        s["strip_sum"] += self.floor(val)
         s["strip_n"] += 1
         if s["strip_n"] < p.strip_length:
             return []
@@ -155,9 +158,10 @@ class Overtraining(base.Rule):
         return []
 
     def get_state(self) -> dict[str, Any]:
-        return {**self.s, "train": self.train.get_state()}
+        return {**self.s, "train": self.train.get_state(), "floor": self.floor.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.s = self._fresh()
         self.s.update({k: v for k, v in state.items() if k in self.s})
         self.train.set_state(state.get("train", {}))
+        self.floor.set_state(state.get("floor"))

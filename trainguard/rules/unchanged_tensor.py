@@ -1,8 +1,9 @@
 """`unchanged_tensor`: trainable parameters that do not move ("blind zones"), per layer.
 
 A parameter is unchanged at a view when ||dW|| (`update_l2`, measured since the previous saved
-step) is at most atol * sqrt(n) + rtol * ||W||, the l2 form of SageMaker's np.allclose test. It
-is reported after `num_steps` such views in a row. Views where no watched parameter moved (lr 0
+step) is at most atol * sqrt(n) + rtol * ||W||, the l2 form of SageMaker's np.allclose test; by
+default both are 0, so only an exact standstill counts. It is reported after `num_steps` such
+views in a row. Views where no watched parameter moved (lr 0
 during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named.
 """
 
@@ -33,12 +34,15 @@ class UnchangedTensor(base.Rule):
             default=3, ge=1, description="Report after this many evaluated views in a row without a change."
         )
         rtol: float = Field(
-            default=1e-5, ge=0, description="Relative tolerance: a change below rtol * ||W|| counts as none."
+            default=0.0,
+            ge=0,
+            description="Relative tolerance: a change below rtol * ||W|| counts as none (SageMaker: 1e-5; 0 here, "
+            "since a converged layer moves by 1e-6 of its norm and is not frozen).",
         )
         atol: float = Field(
-            default=1e-8,
+            default=0.0,
             ge=0,
-            description="Absolute tolerance per element: a change below atol * sqrt(n) counts as none.",
+            description="Absolute tolerance per element: a change below atol * sqrt(n) counts as none (SageMaker: 1e-8).",
         )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -50,14 +54,15 @@ class UnchangedTensor(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
-        upd = view.stats[rows, COL["update_l2"]]
-        tol = p.atol * np.sqrt(view.stats[rows, COL["count"]]) + p.rtol * view.stats[rows, COL["l2"]]
-        known = np.isfinite(upd)
-        still = known & (upd <= tol)
-        if not (known & ~still).any():
+        stats = view.stats[rows]
+        upd = stats[:, COL["update_l2"]]
+        tol = p.rtol * stats[:, COL["l2"]] + p.atol * np.sqrt(stats[:, COL["count"]])
+        moved = upd > tol  # NaN (not measured) is neither moved nor still
+        if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
+        still = upd <= tol
         streak = self.streak.align(view, rows)
-        streak = np.where(still, streak + 1, np.where(known, 0.0, streak))
+        streak = np.where(still, streak + 1, np.where(moved, 0.0, streak))
         self.streak.values = streak
         hit = np.flatnonzero(streak >= p.num_steps)
         if not hit.size:

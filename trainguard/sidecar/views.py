@@ -4,7 +4,9 @@ Called by the evaluator for each new segment. Tensor statistics, scalars and pre
 records of the same step are merged into one view; per-unit vectors and histograms are attached
 on Tier-1 steps; names and `TensorMeta` come from the catalogue and are built once per
 (catalogue, tensor set), so a step costs a few dictionary look-ups and no copies of the
-statistics block. Rules are left to `evaluator.py`; reading to `trainguard.store`.
+statistics block. A step whose scalars and statistics were flushed into two segments gives two
+views of that step, each with its own part: nothing is delivered twice. Rules are left to
+`evaluator.py`; reading to `trainguard.store`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Run the evaluator sidecar: follow one rank of a run, evaluate rules, serve /metrics and /healthz.
 
 Reads a SidecarConfig YAML (mounted at /etc/trainguard/sidecar.yaml by the operator). The rank
-comes from the config, else from RANK or JOB_COMPLETION_INDEX when a DebugJob is configured;
-without either it follows all ranks. Each verdict is logged and printed as one JSON line on
+comes from the config, else, with a DebugJob configured, from RANK or JOB_COMPLETION_INDEX; with
+neither a rank nor a DebugJob it follows all ranks. Each verdict is logged and printed as one JSON line on
 stdout. A `stop` verdict creates the stop file. With a DebugJob, the rank's report is patched
 into its status, and the process keeps serving after the run ended until it gets SIGTERM (a
 native sidecar that exits is restarted); without one it exits when the run ended.

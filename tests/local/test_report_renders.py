@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -69,6 +70,11 @@ def test_report_is_self_contained(nan_run: str, tmp_path: Path) -> None:
     assert not re.search(r'(?:src|href)\s*=\s*"(?:https?:)?//', page), "an external resource is referenced"
     assert "@import" not in page and "url(" not in page
     assert "No findings" in page
+    svgs = re.findall(r"<svg.*?</svg>", page, re.DOTALL)
+    assert len(svgs) >= 6
+    for svg in svgs:  # inline SVG must be well-formed XML, or browsers drop the plot
+        root = ElementTree.fromstring(svg)
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
 
 
 def test_report_takes_findings_and_the_outcome_from_a_json_file(nan_run: str, tmp_path: Path) -> None:

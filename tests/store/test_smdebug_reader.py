@@ -517,3 +517,28 @@ def test_the_collections_file_decides_before_the_name_patterns() -> None:
     assert classifier.classify("Net_relu1_output_0", size=8).collection.value == "activations"
     # By name alone this would be `weights`; the file says optimizer state.
     assert classifier.classify("Adam_exp_avg_weight", size=8).collection.value == "optimizer"
+
+
+def test_a_step_is_not_missed_when_a_temporary_or_another_workers_index_sorts_after_it(
+    tmp_path: Path,
+) -> None:
+    """smdebug writes `<index>.json.tmp` locally and renames it; workers finish the same step in any order."""
+    _copy(FIXTURES / "mlp", tmp_path, only="events/")
+    for step in (0, 1, 2):
+        _copy(FIXTURES / "mlp", tmp_path, only=f"index/000000000/{step:012d}_")
+    final = tmp_path / "index/000000000/000000000003_worker_0.json"
+    tmp = final.with_name(final.name + ".tmp")
+    tmp.write_bytes((FIXTURES / "mlp" / final.relative_to(tmp_path)).read_bytes())
+    source = smdebug.SmdebugSource(open_store(str(tmp_path)), rank=0, worker="worker_0")
+    assert [s.steps.tolist() for s in source.poll()] == [[0, 1, 2]]
+    tmp.rename(final)
+    assert [s.steps.tolist() for s in source.poll()] == [[3]]
+
+    workers = tmp_path / "workers"
+    _copy(FIXTURES / "dtypes", workers, only="events/")
+    for name in ("000000000000_worker_0", "000000000000_worker_1", "000000000001_worker_1"):
+        _copy(FIXTURES / "dtypes", workers, only=f"index/000000000/{name}")
+    worker_0 = smdebug.SmdebugSource(open_store(str(workers)), rank=0, worker="worker_0")
+    assert [s.steps.tolist() for s in worker_0.poll()] == [[0]]
+    _copy(FIXTURES / "dtypes", workers, only="index/000000000/000000000001_worker_0")
+    assert [s.steps.tolist() for s in worker_0.poll()] == [[1]]

@@ -410,21 +410,25 @@ class SmdebugSource:
         keys = self.store.list(INDEX_PREFIX, start_after=self.last_key or INDEX_PREFIX)
         steps: list[_StepRows] = []
         for key in keys:
+            # Only this worker's finished index keys move the position: another worker's step N, or
+            # smdebug's local `<key>.tmp` (renamed into place on close), can sort after a key of ours
+            # that has not landed yet.
             parsed = parse_index_key(key)
-            if parsed is not None and parsed[1] == self.worker:
-                try:
-                    if self._classifier is None:
-                        self._classifier = self._load_classifier()
-                    read = read_step(self.store, key)
-                except errors.StoreError:
-                    if steps:
-                        break
-                    raise
-                self.bytes_read += read.bytes_read
-                for message in read.problems:
-                    self._problem(message)
-                if read.index is not None:
-                    steps.append(self._rows(read))
+            if parsed is None or parsed[1] != self.worker:
+                continue
+            try:
+                if self._classifier is None:
+                    self._classifier = self._load_classifier()
+                read = read_step(self.store, key)
+            except errors.StoreError:
+                if steps:
+                    break
+                raise
+            self.bytes_read += read.bytes_read
+            for message in read.problems:
+                self._problem(message)
+            if read.index is not None:
+                steps.append(self._rows(read))
             self.last_key = key
         return _segments(steps)
 

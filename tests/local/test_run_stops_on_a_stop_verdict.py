@@ -62,3 +62,29 @@ def test_a_cooperative_script_reads_the_rule_from_the_stop_file_and_still_exits_
     assert res.doc["killed"] is False and res.doc["returncode"] == 0
     reason = res.stdout.split("cooperative stop:", 1)[1].splitlines()[0]
     assert "step 50" in reason, res.stdout
+
+
+LAUNCHER = """
+import os, subprocess, sys
+script, nan_rank = sys.argv[1], int(sys.argv[2])
+ranks = [
+    subprocess.Popen([sys.executable, script, "plain", "50" if r == nan_rank else "1000000000"],
+                     env={**os.environ, "RANK": str(r), "WORLD_SIZE": "2"})
+    for r in range(2)
+]
+open("ranks.pid", "w").write(" ".join(str(p.pid) for p in ranks))
+sys.exit(max(p.wait() for p in ranks))
+"""
+
+
+def test_a_nan_on_one_rank_of_two_stops_every_process_of_the_job(
+    trainguard_run, nan_script: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / "launch.py").write_text(LAUNCHER)
+    res = trainguard_run(cmd=[nan_script[0], str(tmp_path / "launch.py"), nan_script[1], "1"])
+    assert res.returncode == 3, res.stderr
+    assert res.doc["stopped_by"] == "exploding_tensor"
+    assert res.doc["stop"]["rank"] == 1
+    assert {f["rank"] for f in res.doc["findings"] if f["rule"] == "exploding_tensor"} == {1}
+    for pid in map(int, (tmp_path / "ranks.pid").read_text().split()):
+        assert not _pid_alive(pid), "a rank outlived the stop"

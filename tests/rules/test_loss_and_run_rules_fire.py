@@ -194,3 +194,22 @@ def test_threshold_watchpoint_on_a_scalar_and_on_a_regex() -> None:
     assert (f.step, f.tensor) == (0, "lr")  # warmup starts at 0.005
     rule = Threshold({"statistic": "zero_percentage", "comparison": ">", "value": 50}, tensors=["relu2$"])
     assert first(run(rule, Stream(steps=3))).tensor == "act/relu2"
+
+
+def test_class_imbalance_reads_prediction_streams_binary_and_one_vs_rest() -> None:
+    def counts(positives: float, negatives: float) -> np.ndarray:
+        c = np.zeros((3, 16))
+        c[0, 3], c[1, 5] = positives, negatives
+        return c
+
+    binary = [StepView(step=s, predictions={"pred/ctr": counts(2, 198)}) for s in range(5)]
+    f = first(run(ClassImbalance(), binary))
+    assert (f.step, f.tensor) == (2, "pred/ctr") and "class 0 has 99x the samples of class 1" in f.message
+    multi = [
+        StepView(
+            step=s, predictions={"pred/digits/class0": counts(90, 10), "pred/digits/class7": counts(5, 95)}
+        )
+        for s in range(10)
+    ]
+    f = first(run(ClassImbalance(), multi))
+    assert (f.step, f.tensor) == (5, "pred/digits") and "class 0 has 18x the samples of class 7" in f.message

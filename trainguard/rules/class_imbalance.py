@@ -1,12 +1,14 @@
 """`class_imbalance`: the labels seen so far are dominated by some classes (SageMaker's ClassImbalance).
 
-Counts are accumulated from two sources, whichever the run has:
+Class counts are accumulated per source, from whichever the run has:
 - train scalars named `label_count/<class>` (matched by `count_scalar_regex`): the number of
   samples of that class in the step's batch, any number of classes;
 - tensors in the `labels` collection or matching `labels_regex` holding 0/1 labels (binary tasks):
-  their `zero` column counts negatives, count - zero positives. Other label tensors are skipped.
-After `samples` labels, reports when the largest class count is more than `threshold_imbalance`
-times the smallest. Informational: imbalance is a property of the data, not a failure.
+  their `zero` column counts negatives, count - zero positives; other label tensors are skipped;
+- train prediction streams (`hook.record_predictions`): a binary stream `pred/<name>` counts its
+  positives and negatives; one-vs-rest streams `pred/<name>/class<c>` count class c's positives.
+After `samples` labels of a source, reports when its largest class count is more than
+`threshold_imbalance` times its smallest. Informational: imbalance is a property of the data.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from trainguard.rules import base
 from trainguard.rules.view import COL, StepView
 
 LABEL_COUNT_PREFIX = "label_count/"
+_PRED_RE = re.compile(r"^pred/(?P<stream>[^/]+)(?:/class(?P<cls>.+))?$")
 
 
 class ClassImbalance(base.Rule):
     name = "class_imbalance"
-    summary = "Largest/smallest class count above `threshold_imbalance` (from label_count/<class> scalars or 0/1 label tensors)."
+    summary = (
+        "Largest/smallest class count above `threshold_imbalance` (label_count/<class> scalars, 0/1 label "
+        "tensors or prediction streams)."
+    )
     default_severity = Severity.INFO
     hint = "resample or reweight the classes (class weights, focal loss), and judge the model by per-class metrics or AUC"
 
@@ -49,7 +55,8 @@ class ClassImbalance(base.Rule):
         p: ClassImbalance.Params = self.params  # type: ignore[assignment]
         self.labels_re = re.compile(p.labels_regex)
         self.count_re = re.compile(p.count_scalar_regex)
-        self.counts: dict[str, float] = {}
+        self.counts: dict[str, dict[str, float]] = {}
+        """Class counts per source: `label_count` (scalars), a label tensor's name, or a prediction stream."""
         self._names: tuple[str, ...] | None = None
         self._label_rows = np.zeros(0, np.int64)
 
@@ -67,38 +74,60 @@ class ClassImbalance(base.Rule):
         return self._label_rows
 
     def applies(self, view: StepView) -> bool:
-        return bool(view.scalars) or bool(view.names)
+        return bool(view.scalars or view.names or view.predictions)
 
-    def check(self, view: StepView) -> list[base.Finding]:
-        p: ClassImbalance.Params = self.params  # type: ignore[assignment]
+    def _add(self, source: str, cls: str, n: float) -> None:
+        counts = self.counts.setdefault(source, {})
+        counts[cls] = counts.get(cls, 0.0) + n
+
+    def _count(self, view: StepView) -> None:
         for key, value in view.scalars.items():
             m = self.count_re.match(key)
             if m and math.isfinite(float(value)):
-                self.counts[m.group(1)] = self.counts.get(m.group(1), 0.0) + float(value)
+                self._add("label_count", m.group(1), float(value))
         for i in self._rows(view) if view.names else ():
             s = view.stats[i]
             n, zero = s[COL["count"]], s[COL["zero"]]
             ones = s[COL["mean"]] * n  # the sum of 0/1 labels is the number of positives
             if n > 0 and s[COL["min"]] >= 0 and s[COL["max"]] <= 1 and abs(ones - (n - zero)) < 0.5:
-                self.counts["0"] = self.counts.get("0", 0.0) + float(zero)
-                self.counts["1"] = self.counts.get("1", 0.0) + float(n - zero)
-        total = sum(self.counts.values())
-        if total < p.samples or len(self.counts) < 2:
-            return []
-        big = max(self.counts, key=self.counts.__getitem__)
-        small = min(self.counts, key=self.counts.__getitem__)
-        ratio = self.counts[big] / self.counts[small] if self.counts[small] > 0 else math.inf
-        if ratio <= p.threshold_imbalance:
-            return []
-        msg = (
-            f"labels: class {big} has {base.fmt(ratio)}x the samples of class {small} ({base.fmt(self.counts[big])} vs "
-            f"{base.fmt(self.counts[small])} of {base.fmt(total)}), above the threshold {base.fmt(p.threshold_imbalance)} "
-            f"{self.where(view)}"
-        )
-        return [self.finding(view, msg, tensor="labels", value=ratio, threshold=p.threshold_imbalance)]
+                self._add(view.names[i], "0", float(zero))
+                self._add(view.names[i], "1", float(n - zero))
+        for key, c in view.predictions.items():
+            m = _PRED_RE.match(key)
+            if m is None or c.ndim != 2 or c.shape[0] < 2:
+                continue
+            if m.group("cls") is None:  # a binary stream: its labels are its positives and negatives
+                self._add(key, "0", float(c[1].sum()))
+                self._add(key, "1", float(c[0].sum()))
+            else:  # one-vs-rest stream of a multi-class model: its positives are that class's labels
+                self._add(f"pred/{m.group('stream')}", m.group("cls"), float(c[0].sum()))
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: ClassImbalance.Params = self.params  # type: ignore[assignment]
+        self._count(view)
+        out = []
+        for source, counts in self.counts.items():
+            total = sum(counts.values())
+            if total < p.samples or len(counts) < 2:
+                continue
+            big = max(counts, key=counts.__getitem__)
+            small = min(counts, key=counts.__getitem__)
+            ratio = counts[big] / counts[small] if counts[small] > 0 else math.inf
+            if ratio <= p.threshold_imbalance:
+                continue
+            msg = (
+                f"{source}: class {big} has {base.fmt(ratio)}x the samples of class {small} ({base.fmt(counts[big])} vs "
+                f"{base.fmt(counts[small])} of {base.fmt(total)}), above the threshold {base.fmt(p.threshold_imbalance)} "
+                f"{self.where(view)}"
+            )
+            out.append(self.finding(view, msg, tensor=source, value=ratio, threshold=p.threshold_imbalance))
+        return out
 
     def get_state(self) -> dict[str, Any]:
-        return {"counts": dict(self.counts)}
+        return {"counts": {k: dict(v) for k, v in self.counts.items()}}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.counts = {str(k): float(v) for k, v in state.get("counts", {}).items()}
+        self.counts = {
+            str(src): {str(k): float(v) for k, v in counts.items()}
+            for src, counts in state.get("counts", {}).items()
+        }

@@ -21,7 +21,7 @@ from trainguard.rules.view import StepView
 
 class Overfit(base.Rule):
     name = "overfit"
-    summary = "Validation loss more than `ratio_threshold` above the training loss for `patience` eval points, not improving."
+    summary = "Validation loss well above the training loss for `patience` eval points, worsening while training improves."
     hint = "add regularisation (weight decay, dropout, augmentation), get more data, or stop early at the best checkpoint"
 
     class Params(base.Params):

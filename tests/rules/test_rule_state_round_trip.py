@@ -105,7 +105,8 @@ def _dicts(findings: list[Any]) -> list[dict[str, Any]]:
 
 
 def test_every_builtin_rule_has_a_round_trip_case() -> None:
-    assert set(CASES) == set(registry.BUILTINS)
+    # the AUC rules read prediction streams; tests/rules/test_auc_counts.py round-trips them
+    assert set(CASES) == set(registry.BUILTINS) - {"auc_drop", "auc_resolution"}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

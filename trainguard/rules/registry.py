@@ -19,6 +19,8 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.rules import (
     all_zero,
+    auc_drop,
+    auc_resolution,
     class_imbalance,
     dead_relu,
     exploding_gradient,
@@ -60,6 +62,8 @@ BUILTINS: dict[str, type[Rule]] = {
         class_imbalance.ClassImbalance,
         stalled_training.StalledTraining,
         threshold.Threshold,
+        auc_drop.AucDrop,
+        auc_resolution.AucResolution,
     )
 }
 """Every built-in rule class by its name (SageMaker Debugger's snake_case names where one exists)."""
@@ -87,7 +91,8 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("stalled_training", Action.NOTIFY),
 )
 """The rules that run without a rules file. `all_zero`, `tensor_variance` and `threshold` are
-watchpoints that need to be told what to watch, so they are not in it."""
+watchpoints that need to be told what to watch, and the AUC rules (`auc_drop`, `auc_resolution`)
+need prediction streams and their own calibration, so they are not in it."""
 
 
 def get(name: str) -> type[Rule]:

@@ -53,6 +53,7 @@ class ViewBuilder:
         self.rank = rank
         self._layouts: dict[tuple[int, bytes], _Layout] = {}
         self._catalogue_key: int | None = None
+        self._loss_modes: dict[int, Mode | None] = {}
         self.last_loss: dict[Mode, float] = {}
         """The newest value of the loss scalars seen so far, by mode (for the loss gauge)."""
 
@@ -60,6 +61,7 @@ class ViewBuilder:
         # A new catalogue object (a new version was fetched) invalidates the cache.
         if self._catalogue_key != id(catalogue):
             self._layouts.clear()
+            self._loss_modes.clear()
             self._catalogue_key = id(catalogue)
         key = (seg.catalogue_version, seg.tensor_ids.tobytes())
         layout = self._layouts.get(key)
@@ -145,7 +147,9 @@ class ViewBuilder:
                 continue
             target = evals if info.mode == Mode.EVAL.value else train
             target.setdefault(step, {})[info.name] = value
-            mode = loss_mode(info)
+            if tid not in self._loss_modes:
+                self._loss_modes[tid] = loss_mode(info)
+            mode = self._loss_modes[tid]
             if mode is not None:
                 self.last_loss[mode] = value
         return train, evals

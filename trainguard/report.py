@@ -137,7 +137,7 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             s.values,
         )
     plots.append(Plot("loss", "Loss (train and eval)", losses, log_y=_positive(losses), y_label="loss"))
-    plots.append(Plot("metrics", "Other scalars", metrics))
+    plots.append(Plot("metrics", "Other scalars (learning rate, metrics)", metrics))
     plots.append(
         Plot(
             "grad_norm",
@@ -173,7 +173,8 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             ratios,
             log_y=True,
             y_label="ratio",
-            note="About 1e-3 per step is the usual healthy range; far below means the layer barely learns.",
+            note="Near 1e-3 per training step (so about 1e-2 across 10 steps) is usual; far below, the layer "
+            "barely learns; far above, it may diverge.",
         )
     )
     plots.append(
@@ -394,7 +395,11 @@ def _findings_table(markers: Sequence[Marker]) -> str:
             f'<tr class="finding-row" data-rule="{html.escape(rule)}"><td>{html.escape(rule)}</td>'
             f'<td class="sev sev-{html.escape(worst)}">{html.escape(worst)}</td><td>{steps}</td><td>{rank}</td>'
             f"<td>{html.escape(tensor or '-')}</td><td>{html.escape(first.message)}"
-            + (f'<br><span class="muted">{html.escape(first.hint)}</span>' if first.hint else "")
+            + (
+                f'<br><span class="muted">{html.escape(first.hint)}</span>'
+                if first.hint and first.hint not in first.message
+                else ""
+            )
             + "</td></tr>"
         )
     more = len(groups) - MAX_FINDING_ROWS

@@ -41,9 +41,37 @@ _resource_versions = itertools.count(1)
 
 
 class RealisticEmulator(kmock.KubernetesEmulator):
-    """KMock plus the metadata a real API server fills in and the discovery shapes kubectl needs."""
+    """KMock plus the metadata a real API server fills in and the discovery shapes kubectl needs.
+
+    Set `keep_request_log = False` to keep only the requests in flight: KMock matches each new
+    request against its whole log, which makes thousands of requests (benchmarks) quadratic.
+    """
+
+    keep_request_log: bool = True
+
+    def _KubernetesEmulator__get_objs(self, request: Any, strict: bool) -> list[Any]:
+        # One object by name: a dict lookup instead of KMock's scan over every stored object.
+        if strict and request.name is not None and request.resource is not None:
+            try:
+                return [self.objects[request.resource, request.namespace, request.name]]
+            except KeyError:
+                return []
+        return super()._KubernetesEmulator__get_objs(request, strict)  # type: ignore[misc]
 
     async def _handle(self, request: Any) -> Any:
+        if self.keep_request_log:
+            return await self._handle_one(request)
+        inflight: set[int] = self.__dict__.setdefault("_inflight", set())
+        inflight.add(id(request))
+        self._requests[:] = [r for r in self._requests if id(r) in inflight]
+        for payload in self._payloads:
+            payload._requests.clear()
+        try:
+            return await self._handle_one(request)
+        finally:
+            inflight.discard(id(request))
+
+    async def _handle_one(self, request: Any) -> Any:
         if request.resource is not None and isinstance(request.data, dict):
             now = datetime.datetime.now(tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             if request.action == kmock.action.CREATE:
@@ -102,7 +130,6 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         data["apiVersion"] = f"{res.group}/{res.version}" if res.group else res.version
         data["kind"] = f"{kind}List"
         return data
-
 
     def _printer_columns(self, request: Any) -> list[dict[str, Any]] | None:
         """Return the CRD's printer columns when the client asked for a Table (kubectl does), else None."""
@@ -174,7 +201,7 @@ def register_crd(emulator: kmock.KubernetesEmulator, crd: dict[str, Any]) -> Non
 
 def register_resources(emulator: kmock.KubernetesEmulator) -> None:
     """Declare the bundled built-in resources and install the DebugJob CRD generated from the models."""
-    from trainguard.api import crd  # noqa: PLC0415
+    from trainguard.api import crd
 
     emulator.resources.load_bundled()
     register_crd(emulator, crd.build_crd())
@@ -187,7 +214,9 @@ def write_kubeconfig(path: Path, *, server_url: str, namespace: str = "default")
         "kind": "Config",
         "clusters": [{"name": "kmock", "cluster": {"server": server_url.rstrip("/")}}],
         "users": [{"name": "kmock", "user": {"token": "test-token"}}],
-        "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": namespace}}],
+        "contexts": [
+            {"name": "kmock", "context": {"cluster": "kmock", "user": "kmock", "namespace": namespace}}
+        ],
         "current-context": "kmock",
     }
     path.write_text(json.dumps(config))
@@ -225,14 +254,22 @@ class KubeEnv:
 
     async def create(self, resource: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST an object as a client would; return what the server stored."""
-        async with self.emulator.post(_collection_path(resource, body["metadata"]["namespace"]), json=body) as resp:
+        async with self.emulator.post(
+            _collection_path(resource, body["metadata"]["namespace"]), json=body
+        ) as resp:
             data: dict[str, Any] = await resp.json()
             if resp.status >= 400:
                 raise AssertionError(f"create {resource} failed with HTTP {resp.status}: {data}")
             return data
 
     async def patch(
-        self, resource: str, namespace: str, name: str, body: dict[str, Any], *, subresource: str | None = None
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        *,
+        subresource: str | None = None,
     ) -> dict[str, Any]:
         """Send a JSON merge patch (to the main resource or a subresource such as `status`)."""
         path = f"{_collection_path(resource, namespace)}/{name}" + (f"/{subresource}" if subresource else "")
@@ -240,7 +277,9 @@ class KubeEnv:
         async with self.emulator.patch(path, data=json.dumps(body), headers=headers) as resp:
             data: dict[str, Any] = await resp.json()
             if resp.status >= 400:
-                raise AssertionError(f"patch {resource} {namespace}/{name} failed with HTTP {resp.status}: {data}")
+                raise AssertionError(
+                    f"patch {resource} {namespace}/{name} failed with HTTP {resp.status}: {data}"
+                )
             return data
 
     async def delete(self, resource: str, namespace: str, name: str) -> None:
@@ -268,7 +307,11 @@ def _collection_path(resource: str, namespace: str) -> str:
 
 
 async def eventually(
-    predicate: Callable[[], Any], *, timeout_seconds: float = 15.0, interval_seconds: float = 0.05, what: str = ""
+    predicate: Callable[[], Any],
+    *,
+    timeout_seconds: float = 15.0,
+    interval_seconds: float = 0.05,
+    what: str = "",
 ) -> Any:
     """Await until `predicate()` returns something truthy and return it; fail after the timeout."""
     deadline = time.monotonic() + timeout_seconds
@@ -334,7 +377,9 @@ def debugjob_manifest(
             "workers": workers,
             "template": {
                 "spec": {
-                    "containers": [{"name": "trainer", "image": "python:3.11-slim", "command": ["python", "train.py"]}]
+                    "containers": [
+                        {"name": "trainer", "image": "python:3.11-slim", "command": ["python", "train.py"]}
+                    ]
                 }
             },
             "capture": {"uri": capture_uri},

@@ -24,10 +24,16 @@ def _to_jsonschema(node: Any) -> Any:
         return [_to_jsonschema(n) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _to_jsonschema(v) for k, v in node.items() if not k.startswith("x-kubernetes") and k != "nullable"}
+    out = {
+        k: _to_jsonschema(v) for k, v in node.items() if not k.startswith("x-kubernetes") and k != "nullable"
+    }
     if node.get("nullable") and "type" in out:
         out["type"] = [out["type"], "null"]
-    if node.get("type") == "object" and "properties" in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+    if (
+        node.get("type") == "object"
+        and "properties" in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
         # Structural pruning drops unknown fields; a strict check here catches typos in examples instead.
         out.setdefault("additionalProperties", False)
     return out
@@ -53,14 +59,14 @@ def _walk(node: Any, path: str = "") -> Any:
 
 def test_checked_in_crd_matches_the_models() -> None:
     checked_in = (ROOT / "crds" / "debugjob.yaml").read_text()
-    assert checked_in == crd.crd_yaml(), "crds/debugjob.yaml is stale: run `trainguard crd -o crds/debugjob.yaml`"
+    assert checked_in == crd.crd_yaml(), (
+        "crds/debugjob.yaml is stale: run `trainguard crd -o crds/debugjob.yaml`"
+    )
 
 
 def test_vendored_pod_template_schema_matches_kubernetes_validate() -> None:
     pytest.importorskip("kubernetes_validate")
-    vendored = json.loads(
-        (ROOT / "trainguard" / "api" / "schemas" / crd.POD_SCHEMA_FILE).read_text()
-    )
+    vendored = json.loads((ROOT / "trainguard" / "api" / "schemas" / crd.POD_SCHEMA_FILE).read_text())
     assert vendored == crd.vendor_pod_template_schema(), "run `trainguard crd --vendor-pod-schema`"
 
 
@@ -101,7 +107,9 @@ def test_schema_is_structural_everywhere() -> None:
 
 def test_field_descriptions_reach_the_schema() -> None:
     spec = crd.spec_schema()["properties"]["spec"]
-    assert spec["properties"]["workers"]["description"] == api.DebugJobSpec.model_fields["workers"].description
+    assert (
+        spec["properties"]["workers"]["description"] == api.DebugJobSpec.model_fields["workers"].description
+    )
     assert "saveInterval" in spec["properties"]["capture"]["properties"]
     assert spec["properties"]["rules"]["items"]["properties"]["action"]["enum"] == ["stop", "notify", "none"]
 
@@ -114,7 +122,9 @@ def test_pod_template_embeds_core_v1_schema() -> None:
     assert container["properties"]["restartPolicy"]["type"] == "string"  # native sidecars (1.28+)
     limits = container["properties"]["resources"]["properties"]["limits"]["additionalProperties"]
     assert limits.get("x-kubernetes-int-or-string") is True
-    assert template["properties"]["metadata"]["properties"]["labels"]["additionalProperties"] == {"type": "string"}
+    assert template["properties"]["metadata"]["properties"]["labels"]["additionalProperties"] == {
+        "type": "string"
+    }
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -134,7 +144,10 @@ def test_examples_exist() -> None:
     [
         (lambda d: d["spec"].update(workers=0), "spec.workers"),
         (lambda d: d["spec"]["capture"].update(uri="http://bucket/x"), "spec.capture.uri"),
-        (lambda d: d["spec"]["template"]["spec"].update(containers="trainer"), "spec.template.spec.containers"),
+        (
+            lambda d: d["spec"]["template"]["spec"].update(containers="trainer"),
+            "spec.template.spec.containers",
+        ),
         (lambda d: d["spec"]["template"]["spec"]["containers"][0].update(name=3), "containers.0.name"),
         (lambda d: d["spec"]["rules"][0].update(action="explode"), "spec.rules.0.action"),
         (lambda d: d["spec"].update(workerz=2), "spec"),

@@ -20,7 +20,11 @@ def _spec(**extra: object) -> dict[str, object]:
 
 def test_spec_reads_camel_case_and_fills_defaults() -> None:
     spec = api.DebugJobSpec.model_validate(
-        _spec(containerName="trainer", runPolicy={"activeDeadlineSeconds": 60}, capture={"uri": "s3://bkt/p", "saveInterval": 5})
+        _spec(
+            containerName="trainer",
+            runPolicy={"activeDeadlineSeconds": 60},
+            capture={"uri": "s3://bkt/p", "saveInterval": 5},
+        )
     )
     assert spec.workers == 1 and spec.master_port == 23456
     assert spec.run_policy.active_deadline_seconds == 60 and spec.run_policy.backoff_limit == 0

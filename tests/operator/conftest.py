@@ -8,7 +8,6 @@ so tests start once the operator watches. Test bodies must `await` (`eventually`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import time
 import urllib.request
@@ -38,7 +37,14 @@ class OperatorProcess:
     async def start(self) -> None:
         port = free_port()
         self.runner = kopf.testing.KopfRunner(
-            ["run", "--standalone", "-A", f"--liveness=http://127.0.0.1:{port}/healthz", "-m", "trainguard.operator.handlers"],
+            [
+                "run",
+                "--standalone",
+                "-A",
+                f"--liveness=http://127.0.0.1:{port}/healthz",
+                "-m",
+                "trainguard.operator.handlers",
+            ],
             timeout=60,
         )
         self.runner.__enter__()
@@ -93,7 +99,7 @@ class WebhookReceiver:
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 code = receiver.statuses.pop(0) if receiver.statuses else 200

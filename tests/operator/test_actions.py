@@ -54,7 +54,9 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
         {"format_version": "1.0", "status": "ok", "last_step": 90, "wall_time": 1.0, "written_by": "hook"}))  # fmt: skip
 
     await _report(kube, 0, 90, exploding_tensor=("NoIssuesFound", 90))
-    await _report(kube, 1, 120, exploding_tensor=("IssuesFound", 110), **{"loss-spike": ("NoIssuesFound", 120)})
+    await _report(
+        kube, 1, 120, exploding_tensor=("IssuesFound", 110), **{"loss-spike": ("NoIssuesFound", 120)}
+    )
     await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
 
     job = kube.get(JOBS, "default", "dj1")
@@ -78,7 +80,10 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
     await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0}}, subresource="status")
     end1 = run / "rank-00001" / "END.json"
     await eventually(end1.exists, what="rank 1's END.json")
-    assert json.loads(end1.read_text())["status"] == "crashed" and json.loads(end1.read_text())["last_step"] == 120
+    assert (
+        json.loads(end1.read_text())["status"] == "crashed"
+        and json.loads(end1.read_text())["last_step"] == 120
+    )
     assert json.loads((run / "rank-00000" / "END.json").read_text())["written_by"] == "hook"
 
     # More reports after the stop change nothing: the phase stays Stopped, no second stop.
@@ -93,15 +98,27 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     await kube.create("v1/secrets", {"apiVersion": "v1", "kind": "Secret",
                                      "metadata": {"name": "hooks", "namespace": "default"},
                                      "data": {"url": base64.b64encode(webhook_receiver.url.encode()).decode()}})  # fmt: skip
-    hooks = {"notify": {"webhooks": [{"name": "team", "format": "generic", "urlSecretRef": {"name": "hooks", "key": "url"}}]}}
+    hooks = {
+        "notify": {
+            "webhooks": [
+                {"name": "team", "format": "generic", "urlSecretRef": {"name": "hooks", "key": "url"}}
+            ]
+        }
+    }
     await _running_debugjob(kube, tmp_path, actions=hooks)
 
-    await _report(kube, 0, 40, **{"loss-spike": ("IssuesFound", 35), "exploding_tensor": ("NoIssuesFound", 40)})
+    await _report(
+        kube, 0, 40, **{"loss-spike": ("IssuesFound", 35), "exploding_tensor": ("NoIssuesFound", 40)}
+    )
     await eventually(lambda: webhook_receiver.calls, what="the webhook call")
     event = await eventually(lambda: _events(kube, "RuleTriggered"), what="a RuleTriggered event")
     assert event[0]["type"] == "Warning" and event[0]["involvedObject"]["name"] == "dj1"
     (call,) = webhook_receiver.calls
-    assert call["event"]["rule"] == "loss-spike" and call["event"]["step"] == 35 and call["event"]["action"] == "notify"
+    assert (
+        call["event"]["rule"] == "loss-spike"
+        and call["event"]["step"] == 35
+        and call["event"]["action"] == "notify"
+    )
 
     # Later reports of the same state, from either rank, and an operator restart: still exactly one of each.
     await _report(kube, 1, 60, **{"loss-spike": ("IssuesFound", 50)})
@@ -114,5 +131,7 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     assert len(webhook_receiver.calls) == 1 and len(_events(kube, "RuleTriggered")) == 1
     assert _status(kube)["phase"] == "Running", "notify never stops the job"
     assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False  # type: ignore[index]
-    text = json.dumps(kube.get(DEBUGJOB_RESOURCE, "default", "dj1")) + json.dumps(kube.list("v1/events", "default"))
+    text = json.dumps(kube.get(DEBUGJOB_RESOURCE, "default", "dj1")) + json.dumps(
+        kube.list("v1/events", "default")
+    )
     assert "secret-token-123" not in text, "the webhook URL must not leak into status or events"

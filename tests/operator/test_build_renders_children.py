@@ -81,7 +81,9 @@ def test_credentials_come_from_the_secret_by_reference_only() -> None:
     for container in (_trainer(job), job["spec"]["template"]["spec"]["initContainers"][-1]):
         env = _env(container)
         assert env["AWS_ACCESS_KEY_ID"] == {"secretKeyRef": {"name": "s3", "key": "id"}}
-        assert env["AWS_SECRET_ACCESS_KEY"] == {"secretKeyRef": {"name": "s3", "key": "AWS_SECRET_ACCESS_KEY"}}
+        assert env["AWS_SECRET_ACCESS_KEY"] == {
+            "secretKeyRef": {"name": "s3", "key": "AWS_SECRET_ACCESS_KEY"}
+        }
 
 
 def test_user_environment_wins_over_ours() -> None:
@@ -101,7 +103,10 @@ def test_evaluator_is_a_native_sidecar_with_a_startup_probe_and_restricted_secur
     sc = sidecar["securityContext"]
     assert sc["runAsNonRoot"] and not sc["allowPrivilegeEscalation"] and sc["readOnlyRootFilesystem"]
     assert sc["capabilities"] == {"drop": ["ALL"]} and sc["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert sidecar["resources"] == {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}}
+    assert sidecar["resources"] == {
+        "requests": {"cpu": "500m", "memory": "512Mi"},
+        "limits": {"memory": "2Gi"},
+    }
     mounts = {m["mountPath"] for m in sidecar["volumeMounts"]}
     assert {"/etc/trainguard", "/var/run/trainguard", "/tmp"} <= mounts
     trainer_mounts = {m["mountPath"]: m for m in _trainer(job)["volumeMounts"]}

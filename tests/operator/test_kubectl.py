@@ -13,13 +13,19 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-async def test_kubectl_apply_and_get_show_the_printer_columns(kube: KubeEnv, operator_runner: OperatorProcess) -> None:
+async def test_kubectl_apply_and_get_show_the_printer_columns(
+    kube: KubeEnv, operator_runner: OperatorProcess
+) -> None:
     out = await kube.kubectl("apply", "--validate=false", "-f", str(ROOT / "examples" / "debugjob.yaml"))
     assert "debugjob.trainguard.dev/mnist created" in out
-    await kube.kubectl("apply", "--validate=false", "-f", str(ROOT / "examples" / "debugjob-gpu-webhooks.yaml"))
+    await kube.kubectl(
+        "apply", "--validate=false", "-f", str(ROOT / "examples" / "debugjob-gpu-webhooks.yaml")
+    )
     await eventually(lambda: kube.get("batch/v1/jobs", "default", "mnist"), what="the example's Job")
     await eventually(
-        lambda: ((kube.get(DEBUGJOB_RESOURCE, "default", "llm-pretrain") or {}).get("status") or {}).get("jobName"),
+        lambda: ((kube.get(DEBUGJOB_RESOURCE, "default", "llm-pretrain") or {}).get("status") or {}).get(
+            "jobName"
+        ),
         what="the GPU example reconciled",
     )
     await kube.patch(DEBUGJOB_RESOURCE, "default", "mnist", {"status": {"reports": {"rank-00000": {
@@ -37,5 +43,7 @@ async def test_kubectl_apply_and_get_show_the_printer_columns(kube: KubeEnv, ope
 
     wide = await kube.kubectl("get", "debugjobs", "mnist", "-o", "wide")
     assert wide.splitlines()[0].split()[-1] == "JOB" and wide.splitlines()[1].split()[-1] == "mnist"
-    phase = await kube.kubectl("get", "dj", "mnist", "-o", "jsonpath={.status.conditions[?(@.type=='Stopped')].reason}")
+    phase = await kube.kubectl(
+        "get", "dj", "mnist", "-o", "jsonpath={.status.conditions[?(@.type=='Stopped')].reason}"
+    )
     assert phase == "RuleTriggered"

@@ -44,6 +44,8 @@ def test_counters_and_forgetting_a_deleted_debugjob() -> None:
     assert _value(registry, "trainguard_operator_reconcile_errors_total", handler="reconcile") == 1
 
     metrics.forget("ml", "llm")
-    assert _value(registry, "trainguard_debugjob_phase", namespace="ml", debugjob="llm", phase="Running") is None
+    assert (
+        _value(registry, "trainguard_debugjob_phase", namespace="ml", debugjob="llm", phase="Running") is None
+    )
     assert _value(registry, "trainguard_debugjob_rules_triggered_total", namespace="ml", debugjob="llm",
                   rule="exploding_tensor") is None  # fmt: skip

@@ -40,15 +40,17 @@ async def _poll(url: str, *, timeout_seconds: float = 60) -> str:
 async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_path: Path) -> None:
     metrics_port, liveness_port = free_port(), free_port()
     log = (tmp_path / "operator.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainguard", "operator", "-A", f"--metrics-port={metrics_port}",
-         "--metrics-address=127.0.0.1", f"--liveness=http://127.0.0.1:{liveness_port}/healthz"],
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "trainguard", "operator", "-A", f"--metrics-port={metrics_port}",
+        "--metrics-address=127.0.0.1", f"--liveness=http://127.0.0.1:{liveness_port}/healthz",
         env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
         await _poll(f"http://127.0.0.1:{liveness_port}/healthz")
         await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("dj1", capture_uri=f"file://{tmp_path}/runs"))
-        await eventually(lambda: kube.get("batch/v1/jobs", "default", "dj1"), timeout_seconds=30, what="the Job")
+        await eventually(
+            lambda: kube.get("batch/v1/jobs", "default", "dj1"), timeout_seconds=30, what="the Job"
+        )
         await kube.patch(DEBUGJOB_RESOURCE, "default", "dj1", {"status": {"reports": {"rank-00000": {
             "lastStep": 7, "rules": [{"name": "exploding_tensor", "state": "IssuesFound", "step": 7}]}}}},
             subresource="status")  # fmt: skip
@@ -65,20 +67,28 @@ async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_p
 
         text = await scraped()
         assert 'trainguard_operator_actions_total{action="stop"} 1.0' in text
-        assert 'trainguard_debugjob_rules_triggered_total{debugjob="dj1",namespace="default",rule="exploding_tensor"} 1.0' in text
+        assert (
+            'trainguard_debugjob_rules_triggered_total{debugjob="dj1",namespace="default",rule="exploding_tensor"} 1.0'
+            in text
+        )
         assert 'trainguard_debugjob_last_step{debugjob="dj1",namespace="default"} 7.0' in text
-        assert 'trainguard_debugjob_condition{condition="Stopped",debugjob="dj1",namespace="default",status="True"} 1.0' in text
+        assert (
+            'trainguard_debugjob_condition{condition="Stopped",debugjob="dj1",namespace="default",status="True"} 1.0'
+            in text
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            await asyncio.to_thread(proc.wait, 30)
-        except subprocess.TimeoutExpired:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
             proc.kill()
-            await asyncio.to_thread(proc.wait, 10)
+            await proc.wait()
         log.close()
     assert proc.returncode == 0, (tmp_path / "operator.log").read_text()[-3000:]
 
 
 def test_crd_command_prints_the_checked_in_crd() -> None:
-    out = subprocess.run([sys.executable, "-m", "trainguard", "crd"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "trainguard", "crd"], capture_output=True, text=True, check=True
+    )
     assert out.stdout == (ROOT / "crds" / "debugjob.yaml").read_text()

@@ -46,13 +46,18 @@ async def test_create_renders_owned_children_with_sidecar_and_gpu_pass_through(
     uid = dj["metadata"]["uid"]
     job = await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
     for resource, name in CHILDREN:
-        child = await eventually(lambda: kube.get(resource, "default", name), what=f"{resource} {name}")
+        child = await eventually(
+            lambda r=resource, n=name: kube.get(r, "default", n), what=f"{resource} {name}"
+        )
         assert child["metadata"]["ownerReferences"][0]["uid"] == uid, resource
         assert child["metadata"]["labels"][build.LABEL_DEBUGJOB] == "dj1"
     pod = job["spec"]["template"]["spec"]
     assert job["spec"]["completions"] == job["spec"]["parallelism"] == 2
     assert pod["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 1}}
-    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert (
+        pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        and pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    )
     (sidecar,) = pod["initContainers"]
     assert sidecar["restartPolicy"] == "Always" and sidecar["startupProbe"]["httpGet"]["path"] == "/healthz"
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
@@ -61,7 +66,9 @@ async def test_create_renders_owned_children_with_sidecar_and_gpu_pass_through(
     assert status["phase"] == "Pending"
 
 
-async def test_status_follows_the_job_to_success(kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path) -> None:
+async def test_status_follows_the_job_to_success(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
     await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path))
     await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
     # As the Job controller would: pods start, then every index completes.
@@ -120,7 +127,9 @@ async def test_invalid_spec_becomes_condition_invalid_and_creates_nothing(
     # ... and fixing the broken spec renders it.
     await kube.patch(DEBUGJOB_RESOURCE, "default", "broken", {"spec": {"containerName": "trainer"}})
     await eventually(lambda: kube.get(JOBS, "default", "broken"), what="the fixed DebugJob's Job")
-    await eventually(lambda: (_condition(kube, "Invalid", "broken") or {}).get("status") == "False", what="Invalid=False")
+    await eventually(
+        lambda: (_condition(kube, "Invalid", "broken") or {}).get("status") == "False", what="Invalid=False"
+    )
 
 
 async def test_deleting_a_debugjob_removes_everything_it_owns(

@@ -10,17 +10,25 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.operator import status
 
 NOW = "2026-11-22T05:00:00Z"
-RULES = [RuleSpec(type="exploding_tensor", action=Action.STOP), RuleSpec(type="loss_spike", action=Action.NOTIFY)]
+RULES = [
+    RuleSpec(type="exploding_tensor", action=Action.STOP),
+    RuleSpec(type="loss_spike", action=Action.NOTIFY),
+]
 
 
 def _report(step: int, **states: Any) -> api.RankReport:
     return api.RankReport(
         last_step=step,
-        rules=[api.RankRuleReport(name=n, state=s[0], step=s[1], message=f"{n} at {s[1]}") for n, s in states.items()],
+        rules=[
+            api.RankRuleReport(name=n, state=s[0], step=s[1], message=f"{n} at {s[1]}")
+            for n, s in states.items()
+        ],
     )
 
 
-def _dj(reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any) -> api.DebugJob:
+def _dj(
+    reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any
+) -> api.DebugJob:
     return api.DebugJob(
         metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
         spec=api.DebugJobSpec(
@@ -28,7 +36,9 @@ def _dj(reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNI
             capture=api.CaptureSpec(uri="file:///tmp/x"),
             rules=RULES,
         ),
-        status=api.DebugJobStatus(phase=phase, reports=reports, job=api.JobSummary(active=2, ready=2), **status_fields),
+        status=api.DebugJobStatus(
+            phase=phase, reports=reports, job=api.JobSummary(active=2, ready=2), **status_fields
+        ),
     )
 
 
@@ -54,7 +64,10 @@ def test_error_outranks_in_progress_and_no_issues() -> None:
 
 
 def test_unconfigured_rules_only_notify_whatever_the_pod_claims() -> None:
-    raw = {"lastStep": 3, "rules": [{"name": "dead_relu", "state": "IssuesFound", "action": "stop", "step": 3}]}
+    raw = {
+        "lastStep": 3,
+        "rules": [{"name": "dead_relu", "state": "IssuesFound", "action": "stop", "step": 3}],
+    }
     reports = {"rank-00000": api.RankReport.model_validate(raw)}
     extra = status.aggregate_rules(reports, RULES)[-1]
     assert extra.name == "dead_relu" and extra.action == Action.NOTIFY
@@ -108,7 +121,9 @@ def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> N
         "spec": {"suspend": False},
         "status": {
             "failed": 1,
-            "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "m"}],
+            "conditions": [
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "m"}
+            ],
         },
     }
     summary = status.summarize_job(job)

@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
+from tests.operator.conftest import WebhookReceiver
 from trainguard.api.debugjob import WebhookFormat
 from trainguard.operator import webhooks
-from tests.operator.conftest import WebhookReceiver
 
 EVENT = webhooks.RuleEvent(
     namespace="ml", debugjob="llm", uid="u1", rule="exploding_tensor", action="stop", severity="critical",
@@ -34,7 +34,9 @@ def test_retryable_failures_are_retried_with_growing_backoff(
     webhook_receiver.statuses = [503, 429]
     pauses: list[float] = []
     with caplog.at_level(logging.INFO, logger="trainguard.operator.webhooks"):
-        ok = webhooks.deliver(webhook_receiver.url, {"a": 1}, name="alerts", base_backoff_seconds=0.5, sleep=pauses.append)
+        ok = webhooks.deliver(
+            webhook_receiver.url, {"a": 1}, name="alerts", base_backoff_seconds=0.5, sleep=pauses.append
+        )
     assert ok and webhook_receiver.calls == [{"a": 1}]
     assert len(webhook_receiver.paths) == 3
     assert pauses == [0.5, 1.0]

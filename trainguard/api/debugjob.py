@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from trainguard.api.enums import Action, Collection, ConditionType, Phase, RuleState, Severity
-from trainguard.api.rules_config import RuleSpec, RulesConfig
+from trainguard.api.rules_config import RulesConfig, RuleSpec
 
 GROUP = "trainguard.dev"
 VERSION = "v1alpha1"
@@ -54,7 +54,8 @@ class S3CredentialsRef(_Model):
 
     name: str = Field(min_length=1, description="Name of the Secret (same namespace as the DebugJob).")
     access_key_id_key: str = Field(
-        default="AWS_ACCESS_KEY_ID", description="Key of the access key id in the Secret (boto3's variable name)."
+        default="AWS_ACCESS_KEY_ID",
+        description="Key of the access key id in the Secret (boto3's variable name).",
     )
     secret_access_key_key: str = Field(
         default="AWS_SECRET_ACCESS_KEY", description="Key of the secret access key in the Secret."
@@ -75,16 +76,21 @@ class CaptureSpec(_Model):
         default=None,
         description="S3 endpoint URL for MinIO, Ceph or SeaweedFS (AWS_ENDPOINT_URL); empty means AWS S3.",
     )
-    region: str | None = Field(default=None, description="S3 region (AWS_REGION); empty leaves boto3's default.")
+    region: str | None = Field(
+        default=None, description="S3 region (AWS_REGION); empty leaves boto3's default."
+    )
     secret_ref: S3CredentialsRef | None = Field(
         default=None,
         description="Secret with S3 credentials. Empty: the pod's service account identity (IRSA, workload identity).",
     )
     save_interval: int = Field(
-        default=10, ge=1, description="Save statistics every N training steps (TRAINGUARD_SAVE_INTERVAL); 10 costs about 1%."
+        default=10,
+        ge=1,
+        description="Save statistics every N training steps (TRAINGUARD_SAVE_INTERVAL); 10 costs about 1%.",
     )
     collections: list[Collection] | None = Field(
-        default=None, description="Collections to capture (TRAINGUARD_COLLECTIONS); empty means the hook's default set."
+        default=None,
+        description="Collections to capture (TRAINGUARD_COLLECTIONS); empty means the hook's default set.",
     )
 
     @field_validator("uri")
@@ -129,7 +135,9 @@ class Webhook(_Model):
 class NotifyAction(_Model):
     """Who hears about a notify verdict besides the Kubernetes Event."""
 
-    webhooks: list[Webhook] = Field(default_factory=list, description="Webhooks called once per rule transition.")
+    webhooks: list[Webhook] = Field(
+        default_factory=list, description="Webhooks called once per rule transition."
+    )
 
 
 class ActionsSpec(_Model):
@@ -139,13 +147,19 @@ class ActionsSpec(_Model):
     notify: NotifyAction = Field(default_factory=NotifyAction, description="Settings of the notify action.")
 
 
+def _default_evaluator_resources() -> dict[str, dict[str, int | str]]:
+    return {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+
+
 class EvaluatorSpec(_Model):
     """The rule-evaluator sidecar."""
 
-    image: str | None = Field(default=None, description="Sidecar image; empty means the operator's own image.")
+    image: str | None = Field(
+        default=None, description="Sidecar image; empty means the operator's own image."
+    )
     image_pull_policy: str | None = Field(default=None, description="IfNotPresent, Always or Never.")
     resources: dict[str, dict[str, int | str]] = Field(
-        default_factory=lambda: {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+        default_factory=_default_evaluator_resources,
         description="Sidecar resource requests and limits (core/v1 ResourceRequirements); one core is plenty.",
     )
 
@@ -154,7 +168,9 @@ class RunPolicy(_Model):
     """Passed to the Job as is (same names as Kubeflow's runPolicy)."""
 
     backoff_limit: int | None = Field(
-        default=0, ge=0, description="Job retries. 0: a collective job that lost a rank must not retry piecemeal."
+        default=0,
+        ge=0,
+        description="Job retries. 0: a collective job that lost a rank must not retry piecemeal.",
     )
     active_deadline_seconds: int | None = Field(default=None, ge=1, description="Longest the Job may run.")
     ttl_seconds_after_finished: int | None = Field(
@@ -165,13 +181,22 @@ class RunPolicy(_Model):
 class DebugJobSpec(_Model):
     """What to train, what to capture, which rules to run and what to do when they fire."""
 
-    workers: int = Field(default=1, ge=1, le=4096, description="Number of pods (ranks); completions = parallelism.")
-    nproc_per_node: int = Field(
-        default=1, ge=1, description="Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this."
+    workers: int = Field(
+        default=1, ge=1, le=4096, description="Number of pods (ranks); completions = parallelism."
     )
-    container_name: str = Field(default="trainer", description="Name of the training container in the template.")
+    nproc_per_node: int = Field(
+        default=1,
+        ge=1,
+        description="Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this.",
+    )
+    container_name: str = Field(
+        default="trainer", description="Name of the training container in the template."
+    )
     master_port: int = Field(
-        default=23456, ge=1, le=65535, description="Rendezvous port on rank 0 (MASTER_PORT); Kubeflow's default."
+        default=23456,
+        ge=1,
+        le=65535,
+        description="Rendezvous port on rank 0 (MASTER_PORT); Kubeflow's default.",
     )
     template: dict[str, Any] = Field(
         json_schema_extra={POD_TEMPLATE_MARKER: True},
@@ -179,12 +204,17 @@ class DebugJobSpec(_Model):
     )
     capture: CaptureSpec = Field(description="Where and how statistics are captured.")
     rules: list[RuleSpec] = Field(
-        default_factory=list, description="Rules to evaluate (the rules-file schema); empty means the default set."
+        default_factory=list,
+        description="Rules to evaluate (the rules-file schema); empty means the default set.",
     )
     actions: ActionsSpec = Field(default_factory=ActionsSpec, description="Settings of stop and notify.")
     evaluator: EvaluatorSpec = Field(default_factory=EvaluatorSpec, description="The evaluator sidecar.")
-    run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Job retry, deadline and cleanup settings.")
-    suspend: bool = Field(default=False, description="Create or keep the Job suspended (mirrored onto the Job).")
+    run_policy: RunPolicy = Field(
+        default_factory=RunPolicy, description="Job retry, deadline and cleanup settings."
+    )
+    suspend: bool = Field(
+        default=False, description="Create or keep the Job suspended (mirrored onto the Job)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> DebugJobSpec:
@@ -202,7 +232,9 @@ class Condition(_Model):
     reason: str = Field(default="", description="CamelCase reason of the last transition.")
     message: str = Field(default="", description="Human-readable details.")
     last_transition_time: str | None = Field(default=None, description="When status last changed (RFC 3339).")
-    observed_generation: int | None = Field(default=None, description="metadata.generation the condition reflects.")
+    observed_generation: int | None = Field(
+        default=None, description="metadata.generation the condition reflects."
+    )
 
 
 class RuleStatus(_Model):
@@ -271,14 +303,19 @@ class DebugJobStatus(_Model):
     conditions: list[Condition] = Field(default_factory=list, description="Conditions, one per type.")
     observed_generation: int | None = Field(default=None, description="metadata.generation last reconciled.")
     rules: list[RuleStatus] = Field(default_factory=list, description="Per-rule state over all ranks.")
-    triggered_rule: str | None = Field(default=None, description="First rule that found issues (printer column).")
+    triggered_rule: str | None = Field(
+        default=None, description="First rule that found issues (printer column)."
+    )
     last_step: int | None = Field(default=None, description="Highest step any rank's evaluator has seen.")
     job_name: str | None = Field(default=None, description="Name of the owned Job.")
     job: JobSummary | None = Field(default=None, description="The owned Job's state, as last observed.")
     start_time: str | None = Field(default=None, description="When the Job started (RFC 3339).")
-    completion_time: str | None = Field(default=None, description="When the DebugJob reached a terminal phase.")
+    completion_time: str | None = Field(
+        default=None, description="When the DebugJob reached a terminal phase."
+    )
     reports: dict[str, RankReport] = Field(
-        default_factory=dict, description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key."
+        default_factory=dict,
+        description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key.",
     )
 
 

@@ -25,7 +25,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.api import crd  # noqa: PLC0415  (keep `trainguard --help` fast)
+    from trainguard.api import crd
 
     if args.vendor_pod_schema:
         target = Path(crd.__file__).parent / "schemas" / crd.POD_SCHEMA_FILE

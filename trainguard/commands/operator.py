@@ -16,10 +16,22 @@ HELP = "run the DebugJob operator"
 
 def register(parser: argparse.ArgumentParser) -> None:
     scope = parser.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", action="append", default=[], help="watch this namespace (repeatable; globs allowed)")
-    scope.add_argument("-A", "--all-namespaces", action="store_true", help="watch every namespace (the default)")
-    parser.add_argument("--metrics-port", type=int, default=9401, help="port of /metrics; 0 picks a free one (default 9401)")
-    parser.add_argument("--metrics-address", default="0.0.0.0", help="address of the metrics server (default 0.0.0.0)")
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        help="watch this namespace (repeatable; globs allowed)",
+    )
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="watch every namespace (the default)"
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=9401, help="port of /metrics; 0 picks a free one (default 9401)"
+    )
+    parser.add_argument(
+        "--metrics-address", default="0.0.0.0", help="address of the metrics server (default 0.0.0.0)"
+    )
     parser.add_argument(
         "--liveness",
         default="http://0.0.0.0:8080/healthz",
@@ -28,16 +40,18 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", help="evaluator sidecar image for DebugJobs that name none")
     parser.add_argument("--workers", type=int, default=16, help="threads for handlers (default 16)")
     parser.add_argument(
-        "--peering", action="store_true", help="use kopf peering (needs KopfPeering RBAC); default is standalone"
+        "--peering",
+        action="store_true",
+        help="use kopf peering (needs KopfPeering RBAC); default is standalone",
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    import kopf  # noqa: PLC0415  (imported only when the operator runs)
-    import pydantic  # noqa: PLC0415
+    import kopf
+    import pydantic
 
-    import trainguard.operator.handlers  # noqa: F401, PLC0415  (registers the handlers)
-    from trainguard.operator.config import OperatorConfig  # noqa: PLC0415
+    import trainguard.operator.handlers  # noqa: F401  (registers the handlers)
+    from trainguard.operator.config import OperatorConfig
 
     try:
         config = OperatorConfig(
@@ -47,7 +61,9 @@ def main(args: argparse.Namespace) -> int:
             **({"default_image": args.image} if args.image else {}),
         )
     except pydantic.ValidationError as err:
-        raise ConfigError(f"trainguard operator: {err.errors()[0]['loc'][0]}: {err.errors()[0]['msg']}") from err
+        raise ConfigError(
+            f"trainguard operator: {err.errors()[0]['loc'][0]}: {err.errors()[0]['msg']}"
+        ) from err
     liveness = None if args.liveness.lower() == "none" else args.liveness
     kopf.run(
         standalone=not args.peering,

@@ -56,7 +56,12 @@ def announce(
             url = kube.secret_value(event.namespace, hook.url_secret_ref.name, hook.url_secret_ref.key)
         except client.KubeError as err:
             log.warning("DebugJob %s/%s: webhook %s: %s", event.namespace, event.debugjob, hook.name, err)
-            emit(body, type="Warning", reason=EVENT_REASON_WEBHOOK_FAILED, message=f"webhook {hook.name}: {err}")
+            emit(
+                body,
+                type="Warning",
+                reason=EVENT_REASON_WEBHOOK_FAILED,
+                message=f"webhook {hook.name}: {err}",
+            )
             metrics.webhook_deliveries.labels(result="failure").inc()
             continue
         ok = deliver(url, webhooks.payload(event, hook.format), name=hook.name)

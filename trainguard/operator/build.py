@@ -54,7 +54,10 @@ class Owner:
     def from_body(cls, body: Any) -> Owner:
         meta = body["metadata"]
         return cls(
-            name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], labels=dict(meta.get("labels") or {})
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta["uid"],
+            labels=dict(meta.get("labels") or {}),
         )
 
 
@@ -170,7 +173,12 @@ def build_role(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
         "metadata": _metadata(owner, Names.of(owner.name).role),
         "rules": [
             # The sidecar reads its DebugJob once to check the uid it was configured with.
-            {"apiGroups": [api.GROUP], "resources": [api.PLURAL], "resourceNames": [owner.name], "verbs": ["get"]},
+            {
+                "apiGroups": [api.GROUP],
+                "resources": [api.PLURAL],
+                "resourceNames": [owner.name],
+                "verbs": ["get"],
+            },
             # ... and merge-patches status.reports["rank-NNNNN"] with each verdict transition.
             {
                 "apiGroups": [api.GROUP],
@@ -196,7 +204,9 @@ def build_rolebinding(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
         "kind": "RoleBinding",
         "metadata": _metadata(owner, names.role_binding),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": names.role},
-        "subjects": [{"kind": "ServiceAccount", "name": pod_service_account(spec, owner), "namespace": owner.namespace}],
+        "subjects": [
+            {"kind": "ServiceAccount", "name": pod_service_account(spec, owner), "namespace": owner.namespace}
+        ],
     }
 
 
@@ -246,7 +256,9 @@ def trainer_env(spec: api.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
         {"name": "TRAINGUARD_STOP_FILE", "value": STOP_FILE},
     ]
     if spec.capture.collections:
-        env.append({"name": "TRAINGUARD_COLLECTIONS", "value": ",".join(c.value for c in spec.capture.collections)})
+        env.append(
+            {"name": "TRAINGUARD_COLLECTIONS", "value": ",".join(c.value for c in spec.capture.collections)}
+        )
     return env + _s3_env(spec)
 
 

@@ -55,7 +55,9 @@ def load_configuration() -> kubernetes.client.Configuration:
     return config
 
 
-def path(api_version: str, kind: str, namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+def path(
+    api_version: str, kind: str, namespace: str, name: str | None = None, subresource: str | None = None
+) -> str:
     """Return the REST path of a namespaced object (or its collection when `name` is None)."""
     try:
         plural = PLURALS[api_version, kind]
@@ -86,7 +88,9 @@ class Kube:
     def close(self) -> None:
         self.api_client.close()
 
-    def _call(self, method: str, url: str, body: Any = None, *, content_type: str = "application/json") -> Any:
+    def _call(
+        self, method: str, url: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Any:
         try:
             response = self.api_client.call_api(
                 url,
@@ -99,7 +103,9 @@ class Kube:
                 _request_timeout=30,
             )
         except kubernetes.client.ApiException as err:
-            raise KubeError(f"{method} {url}: HTTP {err.status} {err.reason}", status=int(err.status or 0)) from err
+            raise KubeError(
+                f"{method} {url}: HTTP {err.status} {err.reason}", status=int(err.status or 0)
+            ) from err
         except (OSError, ValueError) as err:
             raise KubeError(f"{method} {url}: {type(err).__name__}: {err}", status=0) from err
         data = response.data
@@ -140,7 +146,9 @@ class Kube:
         """JSON-merge-patch an object (or a subresource); return None when it does not exist."""
         url = path(api_version, kind, namespace, name, subresource)
         try:
-            result: dict[str, Any] = self._call("PATCH", url, body, content_type="application/merge-patch+json")
+            result: dict[str, Any] = self._call(
+                "PATCH", url, body, content_type="application/merge-patch+json"
+            )
         except KubeError as err:
             if err.status == 404:
                 return None
@@ -162,7 +170,9 @@ class Kube:
         """Return one decoded value of a Secret; the error names the Secret and key, never the value."""
         secret = self.get("v1", "Secret", namespace, name)
         if secret is None:
-            raise KubeError(f"Secret {namespace}/{name} does not exist; create it with key {key!r}", status=404)
+            raise KubeError(
+                f"Secret {namespace}/{name} does not exist; create it with key {key!r}", status=404
+            )
         data = secret.get("data") or {}
         if key in data:
             return base64.b64decode(data[key]).decode()
@@ -170,5 +180,6 @@ class Kube:
         if key in string_data:
             return str(string_data[key])
         raise KubeError(
-            f"Secret {namespace}/{name} has no key {key!r} (keys: {', '.join(sorted(data)) or 'none'})", status=404
+            f"Secret {namespace}/{name} has no key {key!r} (keys: {', '.join(sorted(data)) or 'none'})",
+            status=404,
         )

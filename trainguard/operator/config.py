@@ -20,7 +20,10 @@ class OperatorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     metrics_port: int | None = Field(
-        default=None, ge=0, le=65535, description="Port of /metrics (9401 in the chart); None serves no metrics."
+        default=None,
+        ge=0,
+        le=65535,
+        description="Port of /metrics (9401 in the chart); None serves no metrics.",
     )
     metrics_address: str = Field(default="0.0.0.0", description="Address the metrics server binds.")
     default_image: str = Field(
@@ -32,7 +35,9 @@ class OperatorConfig(BaseModel):
         description="Threads for the synchronous handlers; each holds one API request at a time, so 16 keeps "
         "500 DebugJobs well under a minute without flooding the API server.",
     )
-    webhook_max_attempts: int = Field(default=5, ge=1, description="Tries per webhook delivery, the first included.")
+    webhook_max_attempts: int = Field(
+        default=5, ge=1, description="Tries per webhook delivery, the first included."
+    )
     webhook_base_backoff_seconds: float = Field(
         default=0.5, ge=0, description="First pause between webhook tries; doubles per try up to 8 s."
     )

@@ -38,7 +38,11 @@ def write_missing(
         if store.exists(key):
             continue
         info = format.EndInfo(
-            status=status, last_step=last_steps.get(rank), wall_time=wall_time, written_by="operator", errors=[reason]
+            status=status,
+            last_step=last_steps.get(rank),
+            wall_time=wall_time,
+            written_by="operator",
+            errors=[reason],
         )
         store.put(key, json.dumps(info.model_dump()).encode())
         written.append(rank)
@@ -55,14 +59,16 @@ def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:
     return out
 
 
-def open_run_store(uri: str, capture: api.CaptureSpec, *, credentials: Mapping[str, str] | None) -> backend.Store:
+def open_run_store(
+    uri: str, capture: api.CaptureSpec, *, credentials: Mapping[str, str] | None
+) -> backend.Store:
     """Open the run's store; for s3:// with `credentials` (access key id, secret key) from the DebugJob's Secret."""
     if not uri.startswith("s3://"):
         return backend.open_store(uri)
     options: dict[str, Any] = {"endpoint_url": capture.endpoint, "region": capture.region}
     if credentials:
-        import boto3  # noqa: PLC0415  (only s3:// runs need it)
-        from botocore.config import Config  # noqa: PLC0415
+        import boto3
+        from botocore.config import Config
 
         options["client"] = boto3.session.Session().client(
             "s3",
@@ -70,6 +76,8 @@ def open_run_store(uri: str, capture: api.CaptureSpec, *, credentials: Mapping[s
             region_name=capture.region or "us-east-1",
             aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-            config=Config(s3={"addressing_style": "path"} if capture.endpoint else {}, retries={"total_max_attempts": 1}),
+            config=Config(
+                s3={"addressing_style": "path"} if capture.endpoint else {}, retries={"total_max_attempts": 1}
+            ),
         )
     return backend.open_store(uri, **options)

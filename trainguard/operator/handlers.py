@@ -84,7 +84,8 @@ def _counted(handler: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 def _plain(body: Any) -> dict[str, Any]:
     """Return a kopf body as plain JSON data (pydantic and the builders want dicts)."""
-    return json.loads(json.dumps({k: body[k] for k in body}, default=dict))
+    data: dict[str, Any] = json.loads(json.dumps({k: body[k] for k in body}, default=dict))
+    return data
 
 
 def _now() -> str:
@@ -100,7 +101,9 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 
 @kopf.on.startup()
-def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+def startup(
+    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+) -> None:
     """Configure kopf, connect the API client and start the metrics server."""
     config: OperatorConfig = memo.get("config") or OperatorConfig()
     # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
@@ -125,7 +128,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Lo
         registry=registry,
     )
     if config.metrics_port is not None:
-        server, _thread = start_http_server(config.metrics_port, addr=config.metrics_address, registry=registry)
+        server, _thread = start_http_server(
+            config.metrics_port, addr=config.metrics_address, registry=registry
+        )
         state.metrics_server = server
         logger.info("metrics on %s:%d/metrics", config.metrics_address, server.server_port)
     memo["state"] = state
@@ -209,35 +214,51 @@ def reconcile(
             else:
                 _converge(state.kube, child, spec=spec, status=status, reason=reason)
     except client.KubeError as err:
-        raise kopf.TemporaryError(f"{err}; retrying in {RETRY_DELAY_SECONDS} s", delay=RETRY_DELAY_SECONDS) from err
+        raise kopf.TemporaryError(
+            f"{err}; retrying in {RETRY_DELAY_SECONDS} s", delay=RETRY_DELAY_SECONDS
+        ) from err
 
     fields: dict[str, Any] = {"jobName": build.Names.of(owner.name).job}
-    if not status.get("phase"):
-        fields["phase"] = Phase.PENDING.value
     if any(c.type == ConditionType.INVALID and c.status == "True" for c in conditions):
         conditions = status_logic.set_condition(
             conditions, type=ConditionType.INVALID, status=False, reason="Valid", message="the spec is valid",
             now=_now(), generation=generation,
         )  # fmt: skip
         fields["conditions"] = [c.model_dump(mode="json", by_alias=True) for c in conditions]
+    # Decide the first phase and conditions here too, so `observe` has nothing to add (one patch, not two).
+    current = {**status, **fields}
+    decision = status_logic.decide(
+        api.DebugJob.model_validate({**data, "spec": spec.model_dump(by_alias=True), "status": current}),
+        now=_now(),
+    )
+    if decision.stop is None and not decision.notify:  # transitions are acted on by `observe` alone
+        fields.update(decision.status)
     _write(state, owner.uid, patch, {k: v for k, v in fields.items() if status.get(k) != v})
     state.metrics.observe(owner.namespace, owner.name, _overlay(state, owner.uid, status))
 
 
-def _converge(kube: client.Kube, child: dict[str, Any], *, spec: api.DebugJobSpec, status: dict[str, Any], reason: str) -> None:
+def _converge(
+    kube: client.Kube, child: dict[str, Any], *, spec: api.DebugJobSpec, status: dict[str, Any], reason: str
+) -> None:
     """Bring an existing child in line where it may change: the ConfigMap's rules and the Job's suspension."""
     meta = child["metadata"]
     if child["kind"] == "ConfigMap" and reason == "update":
         kube.patch("v1", "ConfigMap", meta["namespace"], meta["name"], {"data": child["data"]})
-    elif child["kind"] == "Job" and status.get("phase") not in {p.value for p in status_logic.TERMINAL_PHASES}:
+    elif child["kind"] == "Job" and status.get("phase") not in {
+        p.value for p in status_logic.TERMINAL_PHASES
+    }:
         queued = build.KUEUE_QUEUE_LABEL in meta["labels"]
         if spec.suspend or (reason == "update" and not queued):
-            kube.patch("batch/v1", "Job", meta["namespace"], meta["name"], {"spec": {"suspend": spec.suspend}})
+            kube.patch(
+                "batch/v1", "Job", meta["namespace"], meta["name"], {"spec": {"suspend": spec.suspend}}
+            )
 
 
 @kopf.on.event(*DEBUGJOBS)
 @_counted("observe")
-def observe(body: kopf.Body, type: str | None, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+def observe(
+    body: kopf.Body, type: str | None, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, **_: Any
+) -> None:
     """Aggregate reports into status; stop or notify on each rule's transition to IssuesFound, once."""
     state = _state(memo)
     data = _plain(body)
@@ -302,8 +323,12 @@ def _write_end_markers(
         ref = dj.spec.capture.secret_ref
         if ref is not None and uri.startswith("s3://"):
             credentials = {
-                "AWS_ACCESS_KEY_ID": state.kube.secret_value(owner.namespace, ref.name, ref.access_key_id_key),
-                "AWS_SECRET_ACCESS_KEY": state.kube.secret_value(owner.namespace, ref.name, ref.secret_access_key_key),
+                "AWS_ACCESS_KEY_ID": state.kube.secret_value(
+                    owner.namespace, ref.name, ref.access_key_id_key
+                ),
+                "AWS_SECRET_ACCESS_KEY": state.kube.secret_value(
+                    owner.namespace, ref.name, ref.secret_access_key_key
+                ),
             }
         store = end_marker.open_run_store(uri, dj.spec.capture, credentials=credentials)
         ranks = end_marker.write_missing(
@@ -330,7 +355,11 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
     data = _plain(body)
     meta = data.get("metadata") or {}
     owner = next(
-        (r for r in meta.get("ownerReferences") or [] if r.get("kind") == api.KIND and r.get("apiVersion") == api.API_VERSION),
+        (
+            r
+            for r in meta.get("ownerReferences") or []
+            if r.get("kind") == api.KIND and r.get("apiVersion") == api.API_VERSION
+        ),
         None,
     )
     if owner is None:
@@ -339,7 +368,8 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
     key = (meta["namespace"], owner["name"])
     summary = status_logic.summarize_job(data).model_dump(mode="json", by_alias=True)
     with state.lock:
-        if state.jobs.get(key) == summary:
+        # A new Job's empty summary says nothing a missing one does not (phase Pending either way).
+        if state.jobs.get(key, _EMPTY_JOB) == summary:
             return
     result = state.kube.patch(
         api.API_VERSION, api.KIND, key[0], key[1], {"status": {"job": summary}}, subresource="status"
@@ -347,6 +377,9 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
     if result is not None:
         with state.lock:
             state.jobs[key] = summary
+
+
+_EMPTY_JOB = api.JobSummary().model_dump(mode="json", by_alias=True)
 
 
 @kopf.on.delete(*DEBUGJOBS)

@@ -55,7 +55,10 @@ class OperatorMetrics:
             registry=registry,
         )
         self.actions = Counter(
-            "trainguard_operator_actions", "Actions taken on rule transitions (stop, notify).", ["action"], registry=registry
+            "trainguard_operator_actions",
+            "Actions taken on rule transitions (stop, notify).",
+            ["action"],
+            registry=registry,
         )
         registry.register(_StateCollector(self))
 
@@ -84,7 +87,10 @@ class OperatorMetrics:
 
     def snapshot(self) -> dict[tuple[str, str], _Observed]:
         with self._lock:
-            return {k: dataclasses.replace(v, conditions=dict(v.conditions), rules=set(v.rules)) for k, v in self._objects.items()}
+            return {
+                k: dataclasses.replace(v, conditions=dict(v.conditions), rules=set(v.rules))
+                for k, v in self._objects.items()
+            }
 
 
 class _StateCollector:
@@ -103,7 +109,9 @@ class _StateCollector:
             labels=["namespace", "debugjob", "condition", "status"],
         )  # fmt: skip
         step = GaugeMetricFamily(
-            "trainguard_debugjob_last_step", "Highest step any rank's evaluator has seen.", labels=["namespace", "debugjob"]
+            "trainguard_debugjob_last_step",
+            "Highest step any rank's evaluator has seen.",
+            labels=["namespace", "debugjob"],
         )
         for (namespace, name), obs in sorted(self._metrics.snapshot().items()):
             for p in Phase:
@@ -112,7 +120,9 @@ class _StateCollector:
                 if c.value not in obs.conditions:
                     continue
                 for s in CONDITION_STATUSES:
-                    condition.add_metric([namespace, name, c.value, s], 1.0 if obs.conditions[c.value] == s else 0.0)
+                    condition.add_metric(
+                        [namespace, name, c.value, s], 1.0 if obs.conditions[c.value] == s else 0.0
+                    )
             if obs.last_step is not None:
                 step.add_metric([namespace, name], float(obs.last_step))
         yield phase

@@ -36,9 +36,7 @@ def rule_actions(rules: Iterable[RuleSpec]) -> dict[str, Action]:
     return {r.key: r.action for r in rules}
 
 
-def aggregate_rules(
-    reports: Mapping[str, api.RankReport], rules: list[RuleSpec]
-) -> list[api.RuleStatus]:
+def aggregate_rules(reports: Mapping[str, api.RankReport], rules: list[RuleSpec]) -> list[api.RuleStatus]:
     """Return one status per rule: configured rules first (InProgress until reported), then reported extras."""
     actions = rule_actions(rules)
     best: dict[str, api.RuleStatus] = {}
@@ -90,7 +88,9 @@ def last_step(reports: Mapping[str, api.RankReport]) -> int | None:
 def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api.RuleStatus]:
     """Return the rules that moved to IssuesFound since `old` (each transition once)."""
     before = {r.name: r.state for r in old}
-    return [r for r in new if r.state == RuleState.ISSUES_FOUND and before.get(r.name) != RuleState.ISSUES_FOUND]
+    return [
+        r for r in new if r.state == RuleState.ISSUES_FOUND and before.get(r.name) != RuleState.ISSUES_FOUND
+    ]
 
 
 def summarize_job(job: Mapping[str, Any]) -> api.JobSummary:
@@ -139,7 +139,9 @@ def set_condition(
     """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
     value = "True" if status else "False"
     previous = next((c for c in conditions if c.type == type), None)
-    unchanged = previous is not None and previous.status == value and previous.last_transition_time is not None
+    unchanged = (
+        previous is not None and previous.status == value and previous.last_transition_time is not None
+    )
     condition = api.Condition(
         type=type,
         status=value,
@@ -219,7 +221,10 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
             now=now,
             generation=generation,
         )
-    for cond_type, cond_phase in ((ConditionType.SUCCEEDED, Phase.SUCCEEDED), (ConditionType.FAILED, Phase.FAILED)):
+    for cond_type, cond_phase in (
+        (ConditionType.SUCCEEDED, Phase.SUCCEEDED),
+        (ConditionType.FAILED, Phase.FAILED),
+    ):
         if phase == cond_phase and entered_terminal:
             job = status.job or api.JobSummary()
             conditions = set_condition(

@@ -103,7 +103,9 @@ def deliver(
             return True
         retry, reason = outcome
         if not retry:
-            log.warning("webhook %s: not delivered, %s; not retrying (fix the receiver or the URL)", name, reason)
+            log.warning(
+                "webhook %s: not delivered, %s; not retrying (fix the receiver or the URL)", name, reason
+            )
             return False
         log.warning("webhook %s: attempt %d of %d failed: %s", name, attempt, max_attempts, reason)
         if attempt < max_attempts:
@@ -115,10 +117,13 @@ def deliver(
 def _post_once(url: str, data: bytes, *, timeout_seconds: float) -> tuple[bool, str] | None:
     """Return None on success, else (retryable, reason); the reason never contains the URL."""
     request = urllib.request.Request(
-        url, data=data, method="POST", headers={"Content-Type": "application/json", "User-Agent": "trainguard"}
+        url,
+        data=data,
+        method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "trainguard"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:  # noqa: S310 (URL from a Secret)
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:
             response.read()
             return None
     except urllib.error.HTTPError as err:

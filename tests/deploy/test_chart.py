@@ -235,10 +235,12 @@ def test_the_pod_monitor_scrapes_evaluator_sidecars_by_port_name_in_any_namespac
     assert limited["spec"]["namespaceSelector"] == {"matchNames": ["a", "b"]}
 
 
-def test_the_pod_monitor_label_is_the_one_the_operator_puts_on_debugjob_pods() -> None:
+def test_the_pod_monitor_matches_the_label_and_port_name_the_operator_gives_evaluator_pods() -> None:
     from trainguard.operator import build
 
-    assert build.LABEL_DEBUGJOB == "trainguard.dev/debugjob"
+    monitor = one(render(values=MONITORING), "PodMonitor")
+    assert monitor["spec"]["selector"]["matchExpressions"][0]["key"] == build.LABEL_DEBUGJOB
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == build.SIDECAR_PORT_NAME
 
 
 def test_the_prometheus_rule_carries_every_alert_of_the_rules_file_unchanged() -> None:

@@ -7,6 +7,8 @@ chart, the alerts or the image went unchecked.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import shutil
 import socket
@@ -85,9 +87,15 @@ def helm_template(
 
 
 def render(*, values: Sequence[Path] = (), sets: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Render the chart and return its objects (empty documents dropped)."""
+    """Render the chart and return its objects (empty documents dropped); a fresh copy on every call."""
+    return copy.deepcopy(_render(tuple(values), tuple(sets)))
+
+
+@functools.lru_cache(maxsize=64)
+def _render(values: tuple[Path, ...], sets: tuple[str, ...]) -> list[dict[str, Any]]:
     out = helm_template(values=values, sets=sets).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
+    # The C loader: the rendered CRD alone is ~190 kB of YAML.
+    return [doc for doc in yaml.load_all(out, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if doc]
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -19,13 +19,11 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-import urllib.request
 from pathlib import Path
 
 import kmock
@@ -33,11 +31,13 @@ import kmock
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.kube import (
+from tests.kube import (  # after the sys.path line above
     DEBUGJOB_RESOURCE,
     RealisticEmulator,
     debugjob_manifest,
+    free_port,
     register_resources,
+    wait_http,
     write_kubeconfig,
 )
 
@@ -72,20 +72,6 @@ PEER_OPERATOR = textwrap.dedent(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
 def _cpu_seconds(pid: int) -> float:
     """Return user + system CPU seconds the process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -116,11 +102,11 @@ async def run_one(command: list[str], *, count: int, label: str, workdir: Path) 
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 60
-            while not await asyncio.to_thread(_healthy, f"http://127.0.0.1:{liveness}/healthz"):
-                if proc.returncode is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{label} operator did not start; see {workdir / (label + '.log')}")
-                await asyncio.sleep(0.1)
+            await wait_http(
+                f"http://127.0.0.1:{liveness}/healthz",
+                alive=lambda: proc.returncode is None,
+                timeout_seconds=60,
+            )
 
             jobs = kmock.resource("batch/v1/jobs")
             uri = f"file://{workdir}/runs-{label}"

@@ -21,7 +21,9 @@ import itertools
 import json
 import secrets
 import shutil
+import socket
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -322,6 +324,34 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_seconds} s waiting for {what or predicate!r}")
         await asyncio.sleep(interval_seconds)
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str) -> str | None:
+    """Return the body of a 2xx answer, or None when the server is not (yet) answering."""
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
+
+async def wait_http(
+    url: str, *, timeout_seconds: float = 60, alive: Callable[[], bool] = lambda: True
+) -> str:
+    """Await until `url` answers 2xx (polling off the event loop) and return the body."""
+    deadline = time.monotonic() + timeout_seconds
+    while (text := await asyncio.to_thread(http_get, url)) is None:
+        if not alive() or time.monotonic() > deadline:
+            raise AssertionError(f"{url} did not answer within {timeout_seconds} s")
+        await asyncio.sleep(0.05)
+    return text
 
 
 async def kubectl(*args: str, kubeconfig: Path, cache_dir: Path, check: bool = True) -> str:

@@ -8,9 +8,6 @@ so tests start once the operator watches. Test bodies must `await` (`eventually`
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -18,13 +15,7 @@ import kopf.testing
 import pytest
 import pytest_asyncio
 
-from tests.kube import KubeEnv, kube  # noqa: F401  (fixture re-export)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.kube import KubeEnv, free_port, kube, wait_http  # noqa: F401  (fixture re-export)
 
 
 class OperatorProcess:
@@ -48,13 +39,7 @@ class OperatorProcess:
             timeout=60,
         )
         self.runner.__enter__()
-        deadline = time.monotonic() + 30
-        while True:
-            if await asyncio.to_thread(_healthy, f"http://127.0.0.1:{port}/healthz"):
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError("the operator did not become healthy within 30 s")
-            await asyncio.sleep(0.05)
+        await wait_http(f"http://127.0.0.1:{port}/healthz", timeout_seconds=30)
 
     async def stop(self) -> None:
         if self.runner is None:
@@ -64,14 +49,6 @@ class OperatorProcess:
         self.outputs.append(runner.output)
         if runner.exception is not None:
             raise AssertionError(f"the operator crashed: {runner.exception!r}\n{runner.output}")
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 @pytest_asyncio.fixture

@@ -8,33 +8,14 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
-from tests.operator.conftest import free_port
+from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually, free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-def _get(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return str(response.read().decode())
-    except OSError:
-        return None
-
-
-async def _poll(url: str, *, timeout_seconds: float = 60) -> str:
-    deadline = time.monotonic() + timeout_seconds
-    while (text := await asyncio.to_thread(_get, url)) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{url} did not answer within {timeout_seconds} s")
-        await asyncio.sleep(0.1)
-    return text
 
 
 async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_path: Path) -> None:
@@ -46,7 +27,7 @@ async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_p
         env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
-        await _poll(f"http://127.0.0.1:{liveness_port}/healthz")
+        await wait_http(f"http://127.0.0.1:{liveness_port}/healthz")
         await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("dj1", capture_uri=f"file://{tmp_path}/runs"))
         await eventually(
             lambda: kube.get("batch/v1/jobs", "default", "dj1"), timeout_seconds=30, what="the Job"
@@ -59,7 +40,7 @@ async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_p
 
         async def scraped() -> str:
             deadline = time.monotonic() + 30
-            while want not in (text := await _poll(url)):
+            while want not in (text := await wait_http(url)):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{want!r} never appeared in:\n{text}")
                 await asyncio.sleep(0.1)

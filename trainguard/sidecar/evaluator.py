@@ -28,6 +28,7 @@ from trainguard.rules.base import Finding, Rule
 from trainguard.rules.view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
+from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
 from trainguard.sidecar.views import ViewBuilder
 from trainguard.store import errors, format
 from trainguard.store.backend import Store, open_store
@@ -95,6 +96,7 @@ class _RankTrack:
     source: Source
     builder: ViewBuilder
     rules: list[Rule]
+    predictions: PredictionTracker = field(default_factory=PredictionTracker)
     skip_through: int | None = None
     """For sources that cannot resume by key: steps up to this one were evaluated before a restart."""
     last_step: int | None = None
@@ -204,6 +206,14 @@ class Evaluator:
     def last_views(self) -> list[StepView]:
         """The newest view with tensor statistics of each rank, lowest rank first."""
         return [t.last_stats_view for _, t in sorted(self._tracks.items()) if t.last_stats_view is not None]
+
+    def prediction_summary(self) -> dict[str, StreamSummary]:
+        """AUC figures of the primary prediction stream by mode, from the lowest rank that has any."""
+        for _, t in sorted(self._tracks.items()):
+            found = t.predictions.summary()
+            if found:
+                return found
+        return {}
 
     def last_loss(self) -> dict[Mode, float]:
         """The newest loss values by mode, from the lowest followed rank that has them."""
@@ -425,6 +435,8 @@ class Evaluator:
                         verdicts.extend(self._on_findings(i, found))
                 if view.names:
                     track.last_stats_view = view
+                if view.predictions or view.eval_predictions:
+                    track.predictions.update(view)
             for c in self._counters:
                 c.evaluations += len(views)
             if views:

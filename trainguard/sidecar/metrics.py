@@ -152,6 +152,22 @@ class EvaluatorCollector(Collector):
         corrupt = CounterMetricFamily(
             "trainguard_sidecar_corrupt_segments", "Segments skipped as corrupt or gone."
         )
+        auc_decayed = GaugeMetricFamily(
+            "trainguard_predictions_auc",
+            "Decayed AUC (half-life 200 steps) of the primary prediction stream, by mode.",
+            labels=["mode"],
+        )
+        auc_se = GaugeMetricFamily(
+            "trainguard_predictions_auc_standard_error",
+            "Hanley-McNeil standard error of the decayed AUC, from effective counts.",
+            labels=["mode"],
+        )
+        auc_total = GaugeMetricFamily(
+            "trainguard_predictions_cumulative_auc", "AUC over every prediction counted so far.", labels=["mode"]
+        )
+        pos_rate = GaugeMetricFamily(
+            "trainguard_predictions_positive_rate", "Share of positive labels among predictions counted.", labels=["mode"]
+        )
         stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
         last_eval = GaugeMetricFamily(
             "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
@@ -186,6 +202,15 @@ class EvaluatorCollector(Collector):
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
             if ev.last_evaluation_time is not None:
                 last_eval.add_metric([], ev.last_evaluation_time)
+            for mode, summ in ev.prediction_summary().items():
+                for fam, value in (
+                    (auc_decayed, summ.decayed_auc),
+                    (auc_se, summ.decayed_se),
+                    (auc_total, summ.cumulative_auc),
+                    (pos_rate, summ.positive_rate),
+                ):
+                    if math.isfinite(value):
+                        fam.add_metric([mode], value)
         yield from (
             step,
             loss,
@@ -199,3 +224,4 @@ class EvaluatorCollector(Collector):
             last_trigger,
         )
         yield from (duration, lag, read_bytes, segments, corrupt, stop, last_eval)
+        yield from (auc_decayed, auc_se, auc_total, pos_rate)

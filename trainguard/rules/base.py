@@ -131,6 +131,8 @@ class Rule(abc.ABC):
         self.pattern = re.compile("|".join(f"(?:{t})" for t in tensors)) if tensors else None
         self._seen = 0
         self._history: list[bool] = []
+        p = self.params
+        self._schedule = (p.start_step, p.every, p.trigger_k, p.trigger_n)
         # rows() is called on every view; the catalogue rarely changes, so its answer is cached
         # per (names, filters) and recomputed only when the view's tensor names change.
         self._rows_names: tuple[str, ...] | None = None
@@ -212,21 +214,25 @@ class Rule(abc.ABC):
 
     def update(self, view: StepView) -> list[Finding]:
         """Apply scheduling and k-of-n debouncing around `check`; return findings to report."""
-        p = self.params
-        if view.step < p.start_step:
+        # the schedule is read from plain attributes: this runs for every rule on every step
+        start, every, k, n = self._schedule
+        if view.step < start:
             return []
-        if not self.wants_heartbeat and is_heartbeat(view):
+        if not view.names and not self.wants_heartbeat and is_heartbeat(view):
             return []
         if not self.applies(view):
             return []
         self._seen += 1
-        if (self._seen - 1) % p.every:
+        if every > 1 and (self._seen - 1) % every:
             return []
         found = self.check(view)
-        if p.trigger_k <= 1 and p.trigger_n <= 1:
+        if k <= 1 and n <= 1:
             return found
-        self._history = (self._history + [bool(found)])[-p.trigger_n :]
-        return found if found and sum(self._history) >= p.trigger_k else []
+        history = self._history
+        history.append(bool(found))
+        if len(history) > n:
+            del history[0]
+        return found if found and sum(history) >= k else []
 
     def state_dict(self) -> dict[str, Any]:
         return {"seen": self._seen, "history": list(self._history), "own": self.get_state()}

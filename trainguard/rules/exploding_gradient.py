@@ -65,10 +65,12 @@ class ExplodingGradient(base.Rule):
         self.layer_ema = signals.RowState(math.nan)
 
     def _update_ema(self, log_l2: np.ndarray, ema: np.ndarray) -> None:
-        """Move each gradient's EMA of log l2 towards this view (values that are NaN on either side are taken as is)."""
+        """Move each gradient's EMA of log l2 towards this view (a NaN on either side: take the other)."""
         new = ema + 0.1 * (log_l2 - ema)
-        new = np.where(np.isnan(ema), log_l2, new)
-        self.layer_ema.values = np.where(np.isnan(log_l2), ema, new)
+        if np.isnan(new).any():
+            new = np.where(np.isnan(ema), log_l2, new)
+            new = np.where(np.isnan(log_l2), ema, new)
+        self.layer_ema.values = new
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: ExplodingGradient.Params = self.params  # type: ignore[assignment]

@@ -18,6 +18,13 @@ from trainguard.rules.view import COL, StepView, TensorMeta
 
 _PARAMS = (Collection.WEIGHTS.value, Collection.BIASES.value)
 _NO_ORDER = 1 << 30
+_NAN, _INF = COL["nan"], COL["inf"]
+_NO_HIT = np.zeros(0, np.int64)
+
+
+def _all_finite(view: StepView) -> bool:
+    """True when every train and eval scalar is finite (one sum, checked in detail only if not)."""
+    return math.isfinite(math.fsum(view.scalars.values()) + math.fsum(view.eval_scalars.values()))
 
 
 def execution_key(meta: TensorMeta, row: int) -> tuple[int, int, int]:
@@ -91,14 +98,15 @@ class ExplodingTensor(base.Rule):
     def check(self, view: StepView) -> list[base.Finding]:
         p: ExplodingTensor.Params = self.params  # type: ignore[assignment]
         only_nan = p.only_nan
-        hit = np.zeros(0, np.int64)
-        if view.names:
+        hit = _NO_HIT
+        # fast path: nothing non-finite anywhere in the block (the nan and inf columns are adjacent)
+        if view.names and view.stats[:, _NAN : _INF + 1].any():
             rows, forward = self._rows_in_execution_order(view)
             bad = view.stats[rows, COL["nan"]]
             if not only_nan:
                 bad = bad + view.stats[rows, COL["inf"]]
             hit = np.flatnonzero(bad > 0)
-        scalar = self._scalar_hit(view, only_nan) if (view.scalars or view.eval_scalars) else None
+        scalar = self._scalar_hit(view, only_nan) if not _all_finite(view) else None
         # The loss is computed after the forward pass and before the backward pass.
         if scalar is not None and not (hit.size and forward[hit[0]]):
             key, mode, v = scalar

@@ -48,22 +48,27 @@ class UnchangedTensor(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.streak = signals.RowState(0.0)
+        self._counting = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
-        stats = view.stats[rows]
-        upd = stats[:, COL["update_l2"]]
-        tol = p.rtol * stats[:, COL["l2"]] + p.atol * np.sqrt(stats[:, COL["count"]])
-        moved = upd > tol  # NaN (not measured) is neither moved nor still
+        upd = view.stats[rows, COL["update_l2"]]
+        if p.rtol == 0 and p.atol == 0:
+            moved, still = upd > 0, upd == 0
+        else:
+            tol = p.rtol * view.stats[rows, COL["l2"]] + p.atol * np.sqrt(view.stats[rows, COL["count"]])
+            moved, still = upd > tol, upd <= tol  # NaN (not measured) is neither
         if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
-        still = upd <= tol
+        if not still.any() and not self._counting:
+            return []  # the common case: every layer moved and no streak is running
         streak = self.streak.align(view, rows)
         streak = np.where(still, streak + 1, np.where(moved, 0.0, streak))
         self.streak.values = streak
+        self._counting = bool(streak.any())
         hit = np.flatnonzero(streak >= p.num_steps)
         if not hit.size:
             return []
@@ -83,3 +88,4 @@ class UnchangedTensor(base.Rule):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.streak.set_state(state.get("streak", {}))
+        self._counting = any(v > 0 for v in state.get("streak", {}).values())

@@ -12,7 +12,7 @@ from trainguard.rules.exploding_tensor import ExplodingTensor
 from trainguard.rules.tensor_variance import TensorVariance
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.vanishing_gradient import VanishingGradient
-from trainguard.rules.view import COL
+from trainguard.rules.view import COL, StepView
 from trainguard.rules.weight_update_ratio import WeightUpdateRatio
 
 GRADS = [f"grad/fc{i}.weight" for i in range(4)]
@@ -114,7 +114,9 @@ def test_exploding_gradient_absolute_threshold_names_the_largest_gradient() -> N
     rule = ExplodingGradient({"threshold": 1e4, "trigger_k": 1, "trigger_n": 1, "z_threshold": 1e9})
     f = first(run(rule, Stream(steps=40, fault=big)))
     assert (f.step, f.tensor, f.threshold) == (20, "grad/fc1.weight", 1e4)
-    assert f.message.startswith("grad/fc1.weight: l2 norm 5e4 is above the threshold 1e4 at step 20 on rank 0")
+    assert f.message.startswith(
+        "grad/fc1.weight: l2 norm 5e4 is above the threshold 1e4 at step 20 on rank 0"
+    )
 
 
 def test_all_zero_names_the_zeroed_gradient() -> None:
@@ -173,3 +175,12 @@ def test_tensor_variance_names_the_weight_that_diverged() -> None:
 
     f = first(run(TensorVariance(), Stream(steps=120, fault=grow)))
     assert (f.step, f.tensor, f.value) == (102, "fc0.weight", 25.0)
+
+
+def test_exploding_tensor_finds_a_non_finite_scalar_among_huge_finite_ones() -> None:
+    views = [
+        StepView(step=0, scalars={"a": 1e308, "b": 1e308}),  # the sum overflows; each value is finite
+        StepView(step=1, scalars={"a": math.inf, "b": -math.inf}),
+        StepView(step=2, eval_scalars={"loss": math.nan}),
+    ]
+    assert [(f.step, f.tensor) for f in run(ExplodingTensor(), views)] == [(1, "a"), (2, "loss")]

@@ -91,6 +91,15 @@ async def test_status_follows_the_job_to_success(
     end = json.loads(ends[1].read_text())
     assert end["status"] == "ok" and end["written_by"] == "operator"
 
+    # The Job's TTL deletes it; a restarted operator must not run the finished training again.
+    await kube.delete(JOBS, "default", "dj1")
+    await operator_runner.stop()
+    await operator_runner.start()
+    await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path, "later"))
+    await eventually(lambda: kube.get(JOBS, "default", "later"), what="a later DebugJob's Job")
+    assert kube.get(JOBS, "default", "dj1") is None
+    assert _status(kube)["phase"] == "Succeeded"
+
 
 async def test_restarting_the_operator_creates_nothing_twice(
     kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path

@@ -102,7 +102,10 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 @kopf.on.startup()
 def startup(
-    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any
+    settings: kopf.OperatorSettings,
+    memo: kopf.Memo,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
 ) -> None:
     """Configure kopf, connect the API client and start the metrics server."""
     config: OperatorConfig = memo.get("config") or OperatorConfig()
@@ -189,6 +192,12 @@ def reconcile(
     status = _overlay(state, owner.uid, data.get("status") or {})
     conditions = [api.Condition.model_validate(c) for c in status.get("conditions") or []]
     generation = data["metadata"].get("generation")
+    if status.get("phase") in {p.value for p in status_logic.TERMINAL_PHASES}:
+        # A final DebugJob never runs again, even if its Job is gone (ttlSecondsAfterFinished).
+        logger.debug(
+            "DebugJob %s/%s is %s; nothing to reconcile", owner.namespace, owner.name, status["phase"]
+        )
+        return
     try:
         spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
         children = build.build_children(spec, owner, default_image=state.config.default_image)
@@ -244,9 +253,7 @@ def _converge(
     meta = child["metadata"]
     if child["kind"] == "ConfigMap" and reason == "update":
         kube.patch("v1", "ConfigMap", meta["namespace"], meta["name"], {"data": child["data"]})
-    elif child["kind"] == "Job" and status.get("phase") not in {
-        p.value for p in status_logic.TERMINAL_PHASES
-    }:
+    elif child["kind"] == "Job":
         queued = build.KUEUE_QUEUE_LABEL in meta["labels"]
         if spec.suspend or (reason == "update" and not queued):
             kube.patch(

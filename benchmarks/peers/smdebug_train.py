@@ -1,9 +1,10 @@
 """Times smdebug's PyTorch hook on the probe's MLP; run by `benchmarks/hook_overhead.py` in `.venv-smdebug`.
 
 Same model, data and loop as `shared/research/smdebug_probe.py` (32->256->256->10, batch 64,
-SGD, torch on one thread): per repetition one run without a hook and one with smdebug's hook
-saving weights, biases, gradients and losses every `--save-interval` steps. Prints one JSON
-object: loop seconds of each run, and bytes and files smdebug wrote per run.
+SGD, torch on one thread): per repetition one model without a hook and one with smdebug's hook
+(weights, biases, gradients and losses every `--save-interval` steps) train in lockstep,
+`--block` steps each in turn. Prints one JSON object: loop seconds of each, and the bytes and
+files smdebug wrote per repetition.
 """
 
 import argparse
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--save-interval", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--block", type=int, default=50)
     a = ap.parse_args()
     import smdebug.pytorch as smd
     import torch
@@ -46,23 +48,30 @@ def main() -> None:
 
     logging.getLogger("smdebug").setLevel(logging.ERROR)
     torch.set_num_threads(1)
+    loop(torch, *build(torch, nn), 200)  # first-call costs of torch
     result = {"no_hook_s": [], "hook_s": [], "bytes": [], "files": []}
     for _ in range(a.reps):
-        model, loss_fn, opt = build(torch, nn)
-        result["no_hook_s"].append(loop(torch, model, loss_fn, opt, a.steps))
         out = tempfile.mkdtemp(prefix="smdebug-bench-")
         shutil.rmtree(out)
-        model, loss_fn, opt = build(torch, nn)
+        plain = build(torch, nn)
+        hooked = build(torch, nn)
         hook = smd.Hook(
             out_dir=out,
             save_config=smd.SaveConfig(save_interval=a.save_interval),
             include_collections=["weights", "biases", "gradients", "losses"],
         )
-        hook.register_module(model)
-        hook.register_loss(loss_fn)
+        hook.register_module(hooked[0])
+        hook.register_loss(hooked[1])
         hook.set_mode(smd.modes.TRAIN)
-        result["hook_s"].append(loop(torch, model, loss_fn, opt, a.steps))
+        # lockstep, `block` steps each in alternating order, as benchmarks/hook_overhead.py does
+        seconds = [0.0, 0.0]
+        for i, start in enumerate(range(0, a.steps, a.block)):
+            n = min(a.block, a.steps - start)
+            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+                seconds[j] += loop(torch, *(plain, hooked)[j], n)
         hook.close()
+        result["no_hook_s"].append(seconds[0])
+        result["hook_s"].append(seconds[1])
         size = files = 0
         for root, _, names in os.walk(out):
             for n in names:

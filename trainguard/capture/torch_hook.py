@@ -123,8 +123,11 @@ class Hook:
         self._in_iteration = False
         self._handles: list[RemovableHandle] = []
         self._params: list[_Param] = []
+        self._small_params: list[_Param] | None = None
+        """The packed parameters in layout order, tracked ones first (built on the first saved step)."""
         self._activations: list[_Activation] = []
         self._act_order = 0
+        self._armed = False
         self._optimizer: torch.optim.Optimizer | None = None
         self._packers: dict[torch.device, torch_stats.Packed] = {}
         self._staged: dict[torch.device, _Group] | None = None
@@ -194,6 +197,7 @@ class Hook:
             w = self._writer
             assert w is not None
             modules = dict(module.named_modules())
+            self._small_params = None
             for name, p in module.named_parameters():
                 owner = name.rsplit(".", 1)[0] if "." in name else ""
                 collection = "biases" if name.endswith("bias") else "weights"
@@ -216,7 +220,7 @@ class Hook:
                     if kind is not None and name:
                         self._activations.append(_Activation(name, m, kind))
             self._handles.append(module.register_forward_pre_hook(self._on_forward))
-            self._arm_activations(self.is_saved_step())
+            self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
         except Exception as err:  # noqa: BLE001 - never raise into training
             self._fail("register_module", err)
 
@@ -234,8 +238,11 @@ class Hook:
         except Exception as err:  # noqa: BLE001
             self._fail("register_optimizer", err)
 
-    def _arm_activations(self, on: bool) -> None:
+    def _arm_activations(self, on: bool, *, force: bool = False) -> None:
         """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
+        if on == self._armed and not force:
+            return
+        self._armed = on
         for act in self._activations:
             if on and act.handle is None:
                 act.handle = act.module.register_forward_hook(self._activation_hook(act))
@@ -247,7 +254,7 @@ class Hook:
         for h in self._handles:
             h.remove()
         self._handles.clear()
-        self._arm_activations(False)
+        self._arm_activations(False, force=True)
 
     # --- hook bodies ------------------------------------------------------------------------------
     def _on_forward(self, module: nn.Module, args: object) -> None:
@@ -298,9 +305,10 @@ class Hook:
                 copy = output.detach().to(torch.float32, copy=True)  # later in-place ops must not change it
                 self._acts_small.setdefault(output.device, []).append((act.tid, copy))
             else:
-                self._acts_raw.append((act.tid, output.numel(), torch_stats.reduce_large(output)))
+                raw = torch_stats.reduce_large(output)
+                self._acts_raw.append((act.tid, output.numel(), raw))
                 if self._tier1(self.step):
-                    self._hists[act.tid] = torch_stats.histogram(output)
+                    self._hists[act.tid] = torch_stats.histogram(output, raw)
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         try:
@@ -338,10 +346,12 @@ class Hook:
         assert self.config is not None and self._writer is not None
         groups: dict[torch.device, _Group] = {}
         track = self.config.track_updates
-        small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
-        # tracked parameters first: their rows are compared with the copies kept from earlier steps
-        small.sort(key=lambda p: not (track and p.param.requires_grad))
-        for p in small:
+        if self._small_params is None:
+            small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
+            # tracked parameters first: their rows are compared with the copies kept from earlier steps
+            small.sort(key=lambda p: not (track and p.param.requires_grad))
+            self._small_params = small
+        for p in self._small_params:
             g = groups.setdefault(p.param.device, _Group(self._packer(p.param.device)))
             g.ids.append(p.tid)  # type: ignore[arg-type]
             g.numels.append(p.param.numel())
@@ -361,9 +371,10 @@ class Hook:
                     module=p.module or None,
                 )
             if grad.numel() > self.pack_max_numel:
-                self._acts_raw.append((p.grad_tid, grad.numel(), torch_stats.reduce_large(grad)))
+                raw = torch_stats.reduce_large(grad)
+                self._acts_raw.append((p.grad_tid, grad.numel(), raw))
                 if self._tier1(step):
-                    self._hists[p.grad_tid] = torch_stats.histogram(grad)
+                    self._hists[p.grad_tid] = torch_stats.histogram(grad, raw)
                 continue
             g = groups.setdefault(grad.device, _Group(self._packer(grad.device)))
             g.ids.append(p.grad_tid)
@@ -396,22 +407,24 @@ class Hook:
         for g in self._staged.values():
             assert g.layout is not None
             g.packer.load(g.layout, g.tensors, start=0)
-            parts.append(g.packer.reduce(g.layout, tracked=g.tracked))
+            raw = g.packer.reduce(g.layout, tracked=g.tracked)
+            parts.append(raw)
             ids += g.ids
             counts += g.numels
             if tier1:
-                for tid, h in zip(g.ids, g.packer.histograms(g.layout).unbind(0)):
+                for tid, h in zip(g.ids, g.packer.histograms(g.layout, raw).unbind(0)):
                     self._hists[tid] = h
         for p in self._params:
             if p.tid is None or p.param.numel() <= self.pack_max_numel:
                 continue
             if p.history is None and self.config.track_updates and p.param.requires_grad:
                 p.history = torch_stats.new_history(p.param)
-            parts.append(torch_stats.reduce_large(p.param, p.history)[None, :])
+            raw = torch_stats.reduce_large(p.param, p.history)
+            parts.append(raw[None, :])
             ids.append(p.tid)
             counts.append(p.param.numel())
             if tier1:
-                self._hists[p.tid] = torch_stats.histogram(p.param)
+                self._hists[p.tid] = torch_stats.histogram(p.param, raw)
         for tid, n, raw in self._acts_raw:
             parts.append(raw[None, :])
             ids.append(tid)
@@ -446,7 +459,7 @@ class Hook:
             offset += n
             return host[offset - n : offset]
 
-        if pending is not None:
+        if pending is not None and pending.parts:
             raw = np.concatenate([take(t.numel()).reshape(-1, len(torch_stats.RAW_COLUMNS)) for t in pending.parts])
             units = {k: take(v.numel()).astype(np.float32) for k, v in pending.units.items()}
             hists = {k: take(v.numel()).astype(np.float32) for k, v in pending.hists.items()}

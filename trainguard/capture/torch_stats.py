@@ -12,6 +12,7 @@ against which every column is tested; half and fp8 dtypes are upcast to float32 
 from __future__ import annotations
 
 import itertools
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -54,7 +55,7 @@ def _counts_needed(abs_sums: torch.Tensor) -> bool:
     """
     if abs_sums.device.type != "cpu":
         return True
-    return not bool(torch.isfinite(abs_sums).all())
+    return not math.isfinite(float(abs_sums.sum()))
 
 
 def _exact_variance_needed(sq: torch.Tensor, one_pass_var_times_n: torch.Tensor) -> bool:
@@ -90,18 +91,33 @@ class _Layout:
         self.tail_pad = (torch.arange(width)[None, :] >= tail[:, None]).to(device)
         self.n = torch.tensor(numels, dtype=torch.float64, device=device)
         self.pad = torch.tensor([r * width - n for n, r in zip(numels, rows)], dtype=torch.float64, device=device)
-        self.row_starts = starts
         self.row_counts = rows
+        self.numels = numels
+        self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
+        self.all_nan = torch.full((self.count,), torch.nan, dtype=torch.float64, device=device)
+        self._tracked: dict[int, tuple[int, tuple[int, ...], torch.Tensor]] = {}
 
-    def rows_of(self, k: int) -> int:
-        """Number of buffer rows taken by the first `k` tensors."""
-        return sum(self.row_counts[:k])
+    def _tracked_info(self, k: int) -> tuple[int, tuple[int, ...], torch.Tensor]:
+        info = self._tracked.get(k)
+        if info is None:
+            nan_after = torch.zeros(self.count, dtype=torch.float64, device=self.buffer.device)
+            nan_after[k:] = torch.nan
+            info = self._tracked[k] = (sum(self.row_counts[:k]), self.numels[:k], nan_after)
+        return info
 
-    def per_tensor_sum(self, row_values: torch.Tensor, *, upto_rows: int | None = None) -> torch.Tensor:
+    def tracked_rows(self, k: int) -> tuple[int, tuple[int, ...]]:
+        """Rows taken by the first `k` tensors, and their sizes (the key of their history)."""
+        rows, key, _ = self._tracked_info(k)
+        return rows, key
+
+    def untracked_nan(self, k: int) -> torch.Tensor:
+        """float64 [T]: 0 for the first `k` tensors, NaN after (added to columns only they have)."""
+        return self._tracked_info(k)[2]
+
+    def per_tensor_sum(self, row_values: torch.Tensor) -> torch.Tensor:
         """Sum row statistics [R, c] into per-tensor float64 [T, c] (segments never mix NaN)."""
-        owner = self.owner if upto_rows is None else self.owner[:upto_rows]
         out = torch.zeros(self.count, row_values.shape[1], dtype=torch.float64, device=row_values.device)
-        return out.index_add_(0, owner, row_values.to(torch.float64))
+        return out.index_add_(0, self.owner, row_values.to(torch.float64))
 
     def per_tensor_extreme(self, row_values: torch.Tensor, reduce: str) -> torch.Tensor:
         out = torch.empty(self.count, dtype=row_values.dtype, device=row_values.device)
@@ -141,82 +157,93 @@ class Packed:
     def load(self, lay: _Layout, tensors: list[torch.Tensor], *, start: int = 0) -> None:
         """Copy `tensors` into slots `start...` of the layout's buffer (dtype conversion included)."""
         if tensors:
-            torch._foreach_copy_(lay.views[start : start + len(tensors)], [t.detach().reshape(-1) for t in tensors])
+            # under no_grad (the hook's case) reshape records no graph, so no detach() is needed
+            torch._foreach_copy_(lay.views[start : start + len(tensors)], [t.reshape(-1) for t in tensors])
 
     def reduce(self, lay: _Layout, *, tracked: int) -> torch.Tensor:
         """Return float64 [T, len(RAW_COLUMNS)] raw moments of the loaded buffer."""
         b = lay.buffer
+        rows = lay.row_sums  # [6, R]: sum, |x| sum, x^2 sum, non-zeros, update^2, distance^2 per row
         absb = b.abs()
-        rows = torch.stack(
-            [b.sum(1), absb.sum(1), torch.linalg.vector_norm(b, dim=1).square(), torch.sign(absb).sum(1)], 1
-        )
-        s, a, q, nz = lay.per_tensor_sum(rows).unbind(1)
+        torch.sum(b, 1, out=rows[0])
+        torch.sum(absb, 1, out=rows[1])
+        torch.linalg.vector_norm(b, dim=1, out=rows[2])
+        # 1 for every non-zero (denormals included: ceil lifts them to 1), 0 for zeros, NaN stays NaN;
+        # vectorised float ops, where sign() and comparisons are not on CPU
+        torch.sum(absb.mul_(2.0**126).ceil_().clamp_(max=1.0), 1, out=rows[3])
+        fresh = True
+        if tracked:
+            fresh = self._updates(lay, tracked, rows)
+        rows[2].square_()
+        s, a, q, nz, upd, dist = lay.per_tensor_sum(rows.t()).unbind(1)
         tails = b.index_select(0, lay.last)
-        mx = b.amax(1).index_copy(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
-        mn = b.amin(1).index_copy(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
+        mx = b.amax(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
+        mn = b.amin(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
         mx_t = lay.per_tensor_extreme(mx, "amax").to(torch.float64)
         mn_t = lay.per_tensor_extreme(mn, "amin").to(torch.float64)
         if _counts_needed(a):
-            nan, inf = lay.per_tensor_sum(torch.stack([b.isnan().sum(1), b.isinf().sum(1)], 1)).unbind(1)
+            counts = torch.stack([b.isnan().sum(1), b.isinf().sum(1), (b == 0).sum(1)], 1)
+            nan, inf, zero = lay.per_tensor_sum(counts).unbind(1)
+            zero = zero - lay.pad
         else:
             nan = inf = torch.zeros_like(s)
-        # sign(NaN) is 0, so `nz` counts finite non-zeros and infinities; NaN is not zero.
-        zero = lay.n - nz - nan
+            zero = lay.n - nz
         mean = s / lay.n
         dev = q - s * mean
         if _exact_variance_needed(q, dev):
             d = b - mean.to(torch.float32).index_select(0, lay.owner)[:, None]
             d.index_copy_(0, lay.last, d.index_select(0, lay.last).masked_fill(lay.tail_pad, 0.0))
             dev = lay.per_tensor_sum(torch.linalg.vector_norm(d, dim=1).square()[:, None])[:, 0]
-        upd = torch.full_like(s, torch.nan)
-        dist = torch.full_like(s, torch.nan)
-        if tracked:
-            upd, dist = self._updates(lay, tracked, upd, dist)
+        untracked = lay.untracked_nan(tracked)
+        upd = upd + (lay.all_nan if fresh else untracked)
+        dist = dist + untracked
         return torch.stack([nan, inf, zero, mn_t, mx_t, s, a, q, dev, upd, dist], 1)
 
-    def _updates(
-        self, lay: _Layout, tracked: int, upd: torch.Tensor, dist: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        r = lay.rows_of(tracked)
-        key = tuple(int(v.numel()) for v in lay.views[:tracked])
+    def _updates(self, lay: _Layout, tracked: int, rows: torch.Tensor) -> bool:
+        """Fill rows[4:6] of the tracked rows with squared update and distance; return whether this is the first save."""
+        r, key = lay.tracked_rows(tracked)
         cur = lay.buffer[:r]
         hist = self._history.get(key)
         if hist is None:
             hist = self._history[key] = _History(prev=cur.clone(), first=cur.clone())
-        sq = torch.stack(
-            [torch.linalg.vector_norm(cur - hist.prev, dim=1), torch.linalg.vector_norm(cur - hist.first, dim=1)], 1
-        ).square()
-        per = lay.per_tensor_sum(sq, upto_rows=r)
-        keep = torch.arange(lay.count, device=cur.device) < tracked
-        upd = torch.where(keep, per[:, 0], upd) if not hist.fresh else upd
-        dist = torch.where(keep, per[:, 1], dist)
+        torch.linalg.vector_norm(cur - hist.prev, dim=1, out=rows[4, :r])
+        torch.linalg.vector_norm(cur - hist.first, dim=1, out=rows[5, :r])
+        rows[4:6, :r].square_()
         hist.prev.copy_(cur)
-        hist.fresh = False
-        return upd, dist
+        fresh, hist.fresh = hist.fresh, False
+        return fresh
 
-    def histograms(self, lay: _Layout) -> torch.Tensor:
-        """Return float64 [T, HIST_BINS] log2-magnitude histograms of the loaded tensors."""
-        codes = _hist_codes(lay.buffer) + (lay.owner * (format.HIST_BINS + 1))[:, None]
-        counts = torch.bincount(codes.reshape(-1), minlength=lay.count * (format.HIST_BINS + 1))
-        hist = counts.reshape(lay.count, format.HIST_BINS + 1)[:, : format.HIST_BINS].to(torch.float64)
-        hist[:, 0] -= lay.pad  # the zero padding landed in the zero bin
-        return hist
+    def histograms(self, lay: _Layout, raw: torch.Tensor) -> torch.Tensor:
+        """Return float64 [T, HIST_BINS] log2-magnitude histograms of the loaded tensors; `raw` is `reduce`'s result."""
+        codes = _exponent_bins(lay.buffer) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
+        counts = torch.bincount(codes.reshape(-1), minlength=lay.count * format.HIST_BINS)
+        return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
 
 
-def _hist_codes(x: torch.Tensor) -> torch.Tensor:
-    """Bin index per element of a float32 tensor: 0 for zeros, HIST_BINS for non-finite (dropped)."""
-    bits = x.contiguous().view(torch.int32)
-    exponent = (bits >> 23) & 0xFF
-    # floor(log2|x|) = exponent - 127 for normal numbers; bin b holds [2^(b-40), 2^(b-39)).
-    b = (exponent - 127 - format.HIST_MIN_EXPONENT + 1).clamp_(1, format.HIST_BINS - 1)
-    b = torch.where((bits & 0x7FFFFFFF) == 0, 0, b)
-    return torch.where(exponent == 0xFF, format.HIST_BINS, b).to(torch.long)
+def _exponent_bins(x: torch.Tensor) -> torch.Tensor:
+    """int32 bin of each element of a float32 tensor, from its exponent bits alone (no compares).
+
+    floor(log2|x|) is exponent - 127 for normal numbers and bin b holds [2^(b-40), 2^(b-39)),
+    so bin = exponent - 87, clamped to 1..63. Zeros and denormals (exponent 0) land in bin 1 and
+    NaN/Inf (exponent 255) in bin 63; `_fix_bins` moves or drops them using known counts.
+    """
+    exponent = (x.contiguous().view(torch.int32) >> 23) & 0xFF
+    return (exponent - (127 + format.HIST_MIN_EXPONENT - 1)).clamp_(1, format.HIST_BINS - 1)
 
 
-def histogram(x: torch.Tensor) -> torch.Tensor:
-    """Return float64 [HIST_BINS] log2-magnitude histogram of one tensor (see `store.stats.log2_hist`)."""
-    counts = torch.bincount(_hist_codes(as_float32(x)).reshape(-1), minlength=format.HIST_BINS + 1)
-    return counts[: format.HIST_BINS].to(torch.float64)
+def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | float = 0.0) -> torch.Tensor:
+    """Move exact zeros (and zero padding) out of bin 1 into bin 0; drop NaN/Inf from bin 63."""
+    zeros = raw[..., ZERO]
+    hist[..., 1] -= zeros + pad
+    hist[..., 0] = zeros
+    hist[..., format.HIST_BINS - 1] -= raw[..., NAN] + raw[..., INF]
+    return hist
+
+
+def histogram(x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
+    """Return float64 [HIST_BINS] log2-magnitude histogram of one tensor; `raw` is `reduce_large(x)`."""
+    counts = torch.bincount(_exponent_bins(as_float32(x)).reshape(-1), minlength=format.HIST_BINS)
+    return _fix_bins(counts.to(torch.float64), raw)
 
 
 def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tensor:

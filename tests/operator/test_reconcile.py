@@ -150,3 +150,16 @@ async def test_deleting_a_debugjob_removes_everything_it_owns(
     await eventually(lambda: kube.get(DEBUGJOB_RESOURCE, "default", "dj1") is None, what="the DebugJob gone")
     for resource, name in CHILDREN:
         assert kube.get(resource, "default", name) is None, f"{resource} {name} survived"
+
+
+async def test_deleting_a_running_job_fails_the_debugjob(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path))
+    await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2}}, subresource="status")
+    await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
+    await kube.delete(JOBS, "default", "dj1")
+    await eventually(lambda: _status(kube).get("phase") == "Failed", what="phase Failed")
+    failed = _condition(kube, "Failed")
+    assert failed is not None and failed["reason"] == "JobDeleted"

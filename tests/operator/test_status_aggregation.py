@@ -140,3 +140,11 @@ def test_condition_transition_time_moves_only_when_status_changes() -> None:
                                    now="t3", generation=2)  # fmt: skip
     assert [c.last_transition_time for c in (first[0], same[0], flipped[0])] == ["t1", "t1", "t3"]
     assert same[0].message == "b" and same[0].observed_generation == 2
+
+
+def test_a_job_deleted_before_it_finished_fails_but_a_finished_one_does_not() -> None:
+    running = {"spec": {}, "status": {"active": 2}}
+    gone = status.summarize_job(running, deleted=True)
+    assert gone.deleted and status.job_phase(gone) == Phase.FAILED and gone.reason == "JobDeleted"
+    done = {"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert not status.summarize_job(done, deleted=True).deleted

@@ -204,7 +204,7 @@ def _convert(
 
     out = {k: copy.deepcopy(v) for k, v in node.items() if k in _KEEP}
     if isinstance(out.get("type"), list):
-        out["type"] = [t for t in out["type"] if t != "null"][0]
+        out["type"] = next(t for t in out["type"] if t != "null")
     _copy_annotations(node, out, keep)
     if "properties" in node:
         out["properties"] = {k: _convert(v, defs, keep, stack) for k, v in node["properties"].items()}

@@ -288,6 +288,7 @@ class JobSummary(_Model):
     suspended: bool = Field(default=False, description="The Job is suspended.")
     complete: bool = Field(default=False, description="The Job has condition Complete=True.")
     failed_condition: bool = Field(default=False, description="The Job has condition Failed=True.")
+    deleted: bool = Field(default=False, description="The Job was deleted before it finished.")
     reason: str = Field(default="", description="Reason of the Job's terminal condition.")
     message: str = Field(default="", description="Message of the Job's terminal condition.")
     start_time: str | None = Field(default=None, description="The Job's startTime.")

@@ -36,6 +36,7 @@ from trainguard.operator.metrics import OperatorMetrics
 
 DEBUGJOBS = (api.GROUP, api.VERSION, api.PLURAL)
 FINALIZER = f"{api.GROUP}/cleanup"
+_EMPTY_JOB = api.JobSummary().model_dump(mode="json", by_alias=True)
 RETRY_DELAY_SECONDS = 5
 """Pause before retrying a handler after an API failure (kopf's default is 60 s)."""
 
@@ -52,6 +53,8 @@ class OperatorState:
     """Per DebugJob uid: the operator-owned status fields as last written."""
     jobs: dict[tuple[str, str], dict[str, Any]] = dataclasses.field(default_factory=dict)
     """Per (namespace, DebugJob): the Job summary last copied into status."""
+    deleting: set[str] = dataclasses.field(default_factory=set)
+    """DebugJob uids being deleted: their Jobs' deletion is ours, not a failure to report."""
     ended: set[str] = dataclasses.field(default_factory=set)
     """DebugJob uids whose END markers were checked (after a restart they are checked once more)."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
@@ -281,7 +284,6 @@ def observe(
         return  # `reconcile` reports the invalid spec
     owner = build.Owner.from_body(data)
     decision = status_logic.decide(dj, now=_now())
-    emit = functools.partial(kopf.event)
 
     for rule in [decision.stop, *decision.notify]:
         if rule is None:
@@ -304,7 +306,7 @@ def observe(
         )
         actions.announce(
             state.kube, body=body, event=event, hooks=dj.spec.actions.notify.webhooks,
-            metrics=state.metrics, emit=emit, deliver=deliver,
+            metrics=state.metrics, emit=kopf.event, deliver=deliver,
         )  # fmt: skip
 
     # END markers once the pods are gone: a stopped trainer may still close its run cleanly.
@@ -356,9 +358,11 @@ def _write_end_markers(
 @kopf.on.event("batch", "v1", "jobs", labels={build.LABEL_DEBUGJOB: kopf.PRESENT})
 @_counted("job")
 def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) -> None:
-    """Copy an owned Job's state into its DebugJob's `status.job` (only when it changed)."""
-    if type == "DELETED":
-        return
+    """Copy an owned Job's state into its DebugJob's `status.job` (only when it changed).
+
+    A Job deleted before it finished fails its DebugJob (reason JobDeleted); deleting a finished
+    Job (its TTL) changes nothing, and neither does deleting a DebugJob's children on its deletion.
+    """
     data = _plain(body)
     meta = data.get("metadata") or {}
     owner = next(
@@ -373,7 +377,13 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
         return
     state = _state(memo)
     key = (meta["namespace"], owner["name"])
-    summary = status_logic.summarize_job(data).model_dump(mode="json", by_alias=True)
+    deleted = type == "DELETED"
+    with state.lock:
+        if deleted and owner.get("uid") in state.deleting:
+            return
+    summary = status_logic.summarize_job(data, deleted=deleted).model_dump(mode="json", by_alias=True)
+    if deleted and not summary["deleted"]:
+        return
     with state.lock:
         # A new Job's empty summary says nothing a missing one does not (phase Pending either way).
         if state.jobs.get(key, _EMPTY_JOB) == summary:
@@ -386,9 +396,6 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
             state.jobs[key] = summary
 
 
-_EMPTY_JOB = api.JobSummary().model_dump(mode="json", by_alias=True)
-
-
 @kopf.on.delete(*DEBUGJOBS)
 @_counted("cleanup")
 def cleanup(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
@@ -397,6 +404,8 @@ def cleanup(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) 
     data = _plain(body)
     owner = build.Owner.from_body(data)
     names = build.Names.of(owner.name)
+    with state.lock:
+        state.deleting.add(owner.uid)
     for api_version, kind, name in (
         ("batch/v1", "Job", names.job),
         ("v1", "Service", names.service),

@@ -93,11 +93,17 @@ def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api
     ]
 
 
-def summarize_job(job: Mapping[str, Any]) -> api.JobSummary:
+REASON_JOB_DELETED = "JobDeleted"
+
+
+def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSummary:
     """Return the parts of a Job's spec and status that drive the DebugJob's phase."""
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
     terminal = conditions.get("Failed") or conditions.get("Complete") or {}
+    finished = "Failed" in conditions or "Complete" in conditions
+    if deleted and not finished:
+        terminal = {"reason": REASON_JOB_DELETED, "message": "the Job was deleted before it finished"}
     return api.JobSummary(
         active=int(status.get("active") or 0),
         ready=int(status.get("ready") or 0),
@@ -105,7 +111,8 @@ def summarize_job(job: Mapping[str, Any]) -> api.JobSummary:
         failed=int(status.get("failed") or 0),
         suspended=bool((job.get("spec") or {}).get("suspend")),
         complete="Complete" in conditions,
-        failed_condition="Failed" in conditions,
+        failed_condition="Failed" in conditions or (deleted and not finished),
+        deleted=deleted and not finished,
         reason=str(terminal.get("reason") or ""),
         message=str(terminal.get("message") or ""),
         start_time=status.get("startTime"),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainguard.api import debugjob as api
+from trainguard.api.enums import Action
 from trainguard.operator import build, client, webhooks
 from trainguard.operator.metrics import OperatorMetrics
 
@@ -49,7 +50,7 @@ def announce(
     deliver: Deliver = webhooks.deliver,
 ) -> None:
     """Post one Event on the DebugJob and call every webhook once for one rule transition."""
-    reason = EVENT_REASON_STOPPED if event.action == "stop" else EVENT_REASON_RULE_TRIGGERED
+    reason = EVENT_REASON_STOPPED if event.action == Action.STOP else EVENT_REASON_RULE_TRIGGERED
     emit(body, type="Warning", reason=reason, message=webhooks.summary(event))
     for hook in hooks:
         try:

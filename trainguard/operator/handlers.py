@@ -28,7 +28,7 @@ import pydantic
 from prometheus_client import CollectorRegistry, start_http_server
 
 from trainguard.api import debugjob as api
-from trainguard.api.enums import ConditionType, Phase
+from trainguard.api.enums import Action, ConditionType, Phase
 from trainguard.operator import actions, build, client, end_marker, webhooks
 from trainguard.operator import status as status_logic
 from trainguard.operator.config import OperatorConfig
@@ -289,14 +289,13 @@ def observe(
         if rule is None:
             continue
         state.metrics.rule_triggered(owner.namespace, owner.name, rule.name)
-        if rule is decision.stop:
+        action = Action.STOP if rule is decision.stop else Action.NOTIFY
+        if action == Action.STOP:
             actions.stop(state.kube, owner)
-            state.metrics.actions.labels(action="stop").inc()
-        else:
-            state.metrics.actions.labels(action="notify").inc()
+        state.metrics.actions.labels(action=action.value).inc()
         event = webhooks.RuleEvent(
             namespace=owner.namespace, debugjob=owner.name, uid=owner.uid, rule=rule.name,
-            action=(rule.action.value if rule.action else "notify"), severity=rule.severity.value if rule.severity else None,
+            action=action, severity=rule.severity.value if rule.severity else None,
             step=rule.step, rank=rule.rank, message=rule.message, time=_now(),
         )  # fmt: skip
         deliver = functools.partial(

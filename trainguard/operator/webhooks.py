@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard._version import __version__
 from trainguard.api import debugjob as api
+from trainguard.api.enums import Action
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ class RuleEvent(BaseModel):
     debugjob: str
     uid: str
     rule: str
-    action: str = Field(description="The spec's action for the rule: stop or notify.")
+    action: Action = Field(description="The spec's action for the rule: stop or notify.")
     severity: str | None = None
     step: int | None = None
     rank: int | None = None
@@ -64,7 +65,7 @@ def summary(event: RuleEvent) -> str:
     """Return the one-line sentence used in Events and messages."""
     where = f"step {event.step}" if event.step is not None else "an unknown step"
     rank = f" on rank {event.rank}" if event.rank is not None else ""
-    verb = "the Job was suspended" if event.action == "stop" else "the job keeps running"
+    verb = "the Job was suspended" if event.action == Action.STOP else "the job keeps running"
     text = f"DebugJob {event.namespace}/{event.debugjob}: rule {event.rule} found issues at {where}{rank}"
     if event.message:
         text += f": {event.message}"

@@ -336,3 +336,66 @@ def test_ci_values_files_are_listed_in_the_readme_section() -> None:
     section = readme.split("## Installing on a cluster (Helm)", 1)[1].split("\n## ", 1)[0]
     for path in CI_VALUES:
         assert path.name in section, f"README's Helm section should mention {path.name}"
+
+
+def test_rbac_is_an_inventory_one_resource_per_rule_each_with_a_reason_and_no_wildcards() -> None:
+    roles = [
+        o
+        for o in render(values=[CHART / "ci" / "monitoring-values.yaml"])
+        if o["kind"] in ("ClusterRole", "Role")
+    ]
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            assert len(rule["resources"]) == 1, f"{role['metadata']['name']}: one resource per rule: {rule}"
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[field], f"{role['metadata']['name']}: wildcard in {field}: {rule}"
+            assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+    template = (CHART / "templates" / "rbac.yaml").read_text().splitlines()
+    for number, line in enumerate(template):
+        if line.strip().startswith("- apiGroups:"):
+            assert template[number - 1].strip().startswith("#"), (
+                f"rbac.yaml:{number + 1}: a rule without a reason"
+            )
+
+
+def test_namespaced_mode_uses_a_role_and_tells_the_operator_its_namespace() -> None:
+    cluster = render()
+    namespaced = render(values=[CHART / "ci" / "namespaced-values.yaml"])
+    role = one(namespaced, "Role")
+    assert role["metadata"]["namespace"] == "trainguard"
+    binding = one(namespaced, "RoleBinding")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "trainguard-operator", "namespace": "trainguard"}
+    ]
+    # The same inventory as the cluster-wide ClusterRole; only kopf's read-only CRD watch stays cluster-scoped.
+    cluster_roles = {r["metadata"]["name"]: r for r in by_kind(cluster, "ClusterRole")}
+    assert role["rules"] == cluster_roles["tg-trainguard"]["rules"]
+    assert [r["metadata"]["name"] for r in by_kind(namespaced, "ClusterRole")] == ["tg-trainguard-crds"]
+    args = one(namespaced, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespace=trainguard" in args and "--all-namespaces" not in args
+    assert (
+        "--all-namespaces" in one(cluster, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    assert not by_kind(render(sets=["rbac.create=false"]), "ClusterRole")
+
+
+def test_the_operator_command_line_accepts_the_chart_args() -> None:
+    from trainguard import cli
+
+    for values in ([], [CHART / "ci" / "namespaced-values.yaml"], [CHART / "ci" / "production-values.yaml"]):
+        args = one(render(values=values), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        parsed = cli.build_parser().parse_args(args)
+        assert parsed.command == "operator" and parsed.metrics_port == 9401
+        assert parsed.liveness == "http://0.0.0.0:8080/healthz"
+    production = cli.build_parser().parse_args(
+        one(render(values=[CHART / "ci" / "production-values.yaml"]), "Deployment")["spec"]["template"][
+            "spec"
+        ]["containers"][0]["args"]
+    )
+    assert production.verbose and production.image == "registry.example.com/ml/trainguard-evaluator:0.1.0"

@@ -50,8 +50,9 @@ class Recorder:
 
     # --- recording ----------------------------------------------------------------------------
     def is_saved_step(self, step: int | None = None) -> bool:
-        """Return whether `step` (default: the current one) is a saved step."""
-        assert self.config is not None
+        """Return whether `step` (default: the current one) is a saved step; never, for an inert recorder."""
+        if self.config is None:
+            return False
         return ((self.current_step if step is None else step) % self.config.save_interval) == 0
 
     def _tier1(self) -> bool:

@@ -18,6 +18,7 @@ from tests.capture.torch_loop import mlp, train
 from trainguard.capture import torch_stats
 from trainguard.store import format
 from trainguard.store.backend import open_store
+from trainguard.store.errors import StoreError
 
 
 def trainguard_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -33,6 +34,18 @@ def wait_for_step(uri: str, step: int, *, timeout_seconds: float = 20.0) -> None
             return
         assert time.monotonic() < deadline, f"no segment with step {step} landed in {timeout_seconds}s"
         time.sleep(0.02)
+
+
+def read_when_ready(read: Callable[[], Any], *, timeout_seconds: float = 30.0) -> Any:
+    """Retry `read` while a restarted SeaweedFS still answers InternalError (its volumes load after S3 is up)."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            return read()
+        except StoreError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 @pytest.mark.slow
@@ -57,8 +70,7 @@ def test_a_store_killed_mid_run_does_not_break_training(
     assert hook.errors and "capture disabled, training continues" in hook.errors[0]
     assert len([m for m in trainguard_errors(caplog) if "capture disabled" in m]) == 1
     server.restart()
-    run = trainguard.open_run(uri)
-    steps = run.series("0.weight", "l2").steps.tolist()
+    steps = read_when_ready(lambda: trainguard.open_run(uri).series("0.weight", "l2").steps.tolist())
     assert steps[:10] == list(range(10))  # what landed before the kill is intact
 
 

@@ -46,22 +46,24 @@ def as_float32(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float32 else t.to(torch.float32)
 
 
-def _counts_needed(abs_sums: torch.Tensor) -> bool:
-    """Whether NaN/Inf must be counted element by element.
+def _host_checks(abs_sums: torch.Tensor, sq: torch.Tensor, one_pass_dev: torch.Tensor) -> tuple[bool, bool]:
+    """Whether NaN/Inf must be counted element by element, and whether std needs a second pass.
 
-    On accelerators always (branch-free, no sync). On CPU the check reads one host flag: an
+    On accelerators both always run (branch-free, no sync). On CPU one host read decides: an
     element that is NaN or Inf makes its tensor's |x| sum non-finite, so finite sums prove
-    both counts are zero and the element-wise pass is skipped.
+    both counts are zero; and the one-pass variance is kept where it holds enough of the mean square.
     """
+    if abs_sums.device.type != "cpu":
+        return True, True
+    total, cancelled = torch.stack([abs_sums.sum(), (one_pass_dev < _ONE_PASS_VARIANCE_MIN * sq).any()]).tolist()
+    return not math.isfinite(total), bool(cancelled)
+
+
+def _counts_needed(abs_sums: torch.Tensor) -> bool:
+    """Whether NaN/Inf must be counted element by element (see `_host_checks`)."""
     if abs_sums.device.type != "cpu":
         return True
     return not math.isfinite(float(abs_sums.sum()))
-
-
-def _exact_variance_needed(sq: torch.Tensor, one_pass_var_times_n: torch.Tensor) -> bool:
-    if sq.device.type != "cpu":
-        return True
-    return bool((one_pass_var_times_n < _ONE_PASS_VARIANCE_MIN * sq).any())
 
 
 @dataclass
@@ -94,6 +96,9 @@ class _Layout:
         self.row_counts = rows
         self.numels = numels
         self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
+        self.scratch = torch.empty(self.rows, width, dtype=torch.float32, device=device)
+        """Reused for |x|, the non-zero flags and the update differences: no allocation per step."""
+        self.lengths = torch.tensor(rows, dtype=torch.long, device=device)
         self.all_nan = torch.full((self.count,), torch.nan, dtype=torch.float64, device=device)
         self._tracked: dict[int, tuple[int, tuple[int, ...], torch.Tensor]] = {}
 
@@ -114,14 +119,9 @@ class _Layout:
         """float64 [T]: 0 for the first `k` tensors, NaN after (added to columns only they have)."""
         return self._tracked_info(k)[2]
 
-    def per_tensor_sum(self, row_values: torch.Tensor) -> torch.Tensor:
-        """Sum row statistics [R, c] into per-tensor float64 [T, c] (segments never mix NaN)."""
-        out = torch.zeros(self.count, row_values.shape[1], dtype=torch.float64, device=row_values.device)
-        return out.index_add_(0, self.owner, row_values.to(torch.float64))
-
-    def per_tensor_extreme(self, row_values: torch.Tensor, reduce: str) -> torch.Tensor:
-        out = torch.empty(self.count, dtype=row_values.dtype, device=row_values.device)
-        return out.scatter_reduce_(0, self.owner, row_values, reduce, include_self=False)
+    def per_tensor(self, row_values: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+        """Reduce row statistics [R, ...] over each tensor's rows into float64 [T, ...] (segments never mix NaN)."""
+        return torch.segment_reduce(row_values.to(torch.float64), reduce, lengths=self.lengths, axis=0)
 
 
 @dataclass
@@ -164,36 +164,35 @@ class Packed:
         """Return float64 [T, len(RAW_COLUMNS)] raw moments of the loaded buffer."""
         b = lay.buffer
         rows = lay.row_sums  # [6, R]: sum, |x| sum, x^2 sum, non-zeros, update^2, distance^2 per row
-        absb = b.abs()
+        scratch = lay.scratch
         torch.sum(b, 1, out=rows[0])
-        torch.sum(absb, 1, out=rows[1])
-        torch.linalg.vector_norm(b, dim=1, out=rows[2])
+        torch.sum(torch.mul(b, b, out=scratch), 1, out=rows[2])
+        torch.sum(torch.abs(b, out=scratch), 1, out=rows[1])
         # 1 for every non-zero (denormals included: ceil lifts them to 1), 0 for zeros, NaN stays NaN;
         # vectorised float ops, where sign() and comparisons are not on CPU
-        torch.sum(absb.mul_(2.0**126).ceil_().clamp_(max=1.0), 1, out=rows[3])
-        fresh = True
-        if tracked:
-            fresh = self._updates(lay, tracked, rows)
-        rows[2].square_()
-        s, a, q, nz, upd, dist = lay.per_tensor_sum(rows.t()).unbind(1)
+        torch.sum(scratch.mul_(2.0**126).ceil_().clamp_(max=1.0), 1, out=rows[3])
+        fresh = self._updates(lay, tracked, rows) if tracked else True
+        s, a, q, nz, upd, dist = lay.per_tensor(rows.t()).unbind(1)
+        # the zero padding of each tensor's last row must not count as its min or max
         tails = b.index_select(0, lay.last)
-        mx = b.amax(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
-        mn = b.amin(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
-        mx_t = lay.per_tensor_extreme(mx, "amax").to(torch.float64)
-        mn_t = lay.per_tensor_extreme(mn, "amin").to(torch.float64)
-        if _counts_needed(a):
+        row_max = b.amax(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
+        row_min = b.amin(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
+        extremes = lay.per_tensor(torch.stack([row_max, row_min.neg_()], 1), "max")
+        mx_t, mn_t = extremes[:, 0], extremes[:, 1].neg()
+        mean = s / lay.n
+        dev = q - s * mean
+        counts_needed, exact_variance_needed = _host_checks(a, q, dev)
+        if counts_needed:
             counts = torch.stack([b.isnan().sum(1), b.isinf().sum(1), (b == 0).sum(1)], 1)
-            nan, inf, zero = lay.per_tensor_sum(counts).unbind(1)
+            nan, inf, zero = lay.per_tensor(counts).unbind(1)
             zero = zero - lay.pad
         else:
             nan = inf = torch.zeros_like(s)
             zero = lay.n - nz
-        mean = s / lay.n
-        dev = q - s * mean
-        if _exact_variance_needed(q, dev):
+        if exact_variance_needed:
             d = b - mean.to(torch.float32).index_select(0, lay.owner)[:, None]
             d.index_copy_(0, lay.last, d.index_select(0, lay.last).masked_fill(lay.tail_pad, 0.0))
-            dev = lay.per_tensor_sum(torch.linalg.vector_norm(d, dim=1).square()[:, None])[:, 0]
+            dev = lay.per_tensor(torch.linalg.vector_norm(d, dim=1).square())
         untracked = lay.untracked_nan(tracked)
         upd = upd + (lay.all_nan if fresh else untracked)
         dist = dist + untracked
@@ -206,9 +205,9 @@ class Packed:
         hist = self._history.get(key)
         if hist is None:
             hist = self._history[key] = _History(prev=cur.clone(), first=cur.clone())
-        torch.linalg.vector_norm(cur - hist.prev, dim=1, out=rows[4, :r])
-        torch.linalg.vector_norm(cur - hist.first, dim=1, out=rows[5, :r])
-        rows[4:6, :r].square_()
+        diff = lay.scratch[:r]
+        torch.sum(torch.sub(cur, hist.prev, out=diff).square_(), 1, out=rows[4, :r])
+        torch.sum(torch.sub(cur, hist.first, out=diff).square_(), 1, out=rows[5, :r])
         hist.prev.copy_(cur)
         fresh, hist.fresh = hist.fresh, False
         return fresh

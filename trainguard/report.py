@@ -162,10 +162,14 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
     upd = _tensor_stat(run, trainable, "update_l2", rank)
     norm = _tensor_stat(run, trainable, "l2", rank)
     for name, (steps, u) in upd.items():
+        w = norm[name][1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = u / norm[name][1]
-        if np.isfinite(r).any():
-            ratios[name] = (steps, r)
+            r = u / w
+        # No update is defined at a tensor's first saved step (NaN there is not a fault): drop it,
+        # but keep the non-finite ratios of a weight that itself went NaN/Inf.
+        keep = np.isfinite(u) | ~np.isfinite(w)
+        if np.isfinite(r[keep]).any():
+            ratios[name] = (steps[keep], r[keep])
     plots.append(
         Plot(
             "update_ratio",
@@ -249,7 +253,7 @@ def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]
 
 
 def svg_plot(
-    plot: Plot, markers: Sequence[Marker], *, width: int = 720, height: int = 260
+    plot: Plot, markers: Sequence[Marker], *, width: int = 700, height: int = 260
 ) -> tuple[str, list[str]]:
     """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
     left, right, top, bottom = 64, 14, 14, 34
@@ -357,6 +361,17 @@ def svg_plot(
     return "".join(parts), labels
 
 
+def _undrawn(plot: Plot, name: str) -> str:
+    """A legend note for a series with no point to draw: all zero on a log axis, or never finite."""
+    values = plot.series[name][1]
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return ' <i class="muted">(no finite value)</i>'
+    if plot.log_y and not (finite > 0).any():
+        return ' <i class="muted">(zero throughout, not drawn on the log axis)</i>'
+    return ""
+
+
 def _plot_markers(markers: Sequence[Marker]) -> list[Marker]:
     """The first finding of each (rule, tensor), at most MAX_MARKERS_PER_PLOT: a marker per repeat would hide the plot."""
     seen: dict[tuple[str, str | None], Marker] = {}
@@ -374,7 +389,7 @@ th{background:#f6f6f6} .sev{font-weight:600} .sev-critical{color:#d62728} .sev-w
 .banner{padding:10px 14px;border-radius:6px;margin:12px 0} .banner.stopped{background:#fdecea;border:1px solid #f5c2c0}
 .banner.ok{background:#e8f5e9;border:1px solid #b9dfbb} .banner.warn{background:#fff4e5;border:1px solid #ffd59e}
 .grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa}
-figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:720px}
+figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:700px}
 .legend span::before{content:"";display:inline-block;width:12px;height:3px;margin-right:5px;vertical-align:middle;background:var(--c)}
 svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
 """
@@ -460,7 +475,7 @@ def render(
         svg, labels = svg_plot(plot, mine)
         hidden = len(plot.series) - len(labels)
         legend = "".join(
-            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}</span>'
+            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}{_undrawn(plot, n)}</span>'
             for i, n in enumerate(labels)
         )
         extra = f'<span class="muted">+{hidden} more not drawn</span>' if hidden > 0 else ""

@@ -102,3 +102,16 @@ def test_report_of_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert res.returncode == 2
     assert res.stderr.startswith("trainguard: error: no run at")
+
+
+def test_a_series_that_cannot_be_drawn_on_a_log_axis_says_so_in_the_legend(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "zero")
+    with trainguard.Recorder(uri, save_interval=1) as rec:
+        for _ in range(5):
+            rec.record_tensor("grad/dead.weight", np.zeros((4, 4), np.float32), collection="gradients")
+            rec.record_tensor("grad/live.weight", np.ones((4, 4), np.float32), collection="gradients")
+            rec.step()
+    page = report.write_report(uri, tmp_path / "r.html", findings=[]).read_text()
+    legend = re.search(r'<figure id="plot-grad_norm">.*?</figure>', page, re.DOTALL).group(0)
+    assert "grad/dead.weight <i" in legend and "zero throughout" in legend
+    assert "grad/live.weight</span>" in legend

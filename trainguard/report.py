@@ -276,8 +276,9 @@ def svg_plot(
 
     finite = np.concatenate([t[np.isfinite(t)] for t in (ty(v) for _, v in data.values())])
     y0, y1 = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if y1 - y0 < 1e-12:
-        y0, y1 = y0 - 0.5, y1 + 0.5
+    if y1 - y0 < 1e-12:  # a constant series: centre it, with a margin relative to its value
+        half = 0.5 if plot.log_y or y0 == 0 else abs(y0) * 0.5
+        y0, y1 = y0 - half, y1 + half
     pad = (y1 - y0) * 0.05
     y0, y1 = y0 - pad, y1 + pad
 
@@ -388,7 +389,7 @@ table{border-collapse:collapse;margin:8px 0} td,th{border-bottom:1px solid #e4e4
 th{background:#f6f6f6} .sev{font-weight:600} .sev-critical{color:#d62728} .sev-warning{color:#e65100} .sev-info{color:#1f77b4}
 .banner{padding:10px 14px;border-radius:6px;margin:12px 0} .banner.stopped{background:#fdecea;border:1px solid #f5c2c0}
 .banner.ok{background:#e8f5e9;border:1px solid #b9dfbb} .banner.warn{background:#fff4e5;border:1px solid #ffd59e}
-.grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa}
+.grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa;max-width:700px}
 figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:700px}
 .legend span::before{content:"";display:inline-block;width:12px;height:3px;margin-right:5px;vertical-align:middle;background:var(--c)}
 svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} code{background:#f2f2f2;padding:0 3px;border-radius:3px}

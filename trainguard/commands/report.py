@@ -27,7 +27,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help="take the findings from this --json file instead of evaluating the run"
     )
-    parser.add_argument("--rank", type=int, default=0, help="rank whose statistics are plotted (default 0)")
+    parser.add_argument(
+        "--rank", type=int, default=0, metavar="N", help="rank whose statistics are plotted (default 0)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

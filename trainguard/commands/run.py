@@ -35,7 +35,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="serve Prometheus /metrics on this port while running (0: any free port)",
     )
     parser.add_argument(
-        "--metrics-address", default="127.0.0.1", help="address for --metrics-port (default 127.0.0.1)"
+        "--metrics-address",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address for --metrics-port (default 127.0.0.1)",
     )
     parser.add_argument(
         "--json",

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -248,6 +248,7 @@ class Supervisor:
     if signals are to be passed on)."""
 
     command: Sequence[str]
+    _: KW_ONLY
     run_uri: str | None = None
     run_id: str | None = None
     rules: list[RuleSpec] | None = None

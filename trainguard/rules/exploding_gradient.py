@@ -79,7 +79,7 @@ class ExplodingGradient(base.Rule):
         l2 = view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0)
         norm = signals.global_norm(view, l2, p.grad_norm_scalar)
         out: list[base.Finding] = []
-        log_l2 = np.log(l2, out=np.full(len(l2), np.nan), where=l2 > 0)
+        log_l2 = np.log(l2, out=np.full(len(l2), np.nan), where=(l2 > 0) & (l2 < np.inf))
         ema = self.layer_ema.align(view, rows) if len(rows) else np.zeros(0)
         if norm > 0 and math.isfinite(norm):
             x = math.log(norm)
@@ -114,8 +114,8 @@ class ExplodingGradient(base.Rule):
                 ]
         fl = self.kernels(view, rows)
         if fl is not None and self.gate.open:
-            first, last = view.stats[fl[0], COL["l2"]], view.stats[fl[1], COL["l2"]]
-            if last > 0 and first / last > p.ratio_threshold:
+            first, last = float(view.stats[fl[0], COL["l2"]]), float(view.stats[fl[1], COL["l2"]])
+            if 0 < last < math.inf and first / last > p.ratio_threshold:
                 name = view.names[fl[0]]
                 msg = (
                     f"{name}: gradient l2 {base.fmt(first)} is {base.fmt(first / last)}x the last layer's "

@@ -161,8 +161,11 @@ class PoorWeightInitialization(base.Rule):
         ]
         if len(rows) < 2:
             return []
-        var = view.stats[rows, COL["std"]] ** 2
-        lo, hi = int(np.argmin(var)), int(np.argmax(var))
+        std = view.stats[rows, COL["std"]]
+        if not np.isfinite(std).all():
+            return []  # non-finite activations are exploding_tensor's
+        lo, hi = int(np.argmin(std)), int(np.argmax(std))
+        var = [float(s) * float(s) for s in std]
         if var[lo] <= 0 or var[hi] / var[lo] <= p.threshold:
             return []
         msg = (

@@ -117,7 +117,7 @@ def global_norm(view: StepView, l2: np.ndarray, scalar: str) -> float:
     v = view.scalars.get(scalar)
     if v is not None:
         return float(v)
-    return math.sqrt(float(l2 @ l2)) if len(l2) else math.nan
+    return math.hypot(*l2.tolist()) if len(l2) else math.nan  # hypot scales: no overflow on huge norms
 
 
 def unit_layers(rule: base.Rule, view: StepView, kind: str) -> list[tuple[str, np.ndarray]]:

@@ -7,6 +7,8 @@ of divergence), the lower bound is off, since all-ones norm gains have variance 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field, model_validator
 
@@ -51,17 +53,18 @@ class TensorVariance(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS)
         if not len(rows):
             return []
-        var = view.stats[rows, COL["std"]] ** 2
-        high = var > p.max_threshold if p.max_threshold is not None else np.zeros(len(rows), bool)
-        low = var < p.min_threshold if p.min_threshold is not None else np.zeros(len(rows), bool)
+        std = view.stats[rows, COL["std"]]  # compared as std against sqrt(bound): squaring could overflow
+        high = std > math.sqrt(p.max_threshold) if p.max_threshold is not None else np.zeros(len(rows), bool)
+        low = std < math.sqrt(p.min_threshold) if p.min_threshold is not None else np.zeros(len(rows), bool)
         hit = np.flatnonzero(high | low)
         if not hit.size:
             return []
         j = int(hit[0])
+        var = float(std[j]) * float(std[j])
         name = view.names[int(rows[j])]
         side, bound = ("above", p.max_threshold) if high[j] else ("below", p.min_threshold)
         msg = (
-            f"{name}: variance {base.fmt(var[j])} is {side} the threshold {base.fmt(bound)} {self.where(view)} "
+            f"{name}: variance {base.fmt(var)} is {side} the threshold {base.fmt(bound)} {self.where(view)} "
             f"({hit.size} of {len(rows)} tensors)"
         )
-        return [self.finding(view, msg, tensor=name, value=float(var[j]), threshold=bound)]
+        return [self.finding(view, msg, tensor=name, value=var, threshold=bound)]

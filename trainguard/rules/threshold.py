@@ -23,7 +23,7 @@ from trainguard.rules.view import COL, COLUMNS, StepView
 def _derived(name: str) -> Callable[[np.ndarray], np.ndarray]:
     c = COL
     table: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-        "var": lambda s: s[:, c["std"]] ** 2,
+        "var": lambda s: np.square(s[:, c["std"]]),
         "range": lambda s: s[:, c["max"]] - s[:, c["min"]],
         "abs_max": lambda s: np.maximum(np.abs(s[:, c["min"]]), np.abs(s[:, c["max"]])),
         "zero_percentage": lambda s: 100.0 * s[:, c["zero"]] / np.maximum(s[:, c["count"]], 1),
@@ -93,7 +93,7 @@ class Threshold(base.Rule):
         rows = self.rows(view)
         if not len(rows):
             return []
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             values = self.compute(view.stats[rows])
             hit = np.flatnonzero(self.compare(values, p.value))
         if not hit.size:

@@ -8,6 +8,8 @@ left to `all_zero`/`unchanged_tensor`. A soft symptom: gated on the loss not imp
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field
 
@@ -72,8 +74,8 @@ class VanishingGradient(base.Rule):
         fl = self.kernels(view, rows)
         if fl is None:
             return []
-        first, last = view.stats[fl[0], COL["l2"]], view.stats[fl[1], COL["l2"]]
-        if last > 0 and first < p.first_layer_threshold and first / last < p.ratio_threshold:
+        first, last = float(view.stats[fl[0], COL["l2"]]), float(view.stats[fl[1], COL["l2"]])
+        if 0 < last < math.inf and first < p.first_layer_threshold and first / last < p.ratio_threshold:
             name = view.names[fl[0]]
             msg = (
                 f"{name}: gradient l2 {base.fmt(first)} is {base.fmt(first / last)} of the last layer's "

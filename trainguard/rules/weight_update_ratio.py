@@ -48,8 +48,9 @@ class WeightUpdateRatio(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows) or not self.gate.open:
             return []
-        ratio = view.stats[rows, COL["update_l2"]] / (view.stats[rows, COL["l2"]] + p.epsilon)
-        measured = np.isfinite(ratio)
+        upd, w = view.stats[rows, COL["update_l2"]], view.stats[rows, COL["l2"]]
+        measured = np.isfinite(upd) & np.isfinite(w)
+        ratio = np.divide(upd, w + p.epsilon, out=np.full(len(rows), np.nan), where=measured)
         ratio, rows = ratio[measured], rows[measured]
         if not ratio.size:
             return []

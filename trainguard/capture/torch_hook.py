@@ -557,6 +557,12 @@ class Hook:
 
 def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:
     """Concatenate float tensors per device and copy each device's block once (one copy on one device)."""
+    tensors = list(tensors)
+    if not tensors:
+        return np.zeros(0)
+    first = tensors[0].device
+    if all(t.device == first for t in tensors):  # the usual case: one device, one copy
+        return torch_stats.to_host(torch.cat([t.reshape(-1).to(torch.float64) for t in tensors]))
     by_device: dict[torch.device, list[torch.Tensor]] = {}
     order: list[tuple[torch.device, int]] = []
     for t in tensors:

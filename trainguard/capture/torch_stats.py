@@ -305,22 +305,26 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, torch.Tensor] | 
 
 
 def finish(raw: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Turn host float64 raw moments [T, RAW] into float32 [T, K] statistic columns."""
+    """Turn host float64 raw moments [T, RAW] into float32 [T, K] statistic columns (`format.STAT_COLUMNS` order)."""
     n = counts.astype(np.float64)
-    out = np.full((raw.shape[0], len(format.STAT_COLUMNS)), np.nan, dtype=np.float64)
-    col = format.COLUMN
-    out[:, col["count"]] = n
-    out[:, col["nan"]] = raw[:, NAN]
-    out[:, col["inf"]] = raw[:, INF]
-    out[:, col["zero"]] = raw[:, ZERO]
-    has = n > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        out[has, col["min"]] = raw[has, MIN]
-        out[has, col["max"]] = raw[has, MAX]
-        out[has, col["mean"]] = raw[has, SUM] / n[has]
-        out[has, col["std"]] = np.sqrt(np.maximum(raw[has, DEV], 0.0) / n[has])
-        out[has, col["abs_mean"]] = raw[has, ABS] / n[has]
-        out[has, col["l2"]] = np.sqrt(raw[has, SQ])
-        out[:, col["update_l2"]] = np.sqrt(raw[:, UPD])
-        out[:, col["distance_l2"]] = np.sqrt(raw[:, DIST])
+        out = np.stack(
+            [
+                n,
+                raw[:, NAN],
+                raw[:, INF],
+                raw[:, ZERO],
+                raw[:, MIN],
+                raw[:, MAX],
+                raw[:, SUM] / n,
+                np.sqrt(np.maximum(raw[:, DEV], 0.0) / n),
+                raw[:, ABS] / n,
+                np.sqrt(raw[:, SQ]),
+                np.sqrt(raw[:, UPD]),
+                np.sqrt(raw[:, DIST]),
+            ],
+            1,
+        )
+    if not n.all():  # an empty tensor has counts but no moments
+        out[n == 0, format.COLUMN["min"] : format.COLUMN["l2"] + 1] = np.nan
     return out.astype(np.float32)

@@ -30,7 +30,7 @@ def diverge(d: StepData) -> None:
     if d.step < 100:
         return
     value = (1e300, math.inf, math.nan, -math.inf)[d.step % 4]
-    for name, cols in d.cols.items():
+    for cols in d.cols.values():
         cols[2:] = value
         cols[0] = 4096
     d.scalars["loss"] = value

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 from trainguard.rules.all_zero import AllZero
+from trainguard.rules.base import fmt
 from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.view import COL, COLUMNS, StepView, TensorMeta
 from trainguard.store.format import STAT_COLUMNS
@@ -56,3 +60,13 @@ def test_views_a_rule_does_not_apply_to_do_not_break_its_k_of_n_run() -> None:
 def test_a_severity_override_reaches_the_finding() -> None:
     found = AllZero({"severity": "critical"}).update(view(0, True))
     assert found[0].severity.value == "critical" and found[0].to_dict()["severity"] == "critical"
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [(4.1e5, "4.1e5"), (1e-7, "1e-7"), (0.031, "0.031"), (12.0, "12"), (1234.5, "1234"), (0.5, "0.5"),
+     (0.00099996, "1e-3"), (9999.7, "10000"), (99999.9, "1e5"), (-2.5e-9, "-2.5e-9"), (0.0, "0"),
+     (math.nan, "nan"), (math.inf, "inf"), (None, "n/a")],
+)  # fmt: skip
+def test_numbers_in_findings_read_short(x: float | None, text: str) -> None:
+    assert fmt(x) == text

@@ -95,8 +95,8 @@ def fmt(x: float | None) -> str:
         return str(x)
     if x == 0 or 1e-3 <= abs(x) < 1e4:
         return f"{x:.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.3g}"
-    mant, exp = f"{x:.2g}".split("e")
-    return f"{mant}e{int(exp)}"
+    mant, exp = f"{x:.1e}".split("e")
+    return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
 
 
 _BaseParams = Params

@@ -24,9 +24,9 @@ def flat_loss(d: StepData) -> None:
 
 
 def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:
-    f = first(run(LossNotDecreasing(), Stream(steps=300, fault=flat_loss)))
-    assert (f.step, f.tensor) == (199, "loss")
-    assert "over the last 100 steps is not 0.1% below the best earlier block" in f.message
+    f = first(run(LossNotDecreasing(), Stream(steps=400, fault=flat_loss)))
+    assert (f.step, f.tensor) == (299, "loss")  # blocks of 150 steps: 0-149, 150-299
+    assert "over the last 150 steps is not 0.1% below the best earlier block" in f.message
 
 
 def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:
@@ -49,7 +49,7 @@ def overfitting(d: StepData) -> None:
 def test_overfit_fires_after_patience_eval_points_of_gap_while_val_worsens_and_train_improves() -> None:
     f = first(run(Overfit(), Stream(fault=overfitting)))
     assert f.step == 400  # eval points 300, 350, 400
-    assert f.message.startswith("val loss 2 is 331% above the train loss 0.464, above 10% for 3 eval points")
+    assert f.message.startswith("val loss 2 is 331% above the train loss 0.464, above 30% for 3 eval points")
     assert "with the val loss 160% above its best at step 400" in f.message
 
 
@@ -66,14 +66,20 @@ def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
     assert f.step == 300
 
 
-def test_overtraining_up_criterion_fires_after_three_rising_eval_points() -> None:
-    f = first(run(Overtraining(), Stream(fault=overfitting)))
+def test_overtraining_fires_when_strip_means_of_five_eval_points_rose_twice() -> None:
+    f = first(run(Overtraining(), Stream(steps=1000, fault=overfitting)))
+    assert f.step == 750  # strips 50-250, 300-500, 550-750: two successive rises
+    assert "strip mean of 5 eval points" in f.message and "reaching UP_2" in f.message
+
+
+def test_overtraining_up_criterion_on_single_eval_points_fires_after_three_rises() -> None:
+    f = first(run(Overtraining({"strips": 3, "strip_length": 1}), Stream(fault=overfitting)))
     assert f.step == 400  # rises at 300 (0.73 at 250 -> 1.0), 350, 400
     assert "reaching UP_3" in f.message
 
 
 def test_overtraining_gl_criterion_fires_when_val_loss_is_alpha_percent_above_its_best() -> None:
-    f = first(run(Overtraining({"criterion": "gl", "alpha": 30}), Stream(fault=overfitting)))
+    f = first(run(Overtraining({"criterion": "gl", "alpha": 30, "strip_length": 1}), Stream(fault=overfitting)))
     assert f.step == 300 and "above GL alpha 30%" in f.message  # 1.0 vs the best 0.73 at step 250
 
 

@@ -77,7 +77,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "tensor_variance": ({}, {}, _after(300, lambda d: d.set("fc3.weight", std=4.0))),
     "loss_not_decreasing": ({"num_steps": 30}, {}, _flat),
     "overfit": ({}, {}, _after(300, _overfit)),
-    "overtraining": ({}, {}, _after(300, _overfit)),
+    "overtraining": ({"strip_length": 2}, {}, _after(300, _overfit)),
     "loss_spike": (
         {},
         {},

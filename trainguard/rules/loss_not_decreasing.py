@@ -37,7 +37,9 @@ class LossNotDecreasing(base.Rule):
     )
 
     class Params(base.Params):
-        num_steps: int = Field(default=100, ge=1, description="Views (with a loss) per block.")
+        num_steps: int = Field(
+            default=150, ge=1, description="Training steps per block (the loss is averaged over each)."
+        )
         diff_percent: float = Field(
             default=0.1,
             ge=0,
@@ -72,6 +74,7 @@ class LossNotDecreasing(base.Rule):
         )
         self.block_sum = 0.0
         self.block_n = 0
+        self.block_start: int | None = None
         self.best: float | None = None
         self.first: float | None = None
 
@@ -81,12 +84,15 @@ class LossNotDecreasing(base.Rule):
         if loss is None or not math.isfinite(loss):
             return []
         self.first = loss if self.first is None else self.first
+        if self.block_start is None:
+            self.block_start = view.step
         self.block_sum += loss
         self.block_n += 1
-        if self.block_n < p.num_steps:
+        # blocks are measured in training steps, as SageMaker's num_steps is, not in saved views
+        if view.step - self.block_start + 1 < p.num_steps:
             return []
         mean = self.block_sum / self.block_n
-        self.block_sum, self.block_n = 0.0, 0
+        self.block_sum, self.block_n, self.block_start = 0.0, 0, None
         best, self.best = self.best, mean if self.best is None else min(self.best, mean)
         if best is None or mean < best - abs(best) * p.diff_percent / 100.0:
             return []
@@ -99,10 +105,13 @@ class LossNotDecreasing(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"sum": self.block_sum, "n": self.block_n, "best": self.best, "first": self.first}
+        return {
+            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "best": self.best, "first": self.first
+        }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.block_sum = float(state.get("sum", 0.0))
         self.block_n = int(state.get("n", 0))
+        self.block_start = state.get("start")
         self.best = state.get("best")
         self.first = state.get("first")

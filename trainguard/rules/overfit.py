@@ -26,7 +26,10 @@ class Overfit(base.Rule):
 
     class Params(base.Params):
         ratio_threshold: float = Field(
-            default=0.1, gt=0, description="(val - train) / train above which the gap counts."
+            default=0.3,
+            gt=0,
+            description="(val - train) / train above which the gap counts (SageMaker: 0.1, which healthy runs with "
+            "a worsening val loss reach).",
         )
         patience: int = Field(
             default=3, ge=1, description="Consecutive eval points the gap must persist (SageMaker: 1)."

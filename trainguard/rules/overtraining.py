@@ -34,10 +34,13 @@ class Overtraining(base.Rule):
             description="up: Prechelt UP_s; gl: Prechelt GL_alpha; patience: SageMaker's Overtraining.",
         )
         strips: int = Field(
-            default=3, ge=1, description="UP_s: successive strips with a rising validation loss."
+            default=2, ge=1, description="UP_s: successive strips with a rising validation loss."
         )
         strip_length: int = Field(
-            default=1, ge=1, description="Eval points per strip; a strip's value is their mean."
+            default=5,
+            ge=1,
+            description="Eval points per strip (Prechelt's k = 5); a strip's value is their mean. Single eval "
+            "points are too noisy: UP_3 on them fired on half the healthy benchmark runs.",
         )
         alpha: float = Field(
             default=5.0, gt=0, description="GL_alpha: percent above the best validation loss (strip means)."

@@ -27,7 +27,7 @@ class WeightUpdateRatio(base.Rule):
 
     class Params(signals.GatedParams):
         small_threshold: float = Field(
-            default=1e-6, ge=0, description="Median update ratio below which the model barely learns."
+            default=1e-5, ge=0, description="Median update ratio below which the model barely learns."
         )
         large_threshold: float = Field(
             default=1.0, gt=0, description="Median update ratio above which updates are too large."

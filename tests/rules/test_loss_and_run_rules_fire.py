@@ -79,7 +79,9 @@ def test_overtraining_up_criterion_on_single_eval_points_fires_after_three_rises
 
 
 def test_overtraining_gl_criterion_fires_when_val_loss_is_alpha_percent_above_its_best() -> None:
-    f = first(run(Overtraining({"criterion": "gl", "alpha": 30, "strip_length": 1}), Stream(fault=overfitting)))
+    f = first(
+        run(Overtraining({"criterion": "gl", "alpha": 30, "strip_length": 1}), Stream(fault=overfitting))
+    )
     assert f.step == 300 and "above GL alpha 30%" in f.message  # 1.0 vs the best 0.73 at step 250
 
 

@@ -1,5 +1,7 @@
-"""Signals that several rules read: the loss of a view, a bounded window with robust statistics,
-and whether the loss is still improving (outcome gating of soft symptoms).
+"""Signals and small state holders that several rules share: the loss of a view (`LossReader`),
+the global gradient norm, per-unit vectors, a bounded window with O(1) medians (`Window`), a value
+per tensor kept across catalogue changes (`RowState`), whether the loss still improves (`Progress`,
+`LossGate`: outcome gating of soft symptoms), and a floor under losses near zero (`LossFloor`).
 
 Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
 stays restorable. Everything is bounded: a window keeps at most `size` values, so a rule does

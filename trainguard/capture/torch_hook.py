@@ -341,6 +341,12 @@ class Hook:
             p = self._packers[device] = torch_stats.Packed(device)
         return p
 
+    def _group(self, groups: dict[torch.device, _Group], device: torch.device) -> _Group:
+        g = groups.get(device)
+        if g is None:
+            g = groups[device] = _Group(self._packer(device))
+        return g
+
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""
         assert self.config is not None and self._writer is not None
@@ -352,7 +358,7 @@ class Hook:
             small.sort(key=lambda p: not (track and p.param.requires_grad))
             self._small_params = small
         for p in self._small_params:
-            g = groups.setdefault(p.param.device, _Group(self._packer(p.param.device)))
+            g = self._group(groups, p.param.device)
             g.ids.append(p.tid)  # type: ignore[arg-type]
             g.numels.append(p.param.numel())
             g.tensors.append(p.param)
@@ -376,12 +382,12 @@ class Hook:
                 if self._tier1(step):
                     self._hists[p.grad_tid] = torch_stats.histogram(grad, raw)
                 continue
-            g = groups.setdefault(grad.device, _Group(self._packer(grad.device)))
+            g = self._group(groups, grad.device)
             g.ids.append(p.grad_tid)
             g.numels.append(grad.numel())
             g.tensors.append(grad)
         for device, acts in self._acts_small.items():
-            g = groups.setdefault(device, _Group(self._packer(device)))
+            g = self._group(groups, device)
             for tid, t in acts:
                 g.ids.append(tid)
                 g.numels.append(t.numel())

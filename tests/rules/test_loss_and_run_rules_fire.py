@@ -24,20 +24,21 @@ def flat_loss(d: StepData) -> None:
 
 
 def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:
-    f = first(run(LossNotDecreasing(), Stream(steps=400, fault=flat_loss)))
-    assert (f.step, f.tensor) == (299, "loss")  # blocks of 150 steps: 0-149, 150-299
+    f = first(run(LossNotDecreasing(), Stream(steps=700, fault=flat_loss)))
+    assert (f.step, f.tensor) == (599, "loss")  # blocks of 150 steps: 0-149 the best, the next three fail
     assert "over the last 150 steps is not 0.1% below the best earlier block" in f.message
+    assert "3 blocks in a row" in f.message
 
 
 def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:
-    rule = LossNotDecreasing({"num_steps": "2", "diff_percent": "1", "mode": "EVAL"})
+    rule = LossNotDecreasing({"num_steps": "100", "diff_percent": "1", "mode": "EVAL", "patience": 1})
 
     def rising_val(d: StepData) -> None:
         if d.eval_scalars:
             d.eval_scalars["loss"] = 1.0 + d.step / 1000
 
     f = first(run(rule, Stream(fault=rising_val)))
-    assert f.step == 200 and f.message.startswith("eval loss: mean")  # eval points 50,100 | 150,200
+    assert f.step == 300 and f.message.startswith("eval loss: mean")  # blocks: eval points 50-150 | 200-300
 
 
 def overfitting(d: StepData) -> None:

@@ -1,7 +1,8 @@
 """`loss_not_decreasing`: the loss stopped going down.
 
-The loss is averaged over blocks of `num_steps` views; at the end of each block its mean must be
-at least `diff_percent` percent below the best earlier block's mean, else the rule reports.
+The loss is averaged over blocks of `num_steps` training steps; at the end of each block its mean
+must be at least `diff_percent` percent below the best earlier block's mean; `patience` blocks in
+a row that do not are reported.
 Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming; once
 the loss has halved since the first step, a plateau is convergence and is not reported.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
@@ -53,6 +54,12 @@ class LossNotDecreasing(base.Rule):
             default=True,
             description="Without a loss scalar, use the mean of the first tensor in the losses collection.",
         )
+        patience: int = Field(
+            default=3,
+            ge=1,
+            description="Blocks in a row that must fail to improve: on a slowly falling, noisy loss single blocks "
+            "miss by chance (two in a row still did on the throughput benchmark's healthy run; three did not).",
+        )
         ignore_below_fraction: float | None = Field(
             default=0.5,
             gt=0,
@@ -75,6 +82,7 @@ class LossNotDecreasing(base.Rule):
         self.block_sum = 0.0
         self.block_n = 0
         self.block_start: int | None = None
+        self.failed = 0
         self.best: float | None = None
         self.first: float | None = None
 
@@ -95,23 +103,28 @@ class LossNotDecreasing(base.Rule):
         self.block_sum, self.block_n, self.block_start = 0.0, 0, None
         best, self.best = self.best, mean if self.best is None else min(self.best, mean)
         if best is None or mean < best - abs(best) * p.diff_percent / 100.0:
+            self.failed = 0
+            return []
+        self.failed += 1
+        if self.failed < p.patience:
             return []
         if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self.first:
             return []  # converged after real progress
         msg = (
             f"{p.mode} loss: mean {base.fmt(mean)} over the last {p.num_steps} steps is not {base.fmt(p.diff_percent)}% "
-            f"below the best earlier block ({base.fmt(best)}) {self.where(view)}"
+            f"below the best earlier block ({base.fmt(best)}), {self.failed} blocks in a row, {self.where(view)}"
         )
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
     def get_state(self) -> dict[str, Any]:
         return {
-            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "best": self.best, "first": self.first
+            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "failed": self.failed, "best": self.best, "first": self.first
         }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.block_sum = float(state.get("sum", 0.0))
         self.block_n = int(state.get("n", 0))
         self.block_start = state.get("start")
+        self.failed = int(state.get("failed", 0))
         self.best = state.get("best")
         self.first = state.get("first")

@@ -67,7 +67,7 @@ def main() -> None:
         seconds = [0.0, 0.0]
         for i, start in enumerate(range(0, a.steps, a.block)):
             n = min(a.block, a.steps - start)
-            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+            for j in (0, 1) if i % 2 == 0 else (1, 0):
                 seconds[j] += loop(torch, *(plain, hooked)[j], n)
         hook.close()
         result["no_hook_s"].append(seconds[0])

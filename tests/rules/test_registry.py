@@ -37,12 +37,17 @@ def test_a_bad_parameter_names_the_entry_the_parameter_and_what_was_expected() -
     with pytest.raises(ConfigError) as err:
         registry.build(spec, index=3)
     msg = str(err.value)
-    assert msg.startswith("rules[3] ('relus') of type dead_relu: parameter threshold_layer: Input should be a valid number")
+    assert msg.startswith(
+        "rules[3] ('relus') of type dead_relu: parameter threshold_layer: Input should be a valid number"
+    )
     assert "(got 'half')" in msg and "threshold_inactivity" in msg
 
 
 def test_an_unknown_parameter_lists_the_parameters_the_rule_takes() -> None:
-    with pytest.raises(ConfigError, match=r"parameter treshold: Extra inputs are not permitted.*Parameters it takes: .*threshold"):
+    with pytest.raises(
+        ConfigError,
+        match=r"parameter treshold: Extra inputs are not permitted.*Parameters it takes: .*threshold",
+    ):
         registry.build(RuleSpec(type="vanishing_gradient", params={"treshold": 1e-6}))
 
 
@@ -68,7 +73,11 @@ def test_a_sagemaker_string_map_config_ports() -> None:
     )
     rule = registry.build(spec)
     assert isinstance(rule, AllZero) and rule.instance_name == "zeros"
-    assert rule.collections == ["weights", "gradients"] and rule.pattern is not None and rule.pattern.pattern == "(?:fc1.*)"
+    assert (
+        rule.collections == ["weights", "gradients"]
+        and rule.pattern is not None
+        and rule.pattern.pattern == "(?:fc1.*)"
+    )
     assert rule.params.threshold == 90.0  # type: ignore[attr-defined]
 
 
@@ -85,7 +94,10 @@ def test_build_accepts_an_already_resolved_custom_class() -> None:
             return [self.finding(view, "always")]
 
     rule = registry.build(RuleSpec(type="python:my.rules:Always"), rule_class=Always)
-    assert rule.instance_name == "Always" and rule.update(StepView(step=1, scalars={"loss": 1.0}))[0].rule == "Always"
+    assert (
+        rule.instance_name == "Always"
+        and rule.update(StepView(step=1, scalars={"loss": 1.0}))[0].rule == "Always"
+    )
 
 
 def test_the_default_set_stops_on_exploding_tensor_and_notifies_on_the_rest() -> None:
@@ -94,5 +106,7 @@ def test_the_default_set_stops_on_exploding_tensor_and_notifies_on_the_rest() ->
     actions = {s.type: s.action for s in specs}
     assert actions.pop("exploding_tensor") == Action.STOP
     assert set(actions.values()) == {Action.NOTIFY}
-    assert set(actions) <= set(registry.BUILTINS) and {"threshold", "all_zero", "tensor_variance"}.isdisjoint(actions)
+    assert set(actions) <= set(registry.BUILTINS) and {"threshold", "all_zero", "tensor_variance"}.isdisjoint(
+        actions
+    )
     assert all(registry.build(s).name == s.type for s in specs)

@@ -22,12 +22,23 @@ class RuleSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field(description="A built-in rule name (e.g. exploding_tensor) or python:module:Class for a custom rule.")
+    type: str = Field(
+        description="A built-in rule name (e.g. exploding_tensor) or python:module:Class for a custom rule."
+    )
     name: str | None = Field(default=None, description="Unique name of this entry; defaults to `type`.")
-    action: Action = Field(default=Action.NOTIFY, description="stop: suspend the job; notify: event and webhooks; none: record only.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Rule parameters (SageMaker Debugger names where one exists).")
-    collections: list[str] | None = Field(default=None, description="Collections the rule watches (default: the rule's own).")
-    tensors: list[str] | None = Field(default=None, description="Regular expressions of tensor names the rule watches.")
+    action: Action = Field(
+        default=Action.NOTIFY,
+        description="stop: suspend the job; notify: event and webhooks; none: record only.",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Rule parameters (SageMaker Debugger names where one exists)."
+    )
+    collections: list[str] | None = Field(
+        default=None, description="Collections the rule watches (default: the rule's own)."
+    )
+    tensors: list[str] | None = Field(
+        default=None, description="Regular expressions of tensor names the rule watches."
+    )
 
     @field_validator("type")
     @classmethod
@@ -55,6 +66,8 @@ class RulesConfig(BaseModel):
             if r.name is not None and not _NAME_RE.match(r.name):
                 raise ValueError(f"rules[{i}].name {r.name!r} must be lowercase letters, digits, '-' or '_'")
             if r.key in seen:
-                raise ValueError(f"rules[{i}]: duplicate rule name {r.key!r}; give each entry a unique `name`")
+                raise ValueError(
+                    f"rules[{i}]: duplicate rule name {r.key!r}; give each entry a unique `name`"
+                )
             seen.add(r.key)
         return self

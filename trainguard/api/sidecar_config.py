@@ -28,19 +28,27 @@ class SidecarConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_uri: str = Field(description="Root URI of the run to follow (file:// or s3://).")
-    rank: int | None = Field(default=None, ge=0, description="Rank to follow; None follows all ranks (local mode).")
+    rank: int | None = Field(
+        default=None, ge=0, description="Rank to follow; None follows all ranks (local mode)."
+    )
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for S3-compatible stores.")
     rules: list[RuleSpec] = Field(default_factory=list, description="Rules; empty means the default set.")
-    metrics_port: int = Field(default=9400, ge=0, le=65535, description="Port of /metrics and /healthz; 0 picks a free one.")
+    metrics_port: int = Field(
+        default=9400, ge=0, le=65535, description="Port of /metrics and /healthz; 0 picks a free one."
+    )
     metrics_address: str = Field(default="0.0.0.0", description="Address to bind the HTTP server to.")
     stop_file: str | None = Field(
         default=None, description="File to create on a stop verdict; the hook polls it (shared emptyDir)."
     )
-    poll_interval_seconds: float = Field(default=0.25, gt=0, description="Pause between listings when no data is new.")
+    poll_interval_seconds: float = Field(
+        default=0.25, gt=0, description="Pause between listings when no data is new."
+    )
     idle_timeout_seconds: float = Field(
         default=3600.0, gt=0, description="Give up following when the trainer writes nothing for this long."
     )
-    checkpoint: bool = Field(default=True, description="Save position and rule state to the store after each segment.")
+    checkpoint: bool = Field(
+        default=True, description="Save position and rule state to the store after each segment."
+    )
     debugjob: DebugJobRef | None = Field(
         default=None, description="Report verdicts into this DebugJob's status (Kubernetes only)."
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -169,11 +170,11 @@ class DecayedCounts:
     def load_state_dict(self, state: dict[str, object]) -> None:
         self.step = state.get("step")  # type: ignore[assignment]
         self.sq = np.asarray(state.get("sq", [0.0, 0.0]), np.float64)
-        buckets = state.get("buckets")
+        buckets: Any = state.get("buckets")
         if buckets is None:
             self.counts = None
             return
-        self.counts = np.zeros((2, int(buckets)))  # type: ignore[call-overload]
+        self.counts = np.zeros((2, int(buckets)))
         nz = np.asarray(state.get("nz", []), np.int64)
         if nz.size:
             self.counts[:, nz] = np.asarray(state["values"], np.float64)

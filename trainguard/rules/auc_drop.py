@@ -21,16 +21,28 @@ from trainguard.rules.view import StepView
 
 
 class AucDropParams(Params):
-    streams: str = Field(default=".*", description="Regular expression of prediction streams to watch (pred/<name>...).")
+    streams: str = Field(
+        default=".*", description="Regular expression of prediction streams to watch (pred/<name>...)."
+    )
     mode: str = Field(default="train", description="train or eval predictions.")
     half_life_steps: float = Field(default=200.0, gt=0, description="Half-life of the decayed AUC, in steps.")
     baseline_half_life_steps: float = Field(
-        default=2000.0, gt=0, description="Half-life of the average the decayed AUC is compared with, in steps."
+        default=2000.0,
+        gt=0,
+        description="Half-life of the average the decayed AUC is compared with, in steps.",
     )
-    num_se: float = Field(default=4.0, gt=0, description="How many standard errors below the baseline is a drop.")
-    min_drop: float = Field(default=0.01, ge=0, description="Ignore drops smaller than this absolute AUC difference.")
-    min_effective_positives: float = Field(default=50.0, ge=0, description="Do not judge with fewer effective positives.")
-    warmup_steps: int = Field(default=0, ge=0, description="Steps after the first record before judging; 0 = 2 half-lives.")
+    num_se: float = Field(
+        default=4.0, gt=0, description="How many standard errors below the baseline is a drop."
+    )
+    min_drop: float = Field(
+        default=0.01, ge=0, description="Ignore drops smaller than this absolute AUC difference."
+    )
+    min_effective_positives: float = Field(
+        default=50.0, ge=0, description="Do not judge with fewer effective positives."
+    )
+    warmup_steps: int = Field(
+        default=0, ge=0, description="Steps after the first record before judging; 0 = 2 half-lives."
+    )
     trigger_k: int = Field(default=3, ge=1, description="Debounce: drops on k ...")
     trigger_n: int = Field(default=5, ge=1, description="... of the last n evaluations.")
 
@@ -49,7 +61,7 @@ class AucDrop(Rule):
     default_severity = Severity.WARNING
     hint = "check for a data or label shift, a bad checkpoint or a learning-rate change around this step"
 
-    def __init__(self, params: Params | dict[str, Any] | None = None, **kw: Any) -> None:
+    def __init__(self, params: AucDropParams | dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(params, **kw)
         self._streams: dict[str, _Stream] = {}
 
@@ -97,7 +109,12 @@ class AucDrop(Rule):
 
     def get_state(self) -> dict[str, Any]:
         return {
-            name: {"counts": s.counts.state_dict(), "baseline": s.baseline, "first": s.first_step, "last": s.last_step}
+            name: {
+                "counts": s.counts.state_dict(),
+                "baseline": s.baseline,
+                "first": s.first_step,
+                "last": s.last_step,
+            }
             for name, s in self._streams.items()
         }
 

@@ -22,8 +22,12 @@ from trainguard.rules.view import StepView
 class AucResolutionParams(Params):
     streams: str = Field(default=".*", description="Regular expression of prediction streams to watch.")
     mode: str = Field(default="train", description="train or eval predictions.")
-    max_tie_mass: float = Field(default=0.02, gt=0, le=1, description="Largest acceptable share of tied pairs.")
-    min_pairs: float = Field(default=1e4, ge=0, description="Judge only once this many positive-negative pairs were seen.")
+    max_tie_mass: float = Field(
+        default=0.02, gt=0, le=1, description="Largest acceptable share of tied pairs."
+    )
+    min_pairs: float = Field(
+        default=1e4, ge=0, description="Judge only once this many positive-negative pairs were seen."
+    )
 
 
 class AucResolution(Rule):
@@ -32,7 +36,7 @@ class AucResolution(Rule):
     default_severity = Severity.INFO
     hint = "the scores sit in too few buckets: increase the bucket count, or check that the model output is not constant"
 
-    def __init__(self, params: Params | dict[str, Any] | None = None, **kw: Any) -> None:
+    def __init__(self, params: AucResolutionParams | dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(params, **kw)
         self._totals: dict[str, np.ndarray] = {}
         self._reported: set[str] = set()

@@ -163,10 +163,14 @@ class EvaluatorCollector(Collector):
             labels=["mode"],
         )
         auc_total = GaugeMetricFamily(
-            "trainguard_predictions_cumulative_auc", "AUC over every prediction counted so far.", labels=["mode"]
+            "trainguard_predictions_cumulative_auc",
+            "AUC over every prediction counted so far.",
+            labels=["mode"],
         )
         pos_rate = GaugeMetricFamily(
-            "trainguard_predictions_positive_rate", "Share of positive labels among predictions counted.", labels=["mode"]
+            "trainguard_predictions_positive_rate",
+            "Share of positive labels among predictions counted.",
+            labels=["mode"],
         )
         stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
         last_eval = GaugeMetricFamily(
@@ -202,7 +206,7 @@ class EvaluatorCollector(Collector):
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
             if ev.last_evaluation_time is not None:
                 last_eval.add_metric([], ev.last_evaluation_time)
-            for mode, summ in ev.prediction_summary().items():
+            for pred_mode, summ in ev.prediction_summary().items():
                 for fam, value in (
                     (auc_decayed, summ.decayed_auc),
                     (auc_se, summ.decayed_se),
@@ -210,7 +214,7 @@ class EvaluatorCollector(Collector):
                     (pos_rate, summ.positive_rate),
                 ):
                     if math.isfinite(value):
-                        fam.add_metric([mode], value)
+                        fam.add_metric([pred_mode], value)
         yield from (
             step,
             loss,

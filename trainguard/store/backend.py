@@ -25,7 +25,9 @@ class Store(Protocol):
     def get(self, key: str) -> bytes:
         """Return an object's bytes; raise `errors.NotFound` if it does not exist."""
 
-    def list(self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None) -> list[str]:
+    def list(
+        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+    ) -> list[str]:
         """Return the keys under `prefix` that sort after `start_after`, in order.
 
         With `delimiter="/"` return the immediate "sub-folders" (ending in `/`) and objects only.

@@ -166,7 +166,9 @@ class EndInfo(_Doc):
     """`rank-NNNNN/END.json`: the rank has stopped writing."""
 
     format_version: str = FORMAT_VERSION
-    status: str = Field(description="ok (closed cleanly), error (capture failed), crashed (written by the operator).")
+    status: str = Field(
+        description="ok (closed cleanly), error (capture failed), crashed (written by the operator)."
+    )
     last_step: int | None = None
     wall_time: float
     written_by: str = Field(default="hook", description="hook or operator")
@@ -274,7 +276,9 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
         arrays: dict[str, np.ndarray] = {}
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             for member in zf.infolist():
-                arrays[member.filename.removesuffix(".npy")] = np.load(io.BytesIO(zf.read(member)), allow_pickle=False)
+                arrays[member.filename.removesuffix(".npy")] = np.load(
+                    io.BytesIO(zf.read(member)), allow_pickle=False
+                )
     except _CORRUPT_ERRORS as err:
         raise errors.SegmentCorrupt(
             f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"

@@ -60,7 +60,9 @@ class FileStore:
         except OSError as err:
             raise errors.StoreError(f"cannot read {self.uri}/{key}: {err.strerror or err}") from err
 
-    def list(self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None) -> list[str]:
+    def list(
+        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+    ) -> list[str]:
         base = self.root / prefix if prefix.endswith("/") or not prefix else (self.root / prefix).parent
         if not base.is_dir():
             return []

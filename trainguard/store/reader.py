@@ -140,10 +140,14 @@ class Run:
     def predictions(self, name: str = "pred/predictions", *, mode: str = "train", rank: int = 0) -> Series:
         """Return prediction bucket counts: steps int64[n] and counts float64[n, 3, B] (delta per record)."""
         cat = self._load(rank).catalogue
-        tid = next((t.id for t in cat.values() if t.is_predictions and t.name == name and t.mode == mode), None)
+        tid = next(
+            (t.id for t in cat.values() if t.is_predictions and t.name == name and t.mode == mode), None
+        )
         if tid is None:
             found = sorted(f"{t.name} ({t.mode})" for t in cat.values() if t.is_predictions)
-            raise errors.NotFound(f"run {self.uri} rank {rank} has no predictions {name!r} in mode {mode}; found: {found or 'none'}")
+            raise errors.NotFound(
+                f"run {self.uri} rank {rank} has no predictions {name!r} in mode {mode}; found: {found or 'none'}"
+            )
         steps, values = [], []
         for seg in self._load(rank).segments:
             arr = seg.extra.get(f"pred.{tid}")
@@ -155,7 +159,9 @@ class Run:
         return Series(np.concatenate(steps), np.concatenate(values))
 
     def scalar_names(self, *, mode: str | None = None, rank: int = 0) -> list[str]:
-        return sorted({t.name for t in self.tensors(rank=rank) if t.is_scalar and (mode is None or t.mode == mode)})
+        return sorted(
+            {t.name for t in self.tensors(rank=rank) if t.is_scalar and (mode is None or t.mode == mode)}
+        )
 
     def ended(self, *, rank: int = 0) -> format.EndInfo | None:
         return self.source(rank).ended()
@@ -199,7 +205,14 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
             assert isinstance(doc, format.RunInfo)
             info = doc
         ranks = _ranks_of(store) or [0]
-        return Run(uri, store, kind="trainguard", ranks=ranks, info=info, source_factory=lambda r: RankSource(store, r))
+        return Run(
+            uri,
+            store,
+            kind="trainguard",
+            ranks=ranks,
+            info=info,
+            source_factory=lambda r: RankSource(store, r),
+        )
     if "index/" in top and ("events/" in top or "collections/" in top):
         from trainguard.store import smdebug
 

@@ -43,7 +43,9 @@ def load_json_doc(store: Store, key: str, model: type[format._Doc]) -> format._D
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise errors.FormatError(f"{store.uri}/{key} is not valid JSON ({err}); the object is damaged") from err
+        raise errors.FormatError(
+            f"{store.uri}/{key} is not valid JSON ({err}); the object is damaged"
+        ) from err
     if isinstance(doc, dict) and "format_version" in doc:
         format.check_version(str(doc["format_version"]), what=f"{store.uri}/{key}")
     try:

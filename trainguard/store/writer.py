@@ -138,7 +138,9 @@ class RankWriter:
         # The catalogue goes into the queue before the segment that refers to it (ordered PUTs).
         if self._catalogue_dirty:
             self._catalogue_version += 1
-            cat = format.Catalogue(rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue))
+            cat = format.Catalogue(
+                rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue)
+            )
             self._submit(format.meta_key(self.rank, self._catalogue_version), cat.model_dump_json().encode())
             self._catalogue_dirty = False
 
@@ -158,7 +160,11 @@ class RankWriter:
             return
         with self._lock:
             ids = np.asarray(tensor_ids, np.int32)
-            if self._buf.tensor_ids is not None and self._buf.steps and not np.array_equal(ids, self._buf.tensor_ids):
+            if (
+                self._buf.tensor_ids is not None
+                and self._buf.steps
+                and not np.array_equal(ids, self._buf.tensor_ids)
+            ):
                 self._flush_locked()
             b = self._buf
             if b.opened_at is None:
@@ -285,14 +291,18 @@ class RankWriter:
             if self.disabled and key != format.end_key(self.rank):
                 continue
             try:
-                data = format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
+                data = (
+                    format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
+                )
                 self.store.put(key, data)
                 self.bytes_written += len(data)
                 self.objects_written += 1
             except errors.StoreError as err:
                 self._fail(f"cannot upload {key}: {err}; capture disabled, training continues")
             except Exception as err:  # noqa: BLE001 - fail open on anything unexpected, never crash training
-                self._fail(f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues")
+                self._fail(
+                    f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues"
+                )
 
     @staticmethod
     def _left(deadline: float) -> float:
@@ -322,11 +332,19 @@ class RankWriter:
         if self.disabled:
             self._drop_pending()  # skipped by the uploader anyway; END.json must not wait behind them
         try:
-            self._queue.put((format.end_key(self.rank), json.dumps(end.model_dump()).encode()), timeout=self._left(deadline))
+            self._queue.put(
+                (format.end_key(self.rank), json.dumps(end.model_dump()).encode()),
+                timeout=self._left(deadline),
+            )
             self._queue.put(None, timeout=self._left(deadline))
         except queue.Full:
-            self.errors.append(f"upload queue still full at close after {self.config.close_timeout_seconds}s; END.json not written")
+            self.errors.append(
+                f"upload queue still full at close after {self.config.close_timeout_seconds}s; END.json not written"
+            )
         self._stop.set()
         self._thread.join(self._left(deadline))
         if self._thread.is_alive():
-            log.error("trainguard: uploads still pending after %.0fs at close; abandoned", self.config.close_timeout_seconds)
+            log.error(
+                "trainguard: uploads still pending after %.0fs at close; abandoned",
+                self.config.close_timeout_seconds,
+            )

@@ -17,7 +17,7 @@ import numpy as np
 
 from trainguard.store import stats as numpy_stats
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.predictions import PredictionCounter
+from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stop import StopFlag
 from trainguard.store import writer
 
@@ -140,10 +140,7 @@ class Recorder:
         for (name, mode), counter in self._predictions.items():
             if mode == "train" and not final and not self.is_saved_step(step):
                 continue
-            for cls, counts in counter.take().items():
-                label = f"pred/{name}" if cls < 0 else f"pred/{name}/class{cls}"
-                tid = w.define(label, collection="predictions", mode=mode, units=int(counts.shape[1]))
-                w.write_record(step, f"pred.{tid}", counts)
+            write_counts(w, step, name, mode, counter.take())
 
     def step(self) -> None:
         """End the current step: compute and buffer its statistics if it is saved, then advance."""

@@ -5,8 +5,10 @@ The step counter is the optimizer's step count. On steps that are not saved the 
 nothing but count (activation hooks are only installed for saved iterations). On a saved step
 the optimizer's pre-hook stages the gradients, its post-hook reduces gradients, parameters and
 activations on their device (`torch_stats`), and the step is finalised at the start of the
-next iteration: then the step's results and its scalars reach the host in ONE copy. Every hook
-body catches everything: a failure disables capture, is logged once and lands in END.json.
+next iteration: then the step's results and its scalars reach the host in ONE copy. Prediction
+counts (`record_predictions`) accumulate on the device and follow in a second, small copy of
+their own right after it. Every hook body catches everything: a failure disables capture, is
+logged once and lands in END.json.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture import torch_stats
 from trainguard.capture.config import CaptureConfig
+from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stop import StopFlag
 from trainguard.store import writer
 
@@ -98,6 +101,14 @@ class _Pending:
     hists: dict[int, torch.Tensor]
 
 
+@dataclass
+class _PredStream:
+    """One named prediction stream: counts on the device, and the step they belong to."""
+
+    counter: PredictionCounter
+    step: int
+
+
 class Hook:
     """Captures a PyTorch training run into a TrainGuard run. Inert (all methods no-ops) without a config."""
 
@@ -138,6 +149,9 @@ class Hook:
         self._hists: dict[int, torch.Tensor] = {}
         self._pending: _Pending | None = None
         self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
+        self._predictions: dict[tuple[str, str], _PredStream] = {}
+        self._pred_ready: list[tuple[int, str, str, dict[int, Any]]] = []
+        """Counts of finished steps, still on the device: (step, name, mode, {class: counts})."""
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
         self._closed = False
@@ -266,6 +280,8 @@ class Hook:
                 self._finalize()
             except Exception as err:  # noqa: BLE001
                 self._fail("finalising a saved step", err)
+        if self._predictions:
+            self._ship_predictions()
 
     def _activation_hook(self, act: _Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
@@ -333,6 +349,8 @@ class Hook:
             self._arm_activations(self.is_saved_step())
         except Exception as err:  # noqa: BLE001
             self._fail(f"optimizer step {step} (weights)", err)
+        if self._predictions:
+            self._ship_predictions()  # no registered module: the steps end here
 
     # --- reduction ----------------------------------------------------------------------------------
     def _packer(self, device: torch.device) -> torch_stats.Packed:
@@ -501,7 +519,7 @@ class Hook:
         """
         if self._writer is None or not self.enabled:
             return
-        step = self.step if self._in_iteration or self.step == 0 else self.step - 1
+        step = self._record_step()
         if mode == "train" and not self.is_saved_step(step):
             return
         try:
@@ -520,6 +538,78 @@ class Hook:
             value = float(value)
         tid = self._writer.define(name, collection=collection, mode=mode)
         self._scalars.append((step, tid, value))
+
+    def _record_step(self) -> int:
+        """The step a value recorded now belongs to: the iteration in progress, else the step just completed."""
+        return self.step if self._in_iteration or self.step == 0 else self.step - 1
+
+    # --- predictions ----------------------------------------------------------------------------------
+    def record_predictions(
+        self,
+        scores: Any,
+        labels: Any,
+        *,
+        name: str = "predictions",
+        mode: str = "train",
+        logits: bool = False,
+        max_classes: int = 10,
+    ) -> None:
+        """Add a batch of predictions to bucket counts (AUC, ROC, PR, calibration downstream).
+
+        Same semantics as `Recorder.record_predictions`. Binary: `scores` [N] probabilities (or
+        logits with `logits=True`) and 0/1 `labels`. Multi-class: `scores` [N, C] probabilities and
+        integer `labels`, counted one-vs-rest for the `max_classes` most frequent classes of the
+        first batch (whose labels are read on the host once). Counts accumulate on the scores'
+        device on every call without a host sync; they belong to the step a scalar recorded now
+        would (`record_scalar`). Train counts are written on saved steps (everything since the
+        previous saved step), eval counts for every step that has some, the rest at `close`; they
+        add up exactly. Written counts reach the host in a second small copy of their own
+        (float64[3, 10^4] per stream and class) right after the saved step's copy, when the device
+        has just synchronised: they do not ride in the step's one copy. A failure (e.g. scores and
+        labels of different lengths) never raises: it disables capture like any hook failure.
+        """
+        if not self.enabled or not self._wants("predictions"):
+            return
+        try:
+            step = self._record_step()
+            stream = self._predictions.get((name, mode))
+            if stream is None:
+                counter = PredictionCounter(logits=logits, max_classes=max_classes)
+                stream = self._predictions[(name, mode)] = _PredStream(counter, step)
+            elif step > stream.step:
+                self._close_predictions(name, mode, stream, step)
+            stream.counter.add(scores, labels)
+        except Exception as err:  # noqa: BLE001 - never raise into training
+            self._fail(f"record_predictions({name!r})", err)
+
+    def _close_predictions(
+        self, name: str, mode: str, stream: _PredStream, step: int, *, final: bool = False
+    ) -> None:
+        """The counts of `stream.step` are complete: queue them if that step writes them, then go on at `step`."""
+        if final or mode != "train" or self.is_saved_step(stream.step):
+            raw = stream.counter.take_raw()  # still on the device
+            if raw:
+                self._pred_ready.append((stream.step, name, mode, raw))
+        stream.step = step
+
+    def _ship_predictions(self, *, final: bool = False) -> None:
+        """Close the streams whose step is over (all of them when `final`) and write their counts in one copy."""
+        try:
+            now = self._record_step()
+            for (name, mode), stream in self._predictions.items():
+                if final or stream.step < now:
+                    self._close_predictions(name, mode, stream, now, final=final)
+            ready, self._pred_ready = self._pred_ready, []
+            if not ready or self._writer is None:
+                return
+            flat = [torch.as_tensor(t) for *_, raw in ready for t in raw.values()]
+            host = _gather_to_host(flat)
+            parts = iter(np.split(host, np.cumsum([t.numel() for t in flat])[:-1]))
+            for step, name, mode, raw in ready:
+                counts = {cls: next(parts).reshape(tuple(t.shape)) for cls, t in raw.items()}
+                write_counts(self._writer, step, name, mode, counts)
+        except Exception as err:  # noqa: BLE001
+            self._fail("writing prediction counts", err)
 
     def should_stop(self) -> bool:
         """True once the evaluator asked this job to stop (cooperative stop)."""
@@ -544,6 +634,8 @@ class Hook:
         """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
         if self._closed:
             return
+        if self.enabled and self._predictions:
+            self._ship_predictions(final=True)  # counts since the last written step still belong to the run
         if self.enabled:
             self.flush()
         self._closed = True

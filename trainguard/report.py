@@ -4,7 +4,9 @@
 findings from a `--json` file or from an offline evaluation with the default rules, and writes it.
 Called by `trainguard report` and at the end of `trainguard run`. Pure Python and numpy: no
 matplotlib, no JavaScript, no external CSS or fonts, so the file opens anywhere, offline. Plots
-read only the statistics in the store (`Run`); the rules are left to the evaluator.
+read only the statistics in the store (`Run`); the rules are left to the evaluator. Runs with
+prediction counts (`record_predictions`) get a "Model quality" section per stream: ROC, PR,
+score distributions, calibration and the AUC over steps with its error band (`rules.auc`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import html
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trainguard.errors import TrainGuardError
+from trainguard.rules import auc
+from trainguard.rules.auc_drop import AucDropParams
+from trainguard.store import predictions
 from trainguard.store.reader import Run, open_run
 
 MAX_SERIES_PER_PLOT = 12
@@ -30,6 +35,10 @@ MAX_POINTS_PER_SERIES = 800
 """Longer series are thinned (non-finite points always kept) to keep the page small."""
 MAX_MARKERS_PER_PLOT = 40
 MAX_FINDING_ROWS = 200
+MAX_PREDICTION_STREAMS = 12
+"""Prediction streams (a multi-class stream is one per class) drawn; the rest are listed as not drawn."""
+DISTRIBUTION_BINS = 100
+"""Score-distribution bins: the 10^4 log-odds buckets, 100 to a bin."""
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79",
     "#637939", "#8c6d31",
@@ -70,7 +79,7 @@ class Marker:
 
 @dataclass(frozen=True)
 class Plot:
-    """One chart: named series over steps."""
+    """One chart: named series over steps (or over `x_label` when it is not "step")."""
 
     key: str
     title: str
@@ -78,6 +87,9 @@ class Plot:
     log_y: bool = False
     y_label: str = ""
     note: str = ""
+    x_label: str = "step"
+    bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """Shaded (x, low, high) ranges drawn under the series of the same name, in its colour."""
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -212,6 +224,127 @@ def _positive(series: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> bool:
     return bool(finite.size) and bool((finite > 0).all()) and float(finite.max() / finite.min()) > 50
 
 
+# --- predictions ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PredictionStream:
+    """One prediction stream's plots and its AUC over all its counts."""
+
+    name: str
+    mode: str
+    estimate: auc.AucEstimate
+    plots: list[Plot]
+
+
+def _auc_over_steps(steps: np.ndarray, counts: np.ndarray, half_life: float) -> Plot:
+    cum = np.zeros_like(counts[0])
+    decayed = auc.DecayedCounts(half_life)
+    lines: dict[str, list[tuple[float, float, float]]] = {"cumulative": [], "decayed": []}
+    for step, delta in zip(steps, counts):
+        cum += delta
+        decayed.update(int(step), delta)
+        for label, est in (("cumulative", auc.auc_from_counts(cum)), ("decayed", decayed.estimate())):
+            lines[label].append((est.auc, 2 * est.se if math.isfinite(est.se) else 0.0, est.error_bound))
+    x = steps.astype(np.float64)
+    series, bands = {}, {}
+    for label, rows in lines.items():
+        a, two_se, tie = (np.asarray(c) for c in zip(*rows))
+        name = label if label == "cumulative" else f"decayed (half-life {half_life:g} steps)"
+        series[name] = (x, a)
+        bands[name] = (x, a - two_se - tie, a + two_se + tie)
+    return Plot(
+        "auc",
+        "AUC over steps",
+        series,
+        y_label="AUC",
+        bands=bands,
+        note="Shaded: +/- 2 standard errors (Hanley-McNeil, effective counts for the decayed AUC) plus the "
+        "tie bound of the buckets. The decayed AUC is what the auc_drop rule watches.",
+    )
+
+
+def _score_distributions(total: np.ndarray) -> Plot:
+    b = total.shape[1]
+    per = max(1, b // DISTRIBUTION_BINS)
+    edges = -predictions.LOGIT_RANGE + np.arange(0, b + 1, per) * (2 * predictions.LOGIT_RANGE / b)
+    centres = (edges[:-1] + edges[1:])[: math.ceil(b / per)] / 2
+    binned = np.add.reduceat(total[:2], np.arange(0, b, per), axis=1)
+    used = np.nonzero(binned.sum(axis=0))[0]
+    lo, hi = (int(used[0]), int(used[-1]) + 1) if used.size else (0, binned.shape[1])
+    series = {}
+    for row, label in ((0, "positives"), (1, "negatives")):
+        n = binned[row].sum()
+        if n > 0:
+            series[label] = (centres[lo:hi], binned[row, lo:hi] / n)
+    return Plot(
+        "score_dist",
+        "Score distributions (share of each class per log-odds bin)",
+        series,
+        y_label="share",
+        x_label="score (log-odds)",
+    )
+
+
+def _prediction_plots(steps: np.ndarray, counts: np.ndarray, half_life: float) -> list[Plot]:
+    total = counts.sum(axis=0)
+    fpr, tpr = auc.roc_curve(total)
+    recall, precision = auc.pr_curve(total)
+    mean_score, rate, _ = auc.calibration(total)
+    chance = (np.array([0.0, 1.0]), np.array([0.0, 1.0]))
+    est = auc.auc_from_counts(total)
+    return [
+        Plot(
+            "roc",
+            "ROC curve",
+            {"ROC": _corners(fpr, tpr), "chance": chance},
+            y_label="true positive rate",
+            x_label="false positive rate",
+        ),
+        Plot(
+            "pr",
+            "Precision-recall curve",
+            {"PR": (recall, precision), "positive rate": (chance[0], np.full(2, est.positive_rate))},
+            y_label="precision",
+            x_label="recall",
+        ),
+        _score_distributions(total),
+        Plot(
+            "calibration",
+            "Calibration (positive rate against mean score)",
+            {"observed": (mean_score, rate), "perfect": chance},
+            y_label="positive rate",
+            x_label="mean score",
+        ),
+        _auc_over_steps(steps, counts, half_life),
+    ]
+
+
+def _corners(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep only the points where the curve turns (empty buckets add collinear points)."""
+    if x.size < 3:
+        return x, y
+    dx, dy = np.diff(x), np.diff(y)
+    turn = np.ones(x.size, bool)
+    turn[1:-1] = (dx[:-1] * dy[1:] - dy[:-1] * dx[1:]) != 0
+    return x[turn], y[turn]
+
+
+def collect_predictions(run: Run, *, rank: int = 0) -> tuple[list[PredictionStream], int]:
+    """Return the plotted prediction streams of one rank and how many more were not drawn."""
+    infos = sorted((t for t in run.tensors("predictions", rank=rank)), key=lambda t: (t.name, t.mode or ""))
+    half_life = AucDropParams().half_life_steps
+    out = []
+    for t in infos[:MAX_PREDICTION_STREAMS]:
+        mode = t.mode or "train"
+        steps, counts = run.predictions(t.name, mode=mode, rank=rank)
+        if not steps.size:
+            continue
+        order = np.argsort(steps, kind="stable")
+        steps, counts = steps[order], counts[order]
+        est = auc.auc_from_counts(counts.sum(axis=0))
+        out.append(PredictionStream(t.name, mode, est, _prediction_plots(steps, counts, half_life)))
+    return out, max(0, len(infos) - MAX_PREDICTION_STREAMS)
+
+
 # --- SVG ----------------------------------------------------------------------------------------
 def _fmt(v: float) -> str:
     if v == 0 or not math.isfinite(v):
@@ -274,7 +407,9 @@ def svg_plot(
                 else v.astype(np.float64)
             )
 
-    finite = np.concatenate([t[np.isfinite(t)] for t in (ty(v) for _, v in data.values())])
+    bands = {n: plot.bands[n] for n in labels if n in plot.bands}
+    y_all = [ty(v) for _, v in data.values()] + [ty(b) for _, lo, hi in bands.values() for b in (lo, hi)]
+    finite = np.concatenate([t[np.isfinite(t)] for t in y_all])
     y0, y1 = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     if y1 - y0 < 1e-12:  # a constant series: centre it, with a margin relative to its value
         half = 0.5 if plot.log_y or y0 == 0 else abs(y0) * 0.5
@@ -301,19 +436,35 @@ def svg_plot(
         parts.append(
             f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>'
         )
-    for s in _ticks(x0, x1, log=False, integer=True):
+    over_steps = plot.x_label == "step"
+    for s in _ticks(x0, x1, log=False, integer=over_steps):
         parts.append(
             f'<line x1="{px(s):.1f}" x2="{px(s):.1f}" y1="{top + ph}" y2="{top + ph + 4}" stroke="#999"/>'
         )
         parts.append(
-            f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">{int(s)}</text>'
+            f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">'
+            f"{int(s) if over_steps else _fmt(s)}</text>"
         )
-    parts.append(f'<text x="{left + pw}" y="{height - 2}" text-anchor="end" class="axis">step</text>')
+    parts.append(
+        f'<text x="{left + pw}" y="{height - 2}" text-anchor="end" class="axis">{html.escape(plot.x_label)}</text>'
+    )
     if plot.y_label:
         parts.append(
             f'<text transform="translate(12,{top + ph / 2}) rotate(-90)" text-anchor="middle" class="axis">'
             f"{html.escape(plot.y_label)}{' (log)' if plot.log_y else ''}</text>"
         )
+    for i, name in enumerate(labels):
+        if name in bands:  # under every series
+            stride = math.ceil(len(bands[name][0]) / MAX_POINTS_PER_SERIES)
+            bx, lo, hi = (np.asarray(a, np.float64)[::stride] for a in bands[name])
+            ok = np.isfinite(ty(lo)) & np.isfinite(ty(hi))
+            edge = [f"{px(x):.1f} {py(y):.1f}" for x, y in zip(bx[ok], ty(lo[ok]))]
+            edge += [f"{px(x):.1f} {py(y):.1f}" for x, y in zip(bx[ok][::-1], ty(hi[ok])[::-1])]
+            if edge:
+                parts.append(
+                    f'<path class="band" data-series="{html.escape(name)}" d="M{" L".join(edge)} Z" '
+                    f'fill="{PALETTE[i % len(PALETTE)]}" fill-opacity="0.18" stroke="none"/>'
+                )
     for i, name in enumerate(labels):
         steps, values = data[name]
         yv = ty(values)
@@ -442,6 +593,51 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
     return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
 
 
+def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -> str:
+    svg, labels = svg_plot(plot, markers)
+    hidden = len(plot.series) - len(labels)
+    legend = "".join(
+        f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}{_undrawn(plot, n)}</span>'
+        for i, n in enumerate(labels)
+    )
+    extra = f'<span class="muted">+{hidden} more not drawn</span>' if hidden > 0 else ""
+    note = f'<div class="muted">{html.escape(plot.note)}</div>' if plot.note else ""
+    return (
+        f'<figure id="{id_prefix}-{plot.key}"><figcaption>{html.escape(plot.title)}</figcaption>{svg}'
+        f'<div class="legend">{legend}{extra}</div>{note}</figure>'
+    )
+
+
+def _predictions_section(run: Run, rank: int) -> str:
+    """The "Model quality" section: one block of plots per prediction stream; empty without predictions."""
+    streams, hidden = collect_predictions(run, rank=rank)
+    if not streams:
+        return ""
+    blocks = []
+    for i, st in enumerate(streams):
+        e = st.estimate
+        summary = (
+            f"AUC {e.auc:.4f} &plusmn; {2 * e.se:.4f} (2 SE), tie bound {e.error_bound:.1e}; "
+            f"{e.positives + e.negatives:.0f} examples, positive rate {e.positive_rate:.2%}"
+            if math.isfinite(e.auc)
+            else f"AUC undefined: {e.positives:.0f} positives and {e.negatives:.0f} negatives"
+        )
+        label = f"{st.name} ({st.mode})"
+        blocks.append(
+            f'<section class="prediction-stream" data-stream="{html.escape(label)}">'
+            f'<h3>{html.escape(label)}</h3><p class="auc-summary">{summary}</p>'
+            f'<div class="grid">{"".join(_figure(p, (), id_prefix=f"pred{i}") for p in st.plots)}</div></section>'
+        )
+    more = f'<p class="muted">{hidden} more prediction streams not drawn.</p>' if hidden else ""
+    return (
+        '<h2 id="predictions">Model quality from predictions</h2>'
+        '<p class="muted">From the bucket counts of <code>record_predictions</code> over the whole run '
+        "(10<sup>4</sup> log-odds buckets); the AUC is exact within the tie bound.</p>"
+        + "".join(blocks)
+        + more
+    )
+
+
 def render(
     run: Run,
     *,
@@ -471,20 +667,7 @@ def render(
     ]
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
-    figures = []
-    for plot in collect_plots(run, rank=rank):
-        svg, labels = svg_plot(plot, mine)
-        hidden = len(plot.series) - len(labels)
-        legend = "".join(
-            f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}{_undrawn(plot, n)}</span>'
-            for i, n in enumerate(labels)
-        )
-        extra = f'<span class="muted">+{hidden} more not drawn</span>' if hidden > 0 else ""
-        note = f'<div class="muted">{html.escape(plot.note)}</div>' if plot.note else ""
-        figures.append(
-            f'<figure id="plot-{plot.key}"><figcaption>{html.escape(plot.title)}</figcaption>{svg}'
-            f'<div class="legend">{legend}{extra}</div>{note}</figure>'
-        )
+    figures = [_figure(plot, mine) for plot in collect_plots(run, rank=rank)]
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     page_title = title or f"TrainGuard report: {run_id}"
     return (
@@ -507,6 +690,7 @@ def render(
             if figures
             else '<p class="muted">The run holds no statistics to plot.</p>'
         )
+        + _predictions_section(run, rank)
         + "</body></html>\n"
     )
 

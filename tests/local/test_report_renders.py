@@ -13,6 +13,7 @@ from localmode import run_cli
 
 import trainguard
 from trainguard import report
+from trainguard.rules import auc
 
 
 @pytest.fixture
@@ -115,3 +116,60 @@ def test_a_series_that_cannot_be_drawn_on_a_log_axis_says_so_in_the_legend(tmp_p
     legend = re.search(r'<figure id="plot-grad_norm">.*?</figure>', page, re.DOTALL).group(0)
     assert "grad/dead.weight <i" in legend and "zero throughout" in legend
     assert "grad/live.weight</span>" in legend
+
+
+@pytest.fixture
+def prediction_run(tmp_path: Path) -> str:
+    """A numpy run with a binary prediction stream (10% positives) and a 3-class eval stream."""
+    uri = "file://" + str(tmp_path / "pred")
+    rng = np.random.default_rng(0)
+    with trainguard.Recorder(uri, save_interval=5) as rec:
+        for step in range(60):
+            y = (rng.random(256) < 0.1).astype(float)
+            rec.record_predictions(1 / (1 + np.exp(-(rng.normal(size=256) + 1.5 * y - 2))), y, name="click")
+            if step % 10 == 0:
+                rec.record_predictions(rng.dirichlet(np.ones(3), 64), rng.integers(0, 3, 64), mode="eval")
+            rec.record_scalar("loss", 1 / (1 + step))
+            rec.step()
+    return uri
+
+
+def test_a_run_with_predictions_gets_roc_pr_distribution_calibration_and_auc_plots(
+    prediction_run: str, tmp_path: Path
+) -> None:
+    page = report.write_report(prediction_run, tmp_path / "r.html", findings=[]).read_text()
+    assert '<h2 id="predictions">Model quality from predictions</h2>' in page
+    streams = re.findall(
+        r'<section class="prediction-stream" data-stream="([^"]*)">(.*?)</section>', page, re.DOTALL
+    )
+    assert [name for name, _ in streams] == [
+        "pred/click (train)",
+        *(f"pred/predictions/class{c} (eval)" for c in range(3)),
+    ]
+    click = streams[0][1]
+    for title in (
+        "ROC curve",
+        "Precision-recall curve",
+        "Score distributions",
+        "Calibration",
+        "AUC over steps",
+    ):
+        assert f"<figcaption>{title}" in click
+    for plot in ("roc", "pr", "score_dist", "calibration", "auc"):
+        svg = _svg(click, plot)
+        assert ElementTree.fromstring(svg).tag == "{http://www.w3.org/2000/svg}svg"
+    assert 'data-series="ROC"' in _svg(click, "roc") and ">false positive rate</text>" in _svg(click, "roc")
+    dist = _svg(click, "score_dist")
+    assert 'data-series="positives"' in dist and 'data-series="negatives"' in dist
+    auc_svg = _svg(click, "auc")
+    assert 'class="band" data-series="cumulative"' in auc_svg
+    assert re.search(r'class="band" data-series="decayed \(half-life \d+ steps\)"', auc_svg)
+    _, counts = trainguard.open_run(prediction_run).predictions("pred/click")
+    est = auc.auc_from_counts(counts.sum(axis=0))
+    assert f"AUC {est.auc:.4f} &plusmn; {2 * est.se:.4f} (2 SE)" in click
+    assert "15360 examples" in click
+
+
+def test_a_run_without_predictions_has_no_model_quality_section(nan_run: str, tmp_path: Path) -> None:
+    page = report.write_report(nan_run, tmp_path / "r.html", findings=[]).read_text()
+    assert "Model quality" not in page and "prediction-stream" not in page

@@ -99,9 +99,12 @@ class _Layout:
         self.count = len(numels)
         self.width = width
         self.rows = sum(rows)
+        self._starts = starts
+        self.numels = numels
         self.buffer = torch.zeros(self.rows, width, dtype=torch.float32, device=device)
-        flat = self.buffer.view(-1)
-        self.views = [flat[s * width : s * width + n] for s, n in zip(starts, numels)]
+        self.views = self._views(self.buffer)
+        self._slots: list[tuple[torch.Tensor, list[torch.Tensor]]] = [(self.buffer, self.views)]
+        """Buffers of the snapshots in flight (`slot`); slot 0 is `buffer`."""
         self.owner = torch.repeat_interleave(torch.arange(self.count), torch.tensor(rows)).to(device)
         self.last = torch.tensor([s + r - 1 for s, r in zip(starts, rows)], dtype=torch.long, device=device)
         tail = torch.tensor([n - (r - 1) * width for n, r in zip(numels, rows)])
@@ -111,7 +114,6 @@ class _Layout:
             [r * width - n for n, r in zip(numels, rows)], dtype=torch.float64, device=device
         )
         self.row_counts = rows
-        self.numels = numels
         self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
         self.scratch = torch.empty(self.rows, width, dtype=torch.float32, device=device)
         """Reused for |x|, the non-zero flags and the update differences: no allocation per step."""
@@ -120,6 +122,21 @@ class _Layout:
         self.lengths = torch.tensor(rows, dtype=torch.long, device=device)
         self.all_nan = torch.full((self.count,), torch.nan, dtype=torch.float64, device=device)
         self._tracked: dict[int, tuple[int, tuple[int, ...], torch.Tensor]] = {}
+
+    def _views(self, buffer: torch.Tensor) -> list[torch.Tensor]:
+        flat = buffer.view(-1)
+        return [flat[s * self.width : s * self.width + n] for s, n in zip(self._starts, self.numels)]
+
+    def slot(self, i: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The buffer of snapshot slot `i` and its per-tensor views (made on first use, then kept).
+
+        With a statistics worker (`torch_hook`), the training thread loads step k into slot
+        k mod N while the worker still reduces earlier steps from the other slots.
+        """
+        while len(self._slots) <= i:
+            buffer = torch.zeros_like(self.buffer)
+            self._slots.append((buffer, self._views(buffer)))
+        return self._slots[i]
 
     def _tracked_info(self, k: int) -> tuple[int, tuple[int, ...], torch.Tensor]:
         info = self._tracked.get(k)
@@ -173,15 +190,19 @@ class Packed:
             self._layouts.move_to_end(numels)
         return lay
 
-    def load(self, lay: _Layout, tensors: list[torch.Tensor], *, start: int = 0) -> None:
-        """Copy `tensors` into slots `start...` of the layout's buffer (dtype conversion included)."""
+    def load(self, lay: _Layout, tensors: list[torch.Tensor], *, start: int = 0, slot: int = 0) -> None:
+        """Copy `tensors` into places `start...` of the buffer of `slot` (dtype conversion included)."""
         if tensors:
+            views = lay.slot(slot)[1]
             # under no_grad (the hook's case) reshape records no graph, so no detach() is needed
-            torch._foreach_copy_(lay.views[start : start + len(tensors)], [t.reshape(-1) for t in tensors])
+            torch._foreach_copy_(views[start : start + len(tensors)], [t.reshape(-1) for t in tensors])
 
-    def reduce(self, lay: _Layout, *, tracked: int) -> torch.Tensor:
-        """Return float64 [T, len(RAW_COLUMNS)] raw moments of the loaded buffer."""
-        b = lay.buffer
+    def reduce(self, lay: _Layout, *, tracked: int, slot: int = 0) -> torch.Tensor:
+        """Return float64 [T, len(RAW_COLUMNS)] raw moments of the buffer of `slot`.
+
+        Calls must come in the order of the saved steps (the update history moves on with each).
+        """
+        b = lay.slot(slot)[0]
         rows = lay.row_sums  # [6, R]: sum, |x| sum, x^2 sum, non-zeros, update^2, distance^2 per row
         scratch = lay.scratch
         # Row sums as matrix-vector products with a ones vector (one BLAS pass each, the fastest
@@ -192,7 +213,7 @@ class Packed:
         # 1 for every non-zero (denormals included: ceil lifts them to 1), 0 for zeros, NaN stays NaN;
         # vectorised float ops, where sign() and comparisons are not on CPU
         torch.mv(scratch.mul_(2.0**126).ceil_().clamp_(max=1.0), lay.ones, out=rows[3])
-        fresh = self._updates(lay, tracked, rows) if tracked else True
+        fresh = self._updates(lay, b, tracked, rows) if tracked else True
         s, a, q, nz, upd, dist = lay.per_tensor(rows.t()).unbind(1)
         # the zero padding of each tensor's last row must not count as its min or max
         tails = b.index_select(0, lay.last)
@@ -219,10 +240,10 @@ class Packed:
         dist = dist + untracked
         return torch.stack([nan, inf, zero, mn_t, mx_t, s, a, q, dev, upd, dist], 1)
 
-    def _updates(self, lay: _Layout, tracked: int, rows: torch.Tensor) -> bool:
-        """Fill rows[4:6] of the tracked rows with squared update and distance; return whether this is the first save."""
+    def _updates(self, lay: _Layout, b: torch.Tensor, tracked: int, rows: torch.Tensor) -> bool:
+        """Fill rows[4:6] of the tracked rows of `b` with squared update and distance; return whether this is the first save."""
         r, key = lay.tracked_rows(tracked)
-        cur = lay.buffer[:r]
+        cur = b[:r]
         hist = self._history.get(key)
         if hist is None:
             hist = self._history[key] = _History(prev=cur.clone(), first=cur.clone())
@@ -233,9 +254,9 @@ class Packed:
         fresh, hist.fresh = hist.fresh, False
         return fresh
 
-    def histograms(self, lay: _Layout, raw: torch.Tensor) -> torch.Tensor:
-        """Return float64 [T, HIST_BINS] log2-magnitude histograms of the loaded tensors; `raw` is `reduce`'s result."""
-        codes = _exponent_bins(lay.buffer) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
+    def histograms(self, lay: _Layout, raw: torch.Tensor, *, slot: int = 0) -> torch.Tensor:
+        """Return float64 [T, HIST_BINS] log2-magnitude histograms of the tensors in `slot`; `raw` is `reduce`'s result."""
+        codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
         counts = torch.bincount(codes.reshape(-1), minlength=lay.count * format.HIST_BINS)
         return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
 

@@ -57,6 +57,10 @@ class _Stream:
 
 class AucDrop(Rule):
     name = "auc_drop"
+    summary = (
+        "The decayed AUC of a prediction stream (`pred/<name>`) fell more than `num_se` standard errors "
+        "and `min_drop` below its longer-horizon average."
+    )
     Params = AucDropParams
     default_severity = Severity.WARNING
     hint = "check for a data or label shift, a bad checkpoint or a learning-rate change around this step"

@@ -89,10 +89,12 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("oscillating_loss", Action.NOTIFY),
     ("class_imbalance", Action.NOTIFY),
     ("stalled_training", Action.NOTIFY),
+    ("auc_drop", Action.NOTIFY),
 )
 """The rules that run without a rules file. `all_zero`, `tensor_variance` and `threshold` are
-watchpoints that need to be told what to watch, and the AUC rules (`auc_drop`, `auc_resolution`)
-need prediction streams and their own calibration, so they are not in it."""
+watchpoints that need to be told what to watch, so they are not in it; nor is `auc_resolution`,
+a check of the bucket resolution that is worth asking for. `auc_drop` is a no-op without
+prediction streams and stays quiet on healthy ones (tests/rules/test_auc_drop_stays_quiet_on_healthy_predictions.py)."""
 
 
 def get(name: str) -> type[Rule]:

@@ -101,6 +101,9 @@ def test_segment_keys_sort_by_step_and_parse_back() -> None:
     assert sorted(keys) == [keys[1], keys[0], keys[2]]
     assert format.parse_segment_name(keys[2]) == (100, 100, 2)
     assert format.parse_segment_name("rank-00000/seg-garbage.npz") is None
+    # A long run outgrows the zero padding (a million flushes, or steps past 10^12): still a segment.
+    assert format.parse_segment_name(format.segment_key(0, 5, 6, 1_000_000)) == (5, 6, 1_000_000)
+    assert format.parse_segment_name(format.segment_key(0, 10**12, 10**12 + 1, 3)) == (10**12, 10**12 + 1, 3)
     assert format.parse_rank_prefix("rank-00042/") == 42 and format.parse_rank_prefix("evaluator/") is None
 
 

@@ -67,8 +67,7 @@ RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"
 EVALUATOR_PREFIX = "evaluator"
 
-_SEG_RE = re.compile(r"^seg-(\d{12})-(\d{12})-(\d{6})\.npz$")
-_META_RE = re.compile(r"^meta-(\d{6})\.json$")
+_SEG_RE = re.compile(r"^seg-(\d{12,})-(\d{12,})-(\d{6,})\.npz$")  # widths are minimums: never drop a long run
 _RANK_RE = re.compile(r"^rank-(\d{5})/$")
 
 
@@ -173,6 +172,10 @@ class EndInfo(_Doc):
     wall_time: float
     written_by: str = Field(default="hook", description="hook or operator")
     errors: list[str] = Field(default_factory=list, description="Capture errors, once each, newest last.")
+    skipped_steps: int = Field(
+        default=0,
+        description="Saved steps the hook skipped: its statistics worker still held every snapshot buffer.",
+    )
 
 
 def check_version(found: str, *, what: str) -> None:

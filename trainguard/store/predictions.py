@@ -8,7 +8,7 @@ are computed from them (`trainguard.rules.auc`). The PyTorch hook computes the s
 the device (`trainguard.capture.predictions`); this module is the reference it is tested against.
 
 Stored per record as `extra.pred.<id>`: float64[n, 3, BUCKETS] with rows (positives, negatives,
-sum of scores) and `extra.pred_steps.<id>`: int64[n]; the score sums give calibration.
+sum of scores) and `extra.pred.<id>.steps`: int64[n]; the score sums give calibration.
 """
 
 from __future__ import annotations

@@ -46,7 +46,9 @@ def transfers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(file_uri: str, transfers: list[int]) -> None:
     copies_after: dict[int, int] = {}
-    with tg.Hook(file_uri, save_interval=4, tier1_interval=2) as hook:
+    # the accelerator path (here on CPU, without the statistics worker): the copy happens on the
+    # training thread; the worker's copies are counted in test_torch_hook_worker.py
+    with tg.Hook(file_uri, save_interval=4, tier1_interval=2, stats_worker=False) as hook:
         train(hook, mlp(), steps=13, eval_every=6, on_step=lambda s: copies_after.__setitem__(s, len(transfers)))
         before_close = len(transfers)
     # step s is finalised at the start of iteration s+1, so the copy of step 4 shows after step 5

@@ -74,8 +74,13 @@ def test_a_store_killed_mid_run_does_not_break_training(
     assert steps[:10] == list(range(10))  # what landed before the kill is intact
 
 
+@pytest.mark.parametrize(
+    ("stats_worker", "where"),
+    [(False, "optimizer step 4 (weights)"), (True, "statistics worker (step 4)")],
+    ids=["training-thread", "worker"],
+)
 def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
-    file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stats_worker: bool, where: str
 ) -> None:
     real = torch_stats.Packed.reduce
     calls = 0
@@ -89,17 +94,16 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
 
     monkeypatch.setattr(torch_stats.Packed, "reduce", fail_on_third)
     model = mlp()
-    hook = tg.Hook(file_uri, save_interval=2)
+    hook = tg.Hook(file_uri, save_interval=2, stats_worker=stats_worker)
     seen = train(hook, model, steps=12)
     assert len(seen.losses) == 12
+    if stats_worker:
+        # the worker never touches the hook: the training thread takes its error up at its next
+        # optimizer step, at the latest at flush
+        hook.flush()
     assert not hook.enabled and calls == 3, "capture stops after the failure"
     assert not model._forward_pre_hooks and not model[1]._forward_hooks, "its hooks are gone"
-    assert hook.errors == [
-        (
-            "optimizer step 4 (weights) failed: RuntimeError: injected reduction failure; "
-            "capture disabled, training continues"
-        )
-    ]
+    assert hook.errors == [f"{where} failed: RuntimeError: injected reduction failure; capture disabled, training continues"]
     assert trainguard_errors(caplog) == [f"trainguard: {hook.errors[0]}"]
     hook.close()
     end = json.loads(open_store(file_uri).get(format.end_key(0)))

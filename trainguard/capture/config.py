@@ -17,7 +17,16 @@ from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
 from trainguard.store import backend, writer
 
-DEFAULT_COLLECTIONS = ("weights", "biases", "gradients", "activations", "losses", "metrics", "optimizer", "predictions")
+DEFAULT_COLLECTIONS = (
+    "weights",
+    "biases",
+    "gradients",
+    "activations",
+    "losses",
+    "metrics",
+    "optimizer",
+    "predictions",
+)
 
 ENV_PREFIX = "TRAINGUARD_"
 
@@ -28,9 +37,13 @@ class CaptureConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     out: str = Field(description="Run root URI: file:///path or s3://bucket/prefix (TRAINGUARD_OUT).")
-    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12], description="Run id recorded in run.json.")
+    run_id: str = Field(
+        default_factory=lambda: uuid.uuid4().hex[:12], description="Run id recorded in run.json."
+    )
     save_interval: int = Field(
-        default=10, ge=1, description="Save statistics every N steps. 10 keeps overhead near 1% and latency low."
+        default=10,
+        ge=1,
+        description="Save statistics every N steps. 10 keeps overhead near 1% and latency low.",
     )
     collections: tuple[str, ...] = Field(default=DEFAULT_COLLECTIONS, description="Collections to capture.")
     tier1_interval: int = Field(
@@ -43,19 +56,37 @@ class CaptureConfig(BaseModel):
         default=1.0, gt=0, description="Flush a segment at least this often: bounds detection latency."
     )
     max_block_seconds: float = Field(
-        default=0.05, ge=0, description="Longest time a full upload queue may hold up a step before capture disables itself."
+        default=0.05,
+        ge=0,
+        description="Longest time a full upload queue may hold up a step before capture disables itself; "
+        "also the longest a saved step waits for a busy statistics worker before it is skipped.",
     )
     track_updates: bool = Field(
         default=True,
         description="PyTorch hook: keep two device copies of each captured trainable parameter (previous saved "
         "step, first step) for update_l2 and distance_l2; costs 2x the captured parameters' memory.",
     )
+    stats_worker: bool = Field(
+        default=True,
+        description="PyTorch hook, tensors on CPU: reduce saved steps on a background thread (the CPU's "
+        "stream); the training thread only snapshots them. false: reduce on the training thread.",
+    )
+    stats_in_flight: int = Field(
+        default=2,
+        ge=1,
+        description="PyTorch hook, tensors on CPU: saved steps snapshotted and not yet reduced, at most (one "
+        "buffer each); a saved step that finds them all busy waits up to max_block_seconds, then is skipped "
+        "and counted in END.json.",
+    )
     stop_file: str | None = Field(
-        default=None, description="Path whose existence means the evaluator asked for a stop (TRAINGUARD_STOP_FILE)."
+        default=None,
+        description="Path whose existence means the evaluator asked for a stop (TRAINGUARD_STOP_FILE).",
     )
     rank: int = Field(default=0, ge=0, description="This process's rank (RANK).")
     world_size: int = Field(default=1, ge=1, description="Number of ranks (WORLD_SIZE).")
-    s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for MinIO/Ceph/SeaweedFS (AWS_ENDPOINT_URL).")
+    s3_endpoint: str | None = Field(
+        default=None, description="S3 endpoint URL for MinIO/Ceph/SeaweedFS (AWS_ENDPOINT_URL)."
+    )
 
     @field_validator("collections", mode="before")
     @classmethod
@@ -93,16 +124,16 @@ class CaptureConfig(BaseModel):
         except ValidationError as err:
             first = err.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else "?"
-            raise ConfigError(
-                f"{ENV_PREFIX}{field.upper()}={values.get(field)!r}: {first['msg']}"
-            ) from err
+            raise ConfigError(f"{ENV_PREFIX}{field.upper()}={values.get(field)!r}: {first['msg']}") from err
 
     def wants(self, collection: str) -> bool:
         return collection in self.collections
 
     def open_writer(self, *, framework: str) -> writer.RankWriter:
         """Return the rank writer these settings describe (store, rank, flush and blocking limits)."""
-        options = {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
+        options = (
+            {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
+        )
         return writer.RankWriter(
             backend.open_store(self.out, **options),
             rank=self.rank,

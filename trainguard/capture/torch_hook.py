@@ -29,6 +29,7 @@ from torch.utils.hooks import RemovableHandle
 from trainguard.capture import torch_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
+from trainguard.capture.stats_worker import StatsWorker
 from trainguard.capture.stop import StopFlag
 from trainguard.store import writer
 
@@ -50,6 +51,9 @@ ACTIVATION_KINDS: dict[type[nn.Module], str] = {
 
 DEFAULT_PACK_MAX_NUMEL = 1 << 20
 """Tensors up to this many elements are packed and reduced together; larger ones one by one."""
+
+WORKER_DRAIN_SECONDS = 10.0
+"""The longest `flush` and `close` wait for the statistics worker's saved steps in flight."""
 
 
 @dataclass
@@ -86,6 +90,8 @@ class _Group:
     tracked: int = 0
     n_params: int = 0
     layout: torch_stats._Layout | None = None
+    slot: int = 0
+    """The layout's snapshot buffer this step is loaded into (see `StatsWorker`)."""
 
 
 @dataclass
@@ -99,6 +105,11 @@ class _Pending:
     """float64 device tensors: raw moments [T_i, RAW] of each group, in `ids` order."""
     units: dict[tuple[str, int], torch.Tensor]
     hists: dict[int, torch.Tensor]
+    groups: list[_Group] = field(default_factory=list)
+    """Loaded packed buffers still to reduce (`Hook._reduce`): then their rows join `parts`."""
+    unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
+    """(tensor id, activation kind, float32 copy) of the Tier-1 per-unit vectors still to compute."""
+    tier1: bool = False
 
 
 @dataclass
@@ -146,8 +157,16 @@ class Hook:
         self._acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
         self._acts_raw: list[tuple[int, int, torch.Tensor]] = []
         self._units: dict[tuple[str, int], torch.Tensor] = {}
+        self._unit_inputs: list[tuple[int, str, torch.Tensor]] = []
         self._hists: dict[int, torch.Tensor] = {}
         self._pending: _Pending | None = None
+        self._worker: StatsWorker | None = None
+        """Reduces saved steps of CPU tensors off the training thread (created on the first such step)."""
+        self._jobs = 0
+        self._staged_slot = 0
+        self._skipped_step = -1
+        self.skipped_steps = 0
+        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
         self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
         self._predictions: dict[tuple[str, str], _PredStream] = {}
         self._pred_ready: list[tuple[int, str, str, dict[int, Any]]] = []
@@ -179,7 +198,10 @@ class Hook:
 
     def is_saved_step(self, step: int | None = None) -> bool:
         """Return whether `step` (default: the step in progress) is a saved step."""
-        return self.config is not None and ((self.step if step is None else step) % self.config.save_interval) == 0
+        return (
+            self.config is not None
+            and ((self.step if step is None else step) % self.config.save_interval) == 0
+        )
 
     def _tier1(self, step: int) -> bool:
         assert self.config is not None
@@ -201,6 +223,19 @@ class Hook:
         self._remove_handles()
         self._pending = None
         self._staged = None
+        if self._worker is not None:
+            self._worker.stop()  # what it still holds is dropped; what it wrote stays
+
+    @property
+    def worker_cpu_seconds(self) -> float:
+        """CPU seconds the statistics worker thread has spent so far (0 without one)."""
+        return 0.0 if self._worker is None else self._worker.cpu_seconds
+
+    def _check_worker(self) -> None:
+        """On the training thread: turn a failure inside the statistics worker into a hook failure."""
+        failure = self._worker.error if self._worker is not None else None
+        if failure is not None and not self._failed:
+            self._fail(f"statistics worker ({failure[0]})", failure[1])
 
     # --- registration -----------------------------------------------------------------------------
     def register_module(self, module: nn.Module) -> None:
@@ -313,14 +348,16 @@ class Hook:
             )
             self._act_order += 1
         with torch.no_grad():
-            if self._tier1(self.step):
-                unit = torch_stats.unit_vector(output, act.kind)
-                if unit is not None:
-                    self._units[(unit[0], act.tid)] = unit[1]
             if output.numel() <= self.pack_max_numel:
                 copy = output.detach().to(torch.float32, copy=True)  # later in-place ops must not change it
                 self._acts_small.setdefault(output.device, []).append((act.tid, copy))
+                if self._tier1(self.step):
+                    self._unit_inputs.append((act.tid, act.kind, copy))  # computed with the reductions
             else:
+                if self._tier1(self.step):
+                    unit = torch_stats.unit_vector(output, act.kind)
+                    if unit is not None:
+                        self._units[(unit[0], act.tid)] = unit[1]
                 raw = torch_stats.reduce_large(output)
                 self._acts_raw.append((act.tid, output.numel(), raw))
                 if self._tier1(self.step):
@@ -340,6 +377,8 @@ class Hook:
         step = self.step
         self.step += 1
         self._in_iteration = False
+        if self._worker is not None:
+            self._check_worker()
         if not self.enabled:
             return
         try:
@@ -365,9 +404,44 @@ class Hook:
             g = groups[device] = _Group(self._packer(device))
         return g
 
+    def _use_worker(self) -> StatsWorker | None:
+        """The statistics worker when this step's tensors are all on CPU and the config allows one."""
+        assert self.config is not None
+        if not self.config.stats_worker or not all(p.param.device.type == "cpu" for p in self._params):
+            return None
+        if self._worker is None:
+            self._worker = StatsWorker(self.config.stats_in_flight)
+        return self._worker
+
+    def _skip(self, step: int) -> None:
+        """Drop saved step `step`: every snapshot buffer is still with the worker, and training must not wait."""
+        assert self._writer is not None
+        if not self.skipped_steps:
+            log.warning(
+                "trainguard: statistics worker still busy with %d saved steps; step %d skipped after %.3fs "
+                "(further skips are only counted: END.json skipped_steps)",
+                self.config.stats_in_flight if self.config else 0,
+                step,
+                self.config.max_block_seconds if self.config else 0,
+            )
+        self.skipped_steps += 1
+        self._writer.skipped_steps = self.skipped_steps
+        self._skipped_step = step
+        self._staged = None
+        self._acts_small = {}
+        self._acts_raw = []
+        self._units = {}
+        self._unit_inputs = []
+        self._hists = {}
+
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""
         assert self.config is not None and self._writer is not None
+        worker = self._use_worker()
+        if worker is not None and not worker.wait_for_room(self.config.max_block_seconds):
+            self._skip(step)
+            return
+        self._staged_slot = self._jobs % worker.max_in_flight if worker is not None else 0
         groups: dict[torch.device, _Group] = {}
         track = self.config.track_updates
         if self._small_params is None:
@@ -412,17 +486,23 @@ class Hook:
                 g.tensors.append(t)
         self._acts_small = {}
         for g in groups.values():
+            g.slot = self._staged_slot
             g.layout = g.packer.layout(tuple(g.numels))
-            g.packer.load(g.layout, g.tensors[g.n_params :], start=g.n_params)
+            g.packer.load(g.layout, g.tensors[g.n_params :], start=g.n_params, slot=g.slot)
             g.tensors = g.tensors[: g.n_params]
         self._staged = groups
         self._staged_step = step
 
     def _complete(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """Reduce the saved step on the device; the results stay there until `_finalize`."""
+        """Snapshot the weights and reduce the saved step: on the device (the results stay there until
+        `_finalize`), or for CPU tensors on the statistics worker, which also writes the step."""
         assert self.config is not None
+        if self._skipped_step == step:
+            return
         if self._staged is None or self._staged_step != step:
             self._stage(step)
+            if self._skipped_step == step:
+                return
         assert self._staged is not None
         tier1 = self._tier1(step)
         ids: list[int] = []
@@ -430,14 +510,8 @@ class Hook:
         parts: list[torch.Tensor] = []
         for g in self._staged.values():
             assert g.layout is not None
-            g.packer.load(g.layout, g.tensors, start=0)
-            raw = g.packer.reduce(g.layout, tracked=g.tracked)
-            parts.append(raw)
-            ids += g.ids
-            counts += g.numels
-            if tier1:
-                for tid, h in zip(g.ids, g.packer.histograms(g.layout, raw).unbind(0)):
-                    self._hists[tid] = h
+            g.packer.load(g.layout, g.tensors, start=0, slot=g.slot)
+            g.tensors = []
         for p in self._params:
             if p.tid is None or p.param.numel() <= self.pack_max_numel:
                 continue
@@ -457,16 +531,64 @@ class Hook:
             lr = optimizer.param_groups[0].get("lr")
             if lr is not None:
                 self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        self._pending = _Pending(step, ids, counts, parts, self._units, self._hists)
+        pending = _Pending(step, ids, counts, parts, self._units, self._hists)
+        pending.groups, pending.unit_inputs, pending.tier1 = (
+            list(self._staged.values()),
+            self._unit_inputs,
+            tier1,
+        )
         self._staged = None
         self._acts_raw = []
         self._units = {}
+        self._unit_inputs = []
         self._hists = {}
+        worker = self._use_worker()
+        if worker is None:
+            self._reduce(pending)
+            self._pending = pending
+            return
+        scalars, self._scalars = self._scalars, []
+        self._jobs += 1
+        worker.submit(f"step {step}", lambda: self._reduce_and_write(pending, scalars), slot=True)
+
+    def _reduce(self, pending: _Pending) -> None:
+        """Reduce the pending step's packed buffers (histograms and per-unit vectors on Tier-1 steps)."""
+        for g in pending.groups:
+            assert g.layout is not None
+            raw = g.packer.reduce(g.layout, tracked=g.tracked, slot=g.slot)
+            pending.parts.append(raw)
+            pending.ids += g.ids
+            pending.counts += g.numels
+            if pending.tier1:
+                for tid, h in zip(g.ids, g.packer.histograms(g.layout, raw, slot=g.slot).unbind(0)):
+                    pending.hists[tid] = h
+        for tid, kind, t in pending.unit_inputs:
+            unit = torch_stats.unit_vector(t, kind)
+            if unit is not None:
+                pending.units[(unit[0], tid)] = unit[1]
+        pending.groups = []
+        pending.unit_inputs = []
+
+    def _reduce_and_write(
+        self, pending: _Pending, scalars: list[tuple[int, int, float | torch.Tensor]]
+    ) -> None:
+        """The statistics worker's job: reduce one saved step, then write it with the scalars recorded before it.
+
+        Touches only the step's own objects, its packer (whose buffers and update history are the
+        worker's while it runs: steps come in order, each in its own slot) and the thread-safe writer.
+        """
+        with torch.no_grad():
+            self._reduce(pending)
+            self._write(pending, scalars)
 
     def _finalize(self) -> None:
         """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
         pending, self._pending = self._pending, None
         scalars, self._scalars = self._scalars, []
+        self._write(pending, scalars)
+
+    def _write(self, pending: _Pending | None, scalars: list[tuple[int, int, float | torch.Tensor]]) -> None:
+        """Copy a reduced step and scalars to the host in one copy and write them (training thread or worker)."""
         w = self._writer
         if w is None or w.disabled:
             return
@@ -484,7 +606,9 @@ class Hook:
             return host[offset - n : offset]
 
         if pending is not None and pending.parts:
-            raw = np.concatenate([take(t.numel()).reshape(-1, len(torch_stats.RAW_COLUMNS)) for t in pending.parts])
+            raw = np.concatenate(
+                [take(t.numel()).reshape(-1, len(torch_stats.RAW_COLUMNS)) for t in pending.parts]
+            )
             units = {k: take(v.numel()).astype(np.float32) for k, v in pending.units.items()}
             hists = {k: take(v.numel()).astype(np.float32) for k, v in pending.hists.items()}
             if pending.ids:
@@ -530,7 +654,9 @@ class Hook:
         except Exception as err:  # noqa: BLE001
             self._fail(f"record_scalar({name!r})", err)
 
-    def _add_scalar(self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str) -> None:
+    def _add_scalar(
+        self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str
+    ) -> None:
         assert self._writer is not None
         if isinstance(value, torch.Tensor):
             value = value.detach()
@@ -620,10 +746,23 @@ class Hook:
         return self._stop.reason()
 
     def flush(self) -> None:
-        """Write the pending step and scalars and hand the buffer to the uploader."""
+        """Write the pending step and scalars and hand the buffer to the uploader.
+
+        With a statistics worker, wait (at most `WORKER_DRAIN_SECONDS`) for its steps in flight first.
+        """
         if self._writer is None:
             return
         try:
+            worker = self._worker
+            if worker is not None and self.enabled:
+                if self._scalars:
+                    scalars, self._scalars = self._scalars, []
+                    worker.submit("scalars", lambda: self._write(None, scalars), slot=False)
+                if not worker.drain(WORKER_DRAIN_SECONDS):
+                    log.warning(
+                        "trainguard: statistics worker still busy after %.0fs at flush", WORKER_DRAIN_SECONDS
+                    )
+                self._check_worker()
             if self.enabled and (self._pending is not None or self._scalars):
                 self._finalize()
             self._writer.flush()
@@ -640,6 +779,13 @@ class Hook:
             self.flush()
         self._closed = True
         self._remove_handles()
+        if self._worker is not None:
+            if self._worker.in_flight and self._writer is not None:
+                self._writer.errors.append(
+                    f"statistics worker still held {self._worker.in_flight} saved steps after "
+                    f"{WORKER_DRAIN_SECONDS:.0f}s at close; they are not written"
+                )
+            self._worker.stop()
         if self._writer is not None:
             self._writer.close()
             atexit.unregister(self.close)

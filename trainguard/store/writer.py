@@ -97,6 +97,8 @@ class RankWriter:
         self._catalogue_dirty = False
         self._last_step: int | None = None
         self.errors: list[str] = []
+        self.skipped_steps = 0
+        """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
         self.disabled = False
         self.closed = False
         self.bytes_written = 0
@@ -327,6 +329,7 @@ class RankWriter:
             last_step=self._last_step,
             wall_time=self._clock(),
             errors=self.errors[-20:],
+            skipped_steps=self.skipped_steps,
         )
         deadline = time.monotonic() + self.config.close_timeout_seconds
         if self.disabled:

@@ -23,7 +23,8 @@ RTOL = 2e-5
 
 
 def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
-    """Tensors that exercise every column: signs, offsets, NaN, +-Inf, zeros, empty, constant, >2 rows."""
+    """Tensors that exercise every column: signs, offsets, NaN, +-Inf, zeros, empty, constant, >2 rows,
+    and extremes of 0 with and without real zeros (the padding check of `Packed.reduce`)."""
     g = torch.Generator().manual_seed(0)
     a = torch.randn(300, generator=g) * 3 + 1
     a[3] = float("nan")
@@ -33,7 +34,10 @@ def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
     d = torch.rand(2, 70, generator=g) + 2  # all positive: padding must not leak into min
     e = torch.full((600,), 0.1)  # constant: std must be 0, not rounding noise
     f = torch.ones(65) * 7 + torch.randn(65, generator=g) * 1e-3  # mean >> std
-    tensors = [a, torch.randn(5, generator=g), torch.zeros(7), b, torch.zeros(0), c, d, e, f]
+    r = torch.relu(torch.randn(100, generator=g))  # min 0 from real zeros: padding changes nothing
+    z = -torch.rand(70, generator=g) - 1
+    z[5] = 0.0  # max 0 from a real zero
+    tensors = [a, torch.randn(5, generator=g), torch.zeros(7), b, torch.zeros(0), c, d, e, f, r, z]
     return [t.to(dtype) for t in tensors]
 
 

@@ -59,19 +59,23 @@ def as_float32(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float32 else t.to(torch.float32)
 
 
-def _host_checks(abs_sums: torch.Tensor, sq: torch.Tensor, one_pass_dev: torch.Tensor) -> tuple[bool, bool]:
-    """Whether NaN/Inf must be counted element by element, and whether std needs a second pass.
+def _host_checks(
+    abs_sums: torch.Tensor, sq: torch.Tensor, one_pass_dev: torch.Tensor, padded_extremes: torch.Tensor
+) -> tuple[bool, bool, bool]:
+    """Whether NaN/Inf must be counted element by element, whether std needs a second pass, and
+    whether the zero padding may have become some tensor's min or max.
 
-    On accelerators both always run (branch-free, no sync). On CPU one host read decides: an
-    element that is NaN or Inf makes its tensor's |x| sum non-finite, so finite sums prove
-    both counts are zero; and the one-pass variance is kept where it holds enough of the mean square.
+    On accelerators all three always run (branch-free, no sync). On CPU one host read decides: an
+    element that is NaN or Inf makes its tensor's |x| sum non-finite, so finite sums prove both
+    counts are zero; the one-pass variance is kept where it holds enough of the mean square; and
+    padding zeros only matter in a padded tensor without zeros whose max or min came out as 0.
     """
     if abs_sums.device.type != "cpu":
-        return True, True
-    total, cancelled = torch.stack(
-        [abs_sums.sum(), (one_pass_dev < _ONE_PASS_VARIANCE_MIN * sq).any()]
+        return True, True, True
+    total, cancelled, padded = torch.stack(
+        [abs_sums.sum(), (one_pass_dev < _ONE_PASS_VARIANCE_MIN * sq).any(), padded_extremes.any()]
     ).tolist()
-    return not math.isfinite(total), bool(cancelled)
+    return not math.isfinite(total), bool(cancelled), bool(padded)
 
 
 def _counts_needed(abs_sums: torch.Tensor) -> bool:
@@ -113,6 +117,7 @@ class _Layout:
         self.pad = torch.tensor(
             [r * width - n for n, r in zip(numels, rows)], dtype=torch.float64, device=device
         )
+        self.padded = self.pad > 0
         self.row_counts = rows
         self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
         self.scratch = torch.empty(self.rows, width, dtype=torch.float32, device=device)
@@ -215,15 +220,22 @@ class Packed:
         torch.mv(scratch.mul_(2.0**126).ceil_().clamp_(max=1.0), lay.ones, out=rows[3])
         fresh = self._updates(lay, b, tracked, rows) if tracked else True
         s, a, q, nz, upd, dist = lay.per_tensor(rows.t()).unbind(1)
-        # the zero padding of each tensor's last row must not count as its min or max
-        tails = b.index_select(0, lay.last)
-        row_max = b.amax(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
-        row_min = b.amin(1).index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
-        extremes = lay.per_tensor(torch.stack([row_max, row_min.neg_()], 1), "max")
+        row_max, row_min = b.amax(1), b.amin(1)
+        extremes = lay.per_tensor(torch.stack([row_max, row_min.neg()], 1), "max")
         mx_t, mn_t = extremes[:, 0], extremes[:, 1].neg()
         mean = s / lay.n
         dev = q - s * mean
-        counts_needed, exact_variance_needed = _host_checks(a, q, dev)
+        # A padding zero can only have taken the place of a padded tensor's max (min) when that came
+        # out as 0 and the tensor itself holds no zero; otherwise its real extreme is 0 or beyond.
+        padded_extremes = ((mx_t == 0) | (mn_t == 0)) & lay.padded & (nz == lay.n)
+        counts_needed, exact_variance_needed, padding_counted = _host_checks(a, q, dev, padded_extremes)
+        if padding_counted:
+            # the extremes again, with each tensor's last row masked past its end
+            tails = b.index_select(0, lay.last)
+            row_max.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
+            row_min.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
+            extremes = lay.per_tensor(torch.stack([row_max, row_min.neg_()], 1), "max")
+            mx_t, mn_t = extremes[:, 0], extremes[:, 1].neg()
         if counts_needed:
             counts = torch.stack([b.isnan().sum(1), b.isinf().sum(1), (b == 0).sum(1)], 1)
             nan, inf, zero = lay.per_tensor(counts).unbind(1)

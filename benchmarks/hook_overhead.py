@@ -2,7 +2,7 @@
 
 One command, one table:
 
-    .venv/bin/python benchmarks/hook_overhead.py [--steps 1000] [--reps 5]
+    .venv/bin/python benchmarks/hook_overhead.py [--steps 1000] [--reps 5] [--threads 1] [--no-stats-worker]
 
 The model and loop are those of `shared/research/smdebug_probe.py`: MLP 32->256->256->10
 (76k parameters), batch 64, SGD, torch on one thread, 1000 steps. Our hook runs in this
@@ -12,6 +12,11 @@ All configurations of a process train in lockstep, `--block` steps each in rotat
 the load of this noisy shared 2-core VM falls on all of them alike; each repetition is a fresh
 run of `--steps` steps and the table shows medians over `--reps`. Bytes and objects are
 everything each hook wrote (segments, catalogue, run.json, END.json), per saved step.
+
+On CPU our hook reduces saved steps on a statistics worker thread (`stats_worker`); the table
+also gives that thread's CPU time per saved step (work moved off the training thread, which a
+fully loaded CPU still pays: compare a run under `taskset -c 0`) and the saved steps the hook
+skipped because the worker was still busy. `--no-stats-worker` reduces on the training thread.
 """
 
 from __future__ import annotations
@@ -52,6 +57,9 @@ class Result:
     """Loop seconds without a hook measured in the same process (for the peer's own ratio)."""
     bytes_per_run: list[int] = field(default_factory=list)
     objects_per_run: list[int] = field(default_factory=list)
+    worker_cpu_per_run: list[float] = field(default_factory=list)
+    """CPU seconds of our statistics worker thread per run."""
+    skipped_per_run: list[int] = field(default_factory=list)
 
 
 def build() -> tuple[nn.Module, nn.Module, torch.optim.Optimizer]:
@@ -99,6 +107,8 @@ class Trainer:
             size, count = disk_usage(self.out)
             self.result.bytes_per_run.append(size)
             self.result.objects_per_run.append(count)
+            self.result.worker_cpu_per_run.append(self.hook.worker_cpu_seconds)
+            self.result.skipped_per_run.append(self.hook.skipped_steps)
         shutil.rmtree(self.out, ignore_errors=True)
 
 
@@ -107,7 +117,14 @@ def disk_usage(path: Path) -> tuple[int, int]:
     return sum(p.stat().st_size for p in files), len(files)
 
 
-def run_ours(results: list[Result], collections: dict[str, tuple[str, ...] | None], *, steps: int, block: int) -> None:
+def run_ours(
+    results: list[Result],
+    collections: dict[str, tuple[str, ...] | None],
+    *,
+    steps: int,
+    block: int,
+    stats_worker: bool = True,
+) -> None:
     """One repetition: every configuration trains in lockstep, `block` steps at a time in rotating order,
     so the load of a shared machine falls on all of them alike."""
     trainers = []
@@ -115,7 +132,7 @@ def run_ours(results: list[Result], collections: dict[str, tuple[str, ...] | Non
         out = Path(tempfile.mkdtemp(prefix="tg-bench-"))
         hook = None
         if r.save_interval is not None:
-            settings: dict[str, object] = {"save_interval": r.save_interval}
+            settings: dict[str, object] = {"save_interval": r.save_interval, "stats_worker": stats_worker}
             if collections.get(r.label):
                 settings["collections"] = list(collections[r.label] or ())
             hook = tg.Hook(f"file://{out}/run", **settings)  # type: ignore[arg-type]
@@ -155,36 +172,65 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--block", type=int, default=50, help="steps each configuration runs before the next takes over")
+    ap.add_argument(
+        "--block", type=int, default=50, help="steps each configuration runs before the next takes over"
+    )
     ap.add_argument("--smdebug-python", default=str(ROOT / ".venv-smdebug" / "bin" / "python"))
     ap.add_argument("--skip-smdebug", action="store_true", help="only our hook (no peer venv needed)")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the probe uses 1)")
+    ap.add_argument(
+        "--no-stats-worker", action="store_true", help="reduce saved steps on the training thread"
+    )
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
 
     baseline = Result("no hook", None)
     ours = [
-        Result(f"trainguard ({label})", si)
-        for si in (10, 1)
-        for label in ("w+b+g+loss", "all collections")
+        Result(f"trainguard ({label})", si) for si in (10, 1) for label in ("w+b+g+loss", "all collections")
     ]
     collections = {r.label: (SAME_AS_PEER if "w+b+g" in r.label else None) for r in ours}
     Trainer(Result("warm-up", None), None, Path(tempfile.mkdtemp())).run(200)  # first-call costs of torch
     for _ in range(args.reps):
-        run_ours([baseline, *ours], collections, steps=args.steps, block=args.block)
+        run_ours(
+            [baseline, *ours],
+            collections,
+            steps=args.steps,
+            block=args.block,
+            stats_worker=not args.no_stats_worker,
+        )
 
     peers: list[Result] = []
     if not args.skip_smdebug:
         if not os.access(args.smdebug_python, os.X_OK):
-            raise SystemExit(f"{args.smdebug_python} is missing: run dev/smdebug-venv.sh first, or pass --skip-smdebug")
+            raise SystemExit(
+                f"{args.smdebug_python} is missing: run dev/smdebug-venv.sh first, or pass --skip-smdebug"
+            )
         peers = [
-            run_peer(args.smdebug_python, steps=args.steps, save_interval=si, reps=args.reps, block=args.block)
+            run_peer(
+                args.smdebug_python, steps=args.steps, save_interval=si, reps=args.reps, block=args.block
+            )
             for si in (10, 1)
         ]
 
     base_s = median(baseline.seconds)
-    print(f"# hook overhead: MLP 76k params, batch 64, SGD, {args.steps} steps, torch 1 thread, median of {args.reps}")
-    print(f"# no-hook loop: {base_s:.3f} s here; {median([t for p in peers for t in p.baseline]):.3f} s in the peer's venv")
-    header = ("configuration", "save_int", "step ms", "x no hook", "bytes/saved step", "objects/saved step")
+    print(
+        f"# hook overhead: MLP 76k params, batch 64, SGD, {args.steps} steps, torch {args.threads} thread(s), "
+        f"median of {args.reps}, statistics worker {'off' if args.no_stats_worker else 'on'}, "
+        f"load average {os.getloadavg()[0]:.2f} at the end"
+    )
+    print(
+        f"# no-hook loop: {base_s:.3f} s here; {median([t for p in peers for t in p.baseline]):.3f} s in the peer's venv"
+    )
+    header = (
+        "configuration",
+        "save_int",
+        "step ms",
+        "x no hook",
+        "bytes/saved step",
+        "objects/saved step",
+        "worker CPU ms/saved step",
+        "skipped saved steps",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     rows: dict[tuple[str, int | None], tuple[float, float]] = {}
@@ -202,6 +248,10 @@ def main() -> int:
             f"{ratio:.3f}",
             "-" if not saved else f"{per_bytes:,.0f}",
             "-" if not saved else f"{per_objects:.3f}",
+            f"{1000 * median([c / saved for c in r.worker_cpu_per_run]):.3f}"
+            if r.worker_cpu_per_run
+            else "-",
+            f"{median([float(k) for k in r.skipped_per_run]):.0f} of {saved}" if r.skipped_per_run else "-",
         )
         print("| " + " | ".join(cells) + " |")
     print()

@@ -215,9 +215,10 @@ class Packed:
         torch.mv(b, lay.ones, out=rows[0])
         torch.linalg.vector_norm(b, dim=1, out=rows[2]).square_()
         torch.mv(torch.abs(b, out=scratch), lay.ones, out=rows[1])
-        # 1 for every non-zero (denormals included: ceil lifts them to 1), 0 for zeros, NaN stays NaN;
-        # vectorised float ops, where sign() and comparisons are not on CPU
-        torch.mv(scratch.mul_(2.0**126).ceil_().clamp_(max=1.0), lay.ones, out=rows[3])
+        # sign(|x|): 1 for every non-zero (denormals included), 0 for zeros -- and for NaN, whose
+        # counts (zeros included) come from the element-wise path below whenever a NaN is present.
+        # One vectorised pass, where comparisons are not vectorised on CPU.
+        torch.mv(scratch.sign_(), lay.ones, out=rows[3])
         fresh = self._updates(lay, b, tracked, rows) if tracked else True
         s, a, q, nz, upd, dist = lay.per_tensor(rows.t()).unbind(1)
         row_max, row_min = b.amax(1), b.amin(1)

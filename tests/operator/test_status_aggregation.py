@@ -148,3 +148,33 @@ def test_a_job_deleted_before_it_finished_fails_but_a_finished_one_does_not() ->
     assert gone.deleted and status.job_phase(gone) == Phase.FAILED and gone.reason == "JobDeleted"
     done = {"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
     assert not status.summarize_job(done, deleted=True).deleted
+
+
+def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
+    return api.DebugJob(
+        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 1},
+        spec=api.DebugJobSpec(
+            template={"spec": {"containers": [{"name": "trainer"}]}},
+            capture=api.CaptureSpec(uri="file:///tmp/x"),
+        ),
+        status=api.DebugJobStatus(phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2)),
+    )
+
+
+def test_without_spec_rules_the_default_set_acts_as_the_sidecar_runs_it() -> None:
+    # The sidecar runs the default set when spec.rules is empty, and writes the stop file on
+    # exploding_tensor; the operator must suspend the whole Job then, not only notify.
+    dj = _dj_without_rules({"rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40))})
+    decision = status.decide(dj, now=NOW)
+    assert decision.stop is not None and decision.stop.name == "exploding_tensor"
+    assert decision.phase == Phase.STOPPED and decision.notify == []
+    listed = {r["name"]: (r["state"], r["action"]) for r in decision.status["rules"]}
+    assert listed["exploding_tensor"] == ("IssuesFound", "stop")
+    assert listed["loss_spike"] == ("InProgress", "notify"), "every default rule is listed before any report"
+
+
+def test_without_spec_rules_a_notify_rule_of_the_default_set_only_notifies() -> None:
+    dj = _dj_without_rules({"rank-00000": _report(9, dead_relu=(RuleState.ISSUES_FOUND, 9))})
+    decision = status.decide(dj, now=NOW)
+    assert decision.stop is None and [r.name for r in decision.notify] == ["dead_relu"]
+    assert decision.phase == Phase.RUNNING

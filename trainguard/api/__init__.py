@@ -1,7 +1,8 @@
 """The API: pydantic models of the DebugJob spec and status, and the closed sets they use.
 
 Owns: `enums` (phases, conditions, severities, actions, collections, rule states), the rules
-configuration schema shared by the rules file and `spec.rules`, and the DebugJob models from
+configuration schema shared by the rules file and `spec.rules`, the default rule set (names and
+actions, shared by the evaluator and the operator), and the DebugJob models from
 which the CRD is generated. Imports nothing of ours but `trainguard.errors`; every other
 subpackage may import it. Nothing here performs I/O.
 """

@@ -2,7 +2,8 @@
 
 Called by the DebugJob handler with the object it just received; returns what to write and which
 rule transitions need an action. No API calls and no clock (`now` comes in), so every rule of the
-status contract is tested without a cluster. The action of a rule is always the one in the spec:
+status contract is tested without a cluster. The action of a rule is always the one in the spec
+(or, when the spec lists no rules, the default set's, which is what the sidecars then run):
 whatever a pod claims is ignored. Terminal phases (Stopped, Succeeded, Failed) never change.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainguard.api import debugjob as api
+from trainguard.api import default_rules
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
 
@@ -32,8 +34,13 @@ REASON_INVALID_SPEC = "InvalidSpec"
 
 
 def rule_actions(rules: Iterable[RuleSpec]) -> dict[str, Action]:
-    """Return the spec's action per rule name. Rules the spec does not list (the default set) only notify."""
-    return {r.key: r.action for r in rules}
+    """Return the action per rule name of the rules that run: the spec's, or the default set's when it lists none.
+
+    An empty `spec.rules` makes every sidecar run the default set (`trainguard.api.default_rules`),
+    so its actions are the ones to act on (`exploding_tensor` stops). A reported rule the spec
+    does not list only notifies, whatever the pod claims.
+    """
+    return {r.key: r.action for r in default_rules.effective_specs(list(rules))}
 
 
 def aggregate_rules(reports: Mapping[str, api.RankReport], rules: list[RuleSpec]) -> list[api.RuleStatus]:

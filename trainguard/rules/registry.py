@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from trainguard.api.enums import Action, Collection
+from trainguard.api import default_rules as default_rule_set
+from trainguard.api.enums import Collection
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.rules import (
@@ -73,28 +74,10 @@ SAGEMAKER_ALIASES: dict[str, str] = {
     "".join(part.title() for part in name.split("_")): name for name in BUILTINS
 } | {"StalledTrainingRule": "stalled_training"}
 
-DEFAULT_SET: tuple[tuple[str, Action], ...] = (
-    ("exploding_tensor", Action.STOP),
-    ("vanishing_gradient", Action.NOTIFY),
-    ("exploding_gradient", Action.NOTIFY),
-    ("dead_relu", Action.NOTIFY),
-    ("saturated_activation", Action.NOTIFY),
-    ("poor_weight_initialization", Action.NOTIFY),
-    ("unchanged_tensor", Action.NOTIFY),
-    ("weight_update_ratio", Action.NOTIFY),
-    ("loss_not_decreasing", Action.NOTIFY),
-    ("overfit", Action.NOTIFY),
-    ("overtraining", Action.NOTIFY),
-    ("loss_spike", Action.NOTIFY),
-    ("oscillating_loss", Action.NOTIFY),
-    ("class_imbalance", Action.NOTIFY),
-    ("stalled_training", Action.NOTIFY),
-    ("auc_drop", Action.NOTIFY),
-)
-"""The rules that run without a rules file. `all_zero`, `tensor_variance` and `threshold` are
-watchpoints that need to be told what to watch, so they are not in it; nor is `auc_resolution`,
-a check of the bucket resolution that is worth asking for. `auc_drop` is a no-op without
-prediction streams and stays quiet on healthy ones (tests/rules/test_auc_drop_stays_quiet_on_healthy_predictions.py)."""
+DEFAULT_SET = default_rule_set.DEFAULT_SET
+"""The rules that run without a rules file, and their actions. The list lives in
+`trainguard.api.default_rules`, so the operator (which never imports this package) resolves the
+same actions when a DebugJob's `spec.rules` is empty."""
 
 
 def get(name: str) -> type[Rule]:
@@ -112,7 +95,7 @@ def get(name: str) -> type[Rule]:
 
 def default_rules() -> list[RuleSpec]:
     """Return the default rule set: `exploding_tensor` stops the job, the others notify."""
-    return [RuleSpec(type=name, action=action) for name, action in DEFAULT_SET]
+    return default_rule_set.default_specs()
 
 
 def _describe(err: dict[str, Any]) -> str:

@@ -51,11 +51,14 @@ def assert_columns_match(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True)
 
 
+@pytest.mark.parametrize("host_finish", [True, False], ids=["host-finish", "device-finish"])
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_packed_statistics_match_numpy_for_every_column(device: str, dtype: torch.dtype) -> None:
+def test_packed_statistics_match_numpy_for_every_column(
+    device: str, dtype: torch.dtype, host_finish: bool
+) -> None:
     tensors = [t.to(device) for t in sample_tensors(dtype)]
-    packed = torch_stats.Packed(torch.device(device), width=64)
+    packed = torch_stats.Packed(torch.device(device), width=64, host_finish=host_finish)
     layout = packed.layout(tuple(t.numel() for t in tensors))
     packed.load(layout, tensors)
     raw = torch_stats.to_host(packed.reduce(layout, tracked=0))
@@ -76,7 +79,9 @@ def test_large_tensor_statistics_match_numpy_for_every_column(device: str, dtype
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_histograms_match_numpy_on_both_paths(device: str, dtype: torch.dtype) -> None:
     tensors = [t.to(device) for t in sample_tensors(dtype)]
-    tensors.append(torch.tensor([1e-42, -3e-39, 2.0**-39, 2.0**23, 1e30]).to(device))  # denormals, clamped bins
+    tensors.append(
+        torch.tensor([1e-42, -3e-39, 2.0**-39, 2.0**23, 1e30]).to(device)
+    )  # denormals, clamped bins
     packed = torch_stats.Packed(torch.device(device), width=64)
     layout = packed.layout(tuple(t.numel() for t in tensors))
     packed.load(layout, tensors)
@@ -88,12 +93,13 @@ def test_histograms_match_numpy_on_both_paths(device: str, dtype: torch.dtype) -
         np.testing.assert_array_equal(torch_stats.to_host(got), w)
 
 
+@pytest.mark.parametrize("host_finish", [True, False], ids=["host-finish", "device-finish"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str) -> None:
+def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str, host_finish: bool) -> None:
     g = torch.Generator().manual_seed(1)
     params = [torch.randn(50, generator=g).to(device), torch.randn(8, 9, generator=g).to(device)]
     frozen = torch.randn(10, generator=g).to(device)
-    packed = torch_stats.Packed(torch.device(device), width=32)
+    packed = torch_stats.Packed(torch.device(device), width=32, host_finish=host_finish)
     histories = [torch_stats.new_history(p) for p in params]
     snapshots = [[p.clone() for p in params]]
     for step in range(4):
@@ -104,7 +110,9 @@ def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str) -
             torch_stats.to_host(packed.reduce(layout, tracked=2)), np.array([t.numel() for t in tensors])
         )
         large = torch_stats.finish(
-            np.stack([torch_stats.to_host(torch_stats.reduce_large(p, h)) for p, h in zip(params, histories)]),
+            np.stack(
+                [torch_stats.to_host(torch_stats.reduce_large(p, h)) for p, h in zip(params, histories)]
+            ),
             np.array([p.numel() for p in params]),
         )
         prev = snapshots[-2] if step else [None, None]
@@ -122,7 +130,12 @@ def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str) -
 def test_per_unit_vectors_match_numpy_with_units_on_dim_1(device: str, kind: str) -> None:
     g = torch.Generator().manual_seed(2)
     x = torch.randn(4, 6, 3, 5, generator=g) * 4
-    out = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[kind](x)
+    out = {
+        "relu": torch.relu,
+        "gelu": torch.nn.functional.gelu,
+        "sigmoid": torch.sigmoid,
+        "tanh": torch.tanh,
+    }[kind](x)
     result = torch_stats.unit_vector(out.to(device), kind)
     assert result is not None
     want = stats.unit_activity(out.numpy(), kind)

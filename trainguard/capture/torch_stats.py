@@ -59,27 +59,12 @@ def as_float32(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype == torch.float32 else t.to(torch.float32)
 
 
-def _host_checks(
-    abs_sums: torch.Tensor, sq: torch.Tensor, one_pass_dev: torch.Tensor, padded_extremes: torch.Tensor
-) -> tuple[bool, bool, bool]:
-    """Whether NaN/Inf must be counted element by element, whether std needs a second pass, and
-    whether the zero padding may have become some tensor's min or max.
-
-    On accelerators all three always run (branch-free, no sync). On CPU one host read decides: an
-    element that is NaN or Inf makes its tensor's |x| sum non-finite, so finite sums prove both
-    counts are zero; the one-pass variance is kept where it holds enough of the mean square; and
-    padding zeros only matter in a padded tensor without zeros whose max or min came out as 0.
-    """
-    if abs_sums.device.type != "cpu":
-        return True, True, True
-    total, cancelled, padded = torch.stack(
-        [abs_sums.sum(), (one_pass_dev < _ONE_PASS_VARIANCE_MIN * sq).any(), padded_extremes.any()]
-    ).tolist()
-    return not math.isfinite(total), bool(cancelled), bool(padded)
-
-
 def _counts_needed(abs_sums: torch.Tensor) -> bool:
-    """Whether NaN/Inf must be counted element by element (see `_host_checks`)."""
+    """Whether NaN/Inf must be counted element by element.
+
+    On accelerators always (branch-free, no sync). On CPU an element that is NaN or Inf makes
+    its tensor's |x| sum non-finite, so a finite sum proves both counts are zero.
+    """
     if abs_sums.device.type != "cpu":
         return True
     return not math.isfinite(float(abs_sums.sum()))
@@ -118,6 +103,10 @@ class _Layout:
             [r * width - n for n, r in zip(numels, rows)], dtype=torch.float64, device=device
         )
         self.padded = self.pad > 0
+        self.host_starts = np.asarray(starts, dtype=np.int64)
+        """First row of each tensor, for numpy's segment reductions (`np.add.reduceat`)."""
+        self.host_n = np.asarray(numels, dtype=np.float64)
+        self.host_pad = self.pad.cpu().numpy()
         self.row_counts = rows
         self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
         self.scratch = torch.empty(self.rows, width, dtype=torch.float32, device=device)
@@ -180,6 +169,9 @@ class Packed:
     device: torch.device
     width: int = 512
     max_layouts: int = 8
+    host_finish: bool = True
+    """On CPU, reduce the row moments per tensor in numpy (`_finish_on_host`); False takes the
+    accelerators' branch-free torch path there too (tests cover both on any machine)."""
     _layouts: OrderedDict[tuple[int, ...], _Layout] = field(default_factory=OrderedDict)
     _history: dict[tuple[int, ...], _History] = field(default_factory=dict)
 
@@ -215,43 +207,75 @@ class Packed:
         torch.mv(b, lay.ones, out=rows[0])
         torch.linalg.vector_norm(b, dim=1, out=rows[2]).square_()
         torch.mv(torch.abs(b, out=scratch), lay.ones, out=rows[1])
-        # sign(|x|): 1 for every non-zero (denormals included), 0 for zeros -- and for NaN, whose
-        # counts (zeros included) come from the element-wise path below whenever a NaN is present.
-        # One vectorised pass, where comparisons are not vectorised on CPU.
-        torch.mv(scratch.sign_(), lay.ones, out=rows[3])
+        on_host = self.host_finish and b.device.type == "cpu"
+        if on_host:
+            # sign(|x|): 1 for every non-zero (denormals included), 0 for zeros -- and for NaN, whose
+            # counts (zeros included) come from the element-wise path whenever a NaN is present.
+            # One vectorised pass, where comparisons are not vectorised on CPU.
+            torch.mv(scratch.sign_(), lay.ones, out=rows[3])
         fresh = self._updates(lay, b, tracked, rows) if tracked else True
-        s, a, q, nz, upd, dist = lay.per_tensor(rows.t()).unbind(1)
         row_max, row_min = b.amax(1), b.amin(1)
-        extremes = lay.per_tensor(torch.stack([row_max, row_min.neg()], 1), "max")
+        if on_host:
+            return torch.from_numpy(self._finish_on_host(lay, b, tracked, fresh, row_max, row_min))
+        # accelerators: every correction runs, branch-free, so nothing waits on the device
+        s, a, q, _, upd, dist = lay.per_tensor(rows.t()).unbind(1)
+        _mask_padding(lay, b, row_max, row_min)
+        extremes = lay.per_tensor(torch.stack([row_max, row_min.neg_()], 1), "max")
         mx_t, mn_t = extremes[:, 0], extremes[:, 1].neg()
         mean = s / lay.n
-        dev = q - s * mean
-        # A padding zero can only have taken the place of a padded tensor's max (min) when that came
-        # out as 0 and the tensor itself holds no zero; otherwise its real extreme is 0 or beyond.
-        padded_extremes = ((mx_t == 0) | (mn_t == 0)) & lay.padded & (nz == lay.n)
-        counts_needed, exact_variance_needed, padding_counted = _host_checks(a, q, dev, padded_extremes)
-        if padding_counted:
-            # the extremes again, with each tensor's last row masked past its end
-            tails = b.index_select(0, lay.last)
-            row_max.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
-            row_min.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
-            extremes = lay.per_tensor(torch.stack([row_max, row_min.neg_()], 1), "max")
-            mx_t, mn_t = extremes[:, 0], extremes[:, 1].neg()
-        if counts_needed:
-            counts = torch.stack([b.isnan().sum(1), b.isinf().sum(1), (b == 0).sum(1)], 1)
-            nan, inf, zero = lay.per_tensor(counts).unbind(1)
-            zero = zero - lay.pad
-        else:
-            nan = inf = torch.zeros_like(s)
-            zero = lay.n - nz
-        if exact_variance_needed:
-            d = b - mean.to(torch.float32).index_select(0, lay.owner)[:, None]
-            d.index_copy_(0, lay.last, d.index_select(0, lay.last).masked_fill(lay.tail_pad, 0.0))
-            dev = lay.per_tensor(torch.linalg.vector_norm(d, dim=1).square())
+        nan, inf, zero = lay.per_tensor(_row_counts(b)).unbind(1)
+        zero = zero - lay.pad
+        dev = lay.per_tensor(_row_dev_squares(lay, b, mean))
         untracked = lay.untracked_nan(tracked)
         upd = upd + (lay.all_nan if fresh else untracked)
         dist = dist + untracked
         return torch.stack([nan, inf, zero, mn_t, mx_t, s, a, q, dev, upd, dist], 1)
+
+    def _finish_on_host(
+        self,
+        lay: _Layout,
+        b: torch.Tensor,
+        tracked: int,
+        fresh: bool,
+        row_max: torch.Tensor,
+        row_min: torch.Tensor,
+    ) -> np.ndarray:
+        """CPU: the per-tensor reductions of the row moments in numpy, where a small-array op costs a
+        fraction of a torch op's dispatch; and the element-wise corrections only where they can matter.
+
+        NaN/Inf are counted element by element only when some |x| sum is non-finite (finite sums
+        prove both counts zero); std takes a second, exact pass only where the one-pass variance
+        keeps less than `_ONE_PASS_VARIANCE_MIN` of the mean square; and the zero padding is masked
+        out of min/max only for a padded tensor without zeros whose extreme came out as 0.
+        """
+        starts = lay.host_starts
+        n = lay.host_n
+        # Inf - Inf and 0/0 (empty tensors) give NaN, as they should
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            s, a, q, nz, upd, dist = np.add.reduceat(lay.row_sums.numpy().astype(np.float64), starts, axis=1)
+            mx = np.maximum.reduceat(row_max.numpy(), starts)
+            mn = np.minimum.reduceat(row_min.numpy(), starts)
+            if (((mx == 0) | (mn == 0)) & (lay.host_pad > 0) & (nz == n)).any():
+                _mask_padding(lay, b, row_max, row_min)
+                mx = np.maximum.reduceat(row_max.numpy(), starts)
+                mn = np.minimum.reduceat(row_min.numpy(), starts)
+            mean = s / n
+            dev = q - s * mean
+            if not np.isfinite(a.sum()):
+                nan, inf, zero = np.add.reduceat(_row_counts(b).numpy().astype(np.float64), starts, axis=0).T
+                zero = zero - lay.host_pad
+            else:
+                nan = inf = np.zeros_like(s)
+                zero = n - nz
+            if (dev < _ONE_PASS_VARIANCE_MIN * q).any():
+                rows = _row_dev_squares(lay, b, torch.from_numpy(mean)).numpy()
+                dev = np.add.reduceat(rows.astype(np.float64), starts)
+        untracked = np.where(np.arange(lay.count) < tracked, 0.0, np.nan)
+        upd = upd + (np.nan if fresh else untracked)
+        dist = dist + untracked
+        return np.stack(
+            [nan, inf, zero, mn.astype(np.float64), mx.astype(np.float64), s, a, q, dev, upd, dist], 1
+        )
 
     def _updates(self, lay: _Layout, b: torch.Tensor, tracked: int, rows: torch.Tensor) -> bool:
         """Fill rows[4:6] of the tracked rows of `b` with squared update and distance; return whether this is the first save."""
@@ -272,6 +296,26 @@ class Packed:
         codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
         counts = torch.bincount(codes.reshape(-1), minlength=lay.count * format.HIST_BINS)
         return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
+
+
+def _mask_padding(lay: _Layout, b: torch.Tensor, row_max: torch.Tensor, row_min: torch.Tensor) -> None:
+    """Redo the row extremes of each tensor's last row with the zero padding past its end masked out."""
+    tails = b.index_select(0, lay.last)
+    row_max.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, -torch.inf).amax(1))
+    row_min.index_copy_(0, lay.last, tails.masked_fill(lay.tail_pad, torch.inf).amin(1))
+
+
+def _row_counts(b: torch.Tensor) -> torch.Tensor:
+    """[R, 3] NaN, Inf and zero counts of each row (padding counts as zeros)."""
+    return torch.stack([b.isnan().sum(1), b.isinf().sum(1), (b == 0).sum(1)], 1)
+
+
+def _row_dev_squares(lay: _Layout, b: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+    """[R] sum over each row of (x - its tensor's mean)^2, padding excluded: the exact variance pass."""
+    d = b - mean.to(device=b.device, dtype=torch.float32).index_select(0, lay.owner)[:, None]
+    d.index_copy_(0, lay.last, d.index_select(0, lay.last).masked_fill(lay.tail_pad, 0.0))
+    norms: torch.Tensor = torch.linalg.vector_norm(d, dim=1)
+    return norms.square()
 
 
 def _exponent_bins(x: torch.Tensor) -> torch.Tensor:

@@ -11,14 +11,14 @@ from trainguard.rules.saturated_activation import SaturatedActivation
 from trainguard.rules.view import COL
 
 
-def test_dead_relu_fires_on_the_third_tier1_view_after_most_units_die() -> None:
+def test_dead_relu_fires_on_the_second_tier1_view_after_most_units_die() -> None:
     def die(d: StepData) -> None:
         key = ("active", "act/relu1")
         if d.step >= 300 and key in d.units:
             d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
 
     f = first(run(DeadRelu(), Stream(fault=die)))
-    assert (f.step, f.tensor) == (320, "act/relu1")  # Tier-1 views at 300, 310, 320
+    assert (f.step, f.tensor) == (310, "act/relu1")  # Tier-1 views at 300, 310
     assert f.message.startswith("act/relu1: 51 of 64 units (79.7%) are active on fewer than 1% of samples")
 
 
@@ -41,7 +41,7 @@ def test_dead_relu_respects_threshold_layer_from_a_sagemaker_config() -> None:
 
     assert run(DeadRelu(), Stream(steps=100, fault=some_die)) == []
     f = first(run(DeadRelu({"threshold_layer": "25.0"}), Stream(steps=100, fault=some_die)))
-    assert (f.step, f.tensor) == (20, "act/relu0")
+    assert (f.step, f.tensor) == (10, "act/relu0")  # Tier-1 views at 0, 10
 
 
 def test_saturated_activation_fires_per_unit_on_a_tanh_layer() -> None:

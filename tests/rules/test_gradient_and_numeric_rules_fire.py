@@ -74,8 +74,8 @@ def vanishing(d: StepData) -> None:
 
 def test_vanishing_gradient_fires_once_the_loss_stops_improving_naming_the_first_layer() -> None:
     f = first(run(VanishingGradient(), Stream(steps=200, fault=vanishing)))
-    # the loss gate needs 50 views without a new best, then 3 of 5 views
-    assert 50 <= f.step <= 60
+    # the loss gate needs 20 views without a new best, then 3 of 5 views
+    assert 20 <= f.step <= 30
     assert f.tensor == "grad/fc0.weight"
     assert "mean |gradient|" in f.message and "while the loss is not improving" in f.message
 
@@ -154,8 +154,8 @@ def test_weight_update_ratio_fires_when_the_learning_rate_is_far_too_low() -> No
             d.cols[f"fc{i}.weight"][COL["update_l2"]] *= 1e-5
 
     f = first(run(WeightUpdateRatio(), Stream(steps=120, fault=tiny_lr)))
-    assert 50 <= f.step <= 60 and f.tensor is not None and f.tensor.endswith(".weight")
-    assert "below the threshold 1e-5" in f.message and "raise the learning rate" in f.message
+    assert 20 <= f.step <= 30 and f.tensor is not None and f.tensor.endswith(".weight")
+    assert "below the threshold 1e-4" in f.message and "raise the learning rate" in f.message
 
 
 def test_weight_update_ratio_fires_when_updates_are_larger_than_the_weights() -> None:

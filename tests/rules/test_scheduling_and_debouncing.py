@@ -47,7 +47,7 @@ def test_start_step_skips_early_views_and_every_thins_the_rest() -> None:
 
 
 def test_views_a_rule_does_not_apply_to_do_not_break_its_k_of_n_run() -> None:
-    rule = DeadRelu()  # 3 of 3 Tier-1 views
+    rule = DeadRelu({"trigger_k": 3, "trigger_n": 3})
     dead = {("active", "act/relu0"): np.zeros(8)}
     fired = []
     for step in range(30):

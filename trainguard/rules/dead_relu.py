@@ -38,8 +38,8 @@ class DeadRelu(base.Rule):
             le=100,
             description="A layer is reported when more than this percent of its units are dead.",
         )
-        trigger_k: int = base.trigger_k(3)
-        trigger_n: int = base.trigger_n(3)
+        trigger_k: int = base.trigger_k(2)
+        trigger_n: int = base.trigger_n(2)
 
     def applies(self, view: StepView) -> bool:
         return signals.has_units(view, "active")

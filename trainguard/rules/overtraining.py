@@ -3,9 +3,10 @@
 Prechelt's criteria ("Early stopping - but when?", 1998) on eval points, averaged over strips of
 `strip_length` eval points: `up` (UP_s, the default) reports when the validation loss rose over
 `strips` successive strips; `gl` (GL_alpha) when it is more than `alpha` percent above its best.
-Validation losses are floored at a tenth of the first one, so noise on a loss near zero is no
-rise. `patience` is SageMaker's Overtraining (chosen automatically when its parameters are given):
-no improvement by `delta` for `patience_validation` (validation) or `patience_train` (train) eval points.
+Validation losses are floored at a tenth of the first training loss (the untrained model's), so
+noise on a loss near zero is no rise: 0.027 -> 0.033 on a run that started at 0.69 is not one.
+`patience` is SageMaker's Overtraining (chosen automatically when its parameters are given): no
+improvement by `delta` for `patience_validation` (validation) or `patience_train` (train) eval points.
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ class Overtraining(base.Rule):
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overtraining.Params = self.params  # type: ignore[assignment]
-        if p.criterion == "patience":
+        if p.criterion == "patience" or self.floor.first is None:
             self.train.push(view)
+        if self.train.last is not None and self.floor.first is None:
+            self.floor(self.train.last)  # the floor is a fraction of the first *training* loss
         val = self.read_val(view) if view.eval_scalars else None
         if val is None or not math.isfinite(val):
             return []

@@ -320,7 +320,7 @@ class GatedParams(base.Params):
         "does): the symptom alone is common in healthy runs. Without any loss in the run the gate stays open.",
     )
     gate_patience: int = Field(
-        default=50,
+        default=20,
         ge=1,
         description="The loss counts as improving while its EMA set a new best within this many views.",
     )

@@ -27,7 +27,10 @@ class WeightUpdateRatio(base.Rule):
 
     class Params(signals.GatedParams):
         small_threshold: float = Field(
-            default=1e-5, ge=0, description="Median update ratio below which the model barely learns."
+            default=1e-4,
+            ge=0,
+            description="Median update ratio below which the model barely learns (healthy benchmark runs stay above "
+            "1e-3 between saved steps; an LR 1e4x too small sits at 3e-5).",
         )
         large_threshold: float = Field(
             default=1.0, gt=0, description="Median update ratio above which updates are too large."

@@ -51,7 +51,7 @@ def _epochs(views: Sequence[StepView]) -> list[Epoch]:
         if "accuracy" in v.scalars:
             accs.append(float(v.scalars["accuracy"]))
         if v.eval_scalars:
-            mean = lambda xs: float(np.mean(xs)) if xs else math.nan  # noqa: E731
+            mean = lambda xs: float(np.mean(xs)) if xs else math.nan
             out.append(Epoch(v, last_stats, mean(losses), mean(accs)))
             losses, accs = [], []
     return out
@@ -155,9 +155,13 @@ def deepdiagnosis(views: Sequence[StepView], *, n: int = 5) -> list[Alarm]:
             m = v.meta[r]
             name = v.names[r]
             # Dead node: fraction of outputs <= 0 >= 0.7 (ReLU outputs <= 0 are exactly the zeros).
-            if m.activation == "relu" and i == len(epochs) - 1:
-                if v.stats[r, COL["zero"]] / max(v.stats[r, COL["count"]], 1) >= 0.7:
-                    return [Alarm(step, "dead node", _layer(name))]
+            last = i == len(epochs) - 1
+            if (
+                m.activation == "relu"
+                and last
+                and v.stats[r, COL["zero"]] / max(v.stats[r, COL["count"]], 1) >= 0.7
+            ):
+                return [Alarm(step, "dead node", _layer(name))]
             # Saturation: DD tests pre-activations |z| >= 5 on > 50%; we read the per-unit saturated fraction
             # (sigmoid output < 0.01 or > 0.99, |z| > 4.6) averaged over units, on Tier-1 steps.
             sat = v.units.get(("saturated", name))
@@ -229,7 +233,13 @@ def umlaut(views: Sequence[StepView]) -> list[Alarm]:
         if not math.isfinite(loss):
             alarms.append(Alarm(step, "NaN loss"))
         val = ev.eval_scalars.get("val_loss")
-        if val is not None and prev_val is not None and prev_train is not None and val > prev_val and loss <= prev_train:
+        if (
+            val is not None
+            and prev_val is not None
+            and prev_train is not None
+            and val > prev_val
+            and loss <= prev_train
+        ):
             alarms.append(Alarm(step, "overfitting"))
         vacc = ev.eval_scalars.get("val_accuracy")
         tacc = ep.accuracy

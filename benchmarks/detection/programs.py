@@ -80,7 +80,9 @@ class Truth:
     losses: list[float] = field(default_factory=list)
 
 
-def _dataset(p: Program, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _dataset(
+    p: Program, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     dim = 32
     if p.dataset == "blobs":
         k = 2
@@ -108,6 +110,18 @@ def _dataset(p: Program, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
     return xtr * p.input_scale, ytr, xva * p.input_scale, yva, k
 
 
+def init_std(p: Program, fan_in: int, fan_out: int) -> float:
+    """Std of a kernel's initial weights: He, Glorot or a fixed 0.1 ("small"), times `init_scale`."""
+    std = math.sqrt(2 / fan_in) if p.init == "he" else math.sqrt(2 / (fan_in + fan_out))
+    return (0.1 if p.init == "small" else std) * p.init_scale
+
+
+def init_bias(p: Program, layer: int, layers: int) -> float:
+    """Initial bias of a layer: `bias_init` on the hidden layers it names, 0 on the output layer."""
+    chosen = p.bias_init_layer is None or p.bias_init_layer == layer
+    return p.bias_init if chosen and layer < layers - 1 else 0.0
+
+
 def _act(z: np.ndarray, kind: str) -> np.ndarray:
     if kind == "relu":
         return np.maximum(z, 0)
@@ -128,7 +142,11 @@ def _lr(p: Program, step: int) -> float:
     lr = p.lr
     if p.schedule == "warmup_cosine":
         warm = p.steps // 10
-        lr = p.lr * (step + 1) / warm if step < warm else p.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / (p.steps - warm)))
+        lr = (
+            p.lr * (step + 1) / warm
+            if step < warm
+            else p.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / (p.steps - warm)))
+        )
     if p.lr_change_at is not None and step >= p.lr_change_at:
         lr *= p.lr_change_factor
     return lr
@@ -147,11 +165,12 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
     ws, bs = [], []
     for i in range(len(sizes) - 1):
         fan_in, fan_out = sizes[i], sizes[i + 1]
-        std = math.sqrt(2 / fan_in) if p.init == "he" else math.sqrt(2 / (fan_in + fan_out))
-        if p.init == "small":
-            std = 0.1
-        w = rng.normal(0, std * p.init_scale, (fan_in, fan_out)) if p.init != "zeros" else np.zeros((fan_in, fan_out))
-        b = np.full(fan_out, p.bias_init if (p.bias_init_layer is None or p.bias_init_layer == i) and i < len(sizes) - 2 else 0.0)
+        w = (
+            rng.normal(0, init_std(p, fan_in, fan_out), (fan_in, fan_out))
+            if p.init != "zeros"
+            else np.zeros((fan_in, fan_out))
+        )
+        b = np.full(fan_out, init_bias(p, i, len(sizes) - 1))
         ws.append(w)
         bs.append(b)
     names = [f"fc{i}" for i in range(len(ws))]
@@ -168,7 +187,9 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
     if p.freeze_layer is not None:
         truth.inject_step = p.freeze_from
     dead_onset = None
-    with trainguard.Recorder(out, save_interval=save_interval, flush_every_steps=1000, flush_interval_seconds=60) as rec:
+    with trainguard.Recorder(
+        out, save_interval=save_interval, flush_every_steps=1000, flush_interval_seconds=60
+    ) as rec:
         for step in range(p.steps):
             idx = rng.integers(0, xtr.shape[0], p.batch)
             x, y = xtr[idx], ytr[idx]
@@ -216,8 +237,12 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
                 for i, name in enumerate(names):
                     rec.record_tensor(f"{name}.weight", ws[i], collection="weights", module=name, order=i)
                     rec.record_tensor(f"{name}.bias", bs[i], collection="biases", module=name, order=i)
-                    rec.record_tensor(f"grad/{name}.weight", grads[i][0], collection="gradients", module=name, order=i)
-                    rec.record_tensor(f"grad/{name}.bias", grads[i][1], collection="gradients", module=name, order=i)
+                    rec.record_tensor(
+                        f"grad/{name}.weight", grads[i][0], collection="gradients", module=name, order=i
+                    )
+                    rec.record_tensor(
+                        f"grad/{name}.bias", grads[i][1], collection="gradients", module=name, order=i
+                    )
                     if i < len(ws) - 1:
                         rec.record_tensor(
                             f"act/{name}", acts[i + 1], collection="activations", module=name,
@@ -252,12 +277,20 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
                         m += 0.1 * gr
                         vv *= 0.999
                         vv += 0.001 * gr * gr
-                        param -= lr * (m / (1 - 0.9 ** (step + 1))) / (np.sqrt(vv / (1 - 0.999 ** (step + 1))) + 1e-8)
+                        param -= (
+                            lr
+                            * (m / (1 - 0.9 ** (step + 1)))
+                            / (np.sqrt(vv / (1 - 0.999 ** (step + 1))) + 1e-8)
+                        )
             if step % eval_every == eval_every - 1 or step == p.steps - 1:
                 h = xva
                 for i, (w, b) in enumerate(zip(ws, bs)):
                     z = h @ w + b
-                    h = _act(z, p.activation) if i < len(ws) - 1 else (np.maximum(z, 0) if p.wrong_output else z)
+                    h = (
+                        _act(z, p.activation)
+                        if i < len(ws) - 1
+                        else (np.maximum(z, 0) if p.wrong_output else z)
+                    )
                 with np.errstate(over="ignore", invalid="ignore"):
                     sh = h - h.max(axis=1, keepdims=True)
                     pr = np.exp(sh) / np.exp(sh).sum(axis=1, keepdims=True)

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from benchmarks.detection import baselines, programs
+from benchmarks.detection import baselines, programs, torch_programs
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
@@ -58,23 +58,35 @@ RULE_CATEGORY = {
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),
-# evaluated only on the steps SageMaker saves by default (every 500 steps).
+# evaluated only on the steps SageMaker saves by default (every 500 steps). SageMaker neither
+# debounces (k of n) nor gates on the loss, so both are turned off where our rule classes have them.
+_SM_ONCE = {"trigger_k": 1, "trigger_n": 1}
+_SM_UNGATED = {**_SM_ONCE, "gate_on_loss": False}
 SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
     {"type": "exploding_tensor", "action": "stop"},
-    {"type": "vanishing_gradient", "params": {"threshold": 1e-7}},
-    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0}},
-    {"type": "saturated_activation"},
-    {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8}},
-    {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1}},
-    {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1}},
+    {"type": "vanishing_gradient", "params": {"threshold": 1e-7, **_SM_UNGATED}},
+    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_ONCE}},
+    {"type": "saturated_activation", "params": _SM_ONCE},
+    {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8, **_SM_UNGATED}},
+    {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1, "patience": 1,
+                                               "ignore_below_fraction": None}},
+    {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False}},
     {"type": "overtraining", "params": {"patience_train": 5, "patience_validation": 10, "delta": 0.01}},
     {"type": "poor_weight_initialization"},
     {"type": "all_zero"},
-    {"type": "unchanged_tensor", "params": {"num_steps": 3}},
-]
+    {"type": "unchanged_tensor", "params": {"num_steps": 3, "rtol": 1e-5, "atol": 1e-8}},
+]  # fmt: skip
 SAGEMAKER_SAVE_INTERVAL = 500
 
-TWIN = {"F3": "H5_sigmoid_shallow", "F4": "H6_tanh", "F7": "H7_wide", "F8": "H7_wide", "F13": "H8_deep_relu", "F16": "H4_blobs"}
+TORCH_PREFIX = "torch_"
+TWIN = {
+    "F3": "H5_sigmoid_shallow",
+    "F4": "H6_tanh",
+    "F7": "H7_wide",
+    "F8": "H7_wide",
+    "F13": "H8_deep_relu",
+    "F16": "H4_blobs",
+}
 
 
 @dataclass
@@ -93,7 +105,8 @@ class Outcome:
 def _train_one(args: tuple[programs.Program, int, str]) -> programs.Truth:
     prog, seed, root = args
     path = os.path.join(root, f"{prog.name}-s{seed}")
-    return programs.train(prog, seed, out="file://" + path)
+    trainer = torch_programs.train if prog.name.startswith(TORCH_PREFIX) else programs.train
+    return trainer(prog, seed, out="file://" + path)
 
 
 def load_views(root: str, truth: programs.Truth) -> list[StepView]:
@@ -117,7 +130,7 @@ def evaluate_rules(specs: Sequence[RuleSpec], views: Sequence[StepView], *, ever
         for spec, rule in rules:
             try:
                 found = rule.update(v)
-            except Exception:  # noqa: BLE001 - a rule error counts as no alarm, as in the evaluator
+            except Exception:  # noqa: BLE001, S112 - a rule error counts as no alarm, as in the evaluator
                 continue
             for f in found:
                 if f.severity.rank < Severity.WARNING.rank:
@@ -133,7 +146,9 @@ def evaluate_rules(specs: Sequence[RuleSpec], views: Sequence[StepView], *, ever
     return out
 
 
-def evaluate_baseline(fn: Callable[..., list[baselines.Alarm]], views: Sequence[StepView], truth: programs.Truth) -> Outcome:
+def evaluate_baseline(
+    fn: Callable[..., list[baselines.Alarm]], views: Sequence[StepView], truth: programs.Truth
+) -> Outcome:
     kwargs = {"planned_epochs": max(truth.steps // 25, 1)} if fn is baselines.autotrainer else {}
     alarms = fn(views, **kwargs)
     out = Outcome()
@@ -159,7 +174,8 @@ def label_harm(truths: list[programs.Truth]) -> None:
         fault = ts[0].fault
         if fault is None:
             continue
-        twin = TWIN.get(fault, "H1_relu_momentum")
+        prefix = TORCH_PREFIX if name.startswith(TORCH_PREFIX) else ""
+        twin = prefix + TWIN.get(fault, "H1_relu_momentum")
         twin_acc = [t.final_val_acc for t in by_prog.get(twin, [])]
         fault_acc = [t.final_val_acc for t in ts]
         if not twin_acc:
@@ -220,7 +236,9 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
 def per_rule_table(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome],
                    intended: dict[str, tuple[str, ...]]) -> dict[str, dict[str, float]]:  # fmt: skip
     """Precision/recall/F1 of each rule against the faults it is meant to diagnose."""
-    rules = sorted({r for o in outcomes.values() for r in o.rules} | {r for v in intended.values() for r in v})
+    rules = sorted(
+        {r for o in outcomes.values() for r in o.rules} | {r for v in intended.values() for r in v}
+    )
     out = {}
     for rule in rules:
         fired = [t for t in truths if rule in outcomes[(t.program, t.seed)].rules]
@@ -228,7 +246,11 @@ def per_rule_table(truths: list[programs.Truth], outcomes: dict[tuple[str, int],
         tp = [t for t in fired if t.should_stop and rule in intended.get(t.program, ())]
         precision = len(tp) / len(fired) if fired else math.nan
         recall = len(tp) / len(positives) if positives else math.nan
-        f1 = 2 * precision * recall / (precision + recall) if precision and recall and precision + recall > 0 else math.nan
+        f1 = (
+            2 * precision * recall / (precision + recall)
+            if precision and recall and precision + recall > 0
+            else math.nan
+        )
         healthy_fired = sum(1 for t in fired if t.fault is None)
         out[rule] = {"fired": len(fired), "positives": len(positives), "precision": precision, "recall": recall,
                      "f1": f1, "healthy_fired": healthy_fired}  # fmt: skip
@@ -256,39 +278,61 @@ def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
         pc = r["per_category"]
         for c in cats:
             d = pc.get(c)  # type: ignore[union-attr]
-            line += f"{'-':>11}" if d is None else f"{_fmt(d['recall'], True) + '/' + _fmt(d['median_delay_steps']):>11}"
+            line += (
+                f"{'-':>11}"
+                if d is None
+                else f"{_fmt(d['recall'], True) + '/' + _fmt(d['median_delay_steps']):>11}"
+            )
         print(line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6, help="seeds per program (even: calibration, odd: report)")
+    ap.add_argument(
+        "--torch-seeds", type=int, default=4, help="seeds per PyTorch program (0: no PyTorch block)"
+    )
     ap.add_argument("--quick", action="store_true", help="a few programs, two seeds (CI smoke run)")
     ap.add_argument("--programs", default="", help="comma-separated program names to run (default: all)")
     ap.add_argument("--json", default="benchmarks/detection/results.json", help="where to write the figures")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--keep", default="", help="keep the recorded runs in this directory")
+    ap.add_argument("--keep", default="", help="keep the recorded runs (and truths.json) in this directory")
+    ap.add_argument("--reuse", default="", help="score the runs kept in this directory instead of training")
     args = ap.parse_args(argv)
 
     progs = programs.catalogue()
+    torch_progs = torch_programs.catalogue() if args.torch_seeds else []
     if args.programs:
         wanted = set(args.programs.split(","))
         progs = [p for p in progs if p.name in wanted]
+        torch_progs = [p for p in torch_progs if p.name in wanted]
     if args.quick:
         quick = {"F1_lr_x100", "F3_vanishing_sigmoid", "F5_dead_relu_bias", "F13_deep_relu_x3", "H1_relu_momentum",
                  "N1_sparse_relu", "N3_warmup_cosine", "H5_sigmoid_shallow"}  # fmt: skip
         progs = [p for p in progs if p.name in quick]
+        torch_progs = [p for p in torch_progs if p.name.removeprefix(TORCH_PREFIX) in quick]
         args.seeds = min(args.seeds, 2)
-    root = args.keep or tempfile.mkdtemp(prefix="trainguard-detect-")
+        args.torch_seeds = min(args.torch_seeds, 2)
+    root = args.reuse or args.keep or tempfile.mkdtemp(prefix="trainguard-detect-")
     os.makedirs(root, exist_ok=True)
     t0 = time.perf_counter()
-    jobs = [(p, s, root) for p in progs for s in range(args.seeds)]
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        truths = list(pool.map(_train_one, jobs, chunksize=2))
+    if args.reuse:
+        seeds = {p.name: args.seeds for p in progs} | {p.name: args.torch_seeds for p in torch_progs}
+        with open(os.path.join(root, "truths.json")) as fh:
+            truths = [programs.Truth(**t) for t in json.load(fh) if t["seed"] < seeds.get(t["program"], 0)]
+    else:
+        # torch runs first: they are the slowest, so the pool ends on short numpy runs
+        jobs = [(p, s, root) for p in torch_progs for s in range(args.torch_seeds)]
+        jobs += [(p, s, root) for p in progs for s in range(args.seeds)]
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            truths = list(pool.map(_train_one, jobs, chunksize=2))
+        if args.keep:
+            with open(os.path.join(root, "truths.json"), "w") as fh:
+                json.dump([asdict(t) for t in truths], fh)
     t_train = time.perf_counter() - t0
     label_harm(truths)
-    intended = {p.name: p.intended_rules for p in progs}
-    affected = {p.name: p.affected_layer for p in progs}
+    intended = {p.name: p.intended_rules for p in (*progs, *torch_progs)}
+    affected = {p.name: p.affected_layer for p in (*progs, *torch_progs)}
 
     ours_specs = registry.default_rules()
     sm_specs = []
@@ -312,13 +356,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, fn in detectors.items():
             outcomes[name][(t.program, t.seed)] = fn(views, t)
     t_eval = time.perf_counter() - t1
-    if not args.keep:
+    if not (args.keep or args.reuse):
         shutil.rmtree(root, ignore_errors=True)
 
     report: dict[str, object] = {"programs": len(progs), "seeds": args.seeds, "runs": len(truths),
                                  "train_seconds": round(t_train, 1), "evaluate_seconds": round(t_eval, 1), "splits": {}}  # fmt: skip
-    for split, keep in (("calibration", 0), ("report", 1)):
-        ts = [t for t in truths if t.seed % 2 == keep] or truths
+    numpy_truths = [t for t in truths if not t.program.startswith(TORCH_PREFIX)]
+    torch_truths = [t for t in truths if t.program.startswith(TORCH_PREFIX)]
+    blocks = [("calibration", numpy_truths, 0), ("report", numpy_truths, 1)]
+    if torch_truths:
+        blocks.append(("torch report", torch_truths, 1))
+    for split, pool_truths, keep in blocks:
+        ts = [t for t in pool_truths if t.seed % 2 == keep] or pool_truths
         res = {name: score(ts, outcomes[name], intended, affected) for name in detectors}
         print_summary(split, res)
         per_rule = per_rule_table(ts, outcomes["TrainGuard"], intended)
@@ -328,7 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for rule, r in report["splits"]["report"]["per_rule"].items():  # type: ignore[index]
         print(f"{rule:<28}{r['fired']:>6}{r['healthy_fired']:>8}{_fmt(r['precision'], True):>7}"
               f"{_fmt(r['recall'], True):>8}{_fmt(r['f1'], True):>6}")  # fmt: skip
-    print("\nHarm labels (fault -> should stop):", {t.program: t.should_stop for t in truths if t.fault and t.seed == 1})
+    print(
+        "\nHarm labels (fault -> should stop):",
+        {t.program: t.should_stop for t in truths if t.fault and t.seed == 1},
+    )
     print(f"\n{len(truths)} runs: training {t_train:.0f} s, evaluation {t_eval:.0f} s")
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1, default=lambda o: sorted(o) if isinstance(o, set) else str(o))

@@ -126,6 +126,19 @@ def test_configmap_holds_a_sidecar_config_the_evaluator_can_load() -> None:
     assert yaml.safe_load(cm["data"]["rules.yaml"])["rules"][2]["params"] == {"min_entropy": 0.5}
 
 
+def test_each_pods_sidecar_follows_every_process_of_its_node() -> None:
+    # torchrun's processes write global ranks node_rank * nproc + local_rank: a pod's sidecar
+    # must follow all nprocPerNode of them, not only rank = its completion index.
+    spec = _gpu_spec(nprocPerNode=4)
+    config = build.build_sidecar_config(spec, OWNER)
+    assert config.ranks_per_pod == 4 and config.rank is None
+    assert [config.pod_ranks(i) for i in range(spec.workers)] == [
+        [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15],
+    ]  # fmt: skip
+    cm = build.build_configmap(spec, OWNER)
+    assert SidecarConfig.model_validate(yaml.safe_load(cm["data"]["sidecar.yaml"])).ranks_per_pod == 4
+
+
 def test_role_allows_only_this_debugjobs_status() -> None:
     role = build.build_role(_gpu_spec(), OWNER)
     for rule in role["rules"]:

@@ -47,6 +47,21 @@ def _get_json(url: str) -> tuple[int, dict[str, Any]]:
         return err.code, json.loads(err.read())
 
 
+async def _start_sidecar(config: Path, log: Path, kube: KubeEnv, **index: str) -> asyncio.subprocess.Process:
+    """Start `trainguard sidecar` as in a pod: the pod index only from the variable given (RANK or JOB_COMPLETION_INDEX)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kube.kubeconfig), **index)
+    for name in {"RANK", "JOB_COMPLETION_INDEX"} - set(index):
+        env.pop(name, None)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "trainguard", "sidecar", "--config", str(config),
+            stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=str(REPO),
+        )  # fmt: skip
+    finally:
+        os.close(out)
+
+
 async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigterm(
     kube: KubeEnv, file_uri: str, tmp_path: Path
 ) -> None:
@@ -63,16 +78,7 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
         debugjob={"namespace": "default", "name": "train", "uid": created["metadata"]["uid"]},
     )
     log = tmp_path / "sidecar.log"
-    env = dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kube.kubeconfig), JOB_COMPLETION_INDEX="2")
-    env.pop("RANK", None)
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "trainguard", "sidecar", "--config", str(config),
-            stdout=out, stderr=asyncio.subprocess.STDOUT, env=env, cwd=str(REPO),
-        )  # fmt: skip
-    finally:
-        os.close(out)
+    proc = await _start_sidecar(config, log, kube, JOB_COMPLETION_INDEX="2")
     try:
 
         def report() -> dict[str, Any] | None:
@@ -99,6 +105,56 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
             ("nan-guard", "IssuesFound", "stop"),
             ("ledger", "NoIssuesFound", "none"),
         ]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_with_several_processes_per_pod_the_sidecar_follows_its_nodes_global_ranks(
+    kube: KubeEnv, file_uri: str, tmp_path: Path
+) -> None:
+    # torchrun on node 1 of 2 with 2 processes each: the pod's processes write ranks 2 and 3.
+    created = await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("ddp"))
+    store = open_store(file_uri)
+    runs = {r: RunBuilder(store, rank=r, world_size=4) for r in range(4)}
+    for r, b in runs.items():
+        b.segment(range(5), nan_at=[4] if r == 3 else [])
+        b.end(last_step=4)
+    stop_file = tmp_path / "shared" / "stop"
+    config = _config(
+        tmp_path / "sidecar.yaml",
+        run_uri=file_uri,
+        stop_file=str(stop_file),
+        ranks_per_pod=2,
+        debugjob={"namespace": "default", "name": "ddp", "uid": created["metadata"]["uid"]},
+    )
+    log = tmp_path / "sidecar.log"
+    proc = await _start_sidecar(config, log, kube, RANK="1")
+    try:
+
+        def reports() -> dict[str, Any] | None:
+            obj = kube.get(DEBUGJOB_RESOURCE, "default", "ddp") or {}
+            found = (obj.get("status") or {}).get("reports") or {}
+            return (
+                found
+                if all((found.get(k) or {}).get("ended") for k in ("rank-00002", "rank-00003"))
+                else None
+            )
+
+        found = await eventually(reports, timeout_seconds=30, what="ended reports of ranks 2 and 3")
+        assert set(found) == {"rank-00002", "rank-00003"}, "each rank of the node, and only those"
+        states = {
+            key: {r["name"]: (r["state"], r.get("step")) for r in rep["rules"]} for key, rep in found.items()
+        }
+        assert states["rank-00003"] == {"nan-guard": ("IssuesFound", 4), "ledger": ("NoIssuesFound", 4)}
+        assert states["rank-00002"] == {"nan-guard": ("NoIssuesFound", 4), "ledger": ("NoIssuesFound", 4)}
+        assert json.loads(stop_file.read_text())["rule"] == "nan-guard"
+        port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
+        status, health = await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}/healthz")
+        assert status == 200 and health["ranks"] == [2, 3] and health["ended"] is True
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
     finally:

@@ -7,7 +7,7 @@ validates them against the rule classes, which the operator never imports.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainguard.api.rules_config import RuleSpec
 
@@ -29,7 +29,20 @@ class SidecarConfig(BaseModel):
 
     run_uri: str = Field(description="Root URI of the run to follow (file:// or s3://).")
     rank: int | None = Field(
-        default=None, ge=0, description="Rank to follow; None follows all ranks (local mode)."
+        default=None,
+        ge=0,
+        description=(
+            "The one rank to follow; None: the ranks of this pod (pod index from RANK or "
+            "JOB_COMPLETION_INDEX, see ranks_per_pod) when `debugjob` is set, else all ranks (local mode)."
+        ),
+    )
+    ranks_per_pod: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Training processes per pod (the DebugJob's nprocPerNode). torchrun gives them the global "
+            "ranks node_rank * n + local_rank, so the pod with index i follows ranks [i*n, (i+1)*n)."
+        ),
     )
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for S3-compatible stores.")
     rules: list[RuleSpec] = Field(default_factory=list, description="Rules; empty means the default set.")
@@ -52,3 +65,18 @@ class SidecarConfig(BaseModel):
     debugjob: DebugJobRef | None = Field(
         default=None, description="Report verdicts into this DebugJob's status (Kubernetes only)."
     )
+
+    @model_validator(mode="after")
+    def _one_way_to_pick_ranks(self) -> SidecarConfig:
+        if self.rank is not None and self.ranks_per_pod != 1:
+            raise ValueError(
+                f"rank {self.rank} names one rank, ranks_per_pod {self.ranks_per_pod} a pod's ranks: set one of them"
+            )
+        return self
+
+    def pod_ranks(self, pod_index: int) -> list[int]:
+        """The global ranks the sidecar of pod `pod_index` follows: `rank` when set, else its node's ranks."""
+        if self.rank is not None:
+            return [self.rank]
+        n = self.ranks_per_pod
+        return list(range(pod_index * n, (pod_index + 1) * n))

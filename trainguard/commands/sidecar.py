@@ -1,10 +1,13 @@
-"""Run the evaluator sidecar: follow one rank of a run, evaluate rules, serve /metrics and /healthz.
+"""Run the evaluator sidecar: follow a pod's ranks of a run, evaluate rules, serve /metrics and /healthz.
 
 Reads a SidecarConfig YAML (mounted at /etc/trainguard/sidecar.yaml by the operator). The rank
-comes from the config, else, with a DebugJob configured, from RANK or JOB_COMPLETION_INDEX; with
-neither a rank nor a DebugJob it follows all ranks. Each verdict is logged and printed as one JSON line on
-stdout. A `stop` verdict creates the stop file. With a DebugJob, the rank's report is patched
-into its status, and the process keeps serving after the run ended until it gets SIGTERM (a
+comes from the config; else, with a DebugJob configured, the pod index i comes from RANK or
+JOB_COMPLETION_INDEX and the sidecar follows the global ranks of that pod's processes,
+[i * ranks_per_pod, (i + 1) * ranks_per_pod) (torchrun numbers them node_rank * nproc + local_rank);
+with neither a rank nor a DebugJob it follows all ranks. Each verdict is logged and printed as
+one JSON line on stdout. A `stop` verdict on any followed rank creates the stop file, which every
+process of the pod reads. With a DebugJob, each followed rank's report is patched into its status
+under its own key, and the process keeps serving after the run ended until it gets SIGTERM (a
 native sidecar that exits is restarted); without one it exits when the run ended.
 """
 
@@ -19,7 +22,7 @@ import sys
 import threading
 from typing import Any
 
-HELP = "run the rule evaluator of one rank (used inside a DebugJob pod)"
+HELP = "run the rule evaluator of one pod's ranks (used inside a DebugJob pod)"
 
 log = logging.getLogger("trainguard.sidecar")
 
@@ -31,7 +34,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def rank_from_env(env: dict[str, str] | os._Environ[str]) -> int | None:
-    """Return the rank from RANK or JOB_COMPLETION_INDEX (Indexed Jobs), or None if neither is set."""
+    """Return the pod's index (its node rank) from RANK or JOB_COMPLETION_INDEX (Indexed Jobs), or None if neither is set."""
     from trainguard.errors import ConfigError
 
     for name in ("RANK", "JOB_COMPLETION_INDEX"):
@@ -62,13 +65,16 @@ def main(args: argparse.Namespace) -> int:
     from trainguard.store.backend import open_store
 
     cfg = sidecar_config.load_sidecar_config(args.config)
-    rank = cfg.rank
-    if rank is None and cfg.debugjob is not None:
-        rank = rank_from_env(os.environ)
-        if rank is None:
+    ranks: list[int] | None = None
+    if cfg.rank is not None:
+        ranks = [cfg.rank]
+    elif cfg.debugjob is not None:
+        index = rank_from_env(os.environ)
+        if index is None:
             raise ConfigError(
                 f"{args.config}: no rank: set `rank` in the config, or RANK / JOB_COMPLETION_INDEX in the environment"
             )
+        ranks = cfg.pod_ranks(index)
     options: dict[str, Any] = (
         {"endpoint_url": cfg.s3_endpoint} if cfg.s3_endpoint and cfg.run_uri.startswith("s3://") else {}
     )
@@ -76,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     evaluator = Evaluator(
         cfg.run_uri,
         rules=cfg.rules or None,
-        rank=rank,
+        ranks=ranks,
         store=open_store(cfg.run_uri, **options),
         registry=registry,
         checkpoint=cfg.checkpoint,
@@ -88,7 +94,8 @@ def main(args: argparse.Namespace) -> int:
     def health() -> tuple[bool, dict[str, Any]]:
         details = {
             "following": running.is_set(),
-            "rank": rank,
+            "rank": ranks[0] if ranks else None,
+            "ranks": ranks,
             "last_step": evaluator.last_step,
             "ended": evaluator.ended,
             "stop_requested": evaluator.stop_requested,
@@ -97,8 +104,8 @@ def main(args: argparse.Namespace) -> int:
         return running.is_set() or evaluator.ended, details
 
     reporter = (
-        StatusReporter(cfg.debugjob, rank=rank, evaluator=evaluator)
-        if cfg.debugjob is not None and rank is not None
+        StatusReporter(cfg.debugjob, ranks=ranks, evaluator=evaluator)
+        if cfg.debugjob is not None and ranks is not None
         else None
     )
 
@@ -123,7 +130,8 @@ def main(args: argparse.Namespace) -> int:
     server = MetricsServer(registry, health=health, address=cfg.metrics_address, port=cfg.metrics_port)
     log.info(
         "following %s (%s) with %d rules; metrics at %s/metrics",
-        cfg.run_uri, "all ranks" if rank is None else f"rank {rank}", len(evaluator.rule_names), server.url,
+        cfg.run_uri, "all ranks" if ranks is None else f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}",
+        len(evaluator.rule_names), server.url,
     )  # fmt: skip
     if reporter is not None:
         reporter.start()

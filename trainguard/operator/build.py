@@ -109,10 +109,15 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
 
 
 def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
-    """Return the evaluator's configuration; the rank comes from the pod's RANK at run time."""
+    """Return the evaluator's configuration; the ranks come from the pod's RANK at run time.
+
+    Each pod runs `nprocPerNode` processes with global ranks `index * n + local_rank`, so its
+    sidecar follows all of them (`ranks_per_pod`); one stop file serves the whole pod.
+    """
     return SidecarConfig(
         run_uri=run_uri(spec, owner),
         rank=None,
+        ranks_per_pod=spec.nproc_per_node,
         s3_endpoint=spec.capture.endpoint,
         rules=list(spec.rules),
         metrics_port=SIDECAR_PORT,

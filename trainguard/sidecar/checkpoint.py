@@ -1,6 +1,6 @@
 """The evaluator's checkpoint: where it is in each rank, each rule's state, and what it reported.
 
-Written by `Evaluator` after each evaluated segment to `format.evaluator_state_key(rank)` in the
+Written by `Evaluator` after each evaluated segment to `format.evaluator_state_key(ranks)` in the
 run's own store with one PUT (atomic: a reader sees the old or the new document, never half).
 A restarted evaluator loads it, lists after each rank's `last_key`, restores every rule with
 `load_state_dict`, and knows which verdict transitions were already emitted, so it neither
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,18 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class StatusDoc(_Doc):
+    """A rule's reported status (the last transition emitted)."""
+
+    state: str
+    step: int | None = None
+    rank: int | None = None
+    message: str = ""
+    time: float | None = None
+    severity: str | None = None
+    stop_emitted: bool = False
+
+
 class RankPosition(_Doc):
     """How far the evaluator got in one rank, and the state of each rule instance there."""
 
@@ -42,22 +55,14 @@ class RankPosition(_Doc):
     rules: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Rule name -> Rule.state_dict()."
     )
-
-
-class StatusDoc(_Doc):
-    """A rule's reported status (the last transition emitted)."""
-
-    state: str
-    step: int | None = None
-    rank: int | None = None
-    message: str = ""
-    time: float | None = None
-    severity: str | None = None
-    stop_emitted: bool = False
+    statuses: dict[str, StatusDoc] = Field(
+        default_factory=dict,
+        description="Rule name -> its state on this rank (what the rank's status report says).",
+    )
 
 
 class EvaluatorState(_Doc):
-    """`evaluator/<rank-NNNNN|all>/state.json`."""
+    """`evaluator/<rank-NNNNN|ranks-NNNNN_NNNNN...|all>/state.json`."""
 
     version: int = STATE_VERSION
     ranks: dict[str, RankPosition] = Field(default_factory=dict, description="By rank number as a string.")
@@ -113,6 +118,6 @@ def save(store: Store, key: str, state: EvaluatorState) -> None:
     store.put(key, json.dumps(state.model_dump(mode="python"), default=_plain).encode())
 
 
-def key_for(rank: int | None) -> str:
-    """The checkpoint key of an evaluator that follows `rank` (None: all ranks)."""
-    return format.evaluator_state_key(rank)
+def key_for(ranks: int | Sequence[int] | None) -> str:
+    """The checkpoint key of an evaluator that follows `ranks` (one rank, a pod's ranks, or None: all)."""
+    return format.evaluator_state_key(ranks)

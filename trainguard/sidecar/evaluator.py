@@ -1,13 +1,15 @@
 """`Evaluator`: follows a run, feeds every new step to the rules, and emits verdict transitions.
 
-Used by `trainguard sidecar` (one rank, Kubernetes), `trainguard evaluate` (offline) and local
-mode (all ranks, in process). Each `poll()` reads only what is new (listing after the last key),
-turns segments into StepViews (`views.py`), calls each rule instance in isolation (an exception
-sets that rule to Error and the others go on), turns findings into per-rule state transitions
-(InProgress -> IssuesFound / Error / NoIssuesFound) emitted once each, creates the stop file on a
-`stop` verdict, and checkpoints after each segment (`checkpoint.py`). Metrics are read from it at
-scrape time (`metrics.py`); the HTTP server and status reports live in `server.py` and
-`report_status.py`.
+Used by `trainguard sidecar` (the ranks of one pod, Kubernetes), `trainguard evaluate` (offline)
+and local mode (all ranks, in process). Each `poll()` reads only what is new (listing after the
+last key), turns segments into StepViews (`views.py`), calls each rule instance in isolation (an
+exception sets that rule to Error and the others go on), turns findings into per-rule state
+transitions (InProgress -> IssuesFound / Error / NoIssuesFound) emitted once each, creates the
+stop file on a `stop` verdict, and checkpoints after each segment (`checkpoint.py`). Verdicts are
+per rule over every followed rank (the first rank to trigger a rule emits its transition); each
+followed rank also keeps its own rule states (`rank_status`), which the sidecar reports under that
+rank's key. Metrics are read from it at scrape time (`metrics.py`); the HTTP server and status
+reports live in `server.py` and `report_status.py`.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ class _RuleCounters:
 
 
 class Evaluator:
-    """Follows one rank (or all ranks) of a run and evaluates the configured rules on every new step."""
+    """Follows one rank, a given set of ranks, or all ranks of a run and evaluates the rules on every new step."""
 
     def __init__(
         self,
@@ -125,14 +127,22 @@ class Evaluator:
         *,
         rules: Sequence[RuleSpec] | None = None,
         rank: int | None = None,
+        ranks: Sequence[int] | None = None,
         store: Store | None = None,
         registry: prometheus_client.CollectorRegistry | None = None,
         checkpoint: bool = True,
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
     ) -> None:
+        if rank is not None and ranks is not None:
+            raise ValueError("pass rank or ranks, not both")
+        if ranks is not None and not ranks:
+            raise ValueError("ranks is empty: pass None to follow every rank")
         self.run_uri = run_uri
-        self.rank = rank
+        self.followed: tuple[int, ...] | None = (
+            (rank,) if rank is not None else tuple(sorted(set(ranks))) if ranks is not None else None
+        )
+        """The ranks to follow (the ranks of one pod for the sidecar), or None for every rank."""
         self.store = store or open_store(run_uri)
         self.checkpoint_enabled = checkpoint
         self.clock = clock
@@ -144,10 +154,8 @@ class Evaluator:
         self._world_size = self._run.info.world_size if self._run.info else None
         self._tracks: dict[int, _RankTrack] = {}
         self._counters = [_RuleCounters() for _ in self.compiled]
-        self._status = {
-            c.name: RuleStatus(state=RuleState.IN_PROGRESS, action=c.spec.action, severity=c.severity)
-            for c in self.compiled
-        }
+        self._status = self._fresh_statuses()
+        self._rank_status: dict[int, dict[str, RuleStatus]] = {}
         self._stop_emitted: set[str] = set()
         self._unsavable: set[str] = set()
         self.stop_requested = False
@@ -159,7 +167,7 @@ class Evaluator:
         self.lag_seconds: float | None = None
         self.last_evaluation_time: float | None = None
         self.durations = metrics.Histogram(metrics.DURATION_BUCKETS_SECONDS)
-        self._saved = ckpt.load(self.store, ckpt.key_for(rank)) if checkpoint else None
+        self._saved = ckpt.load(self.store, ckpt.key_for(self.followed)) if checkpoint else None
         if self._saved is not None:
             self._restore_statuses(self._saved)
         self._collector: metrics.EvaluatorCollector | None = None
@@ -178,8 +186,28 @@ class Evaluator:
 
     @property
     def rule_status(self) -> dict[str, RuleStatus]:
+        """Each rule's state over every followed rank (the first transition wins)."""
         with self._lock:
             return dict(self._status)
+
+    def rank_status(self, rank: int) -> dict[str, RuleStatus]:
+        """Each rule's state on one followed rank (all InProgress before the rank is followed)."""
+        with self._lock:
+            return dict(self._rank_status.get(rank) or self._fresh_statuses())
+
+    def rank_progress(self, rank: int) -> tuple[int | None, bool]:
+        """One followed rank's last evaluated step and whether it ended (END seen, everything evaluated)."""
+        track = self._tracks.get(rank)
+        if track is not None:
+            return track.last_step, track.ended
+        saved = self._saved.ranks.get(str(rank)) if self._saved else None  # restarted, not polled yet
+        return (None, False) if saved is None else (saved.last_step, saved.ended)
+
+    def _fresh_statuses(self) -> dict[str, RuleStatus]:
+        return {
+            c.name: RuleStatus(state=RuleState.IN_PROGRESS, action=c.spec.action, severity=c.severity)
+            for c in self.compiled
+        }
 
     @property
     def last_step(self) -> int | None:
@@ -257,6 +285,7 @@ class Evaluator:
             self._note_problems(track)
             if track.end_seen:
                 track.ended = True
+                self._finish_rank(track)
                 self._save()
         if self._all_ended():
             out.extend(self._emit(self.finish(), on_verdict))
@@ -312,6 +341,8 @@ class Evaluator:
             if self.ended and all(s.state != RuleState.IN_PROGRESS for s in self._status.values()):
                 return out
             self.ended = True
+            for track in self._tracks.values():
+                self._finish_rank(track)
             step = self.last_step if self.last_step is not None else 0
             for c in self.compiled:
                 if self._status[c.name].state == RuleState.IN_PROGRESS:
@@ -320,7 +351,7 @@ class Evaluator:
                             c,
                             RuleState.NO_ISSUES_FOUND,
                             step=step,
-                            rank=self.rank or 0,
+                            rank=self.followed[0] if self.followed else 0,
                             severity=Severity.INFO,
                             message=f"{c.name}: no issues found up to step {step}",
                             finding=None,
@@ -329,6 +360,23 @@ class Evaluator:
                     )
             self._save()
         return out
+
+    def _finish_rank(self, track: _RankTrack) -> None:
+        """One rank ended: its rules still InProgress there become NoIssuesFound on that rank."""
+        with self._lock:
+            statuses = self._rank_status.setdefault(track.rank, self._fresh_statuses())
+            step = track.last_step if track.last_step is not None else 0
+            for name, status in statuses.items():
+                if status.state == RuleState.IN_PROGRESS:
+                    statuses[name] = dataclasses.replace(
+                        status,
+                        state=RuleState.NO_ISSUES_FOUND,
+                        step=step,
+                        rank=track.rank,
+                        severity=Severity.INFO,
+                        message=f"{name}: no issues found up to step {step}",
+                        time=self.clock(),
+                    )
 
     def close(self) -> None:
         """Detach the metrics collector from the registry it was given."""
@@ -339,8 +387,8 @@ class Evaluator:
     # --- internals ------------------------------------------------------------------------------
     def _discover(self) -> None:
         """Open a track for each rank to follow that is not followed yet."""
-        if self.rank is not None:
-            wanted = [self.rank]
+        if self.followed is not None:
+            wanted = list(self.followed)
         elif self._run.format == "trainguard":
             wanted = self._trainguard_ranks()
         else:
@@ -372,6 +420,7 @@ class Evaluator:
             rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
         )
         track.skip_through = skip
+        self._rank_status.setdefault(rank, self._fresh_statuses())  # restored ones are there already
         if saved is not None:
             track.last_step = saved.last_step
             track.ended = saved.ended
@@ -392,14 +441,17 @@ class Evaluator:
 
     def _restore_statuses(self, saved: ckpt.EvaluatorState) -> None:
         index = {c.name: i for i, c in enumerate(self.compiled)}
+        for r, position in saved.ranks.items():
+            # A checkpoint written before per-rank statuses were kept followed one rank: its statuses are that rank's.
+            statuses = self._fresh_statuses()
+            for name, doc in (position.statuses or saved.statuses).items():
+                if name in statuses:
+                    statuses[name] = self._status_from_doc(name, doc)
+            self._rank_status[int(r)] = statuses
         for name, doc in saved.statuses.items():
             if name not in index:
                 continue  # a rule no longer configured
-            c = self.compiled[index[name]]
-            self._status[name] = RuleStatus(
-                state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
-                step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
-            )  # fmt: skip
+            self._status[name] = self._status_from_doc(name, doc)
             if doc.stop_emitted:
                 self._stop_emitted.add(name)
             if doc.state == RuleState.ISSUES_FOUND.value:
@@ -415,6 +467,13 @@ class Evaluator:
             and all(s.state != RuleState.IN_PROGRESS for s in self._status.values())
         )
 
+    def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:
+        c = next(c for c in self.compiled if c.name == name)
+        return RuleStatus(
+            state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
+            step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
+        )  # fmt: skip
+
     def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
         started = time.perf_counter()
         verdicts: list[Verdict] = []
@@ -427,12 +486,12 @@ class Evaluator:
                     try:
                         found = rule.update(view)
                     except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
-                        v = self._rule_error(i, view, err)
+                        v = self._rule_error(i, track.rank, view, err)
                         if v is not None:
                             verdicts.append(v)
                         continue
                     if found:
-                        verdicts.extend(self._on_findings(i, found))
+                        verdicts.extend(self._on_findings(i, track.rank, found))
                 if view.names:
                     track.last_stats_view = view
                 if view.predictions or view.eval_predictions:
@@ -464,13 +523,14 @@ class Evaluator:
                 try:
                     found = rule.update(view)
                 except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
-                    v = self._rule_error(i, view, err)
+                    v = self._rule_error(i, track.rank, view, err)
                     verdicts.extend([v] if v is not None else [])
                     continue
-                verdicts.extend(self._on_findings(i, found))
+                verdicts.extend(self._on_findings(i, track.rank, found))
         return verdicts
 
-    def _on_findings(self, i: int, found: list[Finding]) -> list[Verdict]:
+    def _on_findings(self, i: int, rank: int, found: list[Finding]) -> list[Verdict]:
+        """Count and keep findings of rule `i` on the followed rank `rank`; return the rule's transition, if any."""
         c = self.compiled[i]
         counters = self._counters[i]
         out: list[Verdict] = []
@@ -481,6 +541,13 @@ class Evaluator:
             if f.severity.rank < Severity.WARNING.rank:
                 continue
             counters.last_trigger_time = self.clock()
+            message = f.message + (f" {f.hint}" if f.hint and f.hint not in f.message else "")
+            on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
+            if on_rank[c.name].state != RuleState.ISSUES_FOUND:
+                on_rank[c.name] = RuleStatus(
+                    state=RuleState.ISSUES_FOUND, action=c.spec.action, severity=f.severity, step=f.step,
+                    rank=rank, message=message, time=self.clock(),
+                )  # fmt: skip
             if self._status[c.name].state != RuleState.ISSUES_FOUND:
                 out.append(
                     self._transition(
@@ -489,17 +556,25 @@ class Evaluator:
                         step=f.step,
                         rank=f.rank,
                         severity=f.severity,
-                        message=f.message + (f" {f.hint}" if f.hint and f.hint not in f.message else ""),
+                        message=message,
                         finding=f,
                         action=c.spec.action,
                     )
                 )
         return out
 
-    def _rule_error(self, i: int, view: StepView, err: Exception) -> Verdict | None:
+    def _rule_error(self, i: int, rank: int, view: StepView, err: Exception) -> Verdict | None:
         c = self.compiled[i]
         self._counters[i].errors += 1
         message = f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
+        if on_rank[c.name].state == RuleState.ERROR:
+            on_rank[c.name] = dataclasses.replace(on_rank[c.name], message=message)
+        elif on_rank[c.name].state != RuleState.ISSUES_FOUND:
+            on_rank[c.name] = RuleStatus(
+                state=RuleState.ERROR, action=c.spec.action, severity=on_rank[c.name].severity, step=view.step,
+                rank=rank, message=message, time=self.clock(),
+            )  # fmt: skip
         status = self._status[c.name]
         if status.state == RuleState.ISSUES_FOUND:
             return None
@@ -550,7 +625,7 @@ class Evaluator:
     def _all_ended(self) -> bool:
         if not self._tracks or not all(t.ended for t in self._tracks.values()):
             return False
-        if self.rank is None and self._world_size is not None:
+        if self.followed is None and self._world_size is not None:
             return len(self._tracks) >= self._world_size
         return True
 
@@ -569,26 +644,19 @@ class Evaluator:
                             for c, rule in zip(self.compiled, t.rules)
                             if c.name not in self._unsavable
                         },
+                        statuses={name: _status_doc(s) for name, s in self._rank_status.get(r, {}).items()},
                     )
                     for r, t in self._tracks.items()
                 },
                 statuses={
-                    name: ckpt.StatusDoc(
-                        state=s.state.value,
-                        step=s.step,
-                        rank=s.rank,
-                        message=s.message,
-                        time=s.time,
-                        severity=s.severity.value,
-                        stop_emitted=name in self._stop_emitted,
-                    )
+                    name: _status_doc(s, stop_emitted=name in self._stop_emitted)
                     for name, s in self._status.items()
                 },
                 findings=[f.to_dict() for c in self._counters for f in c.kept_findings],
                 stop_requested=self.stop_requested,
             )
         try:
-            ckpt.save(self.store, ckpt.key_for(self.rank), state)
+            ckpt.save(self.store, ckpt.key_for(self.followed), state)
         except (TypeError, ValueError):
             # A rule whose state is not JSON must not stop checkpoints for the others: drop it, say so once.
             for position in state.ranks.values():
@@ -602,7 +670,14 @@ class Evaluator:
                         )
                         self._unsavable.add(name)
                         del position.rules[name]
-            ckpt.save(self.store, ckpt.key_for(self.rank), state)
+            ckpt.save(self.store, ckpt.key_for(self.followed), state)
+
+
+def _status_doc(s: RuleStatus, *, stop_emitted: bool = False) -> ckpt.StatusDoc:
+    return ckpt.StatusDoc(
+        state=s.state.value, step=s.step, rank=s.rank, message=s.message, time=s.time,
+        severity=s.severity.value, stop_emitted=stop_emitted,
+    )  # fmt: skip
 
 
 def _finding_from_dict(d: dict[str, object]) -> Finding:

@@ -1,7 +1,8 @@
-"""Reports one rank's rule statuses into its DebugJob's status subresource.
+"""Reports the rule statuses of a pod's ranks into its DebugJob's status subresource.
 
-Used by `trainguard sidecar` when the config names a DebugJob. Each rank writes only its own key,
-`status.reports.rank-NNNNN`, with a JSON merge patch, so ranks never overwrite each other; the
+Used by `trainguard sidecar` when the config names a DebugJob. Each followed rank has its own key,
+`status.reports.rank-NNNNN`, and a pod writes only the keys of its own ranks (all of them in one
+JSON merge patch), so ranks never overwrite each other; the
 operator aggregates the reports and decides what to do from the DebugJob's own spec. A report is
 sent at once after each verdict transition and otherwise at most every `interval_seconds` while
 the last step moves (a heartbeat). The report is rebuilt from the evaluator's current state each
@@ -17,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trainguard.api import debugjob
@@ -42,12 +43,20 @@ def rank_key(rank: int) -> str:
     return f"rank-{rank:05d}"
 
 
-def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
-    """Return one rank's report (`debugjob.RankReport` as JSON): lastStep, time, ended, one entry per rule."""
+def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -> dict[str, Any]:
+    """Return one rank's report (`debugjob.RankReport` as JSON): lastStep, time, ended, one entry per rule.
+
+    With `rank`, the states, last step and end of that followed rank; without, the evaluator's
+    states over every rank it follows.
+    """
+    if rank is None:
+        last_step, ended, statuses = evaluator.last_step, evaluator.ended, evaluator.rule_status
+    else:
+        (last_step, ended), statuses = evaluator.rank_progress(rank), evaluator.rank_status(rank)
     report = debugjob.RankReport(
-        last_step=evaluator.last_step,
+        last_step=last_step,
         time=_iso(now),
-        ended=evaluator.ended,
+        ended=ended,
         rules=[
             debugjob.RankRuleReport(
                 name=name,
@@ -57,7 +66,7 @@ def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
                 message=status.message,
                 time=_iso(status.time),
             )
-            for name, status in evaluator.rule_status.items()
+            for name, status in statuses.items()
         ],
     )
     doc: dict[str, Any] = report.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -66,7 +75,12 @@ def build_report(evaluator: Evaluator, *, now: float) -> dict[str, Any]:
 
 def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
     """Return the merge patch that sets this rank's report and leaves every other key alone."""
-    return {"status": {"reports": {rank_key(rank): report}}}
+    return reports_patch({rank: report})
+
+
+def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Return the merge patch that sets these ranks' reports and leaves every other key alone."""
+    return {"status": {"reports": {rank_key(rank): report for rank, report in sorted(reports.items())}}}
 
 
 def custom_objects_api() -> Any:
@@ -87,19 +101,22 @@ def custom_objects_api() -> Any:
 
 
 class StatusReporter:
-    """Sends a rank's report on each verdict and as a heartbeat, from its own thread."""
+    """Sends the reports of the followed ranks on each verdict and as a heartbeat, from its own thread."""
 
     def __init__(
         self,
         ref: DebugJobRef,
         *,
-        rank: int,
+        rank: int | None = None,
+        ranks: Sequence[int] | None = None,
         evaluator: Evaluator,
         interval_seconds: float = REPORT_INTERVAL_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if (rank is None) == (ranks is None) or ranks == []:
+            raise ValueError("pass the rank or the ranks to report")
         self.ref = ref
-        self.rank = rank
+        self.ranks: tuple[int, ...] = (rank,) if rank is not None else tuple(sorted(set(ranks or ())))
         self.evaluator = evaluator
         self.interval_seconds = interval_seconds
         self.clock = clock
@@ -127,16 +144,19 @@ class StatusReporter:
         if self.refused is not None:
             return False
         now = self.clock()
-        states = (
-            tuple((n, s.state, s.step) for n, s in self.evaluator.rule_status.items()),
-            self.evaluator.ended,
+        states = tuple(
+            (
+                tuple((n, s.state, s.step) for n, s in self.evaluator.rank_status(r).items()),
+                self.evaluator.rank_progress(r)[1],
+            )
+            for r in self.ranks
         )
         last_step = self.evaluator.last_step
         changed = states != self._sent_states
         due = now - self._sent_at >= self.interval_seconds and last_step != self._sent_step
         if not (force or changed or due):
             return False
-        body = status_patch(rank=self.rank, report=build_report(self.evaluator, now=now))
+        body = reports_patch({r: build_report(self.evaluator, now=now, rank=r) for r in self.ranks})
         try:
             api = self._connect()
             if api is None:

@@ -13,6 +13,7 @@ Layout under a run root:
     rank-00000/seg-<first>-<last>-<seq>.npz  one immutable segment per flush (steps zero-padded to 12)
     rank-00000/END.json                      EndInfo, when the rank exits (written by the hook or the operator)
     evaluator/rank-00000/state.json          the evaluator's checkpoint (position and rule state)
+    evaluator/ranks-00004_00005/state.json   the same for an evaluator that follows several ranks (a pod's)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 import struct
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,9 +104,16 @@ def end_key(rank: int) -> str:
     return f"{rank_prefix(rank)}{END_KEY}"
 
 
-def evaluator_state_key(rank: int | None) -> str:
-    """Where the evaluator of one rank (or of all ranks, `None`) keeps its checkpoint."""
-    who = "all" if rank is None else f"rank-{rank:05d}"
+def evaluator_state_key(ranks: int | Sequence[int] | None) -> str:
+    """Where the evaluator of one rank, of a set of ranks (a pod's), or of all ranks (`None`) keeps its checkpoint.
+
+    One rank: `evaluator/rank-00003/state.json`; several: `evaluator/ranks-00004_00005/state.json`.
+    """
+    if ranks is None:
+        who = "all"
+    else:
+        chosen = [ranks] if isinstance(ranks, int) else sorted(set(ranks))
+        who = f"rank-{chosen[0]:05d}" if len(chosen) == 1 else "ranks-" + "_".join(f"{r:05d}" for r in chosen)
     return f"{EVALUATOR_PREFIX}/{who}/state.json"
 
 

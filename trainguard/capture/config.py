@@ -59,7 +59,7 @@ class CaptureConfig(BaseModel):
         default=0.05,
         ge=0,
         description="Longest time a full upload queue may hold up a step before capture disables itself; "
-        "also the longest a saved step waits for a busy statistics worker before it is skipped.",
+        "also the longest a saved step may wait for a busy statistics worker before it is skipped.",
     )
     track_updates: bool = Field(
         default=True,
@@ -75,8 +75,8 @@ class CaptureConfig(BaseModel):
         default=2,
         ge=1,
         description="PyTorch hook, tensors on CPU: saved steps snapshotted and not yet reduced, at most (one "
-        "buffer each); a saved step that finds them all busy waits up to max_block_seconds, then is skipped "
-        "and counted in END.json.",
+        "buffer each); a saved step that finds them all busy waits within an allowance (2% of the training "
+        "time, max_block_seconds at once), then is skipped and counted in END.json.",
     )
     stop_file: str | None = Field(
         default=None,

@@ -8,7 +8,7 @@ to this worker. torch releases the GIL inside its kernels, so the worker overlap
 when a core is free; on a fully loaded CPU it only moves the work, it does not remove it.
 
 Bounded: at most `max_in_flight` snapshots are submitted and not yet reduced. A saved step that
-finds them all busy waits a little (`wait_for_room`, the hook's `max_block_seconds`), then is
+finds them all busy waits a little (`wait_for_room`, within the hook's wait allowance), then is
 skipped by the hook and counted. The first error
 stops the worker: later jobs are dropped and the hook, polling `error` from the training
 thread, disables capture (a worker never touches the hook's state or its module hooks).
@@ -72,7 +72,7 @@ class StatsWorker:
             if slot:
                 self._in_flight += 1
             self._jobs.append((what, job, slot))
-            self._cond.notify_all()
+            self._cond.notify()  # the worker: whoever submits is not waiting
 
     def drain(self, timeout: float) -> bool:
         """Wait until every submitted job has run (or was dropped after an error); False on timeout."""

@@ -55,6 +55,11 @@ DEFAULT_PACK_MAX_NUMEL = 1 << 20
 WORKER_DRAIN_SECONDS = 10.0
 """The longest `flush` and `close` wait for the statistics worker's saved steps in flight."""
 
+WORKER_WAIT_SHARE = 0.02
+"""Waiting for a busy statistics worker may take at most this share of the training time: the
+allowance accrues with wall time (up to `max_block_seconds`, which is also where it starts, so
+a start-up hiccup is absorbed); beyond it a saved step is skipped instead of waited for."""
+
 
 @dataclass
 class _Param:
@@ -147,6 +152,10 @@ class Hook:
         self._params: list[_Param] = []
         self._small_params: list[_Param] | None = None
         """The packed parameters in layout order, tracked ones first (built on the first saved step)."""
+        self._param_plan: list[tuple[torch.device, list[int], list[int], list[torch.Tensor], int]] = []
+        """Per device: ids, sizes, tensors and tracked count of the packed parameters (`_plan_params`)."""
+        self._param_devices: tuple[torch.device, ...] = ()
+        self._params_on_cpu = True
         self._activations: list[_Activation] = []
         self._act_order = 0
         self._armed = False
@@ -164,6 +173,9 @@ class Hook:
         """Reduces saved steps of CPU tensors off the training thread (created on the first such step)."""
         self._jobs = 0
         self._staged_slot = 0
+        self._staged_worker: StatsWorker | None = None
+        self._wait_allowance = config.max_block_seconds if config else 0.0
+        self._wait_clock = time.monotonic()
         self._skipped_step = -1
         self.skipped_steps = 0
         """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
@@ -407,22 +419,34 @@ class Hook:
     def _use_worker(self) -> StatsWorker | None:
         """The statistics worker when this step's tensors are all on CPU and the config allows one."""
         assert self.config is not None
-        if not self.config.stats_worker or not all(p.param.device.type == "cpu" for p in self._params):
+        if not self.config.stats_worker or not self._params_on_cpu:
             return None
         if self._worker is None:
             self._worker = StatsWorker(self.config.stats_in_flight)
         return self._worker
+
+    def _worker_room(self, worker: StatsWorker) -> bool:
+        """Whether a snapshot buffer is free, waiting for one within the wait allowance (`WORKER_WAIT_SHARE`)."""
+        if worker.has_room():
+            return True
+        assert self.config is not None
+        now = time.monotonic()
+        limit = self.config.max_block_seconds
+        self._wait_allowance = min(limit, self._wait_allowance + WORKER_WAIT_SHARE * (now - self._wait_clock))
+        room = worker.wait_for_room(self._wait_allowance)
+        self._wait_clock = time.monotonic()
+        self._wait_allowance = max(0.0, self._wait_allowance - (self._wait_clock - now))
+        return room
 
     def _skip(self, step: int) -> None:
         """Drop saved step `step`: every snapshot buffer is still with the worker, and training must not wait."""
         assert self._writer is not None
         if not self.skipped_steps:
             log.warning(
-                "trainguard: statistics worker still busy with %d saved steps; step %d skipped after %.3fs "
+                "trainguard: statistics worker still busy with %d saved steps; step %d skipped "
                 "(further skips are only counted: END.json skipped_steps)",
                 self.config.stats_in_flight if self.config else 0,
                 step,
-                self.config.max_block_seconds if self.config else 0,
             )
         self.skipped_steps += 1
         self._writer.skipped_steps = self.skipped_steps
@@ -434,28 +458,46 @@ class Hook:
         self._unit_inputs = []
         self._hists = {}
 
+    def _plan_params(self, devices: tuple[torch.device, ...]) -> None:
+        """Lay out the packed parameters per device once (tracked ones first: their rows are compared
+        with the copies kept from earlier steps); redone when modules are added or moved."""
+        assert self.config is not None
+        track = self.config.track_updates
+        small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
+        small.sort(key=lambda p: not (track and p.param.requires_grad))
+        self._small_params = small
+        plan: dict[torch.device, tuple[list[int], list[int], list[torch.Tensor], int]] = {}
+        for p in small:
+            ids, numels, tensors, tracked = plan.get(p.param.device, ([], [], [], 0))
+            ids.append(p.tid)  # type: ignore[arg-type]
+            numels.append(p.param.numel())
+            tensors.append(p.param)
+            plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.param.requires_grad))
+        self._param_plan = [(device, *entry) for device, entry in plan.items()]
+        self._param_devices = devices
+        self._params_on_cpu = all(d.type == "cpu" for d in devices)
+
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""
         assert self.config is not None and self._writer is not None
-        worker = self._use_worker()
-        if worker is not None and not worker.wait_for_room(self.config.max_block_seconds):
+        devices = tuple(p.param.device for p in self._params)
+        if self._small_params is None or self._param_devices != devices:
+            self._plan_params(devices)
+        worker = self._staged_worker = self._use_worker()
+        if worker is not None and not self._worker_room(worker):
             self._skip(step)
             return
         self._staged_slot = self._jobs % worker.max_in_flight if worker is not None else 0
         groups: dict[torch.device, _Group] = {}
-        track = self.config.track_updates
-        if self._small_params is None:
-            small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
-            # tracked parameters first: their rows are compared with the copies kept from earlier steps
-            small.sort(key=lambda p: not (track and p.param.requires_grad))
-            self._small_params = small
-        for p in self._small_params:
-            g = self._group(groups, p.param.device)
-            g.ids.append(p.tid)  # type: ignore[arg-type]
-            g.numels.append(p.param.numel())
-            g.tensors.append(p.param)
-            g.n_params += 1
-            g.tracked += int(track and p.param.requires_grad)
+        for device, ids, numels, tensors, tracked in self._param_plan:
+            groups[device] = _Group(
+                self._packer(device),
+                list(ids),
+                list(numels),
+                list(tensors),
+                tracked=tracked,
+                n_params=len(ids),
+            )
         for p in self._params:
             grad = p.param.grad
             if not p.want_grad or grad is None or grad.is_sparse:
@@ -542,7 +584,7 @@ class Hook:
         self._units = {}
         self._unit_inputs = []
         self._hists = {}
-        worker = self._use_worker()
+        worker = self._staged_worker
         if worker is None:
             self._reduce(pending)
             self._pending = pending

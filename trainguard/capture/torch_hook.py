@@ -9,6 +9,12 @@ next iteration: then the step's results and its scalars reach the host in ONE co
 counts (`record_predictions`) accumulate on the device and follow in a second, small copy of
 their own right after it. Every hook body catches everything: a failure disables capture, is
 logged once and lands in END.json.
+
+On CPU there are no asynchronous kernels, so the hook gives the CPU a "stream" of its own
+(`stats_worker`, on by default): the pre- and post-hooks only snapshot the step's tensors into
+one of `stats_in_flight` packed buffers, and a background thread (`StatsWorker`) reduces,
+copies and writes the step, with the scalars recorded before it. A step that finds every buffer
+busy waits within a small allowance (`WORKER_WAIT_SHARE`), then is skipped and counted.
 """
 
 from __future__ import annotations

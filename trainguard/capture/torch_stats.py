@@ -5,8 +5,11 @@ float32 buffer per device (`Packed`) and reduced with a fixed number of kernels 
 count; tensors above `pack_max_numel` are reduced one by one (`reduce_large`), where launch
 overhead is small next to the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the
 device); the host turns them into `format.STAT_COLUMNS` after the step's single transfer
-(`to_host`), so nothing here waits on the device. Definitions live in `store.stats` (numpy),
-against which every column is tested; half and fp8 dtypes are upcast to float32 first.
+(`to_host`), so nothing here waits on the device. On CPU, where the device is the host, the
+packed path instead reduces its per-row moments per tensor in numpy and runs the element-wise
+corrections (NaN/Inf counts, an exact variance pass, padding masked out of min/max) only where
+one host read shows they can matter. Definitions live in `store.stats` (numpy), against which
+every column is tested; half and fp8 dtypes are upcast to float32 first.
 """
 
 from __future__ import annotations

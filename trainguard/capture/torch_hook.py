@@ -365,21 +365,24 @@ class Hook:
                 units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
             )
             self._act_order += 1
+        tier1 = self._tier1(self.step)
+        if output.numel() <= self.pack_max_numel:
+            # detached, so no graph (and no no_grad context) is needed; a copy, as later in-place ops
+            # must not change it
+            copy = output.detach().to(torch.float32, copy=True)
+            self._acts_small.setdefault(output.device, []).append((act.tid, copy))
+            if tier1:
+                self._unit_inputs.append((act.tid, act.kind, copy))  # computed with the reductions
+            return
         with torch.no_grad():
-            if output.numel() <= self.pack_max_numel:
-                copy = output.detach().to(torch.float32, copy=True)  # later in-place ops must not change it
-                self._acts_small.setdefault(output.device, []).append((act.tid, copy))
-                if self._tier1(self.step):
-                    self._unit_inputs.append((act.tid, act.kind, copy))  # computed with the reductions
-            else:
-                if self._tier1(self.step):
-                    unit = torch_stats.unit_vector(output, act.kind)
-                    if unit is not None:
-                        self._units[(unit[0], act.tid)] = unit[1]
-                raw = torch_stats.reduce_large(output)
-                self._acts_raw.append((act.tid, output.numel(), raw))
-                if self._tier1(self.step):
-                    self._hists[act.tid] = torch_stats.histogram(output, raw)
+            if tier1:
+                unit = torch_stats.unit_vector(output, act.kind)
+                if unit is not None:
+                    self._units[(unit[0], act.tid)] = unit[1]
+            raw = torch_stats.reduce_large(output)
+            self._acts_raw.append((act.tid, output.numel(), raw))
+            if tier1:
+                self._hists[act.tid] = torch_stats.histogram(output, raw)
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         try:

@@ -95,3 +95,21 @@ def test_standard_init_targets_cover_pytorch_default_and_he() -> None:
     low, high = std_targets((64, 256))
     assert np.isclose(low, min(1 / np.sqrt(3 * 256), np.sqrt(2 / (256 + 64))))
     assert np.isclose(high, np.sqrt(2 / 64))  # He with the transposed ([in, out]) convention
+
+
+def test_dead_relu_between_tier1_steps_reports_a_layer_whose_zero_count_proves_most_units_dead() -> None:
+    def killed(d: StepData) -> None:
+        if d.step >= 203:  # not a Tier-1 step: only the zero count tells
+            d.set("act/relu1", zero=0.999 * d.cols["act/relu1"][COL["count"]])
+
+    f = first(run(DeadRelu(), Stream(fault=killed)))
+    assert (f.step, f.tensor) == (204, "act/relu1")  # 2 of 2 views
+    assert f.message.startswith("act/relu1: 0.1% of its outputs are non-zero, so more than 50% of its units")
+    assert "at least 0.5% would be non-zero" in f.message
+
+
+def test_dead_relu_zero_bound_ignores_activations_whose_inactive_outputs_are_not_zero() -> None:
+    def killed(d: StepData) -> None:
+        d.set("act/tanh1", zero=0.999 * d.cols["act/tanh1"][COL["count"]])
+
+    assert run(DeadRelu(), Stream(activation="tanh", fault=killed)) == []

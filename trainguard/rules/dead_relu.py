@@ -4,6 +4,14 @@ Reads the Tier-1 vectors `units[("active", act/<module>)]`: the fraction of samp
 unit's output was positive. A unit is dead when that is below `threshold_inactivity` percent; a
 layer when more than `threshold_layer` percent of its units are (SageMaker Debugger's parameters).
 Naturally sparse layers (most elements zero, every unit alive somewhere) stay quiet.
+
+Between Tier-1 steps a ReLU layer is judged from its zero count, by a bound rather than a guess:
+if more than (100 - `threshold_layer`)% of the units were alive, each active on at least
+`threshold_inactivity`% of the samples, at least (1 - L)·I of the outputs would be non-zero
+(0.5% with the defaults). A layer with fewer non-zero outputs than that has more than
+`threshold_layer`% dead units for certain, so a layer killed by a diverging step is reported within
+two saved steps instead of two Tier-1 steps; a sparse-but-alive layer (60-80% zeros) is far from it.
+A step whose zero counts prove nothing is skipped, not counted as healthy: the bound is one-sided.
 """
 
 from __future__ import annotations
@@ -11,8 +19,13 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from trainguard.api.enums import Collection
 from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules.view import COL, StepView
+
+_ACTIVATIONS = (Collection.ACTIVATIONS.value,)
+_ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
+"""Activations whose inactive outputs are exactly zero, so the zero count bounds the live units."""
 
 
 class DeadRelu(base.Rule):
@@ -41,11 +54,41 @@ class DeadRelu(base.Rule):
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)
 
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self._relu_of: tuple[np.ndarray | None, np.ndarray] = (None, np.zeros(0, dtype=np.intp))
+        self._proved: list[tuple[int, float]] = []
+        """(row, non-zero share) of the layers the zero bound proved dead in the view `applies` saw last."""
+
+    def _relu_rows(self, view: StepView) -> np.ndarray:
+        """The watched activation rows whose inactive outputs are exactly zero (cached per row set)."""
+        rows = self.rows(view, default_collections=_ACTIVATIONS)
+        if self._relu_of[0] is not rows:
+            keep = [int(i) for i in rows if view.meta[int(i)].activation in _ZERO_WHEN_INACTIVE]
+            self._relu_of = (rows, np.asarray(keep, dtype=np.intp))
+        return self._relu_of[1]
+
+    def _bound(self) -> float:
+        p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        return (1.0 - p.threshold_layer / 100.0) * p.threshold_inactivity / 100.0
+
     def applies(self, view: StepView) -> bool:
-        return signals.has_units(view, "active")
+        if signals.has_units(view, "active"):
+            return True
+        rows = self._relu_rows(view)
+        if not len(rows):
+            return False
+        count = view.stats[rows, COL["count"]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nonzero = 1.0 - view.stats[rows, COL["zero"]] / count
+        hit = np.flatnonzero((count > 0) & (nonzero < self._bound()))
+        self._proved = [(int(rows[k]), float(nonzero[k])) for k in hit]
+        return bool(self._proved)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        if not signals.has_units(view, "active"):
+            return self._zero_bound_findings(view, p)
         out = []
         for name, active in signals.unit_layers(self, view, "active"):
             if not active.size:
@@ -59,4 +102,22 @@ class DeadRelu(base.Rule):
                     f"{self.where(view)}"
                 )
                 out.append(self.finding(view, msg, tensor=name, value=dead, threshold=p.threshold_layer))
+        return out
+
+    def _zero_bound_findings(self, view: StepView, p: Params) -> list[base.Finding]:
+        """Between Tier-1 steps: the layers whose non-zero share proved most units dead (found by `applies`)."""
+        out = []
+        for i, nonzero in self._proved:
+            name = view.names[i]
+            msg = (
+                f"{name}: {base.fmt(nonzero * 100)}% of its outputs are non-zero, so more than "
+                f"{base.fmt(p.threshold_layer)}% of its units are active on fewer than "
+                f"{base.fmt(p.threshold_inactivity)}% of samples (were fewer dead, at least "
+                f"{base.fmt(self._bound() * 100)}% would be non-zero) {self.where(view)}"
+            )
+            out.append(
+                self.finding(
+                    view, msg, tensor=name, value=100.0 * (1.0 - nonzero), threshold=p.threshold_layer
+                )
+            )
         return out

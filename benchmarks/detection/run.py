@@ -78,6 +78,19 @@ SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
 ]  # fmt: skip
 SAGEMAKER_SAVE_INTERVAL = 500
 
+CATEGORIES = (*baselines.AT_CATEGORIES, "OF")
+"""AUTOTRAINER's layout (vanishing/exploding gradient, dying ReLU, oscillating loss, slow convergence,
+NaN), plus overfitting, which AUTOTRAINER does not cover."""
+
+# DeepDiagnosis' symptom layout: the symptom each fault shows (faults with none of DD's symptoms are left out).
+FAULT_SYMPTOM = {
+    "F1": "exploding tensor", "F9": "exploding tensor", "F13": "exploding tensor", "F17": "exploding tensor",
+    "F2": "loss not decreasing", "F15": "loss not decreasing", "F11": "loss not decreasing",
+    "F3": "vanishing gradient", "F4": "saturated activation", "F5": "dead node",
+    "F6": "unchanged weight", "F14": "unchanged weight", "F18": "unchanged weight", "F10": "out of range",
+}  # fmt: skip
+SYMPTOMS = tuple(dict.fromkeys(FAULT_SYMPTOM.values()))
+
 TORCH_PREFIX = "torch_"
 TWIN = {
     "F3": "H5_sigmoid_shallow",
@@ -196,22 +209,31 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
     alarms_healthy = [t for t in healthy if outcomes[(t.program, t.seed)].alarm_step is not None]
     stops_healthy = [t for t in healthy if outcomes[(t.program, t.seed)].stopped]
     steps_healthy = sum(t.steps for t in healthy)
-    per_cat: dict[str, dict[str, object]] = {}
-    for cat in (*baselines.AT_CATEGORIES, "OF"):
-        runs = [t for t in harmful if t.category == cat]
-        if not runs:
-            continue
+
+    def recall_and_delay(runs: list[programs.Truth]) -> dict[str, object]:
         hit = [t for t in runs if outcomes[(t.program, t.seed)].alarm_step is not None]
         delays = [
             outcomes[(t.program, t.seed)].alarm_step - (t.manifest_step or 0)  # type: ignore[operator]
             for t in hit
         ]
-        per_cat[cat] = {
+        return {
             "runs": len(runs),
             "recall": len(hit) / len(runs),
             "median_delay_steps": float(statistics.median(delays)) if delays else None,
             "p90_delay_steps": float(np.percentile(delays, 90)) if delays else None,
         }
+
+    per_cat = {
+        cat: recall_and_delay(runs)
+        for cat in CATEGORIES
+        if (runs := [t for t in harmful if t.category == cat])
+    }
+    per_symptom = {
+        sym: recall_and_delay(runs)
+        for sym in SYMPTOMS
+        if (runs := [t for t in harmful if FAULT_SYMPTOM.get(t.fault or "") == sym])
+    }
+    overall = recall_and_delay(harmful) if harmful else {}
     detected = [t for t in harmful if outcomes[(t.program, t.seed)].alarm_step is not None]
     diagnosed = [t for t in detected if outcomes[(t.program, t.seed)].rules & set(intended.get(t.program, ()))
                  or outcomes[(t.program, t.seed)].categories & {t.category}]  # fmt: skip
@@ -229,7 +251,10 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
         "diagnosis_recall": len(diagnosed) / max(len(harmful), 1),
         "localization_recall": len(localized) / max(len(localizable), 1) if localizable else None,
         "stops_on_should_not_stop_faults": sum(outcomes[(t.program, t.seed)].stopped for t in not_stop),
+        "median_delay_steps": overall.get("median_delay_steps"),
+        "p90_delay_steps": overall.get("p90_delay_steps"),
         "per_category": per_cat,
+        "per_symptom": per_symptom,
     }
 
 
@@ -265,25 +290,38 @@ def _fmt(x: object, pct: bool = False) -> str:
     return f"{x:.0f}" if isinstance(x, float) else str(x)
 
 
+def _cells(per: dict[str, dict[str, object]], keys: Sequence[str], width: int) -> str:
+    """`recall/median delay` per key, `-` where the split has no harmful run of it."""
+    out = ""
+    for k in keys:
+        d = per.get(k)
+        out += (
+            f"{'-':>{width}}"
+            if d is None
+            else f"{_fmt(d['recall'], True) + '/' + _fmt(d['median_delay_steps']):>{width}}"
+        )
+    return out
+
+
 def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
-    cats = (*baselines.AT_CATEGORIES, "OF")
-    print(f"\n== {split} split: detection (warning or above) ==")
-    head = f"{'detector':<16}{'FA healthy':>11}{'stops hlth':>11}{'detect':>8}{'diagnose':>9}{'localize':>9}"
-    head += "".join(f"{c:>11}" for c in cats)
-    print(head)
-    print(" " * 64 + "".join(f"{'rec/delay':>11}" for _ in cats))
+    print(f"\n== {split} split: detection (warning or above); per category: recall/median delay in steps ==")
+    head = f"{'detector':<16}{'FA runs':>8}{'FA/1k st':>9}{'stops':>6}{'detect':>7}{'diagn':>6}{'local':>6}{'delay':>6}{'p90':>5}"
+    print(head + "".join(f"{c:>9}" for c in CATEGORIES))
     for name, r in results.items():
-        line = f"{name:<16}{_fmt(r['false_alarm_rate'], True):>11}{_fmt(r['stops_on_healthy']):>11}"
-        line += f"{_fmt(r['detection_recall'], True):>8}{_fmt(r['diagnosis_recall'], True):>9}{_fmt(r['localization_recall'], True):>9}"
-        pc = r["per_category"]
-        for c in cats:
-            d = pc.get(c)  # type: ignore[union-attr]
-            line += (
-                f"{'-':>11}"
-                if d is None
-                else f"{_fmt(d['recall'], True) + '/' + _fmt(d['median_delay_steps']):>11}"
-            )
-        print(line)
+        line = f"{name:<16}{_fmt(r['false_alarm_rate'], True):>8}{r['false_alarms_per_1000_steps']:>9.2f}"
+        line += f"{_fmt(r['stops_on_healthy']):>6}{_fmt(r['detection_recall'], True):>7}{_fmt(r['diagnosis_recall'], True):>6}"
+        line += f"{_fmt(r['localization_recall'], True):>6}{_fmt(r['median_delay_steps']):>6}{_fmt(r['p90_delay_steps']):>5}"
+        print(line + _cells(r["per_category"], CATEGORIES, 9))  # type: ignore[arg-type]
+    print(f"-- {split}, DeepDiagnosis' symptom layout: recall/median delay --")
+    short = {s: "".join(w[0] for w in s.split()).upper() for s in SYMPTOMS}
+    print(
+        f"{'detector':<16}"
+        + "".join(f"{short[s]:>9}" for s in SYMPTOMS)
+        + "   "
+        + ", ".join(f"{v} {k}" for k, v in short.items())
+    )
+    for name, r in results.items():
+        print(f"{name:<16}" + _cells(r["per_symptom"], SYMPTOMS, 9))  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -162,6 +162,8 @@ class Hook:
         """Per device: ids, sizes, tensors and tracked count of the packed parameters (`_plan_params`)."""
         self._param_devices: tuple[torch.device, ...] = ()
         self._params_on_cpu = True
+        self._large_params: list[_Param] = []
+        self._grad_params: list[_Param] = []
         self._activations: list[_Activation] = []
         self._act_order = 0
         self._armed = False
@@ -398,7 +400,8 @@ class Hook:
         step = self.step
         self.step += 1
         self._in_iteration = False
-        if self._worker is not None:
+        worker = self._worker
+        if worker is not None and worker.error is not None:
             self._check_worker()
         if not self.enabled:
             return
@@ -475,6 +478,10 @@ class Hook:
         small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
         small.sort(key=lambda p: not (track and p.param.requires_grad))
         self._small_params = small
+        self._large_params = [
+            p for p in self._params if p.tid is not None and p.param.numel() > self.pack_max_numel
+        ]
+        self._grad_params = [p for p in self._params if p.want_grad]
         plan: dict[torch.device, tuple[list[int], list[int], list[torch.Tensor], int]] = {}
         for p in small:
             ids, numels, tensors, tracked = plan.get(p.param.device, ([], [], [], 0))
@@ -507,9 +514,9 @@ class Hook:
                 tracked=tracked,
                 n_params=len(ids),
             )
-        for p in self._params:
+        for p in self._grad_params:
             grad = p.param.grad
-            if not p.want_grad or grad is None or grad.is_sparse:
+            if grad is None or grad.is_sparse:
                 continue
             if p.grad_tid is None:
                 p.grad_tid = self._writer.define(
@@ -563,9 +570,8 @@ class Hook:
             assert g.layout is not None
             g.packer.load(g.layout, g.tensors, start=0, slot=g.slot)
             g.tensors = []
-        for p in self._params:
-            if p.tid is None or p.param.numel() <= self.pack_max_numel:
-                continue
+        for p in self._large_params:
+            assert p.tid is not None  # only captured parameters are planned
             if p.history is None and self.config.track_updates and p.param.requires_grad:
                 p.history = torch_stats.new_history(p.param)
             raw = torch_stats.reduce_large(p.param, p.history)

@@ -179,7 +179,8 @@ class Hook:
         self._pending: _Pending | None = None
         self._worker: StatsWorker | None = None
         """Reduces saved steps of CPU tensors off the training thread (created on the first such step)."""
-        self._jobs = 0
+        self._slots_in_flight: list[int] = []
+        """Snapshot slots of the steps submitted to the worker, oldest first (it finishes them in order)."""
         self._staged_slot = 0
         self._staged_worker: StatsWorker | None = None
         self._wait_allowance = config.max_block_seconds if config else 0.0
@@ -450,6 +451,12 @@ class Hook:
         self._wait_allowance = max(0.0, self._wait_allowance - (self._wait_clock - now))
         return room
 
+    def _free_slot(self, worker: StatsWorker) -> int:
+        """The lowest snapshot slot the worker is done with: the same, cache-warm buffer while it keeps up."""
+        busy = self._slots_in_flight
+        del busy[: len(busy) - worker.in_flight]  # the worker finishes slot jobs in submission order
+        return min(set(range(worker.max_in_flight)).difference(busy))
+
     def _skip(self, step: int) -> None:
         """Drop saved step `step`: every snapshot buffer is still with the worker, and training must not wait."""
         assert self._writer is not None
@@ -503,7 +510,7 @@ class Hook:
         if worker is not None and not self._worker_room(worker):
             self._skip(step)
             return
-        self._staged_slot = self._jobs % worker.max_in_flight if worker is not None else 0
+        self._staged_slot = self._free_slot(worker) if worker is not None else 0
         groups: dict[torch.device, _Group] = {}
         for device, ids, numels, tensors, tracked in self._param_plan:
             groups[device] = _Group(
@@ -605,7 +612,7 @@ class Hook:
             self._pending = pending
             return
         scalars, self._scalars = self._scalars, []
-        self._jobs += 1
+        self._slots_in_flight.append(self._staged_slot)
         worker.submit(f"step {step}", lambda: self._reduce_and_write(pending, scalars), slot=True)
 
     def _reduce(self, pending: _Pending) -> None:

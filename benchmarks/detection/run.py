@@ -397,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.keep or args.reuse):
         shutil.rmtree(root, ignore_errors=True)
 
-    report: dict[str, object] = {"programs": len(progs), "seeds": args.seeds, "runs": len(truths),
+    report: dict[str, object] = {"programs": len(progs), "torch_programs": len(torch_progs), "seeds": args.seeds,
+                                 "torch_seeds": args.torch_seeds, "runs": len(truths),
                                  "train_seconds": round(t_train, 1), "evaluate_seconds": round(t_eval, 1), "splits": {}}  # fmt: skip
     numpy_truths = [t for t in truths if not t.program.startswith(TORCH_PREFIX)]
     torch_truths = [t for t in truths if t.program.startswith(TORCH_PREFIX)]

@@ -187,6 +187,8 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
     if p.freeze_layer is not None:
         truth.inject_step = p.freeze_from
     dead_onset = None
+    best_val: tuple[float, int] | None = None
+    """(lowest val loss, its step): Prechelt's E_opt, where overfitting becomes manifest."""
     with trainguard.Recorder(
         out, save_interval=save_interval, flush_every_steps=1000, flush_interval_seconds=60
     ) as rec:
@@ -299,7 +301,11 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
                 rec.record_scalar("val_loss", vloss, mode="eval")
                 rec.record_scalar("val_accuracy", vacc, mode="eval", collection="metrics")
                 truth.final_val_acc = vacc if math.isfinite(vloss) else 0.0
+                if math.isfinite(vloss) and (best_val is None or vloss < best_val[0]):
+                    best_val = (vloss, step)
             rec.step()
+    if p.category == "OF" and best_val is not None:
+        truth.manifest_step = best_val[1]
     if p.fault == "F5" and truth.manifest_step is None:
         truth.manifest_step = dead_onset
     if truth.manifest_step is None and p.fault is not None:

@@ -4,8 +4,8 @@
 warmup then cosine learning rate, a noisy loss decaying towards 0.3 with a warmup bump, per-layer
 gradient norms that follow the loss, updates = lr x gradient, ReLU layers that are sparse (about 65%
 zeros) but whose units are all alive, tanh layers with few saturated units, Tier-1 vectors every 10
-steps and an eval loss every 50. A `fault(step, data)` callback edits a step's columns before the
-view is built. Names and metadata are one shared tuple, as in the evaluator.
+steps (activity or saturation of the activations, the share of each weight row that moved) and an
+eval loss every 50. A `fault(step, data)` callback edits a step's columns before the view is built. Names and metadata are one shared tuple, as in the evaluator.
 """
 
 from __future__ import annotations
@@ -129,6 +129,8 @@ class Stream:
                 std = math.sqrt(2.0 / m.shape[1]) * (1 + 0.1 * t / self.steps)
                 update = math.nan if t == 0 else lr * grad_l2
                 cols[m.name] = columns(n=n, std=std, update=update, distance=0.02 * math.sqrt(t) * std * math.sqrt(n))
+                if tier1:  # SGD moves every element whose input was ever non-zero: most of each row
+                    units[("moved", m.name)] = np.full(m.shape[0], math.nan if t == 0 else 0.97)
             elif m.collection == "biases":
                 std = 0.0 if t == 0 else 0.01 + 0.0001 * t
                 cols[m.name] = columns(n=n, std=std, zero=1.0 if t == 0 else 0.0, update=math.nan if t == 0 else lr * grad_l2 * 0.1)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+
+import pytest
 
 from tests.rules.streams import StepData, Stream, first, run
 from trainguard.api.enums import Severity
@@ -184,3 +187,46 @@ def test_exploding_tensor_finds_a_non_finite_scalar_among_huge_finite_ones() -> 
         StepView(step=2, eval_scalars={"loss": math.nan}),
     ]
     assert [(f.step, f.tensor) for f in run(ExplodingTensor(), views)] == [(1, "a"), (2, "loss")]
+
+
+def _mask_rows(layer: str, rows: slice, after: int) -> Callable[[StepData], None]:
+    """From `after` on, the rows `rows` of `layer` get no gradient (a gradient mask): their units read 0 moved."""
+
+    def fault(d: StepData) -> None:
+        if d.step >= after and ("moved", layer) in d.units:
+            d.units[("moved", layer)][rows] = 0.0
+
+    return fault
+
+
+def test_unchanged_tensor_names_a_layer_whose_units_are_frozen_while_the_rest_moves() -> None:
+    f = first(run(UnchangedTensor(), Stream(steps=300, fault=_mask_rows("fc1.weight", slice(3, 20), 200))))
+    assert (f.step, f.tensor) == (220, "fc1.weight")  # the third Tier-1 view in a row
+    assert "17 of 64 units (26.6%, above 10%) unchanged for at least 3 Tier-1 steps in a row" in f.message
+    assert "(units 3, 4, 5, 6, 7, ...;" in f.message and f.value == pytest.approx(100 * 17 / 64)
+
+
+def test_unchanged_tensor_leaves_a_few_frozen_units_and_skipped_steps_alone() -> None:
+    few = _mask_rows("fc1.weight", slice(0, 6), 100)  # 6 of 64 units (9%): e.g. a few dead ReLU units
+
+    def skipped(d: StepData) -> None:  # every unit of every layer still at a Tier-1 view: not a blind zone
+        few(d)
+        if 150 <= d.step < 200:
+            for key in [k for k in d.units if k[0] == "moved"]:
+                d.units[key][:] = 0.0
+
+    assert run(UnchangedTensor(), Stream(steps=300, fault=skipped)) == []
+    whole_layer = _mask_rows("fc2.weight", slice(None), 100)  # the per-layer check's case, not a unit finding
+    found = run(UnchangedTensor(), Stream(steps=300, fault=whole_layer))
+    assert found == []  # update_l2 is untouched here, so the per-layer check is quiet too
+
+
+def test_unchanged_tensor_unit_check_resets_when_the_units_move_again() -> None:
+    mask = _mask_rows("fc1.weight", slice(0, 32), 100)
+
+    def thaw_every_third(d: StepData) -> None:
+        if d.step % 30 != 0:
+            mask(d)
+
+    assert run(UnchangedTensor(), Stream(steps=300, fault=thaw_every_third)) == []
+    assert run(UnchangedTensor({"unit_fraction": 100}), Stream(steps=300, fault=mask)) == []

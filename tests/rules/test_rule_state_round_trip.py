@@ -53,6 +53,11 @@ def _freeze(d: StepData) -> None:
     d.set("fc2.weight", update_l2=0.0)
 
 
+def _freeze_rows(d: StepData) -> None:
+    if ("moved", "fc1.weight") in d.units:
+        d.units[("moved", "fc1.weight")][:20] = 0.0  # rows behind a gradient mask: a per-unit blind zone
+
+
 def _tiny_updates(d: StepData) -> None:
     _flat(d)
     for i in range(4):
@@ -109,9 +114,23 @@ def test_every_builtin_rule_has_a_round_trip_case() -> None:
     assert set(CASES) == set(registry.BUILTINS) - {"auc_drop", "auc_resolution"}
 
 
+UNIT_CASES = {"unchanged_tensor": ({}, {}, _after(300, _freeze_rows))}
+"""Rules whose per-unit (Tier-1) state is round-tripped too."""
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_restored_rule_gives_identical_findings(name: str) -> None:
-    params, kwargs, fault = CASES[name]
+    _round_trip(name, *CASES[name])
+
+
+@pytest.mark.parametrize("name", sorted(UNIT_CASES))
+def test_restored_rule_gives_identical_per_unit_findings(name: str) -> None:
+    _round_trip(name, *UNIT_CASES[name])
+
+
+def _round_trip(
+    name: str, params: dict[str, Any], kwargs: dict[str, Any], fault: Callable[[StepData], None]
+) -> None:
     views: list[StepView] = Stream(steps=600, fault=fault, **kwargs).views()
     cls = registry.get(name)
     whole: list[Any] = []

@@ -181,6 +181,10 @@ class Recorder:
                     u = numpy_stats.unit_activity(arr, activation)
                     if u is not None:
                         units[(u[0], tid)] = u[1]
+                if info.trainable:
+                    moved = numpy_stats.unit_moved(arr, prev)
+                    if moved is not None:
+                        units[(numpy_stats.MOVED, tid)] = moved
         order = np.argsort(ids_list)
         w.write_step(
             step,

@@ -1,10 +1,20 @@
-"""`unchanged_tensor`: trainable parameters that do not move ("blind zones"), per layer.
+"""`unchanged_tensor`: trainable parameters that do not move ("blind zones"), per layer and per unit.
 
 A parameter is unchanged at a view when ||dW|| (`update_l2`, measured since the previous saved
 step) is at most atol * sqrt(n) + rtol * ||W||, the l2 form of SageMaker's np.allclose test; by
 default both are 0, so only an exact standstill counts. It is reported after `num_steps` such
 views in a row. Views where no watched parameter moved (lr 0
 during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named.
+
+Per unit, on Tier-1 views, from the vectors `units[("moved", <parameter>)]`: the share of each
+unit's elements (row of dim 0) that changed since the previous saved step. A unit whose row stayed
+exactly unchanged while other units of the same layer moved is frozen at that view; a layer is
+reported when more than `unit_fraction` percent of its units were frozen for `num_steps` Tier-1
+views in a row (a gradient mask, a detached slice, rows behind units that never fire). A view where
+the whole layer stood still is left to the per-layer check and neither counts nor resets; NaN (no
+previous copy yet) neither. The default 10% leaves the few dead units of a healthy ReLU net alone
+(their incoming rows get no gradient); layers with more than half their units dead are
+`dead_relu`'s, which this check then names too, as the blind zone they are.
 """
 
 from __future__ import annotations
@@ -19,6 +29,10 @@ from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
+MOVED = "moved"
+"""The Tier-1 per-unit kind read here (`store.format.UNIT_KINDS`): share of each unit's row that changed."""
+_FIRST_UNITS = 5
+"""How many indices of frozen units a finding names."""
 
 
 class UnchangedTensor(base.Rule):
@@ -44,17 +58,73 @@ class UnchangedTensor(base.Rule):
             ge=0,
             description="Absolute tolerance per element: a change below atol * sqrt(n) counts as none (SageMaker: 1e-8).",
         )
+        unit_fraction: float = Field(
+            default=10.0,
+            ge=0,
+            le=100,
+            description="Per unit (Tier-1 `moved` vectors): report a layer when more than this percent of its units "
+            "(rows of dim 0) stayed exactly unchanged for `num_steps` Tier-1 views in a row while its other units "
+            "moved; 100 turns the per-unit check off.",
+        )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.streak = signals.RowState(0.0)
         self._counting = False
+        self.unit_streak: dict[str, np.ndarray] = {}
+        """Tier-1 views in a row each unit of a layer was frozen while the layer moved, by parameter name."""
+        self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
 
     def check(self, view: StepView) -> list[base.Finding]:
-        p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
+        found = self._layers(view, rows)
+        if view.units and signals.has_units(view, MOVED):
+            found += self._units(view, rows)
+        return found
+
+    def _units(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
+        """The per-unit check of a Tier-1 view: layers with more than `unit_fraction`% of units frozen for `num_steps` views."""
+        p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
+        if self._watched[0] is not rows:
+            self._watched = (rows, frozenset(view.names[int(i)] for i in rows))
+        watched = self._watched[1]
+        layers = [(name, vec) for (k, name), vec in view.units.items() if k == MOVED and name in watched]
+        if not any(bool((vec > 0).any()) for _, vec in layers):
+            return []  # nothing moved at all: a skipped step (or nothing measured yet)
+        hits: list[tuple[str, np.ndarray, float]] = []
+        for name, vec in layers:
+            moving = vec > 0
+            if not vec.size or not moving.any():
+                continue  # the whole layer stood still (the per-layer check's case) or was not measured
+            streak = self.unit_streak.get(name)
+            if streak is None or streak.shape != vec.shape:
+                streak = np.zeros(vec.shape)
+            streak = np.where(vec == 0, streak + 1, np.where(moving, 0.0, streak))  # NaN: neither
+            self.unit_streak[name] = streak
+            frozen = np.flatnonzero(streak >= p.num_steps)
+            share = 100.0 * frozen.size / vec.size
+            if frozen.size and share > p.unit_fraction:
+                hits.append((name, frozen, share))
+        if not hits:
+            return []
+        name, frozen, share = hits[0]
+        first = ", ".join(str(int(u)) for u in frozen[:_FIRST_UNITS]) + (
+            ", ..." if frozen.size > _FIRST_UNITS else ""
+        )
+        others = f"; {len(hits) - 1} more layers alike" if len(hits) > 1 else ""
+        msg = (
+            f"{name}: {frozen.size} of {self.unit_streak[name].size} units ({base.fmt(share)}%, above "
+            f"{base.fmt(p.unit_fraction)}%) unchanged for at least {p.num_steps} Tier-1 steps in a row while the layer's "
+            f"other units train {self.where(view)} (units {first}; a unit whose activation never fires freezes "
+            f"its row too){others}"
+        )
+        return [self.finding(view, msg, tensor=name, value=share, threshold=p.unit_fraction)]
+
+    def _layers(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
+        """The per-layer check: parameters whose update_l2 is (about) 0 while others move."""
+        p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
         upd = view.stats[rows, COL["update_l2"]]
         if p.rtol == 0 and p.atol == 0:
             moved, still = upd > 0, upd == 0
@@ -84,8 +154,14 @@ class UnchangedTensor(base.Rule):
         ]
 
     def get_state(self) -> dict[str, Any]:
-        return {"streak": self.streak.get_state()}
+        return {
+            "streak": self.streak.get_state(),
+            "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.streak.set_state(state.get("streak", {}))
+        self.unit_streak = {
+            name: np.asarray(s, np.float64) for name, s in state.get("unit_streak", {}).items()
+        }
         self._counting = any(v > 0 for v in state.get("streak", {}).values())

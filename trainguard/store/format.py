@@ -61,9 +61,12 @@ HIST_BINS = 64
 """Tier-1 histograms: bin 0 counts exact zeros, bins 1..63 count |x| in [2^(b-40), 2^(b-39)), clamped."""
 HIST_MIN_EXPONENT = -39
 
-UNIT_KINDS = ("active", "saturated")
+UNIT_KINDS = ("active", "saturated", "moved")
 """Tier-1 per-unit vectors: fraction of samples on which each unit was active (ReLU family,
-output > 0) or saturated (sigmoid output < 0.01 or > 0.99 / tanh |output| > 0.99)."""
+output > 0) or saturated (sigmoid output < 0.01 or > 0.99 / tanh |output| > 0.99), both keyed by
+the activation's id; and, keyed by a trainable parameter's id, the fraction of each unit's
+elements (row of dim 0) that changed since the previous saved step ("moved", exactly W != W_prev;
+parameters with more than one unit and a previous copy only)."""
 
 RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"

@@ -11,6 +11,8 @@ import numpy as np
 from trainguard.store import format
 
 K = len(format.STAT_COLUMNS)
+MOVED = "moved"
+"""Kind of the Tier-1 per-unit vector of a trainable parameter: the share of each unit's elements that changed."""
 
 
 def tier0(x: np.ndarray, *, prev: np.ndarray | None = None, first: np.ndarray | None = None) -> np.ndarray:
@@ -75,3 +77,20 @@ def unit_activity(x: np.ndarray, activation: str) -> tuple[str, np.ndarray] | No
     if activation == "tanh":
         return "saturated", (np.abs(a) > 0.99).mean(axis=0).astype(np.float32)
     return None
+
+
+def unit_moved(x: np.ndarray, prev: np.ndarray | None) -> np.ndarray | None:
+    """Return float32[units] for a parameter: the fraction of each unit's elements (row of dim 0) with x != prev.
+
+    NaN for every unit when there is no previous copy yet (the first saved step: the vector is
+    still written, so that every Tier-1 step of a segment has it). None for 0-d parameters and
+    those with a single unit (dim 0 of size 1) or none: their movement is the layer's `update_l2`.
+    A NaN element counts as changed.
+    """
+    a = np.asarray(x)
+    if a.ndim < 1 or a.shape[0] <= 1 or not a.size:
+        return None
+    if prev is None:
+        return np.full(a.shape[0], np.nan, np.float32)
+    changed = a.reshape(a.shape[0], -1) != np.asarray(prev).reshape(a.shape[0], -1)
+    return changed.mean(axis=1).astype(np.float32)

@@ -50,7 +50,9 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
     assert sorted({int(s) for seg in segs for s in seg.tier1_steps}) == tier1
     units = {k for seg in segs for k in seg.units}
     ids = {t.name: t.id for t in run.tensors()}
-    assert units == {("active", ids["act/1"]), ("saturated", ids["act/3"])}
+    assert units == {("active", ids["act/1"]), ("saturated", ids["act/3"])} | {
+        ("moved", ids[p]) for p in PARAMS
+    }
     end = run.ended()
     assert end is not None and end.status == "ok" and end.last_step == 18
 

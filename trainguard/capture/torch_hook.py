@@ -38,6 +38,7 @@ from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stats_worker import StatsWorker
 from trainguard.capture.stop import StopFlag
 from trainguard.store import writer
+from trainguard.store.stats import MOVED
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class _Group:
     layout: torch_stats._Layout | None = None
     slot: int = 0
     """The layout's snapshot buffer this step is loaded into (see `StatsWorker`)."""
+    units: tuple[int, ...] = ()
+    """Per tracked parameter: the units of its Tier-1 "moved" vector (0: none); set on Tier-1 steps only."""
 
 
 @dataclass
@@ -512,7 +515,9 @@ class Hook:
             return
         self._staged_slot = self._free_slot(worker) if worker is not None else 0
         groups: dict[torch.device, _Group] = {}
+        tier1 = self._tier1(step)
         for device, ids, numels, tensors, tracked in self._param_plan:
+            units = tuple(torch_stats.unit_count(t) for t in tensors[:tracked]) if tier1 else ()
             groups[device] = _Group(
                 self._packer(device),
                 list(ids),
@@ -520,6 +525,7 @@ class Hook:
                 list(tensors),
                 tracked=tracked,
                 n_params=len(ids),
+                units=units,
             )
         for p in self._grad_params:
             grad = p.param.grad
@@ -536,7 +542,7 @@ class Hook:
             if grad.numel() > self.pack_max_numel:
                 raw = torch_stats.reduce_large(grad)
                 self._acts_raw.append((p.grad_tid, grad.numel(), raw))
-                if self._tier1(step):
+                if tier1:
                     self._hists[p.grad_tid] = torch_stats.histogram(grad, raw)
                 continue
             g = self._group(groups, grad.device)
@@ -581,6 +587,8 @@ class Hook:
             assert p.tid is not None  # only captured parameters are planned
             if p.history is None and self.config.track_updates and p.param.requires_grad:
                 p.history = torch_stats.new_history(p.param)
+            if tier1 and p.history is not None and torch_stats.unit_count(p.param):
+                self._units[(MOVED, p.tid)] = torch_stats.moved_large(p.param, p.history)
             raw = torch_stats.reduce_large(p.param, p.history)
             parts.append(raw[None, :])
             ids.append(p.tid)
@@ -616,9 +624,16 @@ class Hook:
         worker.submit(f"step {step}", lambda: self._reduce_and_write(pending, scalars), slot=True)
 
     def _reduce(self, pending: _Pending) -> None:
-        """Reduce the pending step's packed buffers (histograms and per-unit vectors on Tier-1 steps)."""
+        """Reduce the pending step's packed buffers (histograms and per-unit vectors on Tier-1 steps: activity
+        or saturation of activations, and the share of each parameter unit's row that moved)."""
         for g in pending.groups:
             assert g.layout is not None
+            if pending.tier1 and any(g.units):  # before `reduce`, which moves the previous copies on
+                moved = g.packer.moved(g.layout, g.tracked, g.units, slot=g.slot).split(
+                    [u for u in g.units if u]
+                )
+                for tid, vec in zip([t for t, u in zip(g.ids, g.units) if u], moved):
+                    pending.units[(MOVED, tid)] = vec
             raw = g.packer.reduce(g.layout, tracked=g.tracked, slot=g.slot)
             pending.parts.append(raw)
             pending.ids += g.ids

@@ -119,6 +119,7 @@ class _Layout:
         self.lengths = torch.tensor(rows, dtype=torch.long, device=device)
         self.all_nan = torch.full((self.count,), torch.nan, dtype=torch.float64, device=device)
         self._tracked: dict[int, tuple[int, tuple[int, ...], torch.Tensor]] = {}
+        self._unit_codes: dict[tuple[int, tuple[int, ...]], tuple[torch.Tensor, torch.Tensor]] = {}
 
     def _views(self, buffer: torch.Tensor) -> list[torch.Tensor]:
         flat = buffer.view(-1)
@@ -151,6 +152,32 @@ class _Layout:
     def untracked_nan(self, k: int) -> torch.Tensor:
         """float64 [T]: 0 for the first `k` tensors, NaN after (added to columns only they have)."""
         return self._tracked_info(k)[2]
+
+    def unit_codes(self, tracked: int, units: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """int64 [rows of the first `tracked` tensors * width]: each element's unit (row of dim 0), numbered
+        across tensors in order, `sum(units)` for padding and tensors with `units` 0; and float32 [sum(units)]
+        elements per unit. Made once per (tracked, units), then kept (Tier-1 steps only)."""
+        key = (tracked, units)
+        cached = self._unit_codes.get(key)
+        if cached is None:
+            r = self.tracked_rows(tracked)[0]
+            total = sum(units)
+            codes = np.full(r * self.width, total, dtype=np.int64)
+            sizes = np.ones(max(total, 1), dtype=np.float32)[:total]
+            first = 0
+            for i, u in enumerate(units):
+                if u:
+                    per = self.numels[i] // u
+                    start = self._starts[i] * self.width
+                    codes[start : start + self.numels[i]] = first + np.arange(self.numels[i]) // per
+                    sizes[first : first + u] = per
+                    first += u
+            dev = self.buffer.device
+            cached = self._unit_codes[key] = (
+                torch.from_numpy(codes).to(dev),
+                torch.from_numpy(sizes).to(dev),
+            )
+        return cached
 
     def per_tensor(self, row_values: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         """Reduce row statistics [R, ...] over each tensor's rows into float64 [T, ...] (segments never mix NaN)."""
@@ -294,6 +321,27 @@ class Packed:
         fresh, hist.fresh = hist.fresh, False
         return fresh
 
+    def moved(self, lay: _Layout, tracked: int, units: tuple[int, ...], *, slot: int = 0) -> torch.Tensor:
+        """Return float64 [sum(units)]: per unit (row of dim 0) of the first `tracked` tensors in `slot`, the share
+        of its elements that differ from the copy of the previous saved step (`units[i]` 0 skips tensor i).
+
+        Tier-1 steps only, and before `reduce`, which moves that copy on. NaN while there is no
+        previous copy (the first saved step). Fixed kernels on the device: no host sync.
+        """
+        r, key = lay.tracked_rows(tracked)
+        hist = self._history.get(key)
+        total = sum(units)
+        if hist is None or hist.fresh:
+            return torch.full((total,), torch.nan, dtype=torch.float64, device=lay.buffer.device)
+        codes, sizes = lay.unit_codes(tracked, units)
+        changed = torch.ne(lay.slot(slot)[0][:r], hist.prev).reshape(-1).to(torch.float32)
+        counts = torch.zeros(total + 1, dtype=torch.float32, device=changed.device).index_add_(
+            0, codes, changed
+        )
+        return (counts[:total] / sizes).to(
+            torch.float64
+        )  # counts are exact: a packed tensor has < 2^24 elements
+
     def histograms(self, lay: _Layout, raw: torch.Tensor, *, slot: int = 0) -> torch.Tensor:
         """Return float64 [T, HIST_BINS] log2-magnitude histograms of the tensors in `slot`; `raw` is `reduce`'s result."""
         codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
@@ -383,6 +431,20 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     return torch.stack(
         [n_nan, n_inf, zero, mn.to(torch.float64), mx.to(torch.float64), s, a, q, dev, upd, dist]
     )
+
+
+def unit_count(x: torch.Tensor) -> int:
+    """The units of a parameter's per-unit "moved" vector: the size of dim 0, or 0 when it has one unit or none."""
+    return int(x.shape[0]) if x.ndim >= 1 and x.shape[0] > 1 and x.numel() else 0
+
+
+def moved_large(x: torch.Tensor, history: _History) -> torch.Tensor:
+    """float64 [units] share of each unit's elements (row of dim 0) of a large parameter that differ from its
+    previous saved copy; NaN on the first save. Call before `reduce_large`, which moves the copy on."""
+    if history.fresh:
+        return torch.full((x.shape[0],), torch.nan, dtype=torch.float64, device=x.device)
+    changed = torch.ne(x.detach().reshape(x.shape[0], -1), history.prev.reshape(x.shape[0], -1))
+    return changed.sum(1, dtype=torch.float64) / (x.numel() // x.shape[0])
 
 
 def new_history(x: torch.Tensor) -> _History:

@@ -94,7 +94,7 @@ class CaptureConfig(BaseModel):
         if isinstance(v, str):
             v = [c.strip() for c in v.split(",") if c.strip()]
         known = {c.value for c in Collection}
-        for c in v:  # type: ignore[union-attr]
+        for c in v:  # type: ignore[attr-defined]
             if c not in known:
                 raise ValueError(f"unknown collection {c!r}; known: {', '.join(sorted(known))}")
         return tuple(v)  # type: ignore[arg-type]

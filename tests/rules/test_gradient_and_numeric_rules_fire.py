@@ -203,7 +203,7 @@ def test_unchanged_tensor_names_a_layer_whose_units_are_frozen_while_the_rest_mo
     f = first(run(UnchangedTensor(), Stream(steps=300, fault=_mask_rows("fc1.weight", slice(3, 20), 200))))
     assert (f.step, f.tensor) == (220, "fc1.weight")  # the third Tier-1 view in a row
     assert "17 of 64 units (26.6%, above 10%) unchanged for at least 3 Tier-1 steps in a row" in f.message
-    assert "(units 3, 4, 5, 6, 7, ...;" in f.message and f.value == pytest.approx(100 * 17 / 64)
+    assert "(units 3, 4, 5, 6, 7, ...)" in f.message and f.value == pytest.approx(100 * 17 / 64)
 
 
 def test_unchanged_tensor_leaves_a_few_frozen_units_and_skipped_steps_alone() -> None:
@@ -230,3 +230,18 @@ def test_unchanged_tensor_unit_check_resets_when_the_units_move_again() -> None:
 
     assert run(UnchangedTensor(), Stream(steps=300, fault=thaw_every_third)) == []
     assert run(UnchangedTensor({"unit_fraction": 100}), Stream(steps=300, fault=mask)) == []
+
+
+def test_unchanged_tensor_leaves_rows_behind_dead_units_to_dead_relu() -> None:
+    mask = _mask_rows("fc1.weight", slice(0, 32), 100)
+
+    def dead(
+        d: StepData,
+    ) -> None:  # the masked rows feed units that never fire (the next ReLU, as many units)
+        mask(d)
+        if ("active", "act/relu1") in d.units and d.step >= 100:
+            d.units[("active", "act/relu1")][:32] = 0.0
+
+    assert run(UnchangedTensor(), Stream(steps=300, fault=dead)) == []
+    f = first(run(UnchangedTensor(), Stream(steps=300, fault=mask)))  # the same rows behind live units
+    assert (f.step, f.tensor) == (120, "fc1.weight") and "32 of 64 units (50%" in f.message

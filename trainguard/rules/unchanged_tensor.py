@@ -8,13 +8,16 @@ during warmup, a loss-scaler skipping a step) do not count, so only layers left 
 
 Per unit, on Tier-1 views, from the vectors `units[("moved", <parameter>)]`: the share of each
 unit's elements (row of dim 0) that changed since the previous saved step. A unit whose row stayed
-exactly unchanged while other units of the same layer moved is frozen at that view; a layer is
+exactly unchanged while other units of the same layer moved is frozen at that view, unless a dead
+unit explains it (its output's or input's ReLU-family activation, next or previous in forward order
+and as wide, fired on fewer than 1% of samples: no gradient reaches that row, and `dead_relu`
+reports the layer); a layer is
 reported when more than `unit_fraction` percent of its units were frozen for `num_steps` Tier-1
-views in a row (a gradient mask, a detached slice, rows behind units that never fire). A view where
+views in a row (a gradient mask, a detached slice, a row-wise learning rate of 0). A view where
 the whole layer stood still is left to the per-layer check and neither counts nor resets; NaN (no
-previous copy yet) neither. The default 10% leaves the few dead units of a healthy ReLU net alone
-(their incoming rows get no gradient); layers with more than half their units dead are
-`dead_relu`'s, which this check then names too, as the blind zone they are.
+previous copy yet) neither. The default 10% also leaves alone the few units of a healthy deep net
+that stop moving without a dead activation to explain them (no `active` vector, e.g. a tanh layer
+or Adam's vanishing moments).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ MOVED = "moved"
 """The Tier-1 per-unit kind read here (`store.format.UNIT_KINDS`): share of each unit's row that changed."""
 _FIRST_UNITS = 5
 """How many indices of frozen units a finding names."""
+_ACTIVE = "active"
+_DEAD_PERCENT = 1.0
+"""A unit active on fewer than this percent of samples is dead (dead_relu's default `threshold_inactivity`)."""
 
 
 class UnchangedTensor(base.Rule):
@@ -74,6 +80,7 @@ class UnchangedTensor(base.Rule):
         self.unit_streak: dict[str, np.ndarray] = {}
         """Tier-1 views in a row each unit of a layer was frozen while the layer moved, by parameter name."""
         self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
+        self._row_of: tuple[tuple[str, ...] | None, dict[str, int]] = (None, {})
 
     def check(self, view: StepView) -> list[base.Finding]:
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
@@ -101,7 +108,14 @@ class UnchangedTensor(base.Rule):
             streak = self.unit_streak.get(name)
             if streak is None or streak.shape != vec.shape:
                 streak = np.zeros(vec.shape)
-            streak = np.where(vec == 0, streak + 1, np.where(moving, 0.0, streak))  # NaN: neither
+            # a unit whose activation never fires gets no gradient: dead_relu's, not a blind zone here
+            frozen_now = vec == 0
+            dead = self._dead_units(view, name, vec.size)
+            if dead is not None:
+                frozen_now &= ~dead
+            streak = np.where(frozen_now, streak + 1, np.where(moving, 0.0, streak))  # NaN: neither
+            if dead is not None:
+                streak[dead] = 0.0
             self.unit_streak[name] = streak
             frozen = np.flatnonzero(streak >= p.num_steps)
             share = 100.0 * frozen.size / vec.size
@@ -117,10 +131,42 @@ class UnchangedTensor(base.Rule):
         msg = (
             f"{name}: {frozen.size} of {self.unit_streak[name].size} units ({base.fmt(share)}%, above "
             f"{base.fmt(p.unit_fraction)}%) unchanged for at least {p.num_steps} Tier-1 steps in a row while the layer's "
-            f"other units train {self.where(view)} (units {first}; a unit whose activation never fires freezes "
-            f"its row too){others}"
+            f"other units train {self.where(view)} (units {first}){others}"
         )
         return [self.finding(view, msg, tensor=name, value=share, threshold=p.unit_fraction)]
+
+    def _dead_units(self, view: StepView, name: str, units: int) -> np.ndarray | None:
+        """The units of parameter `name` explained by a dead activation (active on fewer than 1% of samples):
+        that of its output (the first ReLU-family output at or after its module in forward order) or of its
+        input (the last one before it: a layout `x @ W` keeps the inputs in dim 0), each when it has as many
+        units. None when neither is known."""
+        if self._row_of[0] is not view.names:
+            self._row_of = (view.names, {n: k for k, n in enumerate(view.names)})
+        row_of = self._row_of[1]
+        i = row_of.get(name)
+        order = view.meta[i].order if i is not None else None
+        if order is None:
+            return None
+        module = view.meta[i].module  # type: ignore[index]
+        after: tuple[tuple[int, bool], np.ndarray] | None = None
+        before: tuple[int, np.ndarray] | None = None
+        for (kind, act), vec in view.units.items():
+            j = row_of.get(act) if kind == _ACTIVE and vec.size == units else None
+            act_order = view.meta[j].order if j is not None else None
+            if act_order is None:
+                continue
+            if act_order >= order:
+                key = (act_order, view.meta[j].module != module)  # type: ignore[index]
+                if after is None or key < after[0]:
+                    after = (key, vec)
+            elif before is None or act_order > before[0]:
+                before = (act_order, vec)
+        dead = [
+            v * 100.0 < _DEAD_PERCENT
+            for v in (after[1] if after else None, before[1] if before else None)
+            if v is not None
+        ]
+        return np.logical_or.reduce(dead) if dead else None
 
     def _layers(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """The per-layer check: parameters whose update_l2 is (about) 0 while others move."""

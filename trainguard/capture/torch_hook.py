@@ -629,11 +629,11 @@ class Hook:
         for g in pending.groups:
             assert g.layout is not None
             if pending.tier1 and any(g.units):  # before `reduce`, which moves the previous copies on
-                moved = g.packer.moved(g.layout, g.tracked, g.units, slot=g.slot).split(
-                    [u for u in g.units if u]
-                )
-                for tid, vec in zip([t for t, u in zip(g.ids, g.units) if u], moved):
-                    pending.units[(MOVED, tid)] = vec
+                moved, first = g.packer.moved(g.layout, g.tracked, g.units, slot=g.slot), 0
+                for tid, u in zip(g.ids, g.units):
+                    if u:
+                        pending.units[(MOVED, tid)] = moved[first : first + u]
+                        first += u
             raw = g.packer.reduce(g.layout, tracked=g.tracked, slot=g.slot)
             pending.parts.append(raw)
             pending.ids += g.ids

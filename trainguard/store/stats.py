@@ -93,4 +93,5 @@ def unit_moved(x: np.ndarray, prev: np.ndarray | None) -> np.ndarray | None:
     if prev is None:
         return np.full(a.shape[0], np.nan, np.float32)
     changed = a.reshape(a.shape[0], -1) != np.asarray(prev).reshape(a.shape[0], -1)
-    return changed.mean(axis=1).astype(np.float32)
+    share: np.ndarray = changed.mean(axis=1).astype(np.float32)
+    return share

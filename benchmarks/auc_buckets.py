@@ -28,12 +28,16 @@ def ctr_like(n: int, base_rate: float, seed: int) -> tuple[np.ndarray, np.ndarra
 
 def linear_counts(scores: np.ndarray, labels: np.ndarray, buckets: int) -> np.ndarray:
     b = np.clip((scores * buckets).astype(np.int64), 0, buckets - 1)
-    return np.stack([np.bincount(b[labels > 0.5], minlength=buckets), np.bincount(b[labels <= 0.5], minlength=buckets)])
+    return np.stack(
+        [np.bincount(b[labels > 0.5], minlength=buckets), np.bincount(b[labels <= 0.5], minlength=buckets)]
+    )
 
 
 def accuracy_table(n: int) -> None:
     print(f"AUC error vs bucket count ({n:,} samples; error = bucketed - exact)")
-    print(f"{'task':<18}{'exact':>8}  {'buckets':<20}{'AUC':>8}{'error':>11}{'bound':>10}  {'bound vs peer':>14}")
+    print(
+        f"{'task':<18}{'exact':>8}  {'buckets':<20}{'AUC':>8}{'error':>11}{'bound':>10}  {'bound vs peer':>14}"
+    )
     for label, rate in (("balanced (50%)", 0.5), ("CTR-like (0.2%)", 0.002)):
         s, y = ctr_like(n, rate, seed=1)
         exact = auc.exact_auc(s, y)
@@ -44,7 +48,9 @@ def accuracy_table(n: int) -> None:
         for name, est in rows:
             err = est.auc - exact
             ratio = f"{peer.error_bound / est.error_bound:.3g}x tighter" if est.error_bound > 0 else "exact"
-            print(f"{label:<18}{exact:>8.4f}  {name:<20}{est.auc:>8.4f}{err:>+11.1e}{est.error_bound:>10.1e}  {ratio:>14}")
+            print(
+                f"{label:<18}{exact:>8.4f}  {name:<20}{est.auc:>8.4f}{err:>+11.1e}{est.error_bound:>10.1e}  {ratio:>14}"
+            )
 
 
 def cost_table(n: int) -> None:

@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev/setup.sh --full
 export PATH="$PWD/.tools/bin:$PWD/.venv/bin:$PATH"
-echo "==> import contracts"; .venv/bin/lint-imports
+echo "==> lint: ruff, mypy --strict, import contracts"
+.venv/bin/ruff check trainguard tests benchmarks examples
+.venv/bin/ruff format --check -q trainguard tests benchmarks examples
+.venv/bin/mypy trainguard
+.venv/bin/lint-imports
 set +e
 .venv/bin/python -m pytest -q -ra "$@"
 rc=$?

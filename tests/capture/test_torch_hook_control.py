@@ -34,7 +34,9 @@ def test_the_kill_switch_wins_over_trainguard_out(tmp_path: Path) -> None:
     assert not hook.enabled
 
 
-def test_from_env_reads_trainguard_variables_and_the_rank(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_env_reads_trainguard_variables_and_the_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     uri = f"file://{tmp_path}/run"
     env = {
         "TRAINGUARD_OUT": uri,

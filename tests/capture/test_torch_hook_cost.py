@@ -44,12 +44,16 @@ def transfers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
-def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(file_uri: str, transfers: list[int]) -> None:
+def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(
+    file_uri: str, transfers: list[int]
+) -> None:
     copies_after: dict[int, int] = {}
     # the accelerator path (here on CPU, without the statistics worker): the copy happens on the
     # training thread; the worker's copies are counted in test_torch_hook_worker.py
     with tg.Hook(file_uri, save_interval=4, tier1_interval=2, stats_worker=False) as hook:
-        train(hook, mlp(), steps=13, eval_every=6, on_step=lambda s: copies_after.__setitem__(s, len(transfers)))
+        train(
+            hook, mlp(), steps=13, eval_every=6, on_step=lambda s: copies_after.__setitem__(s, len(transfers))
+        )
         before_close = len(transfers)
     # step s is finalised at the start of iteration s+1, so the copy of step 4 shows after step 5
     assert [copies_after[s] for s in range(13)] == [0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
@@ -87,5 +91,10 @@ def test_activation_hooks_are_installed_only_for_saved_iterations(file_uri: str)
     model = mlp()
     installed: dict[int, bool] = {}
     with tg.Hook(file_uri, save_interval=3) as hook:
-        train(hook, model, steps=7, on_step=lambda s: installed.__setitem__(s + 1, bool(model[1]._forward_hooks)))
+        train(
+            hook,
+            model,
+            steps=7,
+            on_step=lambda s: installed.__setitem__(s + 1, bool(model[1]._forward_hooks)),
+        )
     assert installed == {1: False, 2: False, 3: True, 4: False, 5: False, 6: True, 7: False}

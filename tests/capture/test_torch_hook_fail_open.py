@@ -22,7 +22,11 @@ from trainguard.store.errors import StoreError
 
 
 def trainguard_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name.startswith("trainguard") and r.levelno >= logging.ERROR]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("trainguard") and r.levelno >= logging.ERROR
+    ]
 
 
 def wait_for_step(uri: str, step: int, *, timeout_seconds: float = 20.0) -> None:
@@ -56,7 +60,9 @@ def test_a_store_killed_mid_run_does_not_break_training(
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
     uri = f"s3://{server.create_bucket()}/run"
-    hook = tg.Hook(uri, save_interval=1, flush_every_steps=1, flush_interval_seconds=0.05, max_block_seconds=0.05)
+    hook = tg.Hook(
+        uri, save_interval=1, flush_every_steps=1, flush_interval_seconds=0.05, max_block_seconds=0.05
+    )
 
     def kill_at_10(step: int) -> None:
         if step == 10:
@@ -80,7 +86,11 @@ def test_a_store_killed_mid_run_does_not_break_training(
     ids=["training-thread", "worker"],
 )
 def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
-    file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stats_worker: bool, where: str
+    file_uri: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    stats_worker: bool,
+    where: str,
 ) -> None:
     real = torch_stats.Packed.reduce
     calls = 0
@@ -103,7 +113,9 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
         hook.flush()
     assert not hook.enabled and calls == 3, "capture stops after the failure"
     assert not model._forward_pre_hooks and not model[1]._forward_hooks, "its hooks are gone"
-    assert hook.errors == [f"{where} failed: RuntimeError: injected reduction failure; capture disabled, training continues"]
+    assert hook.errors == [
+        f"{where} failed: RuntimeError: injected reduction failure; capture disabled, training continues"
+    ]
     assert trainguard_errors(caplog) == [f"trainguard: {hook.errors[0]}"]
     hook.close()
     end = json.loads(open_store(file_uri).get(format.end_key(0)))

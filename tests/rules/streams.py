@@ -46,7 +46,15 @@ class StepData:
             self.cols[name][COL[column]] *= factor
 
 
-def columns(*, n: int, std: float, mean: float = 0.0, zero: float = 0.0, update: float = math.nan, distance: float = math.nan) -> np.ndarray:
+def columns(
+    *,
+    n: int,
+    std: float,
+    mean: float = 0.0,
+    zero: float = 0.0,
+    update: float = math.nan,
+    distance: float = math.nan,
+) -> np.ndarray:
     """The 12 statistic columns of a tensor with n elements of roughly normal values."""
     out = np.empty(len(COLUMNS))
     out[COL["count"]] = n
@@ -90,9 +98,26 @@ class Stream:
         meta: list[TensorMeta] = []
         for i in range(len(WIDTHS) - 1):
             fan_in, fan_out = WIDTHS[i], WIDTHS[i + 1]
-            meta.append(TensorMeta(f"fc{i}.weight", "weights", module=f"fc{i}", trainable=True, order=2 * i, shape=(fan_out, fan_in)))
-            meta.append(TensorMeta(f"fc{i}.bias", "biases", module=f"fc{i}", trainable=True, order=2 * i, shape=(fan_out,)))
-            meta.append(TensorMeta(f"grad/fc{i}.weight", "gradients", module=f"fc{i}", order=2 * i, shape=(fan_out, fan_in)))
+            meta.append(
+                TensorMeta(
+                    f"fc{i}.weight",
+                    "weights",
+                    module=f"fc{i}",
+                    trainable=True,
+                    order=2 * i,
+                    shape=(fan_out, fan_in),
+                )
+            )
+            meta.append(
+                TensorMeta(
+                    f"fc{i}.bias", "biases", module=f"fc{i}", trainable=True, order=2 * i, shape=(fan_out,)
+                )
+            )
+            meta.append(
+                TensorMeta(
+                    f"grad/fc{i}.weight", "gradients", module=f"fc{i}", order=2 * i, shape=(fan_out, fan_in)
+                )
+            )
             if i < len(WIDTHS) - 2:
                 meta.append(
                     TensorMeta(f"act/{activation}{i}", "activations", module=f"{activation}{i}", activation=activation,
@@ -128,18 +153,27 @@ class Stream:
             if m.collection == "weights":
                 std = math.sqrt(2.0 / m.shape[1]) * (1 + 0.1 * t / self.steps)
                 update = math.nan if t == 0 else lr * grad_l2
-                cols[m.name] = columns(n=n, std=std, update=update, distance=0.02 * math.sqrt(t) * std * math.sqrt(n))
+                cols[m.name] = columns(
+                    n=n, std=std, update=update, distance=0.02 * math.sqrt(t) * std * math.sqrt(n)
+                )
                 if tier1:  # SGD moves every element whose input was ever non-zero: most of each row
                     units[("moved", m.name)] = np.full(m.shape[0], math.nan if t == 0 else 0.97)
             elif m.collection == "biases":
                 std = 0.0 if t == 0 else 0.01 + 0.0001 * t
-                cols[m.name] = columns(n=n, std=std, zero=1.0 if t == 0 else 0.0, update=math.nan if t == 0 else lr * grad_l2 * 0.1)
+                cols[m.name] = columns(
+                    n=n,
+                    std=std,
+                    zero=1.0 if t == 0 else 0.0,
+                    update=math.nan if t == 0 else lr * grad_l2 * 0.1,
+                )
             elif m.collection == "gradients":
                 cols[m.name] = columns(n=n, std=grad_l2 / math.sqrt(n))
             else:
                 out = m.shape[1]
                 if self.activation == "relu":
-                    cols[m.name] = columns(n=n, std=0.5, mean=0.3, zero=0.65 + 0.05 * float(rng.standard_normal()))
+                    cols[m.name] = columns(
+                        n=n, std=0.5, mean=0.3, zero=0.65 + 0.05 * float(rng.standard_normal())
+                    )
                     if tier1:
                         units[("active", m.name)] = np.clip(rng.beta(2, 4, size=out), 0.05, 1.0)
                 else:

@@ -19,9 +19,9 @@ def _ctr_like(n: int, base_rate: float, seed: int, *, shift: float = 0.0) -> tup
     rng = np.random.default_rng(seed)
     mu = math.log(base_rate / (1 - base_rate))
     logit = rng.normal(mu, 0.9, n)
-    labels = (rng.random(n) < 1 / (1 + np.exp(-(logit + shift * rng.normal(0, 1, n) + rng.normal(0, 0.9, n))))).astype(
-        np.float64
-    )
+    labels = (
+        rng.random(n) < 1 / (1 + np.exp(-(logit + shift * rng.normal(0, 1, n) + rng.normal(0, 0.9, n))))
+    ).astype(np.float64)
     return 1 / (1 + np.exp(-logit)), labels
 
 
@@ -39,7 +39,9 @@ def test_two_hundred_linear_buckets_are_far_off_on_rare_positives_where_log_odds
     scores, labels = _ctr_like(400_000, 0.002, seed=2)
     exact = auc.exact_auc(scores, labels)
     b = np.clip((scores * 200).astype(np.int64), 0, 199)
-    linear = np.stack([np.bincount(b[labels > 0.5], minlength=200), np.bincount(b[labels < 0.5], minlength=200)])
+    linear = np.stack(
+        [np.bincount(b[labels > 0.5], minlength=200), np.bincount(b[labels < 0.5], minlength=200)]
+    )
     assert exact - auc.auc_from_counts(linear).auc > 0.05
     assert abs(auc.auc_from_counts(predictions.count(scores, labels)).auc - exact) < 1e-3
 
@@ -85,6 +87,8 @@ def test_roc_and_pr_curves_end_at_the_right_corners() -> None:
     assert recall[-1] == pytest.approx(1) and precision[-1] == pytest.approx(labels.mean())
     mean_score, rate, size = auc.calibration(c)
     assert size.sum() == scores.size and np.all(np.diff(mean_score) > 0)
+    assert np.all((rate >= 0) & (rate <= 1))
+    assert (rate * size).sum() / size.sum() == pytest.approx(labels.mean())  # the groups' positives add up
 
 
 def _stream(steps: int, drift_at: int | None, seed: int, batch: int = 2000) -> list[StepView]:

@@ -12,14 +12,18 @@ import atexit
 import logging
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainguard.store import stats as numpy_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stop import StopFlag
+from trainguard.store import stats as numpy_stats
 from trainguard.store import writer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,9 @@ _PARAM_COLLECTIONS = ("weights", "biases")
 class Recorder:
     """Records tensors and scalars of a numpy training loop into a TrainGuard run."""
 
-    def __init__(self, out: str | None = None, *, config: CaptureConfig | None = None, **settings: object) -> None:
+    def __init__(
+        self, out: str | None = None, *, config: CaptureConfig | None = None, **settings: object
+    ) -> None:
         if config is None:
             config = CaptureConfig.from_env(**({"out": out} if out else {}), **settings)  # type: ignore[arg-type]
         self.config = config
@@ -78,7 +84,11 @@ class Recorder:
             return
         try:
             arr = np.asarray(array)
-            units = int(arr.shape[1]) if activation and arr.ndim >= 2 else (int(arr.shape[0]) if arr.ndim == 1 else None)
+            units = (
+                int(arr.shape[1])
+                if activation and arr.ndim >= 2
+                else (int(arr.shape[0]) if arr.ndim == 1 else None)
+            )
             tid = w.define(
                 name,
                 collection=collection,
@@ -94,7 +104,9 @@ class Recorder:
         except Exception as err:  # noqa: BLE001 - never raise into training
             self._fail(f"record_tensor({name!r}) failed: {type(err).__name__}: {err}")
 
-    def record_scalar(self, name: str, value: float, *, mode: str = "train", collection: str | None = None) -> None:
+    def record_scalar(
+        self, name: str, value: float, *, mode: str = "train", collection: str | None = None
+    ) -> None:
         """Record a scalar. Train-mode scalars are kept on saved steps; eval-mode scalars always."""
         w = self._writer
         if w is None or w.disabled:
@@ -226,7 +238,7 @@ class Recorder:
     def errors(self) -> list[str]:
         return [] if self._writer is None else list(self._writer.errors)
 
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -39,6 +39,9 @@ from trainguard.capture.stats_worker import StatsWorker
 from trainguard.capture.stop import StopFlag
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger(__name__)
 
@@ -869,7 +872,7 @@ class Hook:
             self._writer.close()
             atexit.unregister(self.close)
 
-    def __enter__(self) -> Hook:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

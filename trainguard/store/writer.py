@@ -5,6 +5,8 @@ Called by the capture layer (`capture.recorder`, `capture.torch_hook`) on the tr
 background thread fed by a bounded queue. The training thread never waits on the store for
 more than `max_block_seconds`; when the queue stays full or the store keeps failing, the
 writer disables itself, logs once, and records the error in `END.json` (fail open).
+The run's first NaN/Inf (in a step's counts or a scalar) is flushed at once, so divergence
+reaches the evaluator without waiting for the flush interval.
 The statistics themselves are computed by the caller; this module never sees a tensor.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
 import threading
 import time
@@ -22,6 +25,8 @@ import numpy as np
 
 from trainguard.store import errors, format
 from trainguard.store.backend import Store
+
+_NONFINITE_COLUMNS = [format.COLUMN["nan"], format.COLUMN["inf"]]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +101,7 @@ class RankWriter:
         self._catalogue_version = -1
         self._catalogue_dirty = False
         self._last_step: int | None = None
+        self._nonfinite_sent = False  # the first NaN/Inf leaves at once (see _flush_if_first_nonfinite)
         self.errors: list[str] = []
         self.skipped_steps = 0
         """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
@@ -182,6 +188,10 @@ class RankWriter:
                 for k2, h in (hists or {}).items():
                     b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
             self._last_step = int(step)
+            stats_arr = b.stats[-1]
+            nonfinite = stats_arr[:, _NONFINITE_COLUMNS]
+            if self._flush_if_first_nonfinite(bool(np.any(nonfinite > 0))):
+                return
             if len(b.steps) >= self.config.flush_every_steps:
                 self._flush_locked()
 
@@ -197,6 +207,20 @@ class RankWriter:
             b.scalar_ids.extend(int(i) for i in ids)
             b.scalar_values.extend(float(v) for v in values)
             self._last_step = max(self._last_step or 0, int(step))
+            self._flush_if_first_nonfinite(not all(math.isfinite(v) for v in b.scalar_values[-len(ids) :]))
+
+    def _flush_if_first_nonfinite(self, nonfinite: bool) -> bool:
+        """Flush now if this is the run's first NaN/Inf (in a statistic's counts or a scalar).
+
+        Divergence is what the evaluator must see first, so it does not wait for the flush
+        interval or a full buffer; later non-finite steps batch as usual (one extra object per run).
+        Returns whether it flushed. Called with the lock held.
+        """
+        if not nonfinite or self._nonfinite_sent:
+            return False
+        self._nonfinite_sent = True
+        self._flush_locked()
+        return True
 
     def write_record(self, step: int, name: str, array: np.ndarray) -> None:
         """Buffer one array of a per-step record stream (e.g. prediction counts `pred.<id>`).

@@ -47,6 +47,12 @@ def _get_json(url: str) -> tuple[int, dict[str, Any]]:
         return err.code, json.loads(err.read())
 
 
+async def _healthz(log: Path) -> tuple[int, dict[str, Any]]:
+    """GET the sidecar's /healthz on the port its log line announced."""
+    port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
+    return await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}/healthz")
+
+
 async def _start_sidecar(config: Path, log: Path, kube: KubeEnv, **index: str) -> asyncio.subprocess.Process:
     """Start `trainguard sidecar` as in a pod: the pod index only from the variable given (RANK or JOB_COMPLETION_INDEX)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), KUBECONFIG=str(kube.kubeconfig), **index)
@@ -92,8 +98,7 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
         assert rep["lastStep"] == 9
         assert json.loads(stop_file.read_text())["rule"] == "nan-guard"
 
-        port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
-        status, health = await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}/healthz")
+        status, health = await _healthz(log)
         assert status == 200 and health["rank"] == 2 and health["ended"] is True and health["last_step"] == 9
         assert proc.returncode is None  # a native sidecar keeps serving after the run ended
         verdicts = [
@@ -152,8 +157,7 @@ async def test_with_several_processes_per_pod_the_sidecar_follows_its_nodes_glob
         assert states["rank-00003"] == {"nan-guard": ("IssuesFound", 4), "ledger": ("NoIssuesFound", 4)}
         assert states["rank-00002"] == {"nan-guard": ("NoIssuesFound", 4), "ledger": ("NoIssuesFound", 4)}
         assert json.loads(stop_file.read_text())["rule"] == "nan-guard"
-        port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
-        status, health = await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}/healthz")
+        status, health = await _healthz(log)
         assert status == 200 and health["ranks"] == [2, 3] and health["ended"] is True
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0

@@ -101,7 +101,7 @@ class RankWriter:
         self._catalogue_version = -1
         self._catalogue_dirty = False
         self._last_step: int | None = None
-        self._nonfinite_sent = False  # the first NaN/Inf leaves at once (see _flush_if_first_nonfinite)
+        self._nonfinite_sent = False  # the first NaN/Inf leaves at once (see _flush_first_nonfinite)
         self.errors: list[str] = []
         self.skipped_steps = 0
         """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
@@ -188,9 +188,8 @@ class RankWriter:
                 for k2, h in (hists or {}).items():
                     b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
             self._last_step = int(step)
-            stats_arr = b.stats[-1]
-            nonfinite = stats_arr[:, _NONFINITE_COLUMNS]
-            if self._flush_if_first_nonfinite(bool(np.any(nonfinite > 0))):
+            if not self._nonfinite_sent and np.any(b.stats[-1][:, _NONFINITE_COLUMNS] > 0):
+                self._flush_first_nonfinite()
                 return
             if len(b.steps) >= self.config.flush_every_steps:
                 self._flush_locked()
@@ -207,20 +206,19 @@ class RankWriter:
             b.scalar_ids.extend(int(i) for i in ids)
             b.scalar_values.extend(float(v) for v in values)
             self._last_step = max(self._last_step or 0, int(step))
-            self._flush_if_first_nonfinite(not all(math.isfinite(v) for v in b.scalar_values[-len(ids) :]))
+            if not self._nonfinite_sent and not all(math.isfinite(v) for v in b.scalar_values[-len(ids) :]):
+                self._flush_first_nonfinite()
 
-    def _flush_if_first_nonfinite(self, nonfinite: bool) -> bool:
-        """Flush now if this is the run's first NaN/Inf (in a statistic's counts or a scalar).
+    def _flush_first_nonfinite(self) -> None:
+        """Flush now: the run's first NaN/Inf (a step's counts or a scalar) was just buffered.
 
         Divergence is what the evaluator must see first, so it does not wait for the flush
         interval or a full buffer; later non-finite steps batch as usual (one extra object per run).
-        Returns whether it flushed. Called with the lock held.
+        Called with the lock held; the callers check `_nonfinite_sent` first, so healthy steps
+        pay one comparison.
         """
-        if not nonfinite or self._nonfinite_sent:
-            return False
         self._nonfinite_sent = True
         self._flush_locked()
-        return True
 
     def write_record(self, step: int, name: str, array: np.ndarray) -> None:
         """Buffer one array of a per-step record stream (e.g. prediction counts `pred.<id>`).

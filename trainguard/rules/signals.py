@@ -1,7 +1,8 @@
 """Signals and small state holders that several rules share: the loss of a view (`LossReader`),
 the global gradient norm, per-unit vectors, a bounded window with O(1) medians (`Window`), a value
-per tensor kept across catalogue changes (`RowState`), whether the loss still improves (`Progress`,
-`LossGate`: outcome gating of soft symptoms), and a floor under losses near zero (`LossFloor`).
+per tensor kept across catalogue changes (`RowState`), whether the loss still improves or never
+did (`Progress`, `LossGate`: outcome gating of soft symptoms), and a floor under losses near zero
+(`LossFloor`).
 
 Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
 stays restorable. Everything is bounded: a window keeps at most `size` values, so a rule does
@@ -327,31 +328,83 @@ class GatedParams(base.Params):
     gate_min_delta: float = Field(
         default=0.01, ge=0, description="Relative drop of the loss EMA that counts as a new best (0.01 = 1%)."
     )
+    gate_stuck_views: int = Field(
+        default=10,
+        ge=0,
+        description="The gate also opens once the loss has stayed within `gate_stuck_drop` of its first value for "
+        "this many views: a run stuck from the start (a deep sigmoid net at chance level) shows no progress to wait "
+        "out. On the detection benchmark's calibration seeds every healthy run, slow starters included, is 7% or "
+        "more below its first loss within 10 saved steps, and runs stuck from the start stay within 2%. 0 turns "
+        "this off.",
+    )
+    gate_stuck_drop: float = Field(
+        default=0.05,
+        ge=0,
+        description="Relative fall below the first loss (0.05 = 5%) that counts as progress since the start.",
+    )
 
 
 class LossGate:
-    """Outcome gate: tracks the training loss and says whether a soft symptom may be reported."""
+    """Outcome gate: tracks the training loss and says whether a soft symptom may be reported.
+
+    Open when the loss EMA set no new best for `gate_patience` views, or at once after
+    `gate_stuck_views` views in which no loss fell `gate_stuck_drop` below the first one (no
+    progress since the start). Closed again as soon as the loss makes progress.
+    """
 
     def __init__(self, params: GatedParams) -> None:
         self.enabled = params.gate_on_loss
         self.read = LossReader()
         self.progress = Progress(alpha=0.1, min_delta=params.gate_min_delta, patience=params.gate_patience)
+        self.stuck_views = params.gate_stuck_views
+        self.stuck_drop = params.gate_stuck_drop
+        self.first: float | None = None
+        self.lowest: float | None = None
+        self.views = 0
 
     def push(self, view: StepView) -> None:
-        self.progress.push(self.read(view))
+        x = self.read(view)
+        self.progress.push(x)
+        if x is None or not math.isfinite(x):
+            return
+        self.first = x if self.first is None else self.first
+        self.lowest = x if self.lowest is None else min(self.lowest, x)
+        self.views += 1
+
+    @property
+    def stuck(self) -> bool:
+        """True when the loss has made no progress since the start: `stuck_views` views, none of them
+        `stuck_drop` below the first loss."""
+        return (
+            self.stuck_views > 0
+            and self.views > self.stuck_views
+            and self.first is not None
+            and self.lowest is not None
+            and self.lowest > self.first - self.stuck_drop * abs(self.first)
+        )
 
     @property
     def open(self) -> bool:
         """True when the symptom may be reported: gating is off, or the loss has stopped improving."""
-        return not self.enabled or not self.progress.improving
+        return not self.enabled or not self.progress.improving or self.stuck
 
     @property
     def note(self) -> str:
         """The clause a gated finding ends with."""
-        return " while the loss is not improving" if self.enabled else ""
+        if not self.enabled:
+            return ""
+        if self.stuck and self.first is not None:
+            return (
+                f" while the loss has stayed within {base.fmt(self.stuck_drop * 100)}% of its first value "
+                f"{base.fmt(self.first)} for {self.views} views"
+            )
+        return " while the loss is not improving"
 
     def get_state(self) -> dict[str, Any]:
-        return self.progress.get_state()
+        return {**self.progress.get_state(), "first": self.first, "lowest": self.lowest, "views": self.views}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.progress.set_state(state)
+        self.first = state.get("first")
+        self.lowest = state.get("lowest")
+        self.views = int(state.get("views", 0))

@@ -3,7 +3,9 @@
 Two conditions (either fires): SageMaker Debugger's, a gradient whose mean |g| is below
 `threshold`; and AUTOTRAINER's, the first kernel's gradient norm below `first_layer_threshold`
 while the first/last kernel gradient-norm ratio is below `ratio_threshold`. All-zero gradients are
-left to `all_zero`/`unchanged_tensor`. A soft symptom: gated on the loss not improving, 3 of 5.
+left to `all_zero`/`unchanged_tensor`. A soft symptom: gated on the loss not improving (no new
+best for 20 views, or no progress at all since the start after 10: a deep sigmoid net at chance
+level), 3 of 5. While the loss improves it stays quiet, however small a gradient is.
 """
 
 from __future__ import annotations

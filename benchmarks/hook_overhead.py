@@ -124,6 +124,7 @@ def run_ours(
     steps: int,
     block: int,
     stats_worker: bool = True,
+    native_stats: bool = True,
 ) -> None:
     """One repetition: every configuration trains in lockstep, `block` steps at a time in rotating order,
     so the load of a shared machine falls on all of them alike."""
@@ -132,7 +133,11 @@ def run_ours(
         out = Path(tempfile.mkdtemp(prefix="tg-bench-"))
         hook = None
         if r.save_interval is not None:
-            settings: dict[str, object] = {"save_interval": r.save_interval, "stats_worker": stats_worker}
+            settings: dict[str, object] = {
+                "save_interval": r.save_interval,
+                "stats_worker": stats_worker,
+                "native_stats": native_stats,
+            }
             if collections.get(r.label):
                 settings["collections"] = list(collections[r.label] or ())
             hook = tg.Hook(f"file://{out}/run", **settings)  # type: ignore[arg-type]
@@ -181,6 +186,9 @@ def main() -> int:
     ap.add_argument(
         "--no-stats-worker", action="store_true", help="reduce saved steps on the training thread"
     )
+    ap.add_argument(
+        "--no-native", action="store_true", help="reduce CPU tensors with torch ops, not the C kernel"
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -197,6 +205,7 @@ def main() -> int:
             steps=args.steps,
             block=args.block,
             stats_worker=not args.no_stats_worker,
+            native_stats=not args.no_native,
         )
 
     peers: list[Result] = []

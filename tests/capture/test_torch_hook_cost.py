@@ -48,9 +48,9 @@ def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(
     file_uri: str, transfers: list[int]
 ) -> None:
     copies_after: dict[int, int] = {}
-    # the accelerator path (here on CPU, without the statistics worker): the copy happens on the
-    # training thread; the worker's copies are counted in test_torch_hook_worker.py
-    with tg.Hook(file_uri, save_interval=4, tier1_interval=2, stats_worker=False) as hook:
+    # the accelerator path (here on CPU: the torch path without the statistics worker): the copy
+    # happens on the training thread; the worker's copies are counted in test_torch_hook_worker.py
+    with tg.Hook(file_uri, save_interval=4, tier1_interval=2, stats_worker=False, native_stats=False) as hook:
         train(
             hook, mlp(), steps=13, eval_every=6, on_step=lambda s: copies_after.__setitem__(s, len(transfers))
         )

@@ -10,12 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import torch
 
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import torch_stats
+from trainguard.capture import native, torch_stats
 from trainguard.store import format
 from trainguard.store.backend import open_store
 from trainguard.store.errors import StoreError
@@ -80,38 +79,50 @@ def test_a_store_killed_mid_run_does_not_break_training(
     assert steps[:10] == list(range(10))  # what landed before the kill is intact
 
 
+PER_STEP = 2 + 6 + 6
+"""Tensors the C kernel reads per saved step of `mlp()`: two activations, six gradients, six parameters."""
+
+
 @pytest.mark.parametrize(
-    ("stats_worker", "where"),
-    [(False, "optimizer step 4 (weights)"), (True, "statistics worker (step 4)")],
-    ids=["training-thread", "worker"],
+    ("path", "where"),
+    [
+        ("training-thread", "optimizer step 4 (weights)"),
+        ("worker", "statistics worker (step 4)"),
+        ("c-kernel", "capturing act/1"),
+    ],
 )
 def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     file_uri: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-    stats_worker: bool,
+    path: str,
     where: str,
 ) -> None:
-    real = torch_stats.Packed.reduce
+    # the third saved step's first reduction fails: the packed reduction of its step on the torch
+    # path; on the C kernel's path (one call per tensor), its first activation
+    target, fail_at = (native.HostRows, 2 * PER_STEP + 1) if path == "c-kernel" else (torch_stats.Packed, 3)
+    name = "add" if path == "c-kernel" else "reduce"
+    real = getattr(target, name)
     calls = 0
 
-    def fail_on_third(self: torch_stats.Packed, *args: Any, **kwargs: Any) -> torch.Tensor:
+    def fail_on_third(self: object, *args: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
-        if calls == 3:
+        if calls == fail_at:
             raise RuntimeError("injected reduction failure")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(torch_stats.Packed, "reduce", fail_on_third)
+    monkeypatch.setattr(target, name, fail_on_third)
+    stats_worker = path == "worker"
     model = mlp()
-    hook = tg.Hook(file_uri, save_interval=2, stats_worker=stats_worker)
+    hook = tg.Hook(file_uri, save_interval=2, stats_worker=stats_worker, native_stats=path == "c-kernel")
     seen = train(hook, model, steps=12)
     assert len(seen.losses) == 12
     if stats_worker:
         # the worker never touches the hook: the training thread takes its error up at its next
         # optimizer step, at the latest at flush
         hook.flush()
-    assert not hook.enabled and calls == 3, "capture stops after the failure"
+    assert not hook.enabled and calls == fail_at, "capture stops after the failure"
     assert not model._forward_pre_hooks and not model[1]._forward_hooks, "its hooks are gone"
     assert hook.errors == [
         f"{where} failed: RuntimeError: injected reduction failure; capture disabled, training continues"

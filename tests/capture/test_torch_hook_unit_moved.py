@@ -33,14 +33,21 @@ def _moved(uri: str) -> tuple[dict[str, np.ndarray], list[int]]:
     return {k: np.concatenate(v) for k, v in out.items()}, [int(s) for seg in segs for s in seg.tier1_steps]
 
 
-@pytest.mark.parametrize("pack_max", [1 << 20, 0], ids=["packed", "large"])
-@pytest.mark.parametrize("worker", [True, False], ids=["worker", "inline"])
-def test_masked_rows_read_zero_moved_and_the_others_move(file_uri: str, pack_max: int, worker: bool) -> None:
+PATHS = {
+    "c-kernel": {},
+    "packed-worker": {"native_stats": False},
+    "packed-inline": {"native_stats": False, "stats_worker": False},
+    "large-worker": {"native_stats": False, "pack_max_numel": 0},
+    "large-inline": {"native_stats": False, "pack_max_numel": 0, "stats_worker": False},
+}
+"""Every CPU path of the hook: the C kernel (default), and the torch path packed or one by one, on the worker or not."""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_masked_rows_read_zero_moved_and_the_others_move(file_uri: str, path: str) -> None:
     model = mlp()
     _mask_rows(model)
-    with tg.Hook(
-        file_uri, save_interval=2, tier1_interval=2, pack_max_numel=pack_max, stats_worker=worker
-    ) as hook:
+    with tg.Hook(file_uri, save_interval=2, tier1_interval=2, **PATHS[path]) as hook:  # type: ignore[arg-type]
         train(hook, model, steps=13)
         assert hook.errors == []
     moved, tier1 = _moved(file_uri)
@@ -55,7 +62,8 @@ def test_masked_rows_read_zero_moved_and_the_others_move(file_uri: str, pack_max
     assert (w[1:] <= 1.0).all() and (moved["4.weight"][1:] > 0).all()
 
 
-def test_moved_matches_the_exact_row_comparison(file_uri: str) -> None:
+@pytest.mark.parametrize("path", ["c-kernel", "packed-inline"])
+def test_moved_matches_the_exact_row_comparison(file_uri: str, path: str) -> None:
     """The share of each row of `2.weight` that changed between saved steps 2 and 4 (tier1_interval 1)."""
     model = mlp()
     copies: dict[int, np.ndarray] = {}
@@ -63,7 +71,7 @@ def test_moved_matches_the_exact_row_comparison(file_uri: str) -> None:
     def keep(step: int) -> None:
         copies[step] = model[2].weight.detach().clone().numpy()
 
-    with tg.Hook(file_uri, save_interval=2, tier1_interval=1, stats_worker=False) as hook:
+    with tg.Hook(file_uri, save_interval=2, tier1_interval=1, **PATHS[path]) as hook:  # type: ignore[arg-type]
         with torch.no_grad():  # make some elements exactly stay: a zero gradient column
             model[2].weight[:, 3] = 0.0
         model[2].weight.register_hook(lambda g: g.index_fill(1, torch.tensor([3, 7]), 0.0))

@@ -1,5 +1,5 @@
-"""The statistics worker (CPU tensors): saved steps are snapshotted on the training thread and
-reduced on a background thread. Same numbers as numpy and as the training-thread path, one
+"""The statistics worker (CPU tensors on the torch path, `native_stats=False`): saved steps are
+snapshotted on the training thread and reduced on a background thread. Same numbers as numpy and as the training-thread path, one
 host copy per saved step, a bounded number of snapshots in flight (a slow worker makes the hook
 skip saved steps, never makes training wait), and close waits for what is in flight. An error
 inside the worker: test_torch_hook_fail_open.py."""
@@ -45,7 +45,10 @@ def slow_reduce(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[str]:
     return threads
 
 
-def test_worker_statistics_match_numpy_for_every_column_of_weights_and_gradients(file_uri: str) -> None:
+@pytest.mark.parametrize("native_stats", [False, True], ids=["worker", "c-kernel"])
+def test_cpu_statistics_match_numpy_for_every_column_of_weights_and_gradients(
+    file_uri: str, native_stats: bool
+) -> None:
     model = mlp()
     snapshots: dict[int, dict[str, np.ndarray]] = {}
 
@@ -56,9 +59,10 @@ def test_worker_statistics_match_numpy_for_every_column_of_weights_and_gradients
             snap |= {f"grad/{n}": p.grad.numpy().copy() for n, p in named.items() if p.grad is not None}
             snapshots[step] = snap
 
-    with tg.Hook(file_uri, save_interval=2, tier1_interval=1) as hook:
+    with tg.Hook(file_uri, save_interval=2, tier1_interval=1, native_stats=native_stats) as hook:
         train(hook, model, steps=9, on_step=snapshot)
-        assert hook._worker is not None, "CPU tensors take the worker by default"
+        # CPU tensors take the C kernel by default (on the training thread), else the worker
+        assert (hook._worker is None) == native_stats
     assert hook.errors == [] and hook.skipped_steps == 0
     run = trainguard.open_run(file_uri)
     saved = sorted(snapshots)
@@ -85,7 +89,7 @@ def test_worker_statistics_match_numpy_for_every_column_of_weights_and_gradients
 
 def test_worker_and_training_thread_write_identical_runs(file_uri: str) -> None:
     for uri, worker in ((file_uri + "-worker", True), (file_uri + "-inline", False)):
-        with tg.Hook(uri, save_interval=3, tier1_interval=2, stats_worker=worker) as hook:
+        with tg.Hook(uri, save_interval=3, tier1_interval=2, stats_worker=worker, native_stats=False) as hook:
             train(hook, mlp(), steps=14, eval_every=4)
         assert hook.errors == [] and (hook._worker is not None) == worker
     a, b = trainguard.open_run(file_uri + "-worker"), trainguard.open_run(file_uri + "-inline")
@@ -124,7 +128,7 @@ def test_the_worker_makes_one_host_copy_per_saved_step_and_the_training_thread_n
         return real(payload)
 
     monkeypatch.setattr(torch_stats, "to_host", counting)
-    with tg.Hook(file_uri, save_interval=4) as hook:
+    with tg.Hook(file_uri, save_interval=4, native_stats=False) as hook:
         train(hook, mlp(), steps=13)
         hook.flush()
         # steps 0, 4, 8, 12 (a loss recorded after a step rides with the next one), and at flush the
@@ -162,7 +166,9 @@ def test_a_slow_worker_makes_the_hook_skip_saved_steps_instead_of_blocking_train
     model = mlp()
     with (
         caplog.at_level(logging.WARNING),
-        tg.Hook(file_uri, save_interval=1, stats_in_flight=2, max_block_seconds=0.01) as hook,
+        tg.Hook(
+            file_uri, save_interval=1, stats_in_flight=2, max_block_seconds=0.01, native_stats=False
+        ) as hook,
     ):
         seen = train(hook, model, steps=12, on_step=clock)
         skipped = hook.skipped_steps
@@ -184,7 +190,7 @@ def test_a_slow_worker_makes_the_hook_skip_saved_steps_instead_of_blocking_train
 
 def test_close_waits_for_the_steps_in_flight(file_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     slow_reduce(monkeypatch, 0.1)
-    hook = tg.Hook(file_uri, save_interval=1, stats_in_flight=3)
+    hook = tg.Hook(file_uri, save_interval=1, stats_in_flight=3, native_stats=False)
     train(hook, mlp(), steps=3)
     assert hook._worker is not None and hook._worker.in_flight > 0
     hook.close()

@@ -66,10 +66,17 @@ class CaptureConfig(BaseModel):
         description="PyTorch hook: keep two device copies of each captured trainable parameter (previous saved "
         "step, first step) for update_l2 and distance_l2; costs 2x the captured parameters' memory.",
     )
+    native_stats: bool = Field(
+        default=True,
+        description="PyTorch hook, tensors on CPU: read float32 tensors in place with the one-pass C kernel "
+        "on the training thread (when it was built: trainguard.capture.native.AVAILABLE); the statistics "
+        "worker is then not used. false: the packed torch path.",
+    )
     stats_worker: bool = Field(
         default=True,
-        description="PyTorch hook, tensors on CPU: reduce saved steps on a background thread (the CPU's "
-        "stream); the training thread only snapshots them. false: reduce on the training thread.",
+        description="PyTorch hook, tensors on CPU without the C kernel (native_stats false or not built): reduce "
+        "saved steps on a background thread (the CPU's stream); the training thread only snapshots them. "
+        "false: reduce on the training thread.",
     )
     stats_in_flight: int = Field(
         default=2,

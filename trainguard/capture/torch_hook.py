@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from trainguard.capture import torch_stats
+from trainguard.capture import native, torch_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stats_worker import StatsWorker
@@ -69,6 +69,10 @@ WORKER_WAIT_SHARE = 0.02
 """Waiting for a busy statistics worker may take at most this share of the training time: the
 allowance accrues with wall time (up to `max_block_seconds`, which is also where it starts, so
 a start-up hiccup is absorbed); beyond it a saved step is skipped instead of waited for."""
+
+
+Result = torch.Tensor | np.ndarray
+"""A per-unit vector or histogram: a device tensor (its host copy still to come), or a host array from the C kernel."""
 
 
 @dataclass
@@ -120,8 +124,11 @@ class _Pending:
     counts: list[int]
     parts: list[torch.Tensor]
     """float64 device tensors: raw moments [T_i, RAW] of each group, in `ids` order."""
-    units: dict[tuple[str, int], torch.Tensor]
-    hists: dict[int, torch.Tensor]
+    units: dict[tuple[str, int], Result]
+    hists: dict[int, Result]
+    host_ids: list[int] = field(default_factory=list)
+    host_stats: np.ndarray | None = None
+    """Finished float32 statistic rows [len(host_ids), K] of the tensors the C kernel read (`native`)."""
     groups: list[_Group] = field(default_factory=list)
     """Loaded packed buffers still to reduce (`Hook._reduce`): then their rows join `parts`."""
     unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
@@ -157,6 +164,8 @@ class Hook:
             config = CaptureConfig.from_env(environ, **overrides)
         self.config = config
         self.pack_max_numel = pack_max_numel
+        self._native = bool(config and config.native_stats and native.AVAILABLE)
+        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
         """Optimizer steps completed; the step in progress has this number."""
         self._in_iteration = False
@@ -178,10 +187,15 @@ class Hook:
         self._staged: dict[torch.device, _Group] | None = None
         self._staged_step = -1
         self._acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
-        self._acts_raw: list[tuple[int, int, torch.Tensor]] = []
-        self._units: dict[tuple[str, int], torch.Tensor] = {}
+        self._reduced: list[tuple[int, int, torch.Tensor]] = []
+        """(tensor id, elements, raw moments) of the tensors reduced one by one with torch ops so far in this step."""
+        self._host = native.HostRows()
+        """Statistic rows of the tensors the C kernel read so far in this step."""
+        self._ids: tuple[list[int], np.ndarray] | None = None
+        """The last saved step's tensor ids, and as written: usually the same every step."""
+        self._units: dict[tuple[str, int], Result] = {}
         self._unit_inputs: list[tuple[int, str, torch.Tensor]] = []
-        self._hists: dict[int, torch.Tensor] = {}
+        self._hists: dict[int, Result] = {}
         self._pending: _Pending | None = None
         self._worker: StatsWorker | None = None
         """Reduces saved steps of CPU tensors off the training thread (created on the first such step)."""
@@ -375,7 +389,7 @@ class Hook:
             )
             self._act_order += 1
         tier1 = self._tier1(self.step)
-        if output.numel() <= self.pack_max_numel:
+        if self._packs(output):
             # detached, so no graph (and no no_grad context) is needed; a copy, as later in-place ops
             # must not change it
             copy = output.detach().to(torch.float32, copy=True)
@@ -385,13 +399,14 @@ class Hook:
             return
         with torch.no_grad():
             if tier1:
-                unit = torch_stats.unit_vector(output, act.kind)
+                unit: tuple[str, Result] | None = None
+                if self._native:
+                    unit = native.unit_vector(output, act.kind)
+                if unit is None:
+                    unit = torch_stats.unit_vector(output, act.kind)
                 if unit is not None:
                     self._units[(unit[0], act.tid)] = unit[1]
-            raw = torch_stats.reduce_large(output)
-            self._acts_raw.append((act.tid, output.numel(), raw))
-            if tier1:
-                self._hists[act.tid] = torch_stats.histogram(output, raw)
+            self._reduce_now(act.tid, output, tier1)
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         try:
@@ -435,10 +450,43 @@ class Hook:
             g = groups[device] = _Group(self._packer(device))
         return g
 
+    def _packs(self, t: torch.Tensor) -> bool:
+        """Whether `t` is copied into the packed buffer; else it is reduced where it lies, now (`_reduce_now`)."""
+        return t.numel() <= self.pack_max_numel and not (self._native and native.usable(t))
+
+    def _reduce_now(
+        self, tid: int, t: torch.Tensor, tier1: bool, history: torch_stats._History | None = None
+    ) -> None:
+        """Reduce one tensor that is not packed (large, or read in place by the C kernel) into this step."""
+        hist: Result | None
+        moved: Result | None
+        if self._native and native.usable(t) and (history is None or native.usable(history.prev)):
+            if history is None:
+                hist, moved = self._host.add(tid, t, hist=tier1)
+            else:
+                units = torch_stats.unit_count(t) if tier1 else 0
+                hist, moved = self._host.add(
+                    tid,
+                    t,
+                    prev=history.prev,
+                    first=history.first,
+                    fresh=history.fresh,
+                    hist=tier1,
+                    units=units,
+                )
+                history.fresh = False
+        else:
+            raw, hist, moved = torch_stats.reduce_one(t, history, hist=tier1, moved=tier1)
+            self._reduced.append((tid, t.numel(), raw))
+        if hist is not None:
+            self._hists[tid] = hist
+        if moved is not None:
+            self._units[(MOVED, tid)] = moved
+
     def _use_worker(self) -> StatsWorker | None:
         """The statistics worker when this step's tensors are all on CPU and the config allows one."""
         assert self.config is not None
-        if not self.config.stats_worker or not self._params_on_cpu:
+        if not self.config.stats_worker or not self._params_on_cpu or self._native:
             return None
         if self._worker is None:
             self._worker = StatsWorker(self.config.stats_in_flight)
@@ -476,9 +524,14 @@ class Hook:
         self.skipped_steps += 1
         self._writer.skipped_steps = self.skipped_steps
         self._skipped_step = step
-        self._staged = None
         self._acts_small = {}
-        self._acts_raw = []
+        self._reset_step()
+
+    def _reset_step(self) -> None:
+        """Forget what was gathered for the saved step in progress (handed on, or skipped)."""
+        self._staged = None
+        self._reduced = []
+        self._host.clear()
         self._units = {}
         self._unit_inputs = []
         self._hists = {}
@@ -488,12 +541,10 @@ class Hook:
         with the copies kept from earlier steps); redone when modules are added or moved."""
         assert self.config is not None
         track = self.config.track_updates
-        small = [p for p in self._params if p.tid is not None and p.param.numel() <= self.pack_max_numel]
+        small = [p for p in self._params if p.tid is not None and self._packs(p.param)]
         small.sort(key=lambda p: not (track and p.param.requires_grad))
         self._small_params = small
-        self._large_params = [
-            p for p in self._params if p.tid is not None and p.param.numel() > self.pack_max_numel
-        ]
+        self._large_params = [p for p in self._params if p.tid is not None and not self._packs(p.param)]
         self._grad_params = [p for p in self._params if p.want_grad]
         plan: dict[torch.device, tuple[list[int], list[int], list[torch.Tensor], int]] = {}
         for p in small:
@@ -542,11 +593,8 @@ class Hook:
                     dtype=str(grad.dtype).removeprefix("torch."),
                     module=p.module or None,
                 )
-            if grad.numel() > self.pack_max_numel:
-                raw = torch_stats.reduce_large(grad)
-                self._acts_raw.append((p.grad_tid, grad.numel(), raw))
-                if tier1:
-                    self._hists[p.grad_tid] = torch_stats.histogram(grad, raw)
+            if not self._packs(grad):
+                self._reduce_now(p.grad_tid, grad, tier1)
                 continue
             g = self._group(groups, grad.device)
             g.ids.append(p.grad_tid)
@@ -590,15 +638,8 @@ class Hook:
             assert p.tid is not None  # only captured parameters are planned
             if p.history is None and self.config.track_updates and p.param.requires_grad:
                 p.history = torch_stats.new_history(p.param)
-            if tier1 and p.history is not None and torch_stats.unit_count(p.param):
-                self._units[(MOVED, p.tid)] = torch_stats.moved_large(p.param, p.history)
-            raw = torch_stats.reduce_large(p.param, p.history)
-            parts.append(raw[None, :])
-            ids.append(p.tid)
-            counts.append(p.param.numel())
-            if tier1:
-                self._hists[p.tid] = torch_stats.histogram(p.param, raw)
-        for tid, n, raw in self._acts_raw:
+            self._reduce_now(p.tid, p.param, tier1, p.history)
+        for tid, n, raw in self._reduced:
             parts.append(raw[None, :])
             ids.append(tid)
             counts.append(n)
@@ -606,17 +647,21 @@ class Hook:
             lr = optimizer.param_groups[0].get("lr")
             if lr is not None:
                 self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        pending = _Pending(step, ids, counts, parts, self._units, self._hists)
-        pending.groups, pending.unit_inputs, pending.tier1 = (
-            list(self._staged.values()),
-            self._unit_inputs,
-            tier1,
+        host_ids, host_stats = self._host.take()
+        pending = _Pending(
+            step,
+            ids,
+            counts,
+            parts,
+            self._units,
+            self._hists,
+            host_ids=host_ids,
+            host_stats=host_stats,
+            groups=list(self._staged.values()),
+            unit_inputs=self._unit_inputs,
+            tier1=tier1,
         )
-        self._staged = None
-        self._acts_raw = []
-        self._units = {}
-        self._unit_inputs = []
-        self._hists = {}
+        self._reset_step()
         worker = self._staged_worker
         if worker is None:
             self._reduce(pending)
@@ -670,35 +715,32 @@ class Hook:
         self._write(pending, scalars)
 
     def _write(self, pending: _Pending | None, scalars: list[tuple[int, int, float | torch.Tensor]]) -> None:
-        """Copy a reduced step and scalars to the host in one copy and write them (training thread or worker)."""
+        """Copy a reduced step and scalars to the host in one copy and write them (training thread or worker).
+
+        Results the C kernel already left on the host (numpy) are taken as they are.
+        """
         w = self._writer
         if w is None or w.disabled:
             return
-        tensors: list[torch.Tensor] = []
+        results: list[Result] = []
         if pending is not None:
-            tensors += [t.reshape(-1) for t in pending.parts]
-            tensors += list(pending.units.values()) + list(pending.hists.values())
-        scalar_tensors = [v for _, _, v in scalars if isinstance(v, torch.Tensor)]
-        host = _gather_to_host(tensors + [v.reshape(-1)[:1] for v in scalar_tensors])
-        offset = 0
-
-        def take(n: int) -> np.ndarray:
-            nonlocal offset
-            offset += n
-            return host[offset - n : offset]
-
-        if pending is not None and pending.parts:
-            raw = np.concatenate(
-                [take(t.numel()).reshape(-1, len(torch_stats.RAW_COLUMNS)) for t in pending.parts]
-            )
-            units = {k: take(v.numel()).astype(np.float32) for k, v in pending.units.items()}
-            hists = {k: take(v.numel()).astype(np.float32) for k, v in pending.hists.items()}
+            results += pending.parts
+            results += list(pending.units.values()) + list(pending.hists.values())
+        results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
+        host = iter(_to_host(results))
+        if pending is not None:
+            parts = [next(host).reshape(-1, len(torch_stats.RAW_COLUMNS)) for _ in pending.parts]
+            units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
+            hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
+            ids, stats = pending.host_ids, pending.host_stats
             if pending.ids:
-                order = np.argsort(pending.ids, kind="stable")
-                stats = torch_stats.finish(raw[order], np.asarray(pending.counts)[order])
+                finished = torch_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
+                ids = ids + pending.ids
+                stats = finished if stats is None else np.concatenate([stats, finished])
+            if ids and stats is not None:
                 w.write_step(
                     pending.step,
-                    np.asarray(pending.ids, np.int32)[order],
+                    self._ids_array(ids),
                     stats,
                     wall_time=time.time(),
                     units=units or None,
@@ -706,12 +748,19 @@ class Hook:
                 )
         by_step: dict[int, tuple[list[int], list[float]]] = {}
         for step, tid, value in scalars:
-            v = float(take(1)[0]) if isinstance(value, torch.Tensor) else float(value)
+            v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
             ids, values = by_step.setdefault(step, ([], []))
             ids.append(tid)
             values.append(v)
         for step, (ids, values) in sorted(by_step.items()):
             w.write_scalars(step, ids, values)
+
+    def _ids_array(self, ids: list[int]) -> np.ndarray:
+        """The step's tensor ids as written: the last step's array when they are the same (usually: every saved
+        step reduces its tensors in the same order), so the writer need not compare them."""
+        if self._ids is None or self._ids[0] != ids:
+            self._ids = (ids, np.asarray(ids, np.int32))
+        return self._ids[1]
 
     # --- scalars and control --------------------------------------------------------------------------
     def record_scalar(
@@ -742,6 +791,8 @@ class Hook:
         assert self._writer is not None
         if isinstance(value, torch.Tensor):
             value = value.detach()
+            if self._native and value.is_cpu and value.numel() == 1:
+                value = value.item()  # on CPU reading it is no transfer and no sync
         else:
             value = float(value)
         tid = self._writer.define(name, collection=collection, mode=mode)
@@ -879,6 +930,24 @@ class Hook:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _to_host(results: list[Result]) -> list[np.ndarray]:
+    """Each result as a flat host array, in order: the device tensors among them in one copy (`_gather_to_host`)."""
+    tensors = [t for t in results if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return [np.asarray(r).reshape(-1) for r in results]
+    host = _gather_to_host(tensors)
+    out: list[np.ndarray] = []
+    offset = 0
+    for r in results:
+        if isinstance(r, torch.Tensor):
+            n = r.numel()
+            out.append(host[offset : offset + n])
+            offset += n
+        else:
+            out.append(r.reshape(-1))
+    return out
 
 
 def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:

@@ -433,6 +433,18 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     )
 
 
+def reduce_one(
+    x: torch.Tensor, history: _History | None = None, *, hist: bool = False, moved: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Return one tensor's raw moments (float64 [len(RAW_COLUMNS)]), its histogram if `hist` and, if `moved` and it
+    has a `history` and units (`unit_count`), its Tier-1 "moved" vector; the previous copy moves on.
+    Torch ops on the tensor's device (`reduce_large`, `histogram`, `moved_large`), no sync."""
+    units = unit_count(x) if moved and history is not None else 0
+    mv = moved_large(x, history) if units and history is not None else None  # before the copy moves on
+    raw = reduce_large(x, history)
+    return raw, histogram(x, raw) if hist else None, mv
+
+
 def unit_count(x: torch.Tensor) -> int:
     """The units of a parameter's per-unit "moved" vector: the size of dim 0, or 0 when it has one unit or none."""
     return int(x.shape[0]) if x.ndim >= 1 and x.shape[0] > 1 and x.numel() else 0

@@ -26,7 +26,8 @@ import numpy as np
 from trainguard.store import errors, format
 from trainguard.store.backend import Store
 
-_NONFINITE_COLUMNS = [format.COLUMN["nan"], format.COLUMN["inf"]]
+_NONFINITE_COLUMNS = slice(format.COLUMN["nan"], format.COLUMN["inf"] + 1)
+assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf are neighbours: a view, no copy
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,7 @@ class RankWriter:
             if (
                 self._buf.tensor_ids is not None
                 and self._buf.steps
+                and ids is not self._buf.tensor_ids  # a caller that keeps its ids array pays no comparison
                 and not np.array_equal(ids, self._buf.tensor_ids)
             ):
                 self._flush_locked()
@@ -188,7 +190,7 @@ class RankWriter:
                 for k2, h in (hists or {}).items():
                     b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
             self._last_step = int(step)
-            if not self._nonfinite_sent and np.any(b.stats[-1][:, _NONFINITE_COLUMNS] > 0):
+            if not self._nonfinite_sent and b.stats[-1][:, _NONFINITE_COLUMNS].any():
                 self._flush_first_nonfinite()
                 return
             if len(b.steps) >= self.config.flush_every_steps:
@@ -203,10 +205,11 @@ class RankWriter:
             if b.opened_at is None:
                 b.opened_at = self._clock()
             b.scalar_steps.extend([int(step)] * len(ids))
-            b.scalar_ids.extend(int(i) for i in ids)
-            b.scalar_values.extend(float(v) for v in values)
+            b.scalar_ids.extend(map(int, ids))
+            added = list(map(float, values))
+            b.scalar_values.extend(added)
             self._last_step = max(self._last_step or 0, int(step))
-            if not self._nonfinite_sent and not all(math.isfinite(v) for v in b.scalar_values[-len(ids) :]):
+            if not self._nonfinite_sent and not all(map(math.isfinite, added)):
                 self._flush_first_nonfinite()
 
     def _flush_first_nonfinite(self) -> None:

@@ -1,0 +1,20 @@
+"""Builds the optional C kernel of the PyTorch hook's CPU path; everything else is in pyproject.toml.
+
+`optional=True`: without a C compiler the package still installs, and the hook reduces CPU
+tensors with torch ops instead (`trainguard.capture.native.AVAILABLE` tells which).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "trainguard.capture._cstats",
+            ["trainguard/capture/_cstats.c"],
+            # omp simd: lets the compiler vectorise the float64 reductions without -ffast-math
+            # (which would break the NaN/Inf semantics); no OpenMP runtime is linked.
+            extra_compile_args=["-O3", "-fopenmp-simd", "-std=c11"],
+            optional=True,
+        )
+    ]
+)

@@ -1,0 +1,147 @@
+"""The C kernel of the hook's CPU path (`trainguard.capture.native`) against the numpy reference.
+
+Every statistic column, update/distance over saved steps, the "moved" share per unit, the log2
+histogram and per-unit activity/saturation, on the same awkward tensors as the torch path's
+tests; what it refuses; and in the hook: a saved CPU step costs no torch op for statistics, and a
+model whose tensors the kernel cannot read (float64) still gets every column from the torch path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import trainguard
+import trainguard.torch as tg
+from tests.capture.test_torch_hook_cost import OpLog
+from tests.capture.test_torch_statistics import sample_tensors
+from tests.capture.torch_loop import mlp, train
+from trainguard.capture import native
+from trainguard.store import format, stats
+
+RTOL = 2e-5
+
+
+def test_the_kernel_is_built_where_the_tests_run() -> None:
+    # dev/setup.sh builds it (gcc is on every machine of this project); without it every test
+    # below would pass vacuously through the torch path
+    assert native.AVAILABLE, (
+        "trainguard/capture/_cstats.c was not built: run dev/setup.sh (needs a C compiler)"
+    )
+
+
+def assert_columns_match(got: np.ndarray, want: np.ndarray, name: str = "") -> None:
+    np.testing.assert_array_equal(got[..., :4], want[..., :4], err_msg=name)  # count nan inf zero: exact
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True, err_msg=name)
+
+
+def test_every_column_and_histogram_match_numpy() -> None:
+    rows = native.HostRows(capacity=2)  # grows as tensors come
+    tensors = [t for t in sample_tensors(torch.float32) if t.numel()]
+    hists = [rows.add(i, t, hist=True)[0] for i, t in enumerate(tensors)]
+    ids, got = rows.take()
+    assert ids == list(range(len(tensors))) and got.dtype == np.float32
+    assert_columns_match(got, np.stack([stats.tier0(t.numpy()) for t in tensors]))
+    for t, h in zip(tensors, hists):
+        np.testing.assert_array_equal(h, stats.log2_hist(t.numpy()))
+    assert rows.take()[0] == [], "take starts the next step"
+
+
+def test_update_distance_and_moved_follow_the_saved_steps() -> None:
+    g = torch.Generator().manual_seed(1)
+    w = torch.randn(6, 5, generator=g)
+    prev, first = w.clone(), w.clone()
+    saved = [w.clone()]
+    rows = native.HostRows()
+    _, moved0 = rows.add(0, w, prev=prev, first=first, fresh=True, units=6)
+    assert np.isnan(moved0).all(), "no previous copy at the first save"
+    for step in range(1, 4):
+        w[step] += torch.randn(5, generator=g)  # one row moves entirely
+        w[0, :2] += 1.0  # two of row 0's five elements move
+        _, moved = rows.add(step, w, prev=prev, first=first, units=6)
+        assert torch.equal(prev, w), "the previous copy moves on"
+        want = np.zeros(6, np.float32)
+        want[0], want[step] = 0.4, 1.0
+        np.testing.assert_array_equal(moved, want)
+        saved.append(w.clone())
+    _, got = rows.take()
+    want_rows = [stats.tier0(saved[0].numpy(), first=saved[0].numpy())]
+    want_rows[0][format.COLUMN["update_l2"]] = np.nan  # fresh: nothing to compare with yet
+    want_rows += [
+        stats.tier0(saved[i].numpy(), prev=saved[i - 1].numpy(), first=saved[0].numpy()) for i in range(1, 4)
+    ]
+    assert_columns_match(got, np.stack(want_rows))
+
+
+@pytest.mark.parametrize("shape", [(64, 24), (4, 6, 3, 5), (40,)], ids=["2d", "4d", "1d"])
+@pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh"])
+def test_per_unit_activity_and_saturation_match_numpy(shape: tuple[int, ...], activation: str) -> None:
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(2)) * 3
+    x = {"relu": x, "sigmoid": torch.sigmoid(x), "tanh": torch.tanh(x)}[activation]
+    x.view(-1)[1] = float("nan")  # neither active nor saturated
+    unit = native.unit_vector(x, activation)
+    want = stats.unit_activity(x.numpy(), activation)
+    assert unit is not None and want is not None and unit[0] == want[0]
+    np.testing.assert_allclose(unit[1], want[1], rtol=0, atol=1e-7)
+    assert native.unit_vector(x, "identity") is None
+
+
+@pytest.mark.parametrize(
+    ("tensor", "kwargs"),
+    [
+        (torch.zeros(4, dtype=torch.float64), {}),
+        (torch.zeros(4, 4).t(), {}),  # not contiguous
+        (torch.zeros(0), {}),
+        (torch.zeros(4), {"prev": torch.zeros(3), "first": torch.zeros(4)}),  # copies of another size
+        (torch.zeros(4), {"prev": torch.zeros(4, dtype=torch.float16), "first": torch.zeros(4)}),
+        (torch.zeros(4), {"units": 3}),  # units without a tracked tensor
+    ],
+    ids=["float64", "strided", "empty", "short-copy", "half-copy", "untracked-units"],
+)
+def test_what_the_kernel_cannot_read_is_refused_before_it_reads_anything(
+    tensor: torch.Tensor, kwargs: dict[str, object]
+) -> None:
+    rows = native.HostRows()
+    with pytest.raises(ValueError):
+        rows.add(0, tensor, **kwargs)  # type: ignore[arg-type]
+    assert rows.take()[0] == []
+
+
+def test_a_saved_cpu_step_dispatches_no_torch_op_for_statistics(file_uri: str) -> None:
+    # every tensor is read in place by the kernel: no copy, no reduction, no transfer; beyond
+    # training's own ops a saved step only detaches and reads the loss
+    logs: dict[str, OpLog] = {}
+    for name, hook in (("plain", None), ("hooked", tg.Hook(file_uri, save_interval=2, tier1_interval=1))):
+        log = logs[name] = OpLog()
+
+        def watch(step: int, log: OpLog = log) -> None:
+            if step == 1:
+                log.__enter__()  # iterations 2 and 3: saved step 2 (tier 1) with its loss, and step 3
+            elif step == 3:
+                log.__exit__(None, None, None)
+
+        train(hook, mlp(), steps=5, on_step=watch)
+        if hook is not None:
+            assert hook.errors == [] and hook._worker is None
+            hook.close()
+    extra = logs["hooked"].ops - logs["plain"].ops
+    assert set(extra) <= {"aten.detach.default", "aten._local_scalar_dense.default"}, extra
+    assert not logs["plain"].ops - logs["hooked"].ops
+
+
+def test_tensors_the_kernel_cannot_read_take_the_torch_path(file_uri: str) -> None:
+    model = mlp()
+    with torch.no_grad():  # a transposed weight (and so gradient): not contiguous, packed by torch ops
+        model[4].weight = torch.nn.Parameter(model[4].weight.t().contiguous().t())
+    assert not native.usable(model[4].weight)
+    with tg.Hook(file_uri, save_interval=1, tier1_interval=1) as hook:
+        seen = train(hook, model, steps=3)
+    assert hook.errors == [] and len(seen.losses) == 3
+    run = trainguard.open_run(file_uri)
+    assert run.steps().tolist() == [0, 1, 2]
+    for name, param in (("4.weight", model[4].weight), ("0.weight", model[0].weight)):
+        got = np.array([run.series(name, col).values[-1] for col in format.STAT_COLUMNS])
+        want = stats.tier0(param.detach().numpy())
+        cols = slice(0, format.COLUMN["l2"] + 1)  # update/distance need the earlier copies: checked elsewhere
+        assert_columns_match(got[cols], want[cols], name)

@@ -1,0 +1,353 @@
+/* One-pass statistics of a float32 CPU tensor, read in place: the PyTorch hook's CPU path.
+ *
+ * On CPU a torch reduction is a dispatch of several microseconds plus a pass over memory, and
+ * the hook needs about ten of them per tensor (and a copy into a packed buffer before them).
+ * This kernel reads each tensor once, where it lies, accumulates its moments in float64 and
+ * writes its row of statistic columns (`format.STAT_COLUMNS`: count nan inf zero min max mean
+ * std abs_mean l2 update_l2 distance_l2) as float32. For a tracked parameter the same pass compares it with its
+ * previous and first saved copies, counts the changed elements of each unit (row of dim 0) for
+ * the Tier-1 "moved" vector and refreshes the previous copy. Optionally it fills the 64-bin
+ * log2-magnitude histogram (Tier 1). The GIL is released while it runs.
+ *
+ * Definitions are those of `trainguard/store/stats.py` (tests compare every column with it):
+ * a NaN makes min, max and the sums NaN; NaN/Inf are counted element by element only when the
+ * |x| sum is not finite (a finite sum proves both counts zero); the variance comes from the sums
+ * in float64 unless that cancels badly, when an exact second pass runs.
+ *
+ * Python never hands this module anything but addresses and sizes it checked
+ * (`trainguard/capture/native.py`); it allocates nothing and keeps no state.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { C_COUNT, C_NAN, C_INF, C_ZERO, C_MIN, C_MAX, C_MEAN, C_STD, C_ABS_MEAN, C_L2, C_UPDATE, C_DISTANCE, N_COLUMNS };
+#define HIST_BINS 64
+
+/* The one-pass variance keeps its float64 precision while it is at least this share of the mean
+ * square; below it (a large mean over a tiny spread), an exact pass recomputes it. */
+#define ONE_PASS_VARIANCE_MIN 1e-6
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define TG_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TG_CLONES
+#endif
+
+typedef struct {
+    double sum, abs, sq, zero, upd, dist;
+    float min, max;
+} moments_t;
+
+TG_CLONES
+static void plain(const float *restrict x, Py_ssize_t n, moments_t *m)
+{
+    double s = 0, a = 0, q = 0, z = 0;
+    float mn = INFINITY, mx = -INFINITY;
+#pragma omp simd reduction(+ : s, a, q, z) reduction(min : mn) reduction(max : mx)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float v = x[i];
+        double d = (double)v;
+        s += d;
+        a += fabs(d);
+        q += d * d;
+        z += (v == 0.0f) ? 1.0 : 0.0;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    m->sum += s; m->abs += a; m->sq += q; m->zero += z;
+    m->min = mn < m->min ? mn : m->min;
+    m->max = mx > m->max ? mx : m->max;
+}
+
+/* `plain`, plus squared distances to `prev` and `first`, the count of elements that differ from
+ * `prev` (returned), and `prev` refreshed with `x`. */
+TG_CLONES
+static double tracked(const float *restrict x, float *restrict prev, const float *restrict first,
+                      Py_ssize_t n, moments_t *m)
+{
+    double s = 0, a = 0, q = 0, z = 0, u = 0, t = 0, changed = 0;
+    float mn = INFINITY, mx = -INFINITY;
+#pragma omp simd reduction(+ : s, a, q, z, u, t, changed) reduction(min : mn) reduction(max : mx)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float v = x[i], p = prev[i];
+        double d = (double)v, du = d - (double)p, dt = d - (double)first[i];
+        s += d;
+        a += fabs(d);
+        q += d * d;
+        z += (v == 0.0f) ? 1.0 : 0.0;
+        u += du * du;
+        t += dt * dt;
+        changed += (v != p) ? 1.0 : 0.0;  /* NaN != NaN: a NaN element counts as changed, as torch.ne */
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        prev[i] = v;
+    }
+    m->sum += s; m->abs += a; m->sq += q; m->zero += z; m->upd += u; m->dist += t;
+    m->min = mn < m->min ? mn : m->min;
+    m->max = mx > m->max ? mx : m->max;
+    return changed;
+}
+
+TG_CLONES
+static double deviation(const float *restrict x, Py_ssize_t n, double mean)
+{
+    double dev = 0;
+#pragma omp simd reduction(+ : dev)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double d = (double)x[i] - mean;
+        dev += d * d;
+    }
+    return dev;
+}
+
+static void nonfinite(const float *x, Py_ssize_t n, double *nan, double *inf)
+{
+    Py_ssize_t a = 0, b = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a += isnan(x[i]) ? 1 : 0;
+        b += isinf(x[i]) ? 1 : 0;
+    }
+    *nan = (double)a;
+    *inf = (double)b;
+}
+
+/* The bin of each of m <= HIST_CHUNK values: 0 for exact zeros, b (1..63) for |x| in
+ * [2^(b-40), 2^(b-39)) from the exponent bits alone, clamped (denormals land in bin 1), and
+ * HIST_BINS for NaN and Inf, which are left out. Branch-free, so it vectorises. */
+#define HIST_CHUNK 1024
+TG_CLONES
+static void bins_of(const float *restrict x, Py_ssize_t m, int offset, uint8_t *restrict bins)
+{
+#pragma omp simd
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        int e = (int)((u >> 23) & 0xFF);
+        int b = e - offset;
+        b = b < 1 ? 1 : b;
+        b = b > HIST_BINS - 1 ? HIST_BINS - 1 : b;
+        b = (u & 0x7FFFFFFFu) == 0 ? 0 : b;
+        b = e == 0xFF ? HIST_BINS : b;
+        bins[i] = (uint8_t)b;
+    }
+}
+
+static void histogram(const float *x, Py_ssize_t n, int offset, float *out)
+{
+    /* four interleaved tables, so consecutive increments do not wait on each other */
+    Py_ssize_t counts[4][HIST_BINS + 1];
+    uint8_t bins[HIST_CHUNK];
+    memset(counts, 0, sizeof counts);
+    for (Py_ssize_t s = 0; s < n; s += HIST_CHUNK) {
+        Py_ssize_t m = n - s < HIST_CHUNK ? n - s : HIST_CHUNK, i = 0;
+        bins_of(x + s, m, offset, bins);
+        for (; i + 4 <= m; i += 4) {
+            counts[0][bins[i]]++;
+            counts[1][bins[i + 1]]++;
+            counts[2][bins[i + 2]]++;
+            counts[3][bins[i + 3]]++;
+        }
+        for (; i < m; i++)
+            counts[0][bins[i]]++;
+    }
+    for (int b = 0; b < HIST_BINS; b++)
+        out[b] = (float)(counts[0][b] + counts[1][b] + counts[2][b] + counts[3][b]);
+}
+
+/* Per unit c of an activation viewed as [samples, units, rest] (units = dim 1): the share of its
+ * samples x rest values that are active (> 0, mode 0) or saturated (sigmoid < 0.01 or > 0.99,
+ * mode 1; tanh |x| > 0.99, mode 2). NaN is neither. */
+static inline float flag(float v, int mode)
+{
+    return mode == 0 ? (v > 0.0f ? 1.0f : 0.0f)
+         : mode == 1 ? ((v < 0.01f || v > 0.99f) ? 1.0f : 0.0f)
+                     : (fabsf(v) > 0.99f ? 1.0f : 0.0f);
+}
+
+TG_CLONES
+static void unit_shares(const float *restrict x, Py_ssize_t samples, Py_ssize_t units, Py_ssize_t rest,
+                        int mode, float *restrict out)
+{
+    for (Py_ssize_t c = 0; c < units; c++)
+        out[c] = 0.0f;
+    if (rest == 1) {  /* [samples, units]: count across units, one sample row at a time */
+        for (Py_ssize_t i = 0; i < samples; i++) {
+            const float *row = x + i * units;
+#pragma omp simd
+            for (Py_ssize_t c = 0; c < units; c++)
+                out[c] += flag(row[c], mode);
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < samples; i++)
+            for (Py_ssize_t c = 0; c < units; c++) {
+                const float *block = x + (i * units + c) * rest;
+                float k = 0.0f;
+#pragma omp simd reduction(+ : k)
+                for (Py_ssize_t r = 0; r < rest; r++)
+                    k += flag(block[r], mode);
+                out[c] += k;
+            }
+    }
+    double per = (double)samples * (double)rest;
+    for (Py_ssize_t c = 0; c < units; c++)
+        out[c] = (float)(out[c] / per);
+}
+
+static int writable(Py_buffer *buf, Py_ssize_t floats, const char *what)
+{
+    if (buf->len < floats * (Py_ssize_t)sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "%s needs room for %zd float32 values, got %zd bytes", what,
+                     floats, buf->len);
+        return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(reduce_doc,
+"reduce(x, n, out, row, prev, first, fresh, hist, hist_offset, moved)\n--\n\n"
+"Statistic columns of the n > 0 float32 values at address x into row `row` of out (float32[R, 12],\n"
+"STAT_COLUMNS order).\n"
+"prev/first: addresses of the previous and first saved copies (0: untracked; update and distance\n"
+"stay NaN); prev is refreshed. fresh: no previous save yet (update and moved are NaN).\n"
+"hist: None or float32[64] for the log2 histogram (bin = exponent - hist_offset).\n"
+"moved: None or float32[units]: per unit (n/units consecutive values) the share that changed.");
+
+static PyObject *cstats_reduce(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long xa, pa, fa;
+    Py_ssize_t n, row;
+    int fresh, offset;
+    Py_buffer out, hist = {0}, moved = {0};
+    PyObject *hist_obj, *moved_obj;
+    if (!PyArg_ParseTuple(args, "Knw*nKKpOiO", &xa, &n, &out, &row, &pa, &fa, &fresh, &hist_obj, &offset,
+                          &moved_obj))
+        return NULL;
+    PyObject *result = NULL;
+    int have_hist = hist_obj != Py_None, have_moved = moved_obj != Py_None;
+    if (have_hist && PyObject_GetBuffer(hist_obj, &hist, PyBUF_WRITABLE) < 0)
+        goto done_out;
+    if (have_moved && PyObject_GetBuffer(moved_obj, &moved, PyBUF_WRITABLE) < 0)
+        goto done_hist;
+    Py_ssize_t units = have_moved ? moved.len / (Py_ssize_t)sizeof(float) : 1;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "an empty tensor has no statistics to compute here");
+        goto done;
+    }
+    if (row < 0 || !writable(&out, (row + 1) * N_COLUMNS, "out") || (have_hist && !writable(&hist, HIST_BINS, "hist")))
+        goto done;
+    if (have_moved && (units < 1 || n % units != 0 || !pa)) {
+        PyErr_SetString(PyExc_ValueError, "moved needs a tracked tensor whose size divides into its units");
+        goto done;
+    }
+    const float *x = (const float *)(uintptr_t)xa;
+    float *prev = (float *)(uintptr_t)pa;
+    const float *first = (const float *)(uintptr_t)fa;
+    float *o = (float *)out.buf + row * N_COLUMNS, *mv = have_moved ? (float *)moved.buf : NULL;
+
+    Py_BEGIN_ALLOW_THREADS
+    moments_t m = {0, 0, 0, 0, 0, 0, INFINITY, -INFINITY};
+    if (prev && first) {
+        Py_ssize_t per = n / units;
+        for (Py_ssize_t r = 0; r < units; r++) {
+            double c = tracked(x + r * per, prev + r * per, first + r * per, per, &m);
+            if (mv)
+                mv[r] = fresh ? NAN : (float)(c / (double)per);
+        }
+    } else {
+        plain(x, n, &m);
+    }
+    double nan = 0, inf = 0;
+    if (!isfinite(m.abs))
+        nonfinite(x, n, &nan, &inf);
+    double count = (double)n, mean = m.sum / count, dev = m.sq - m.sum * mean;
+    if (isfinite(dev) && !(dev >= ONE_PASS_VARIANCE_MIN * m.sq))
+        dev = deviation(x, n, mean);
+    /* float32 as the columns are stored: beyond its range reads as inf, which is what it is */
+    o[C_COUNT] = (float)count;
+    o[C_NAN] = (float)nan;
+    o[C_INF] = (float)inf;
+    o[C_ZERO] = (float)m.zero;
+    o[C_MIN] = nan > 0 ? NAN : m.min;
+    o[C_MAX] = nan > 0 ? NAN : m.max;
+    o[C_MEAN] = (float)mean;
+    o[C_STD] = isnan(dev) ? NAN : (float)sqrt((dev > 0 ? dev : 0.0) / count);
+    o[C_ABS_MEAN] = (float)(m.abs / count);
+    o[C_L2] = (float)sqrt(m.sq);
+    o[C_UPDATE] = prev && first && !fresh ? (float)sqrt(m.upd) : NAN;
+    o[C_DISTANCE] = prev && first ? (float)sqrt(m.dist) : NAN;
+    if (have_hist)
+        histogram(x, n, offset, (float *)hist.buf);
+    Py_END_ALLOW_THREADS
+
+    result = Py_NewRef(Py_None);
+done:
+    if (have_moved)
+        PyBuffer_Release(&moved);
+done_hist:
+    if (have_hist)
+        PyBuffer_Release(&hist);
+done_out:
+    PyBuffer_Release(&out);
+    return result;
+}
+
+PyDoc_STRVAR(units_doc,
+"units(x, samples, units, rest, mode, out)\n--\n\n"
+"Per unit of the float32 activation at address x, viewed as [samples, units, rest], the share of\n"
+"active (mode 0: > 0) or saturated (1: sigmoid < 0.01 or > 0.99; 2: tanh |x| > 0.99) values,\n"
+"into out (float32[units]).");
+
+static PyObject *cstats_units(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long xa;
+    Py_ssize_t samples, units, rest;
+    int mode;
+    Py_buffer out;
+    if (!PyArg_ParseTuple(args, "Knnniw*", &xa, &samples, &units, &rest, &mode, &out))
+        return NULL;
+    PyObject *result = NULL;
+    if (samples < 1 || units < 1 || rest < 1 || mode < 0 || mode > 2) {
+        PyErr_SetString(PyExc_ValueError, "units needs samples, units and rest >= 1 and a mode of 0, 1 or 2");
+        goto done;
+    }
+    if (!writable(&out, units, "out"))
+        goto done;
+    const float *x = (const float *)(uintptr_t)xa;
+    float *o = (float *)out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    unit_shares(x, samples, units, rest, mode, o);
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"reduce", cstats_reduce, METH_VARARGS, reduce_doc},
+    {"units", cstats_units, METH_VARARGS, units_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_cstats",
+    .m_doc = "One-pass statistics of float32 CPU tensors (see native.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__cstats(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m && (PyModule_AddIntConstant(m, "N_COLUMNS", N_COLUMNS) < 0 || PyModule_AddIntConstant(m, "HIST_BINS", HIST_BINS) < 0)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

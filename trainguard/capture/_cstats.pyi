@@ -1,0 +1,20 @@
+# The C kernel of the hook's CPU path (_cstats.c); called only through trainguard.capture.native.
+from typing import Any
+
+N_COLUMNS: int
+HIST_BINS: int
+
+def reduce(
+    x: int,
+    n: int,
+    out: Any,
+    row: int,
+    prev: int,
+    first: int,
+    fresh: bool,
+    hist: Any,
+    hist_offset: int,
+    moved: Any,
+    /,
+) -> None: ...
+def units(x: int, samples: int, units: int, rest: int, mode: int, out: Any, /) -> None: ...

@@ -164,6 +164,8 @@ class Hook:
             config = CaptureConfig.from_env(environ, **overrides)
         self.config = config
         self.pack_max_numel = pack_max_numel
+        self._every = config.save_interval if config else 1
+        """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
         self._native = bool(config and config.native_stats and native.AVAILABLE)
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
@@ -409,6 +411,8 @@ class Hook:
             self._reduce_now(act.tid, output, tier1)
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        if self._pending is None and self.step % self._every:
+            return  # a step that is not saved, with nothing left to write
         try:
             if self._pending is not None:
                 self._finalize()
@@ -425,6 +429,8 @@ class Hook:
         worker = self._worker
         if worker is not None and worker.error is not None:
             self._check_worker()
+        if step % self._every and self.step % self._every and not self._predictions:
+            return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
         try:
@@ -772,10 +778,8 @@ class Hook:
         next training forward of a registered module, that is the step just completed. Train
         scalars are kept on saved steps only; eval scalars always.
         """
-        if self._writer is None or not self.enabled:
-            return
-        step = self._record_step()
-        if mode == "train" and not self.is_saved_step(step):
+        step = self.step if self._in_iteration or self.step == 0 else self.step - 1  # `_record_step`, inlined
+        if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
         try:
             coll = collection or ("losses" if "loss" in name.lower() else "metrics")

@@ -244,6 +244,10 @@ class Segment:
         return out
 
 
+SEGMENT_COMPRESSLEVEL = 1
+"""Deflate level of segment objects (any level reads back the same)."""
+
+
 def encode_segment(seg: Segment) -> bytes:
     """Serialise a segment to the bytes of one `.npz` object (zip, deflate)."""
     arrays: dict[str, np.ndarray] = {
@@ -265,7 +269,13 @@ def encode_segment(seg: Segment) -> bytes:
     for name, arr in seg.extra.items():
         arrays[f"extra.{name}"] = np.asarray(arr)
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+    # np.savez_compressed's layout, at deflate level 1: a segment is small float statistics that
+    # compress about 3x at any level, and level 6 costs the writer thread (which shares the GIL
+    # with training) half again as much CPU for 3% fewer bytes
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=SEGMENT_COMPRESSLEVEL) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w") as member:
+                np.lib.format.write_array(member, np.asanyarray(arr), allow_pickle=False)
     return buf.getvalue()
 
 

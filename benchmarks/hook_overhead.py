@@ -3,6 +3,7 @@
 One command, one table:
 
     .venv/bin/python benchmarks/hook_overhead.py [--steps 1000] [--reps 5] [--threads 1] [--no-stats-worker]
+        [--skip-smdebug] [--skip-torch-path]
 
 The model and loop are those of `shared/research/smdebug_probe.py`: MLP 32->256->256->10
 (76k parameters), batch 64, SGD, torch on one thread, 1000 steps. Our hook runs in this
@@ -13,10 +14,11 @@ the load of this noisy shared 2-core VM falls on all of them alike; each repetit
 run of `--steps` steps and the table shows medians over `--reps`. Bytes and objects are
 everything each hook wrote (segments, catalogue, run.json, END.json), per saved step.
 
-On CPU our hook reduces saved steps on a statistics worker thread (`stats_worker`); the table
-also gives that thread's CPU time per saved step (work moved off the training thread, which a
-fully loaded CPU still pays: compare a run under `taskset -c 0`) and the saved steps the hook
-skipped because the worker was still busy. `--no-stats-worker` reduces on the training thread.
+On CPU our hook reads float32 tensors in place with its C kernel (`native_stats`, the default).
+The rows "torch path" run the same hook with `native_stats=False`: torch ops over packed buffers,
+reduced on the statistics worker thread (`--no-stats-worker`: on the training thread); for them
+the table also gives the worker's CPU time per saved step (work moved off the training thread,
+which a fully loaded CPU still pays) and the saved steps skipped because it was still busy.
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ import torch
 from torch import nn
 
 import trainguard.torch as tg
+from trainguard.capture import native
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_SCRIPT = ROOT / "benchmarks" / "peers" / "smdebug_train.py"
 SAME_AS_PEER = ("weights", "biases", "gradients", "losses")
+TORCH_PATH = "torch path"
+"""Rows whose hook runs with native_stats=False: what the C kernel buys, measured in the same run."""
 TARGET_OVERHEAD = {10: 0.05, 1: 0.30}
 TARGET_BYTES_FACTOR = 50.0
 
@@ -124,7 +129,6 @@ def run_ours(
     steps: int,
     block: int,
     stats_worker: bool = True,
-    native_stats: bool = True,
 ) -> None:
     """One repetition: every configuration trains in lockstep, `block` steps at a time in rotating order,
     so the load of a shared machine falls on all of them alike."""
@@ -136,7 +140,7 @@ def run_ours(
             settings: dict[str, object] = {
                 "save_interval": r.save_interval,
                 "stats_worker": stats_worker,
-                "native_stats": native_stats,
+                "native_stats": TORCH_PATH not in r.label,
             }
             if collections.get(r.label):
                 settings["collections"] = list(collections[r.label] or ())
@@ -187,25 +191,30 @@ def main() -> int:
         "--no-stats-worker", action="store_true", help="reduce saved steps on the training thread"
     )
     ap.add_argument(
-        "--no-native", action="store_true", help="reduce CPU tensors with torch ops, not the C kernel"
+        "--skip-torch-path",
+        action="store_true",
+        help="leave out the rows without the C kernel (native_stats=False)",
     )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    baseline = Result("no hook", None)
-    ours = [
-        Result(f"trainguard ({label})", si) for si in (10, 1) for label in ("w+b+g+loss", "all collections")
-    ]
+    # Two models without a hook: the same loop on two model instances can differ by several percent in
+    # one process (where their memory landed), so the ratios use the mean of both and the table shows
+    # the spread between them, the noise floor of every ratio.
+    baselines = [Result("no hook", None), Result("no hook, second model", None)]
+    labels = ["w+b+g+loss", "all collections"] + (
+        [] if args.skip_torch_path else [f"all collections, {TORCH_PATH}"]
+    )
+    ours = [Result(f"trainguard ({label})", si) for si in (10, 1) for label in labels]
     collections = {r.label: (SAME_AS_PEER if "w+b+g" in r.label else None) for r in ours}
     Trainer(Result("warm-up", None), None, Path(tempfile.mkdtemp())).run(200)  # first-call costs of torch
     for _ in range(args.reps):
         run_ours(
-            [baseline, *ours],
+            [*baselines, *ours],
             collections,
             steps=args.steps,
             block=args.block,
             stats_worker=not args.no_stats_worker,
-            native_stats=not args.no_native,
         )
 
     peers: list[Result] = []
@@ -221,14 +230,17 @@ def main() -> int:
             for si in (10, 1)
         ]
 
-    base_s = median(baseline.seconds)
+    base_s = statistics.fmean(median(b.seconds) for b in baselines)
+    spread = abs(median(baselines[0].seconds) - median(baselines[1].seconds)) / base_s
     print(
         f"# hook overhead: MLP 76k params, batch 64, SGD, {args.steps} steps, torch {args.threads} thread(s), "
-        f"median of {args.reps}, statistics worker {'off' if args.no_stats_worker else 'on'}, "
+        f"median of {args.reps}, CPU path: C kernel (native.AVAILABLE={native.AVAILABLE}); torch path with the "
+        f"statistics worker {'off' if args.no_stats_worker else 'on'}; "
         f"load average {os.getloadavg()[0]:.2f} at the end"
     )
     print(
-        f"# no-hook loop: {base_s:.3f} s here; {median([t for p in peers for t in p.baseline]):.3f} s in the peer's venv"
+        f"# no-hook loop: {base_s:.3f} s here (two models {100 * spread:.1f}% apart: the noise floor of each ratio); "
+        f"{median([t for p in peers for t in p.baseline]):.3f} s in the peer's venv"
     )
     header = (
         "configuration",
@@ -243,13 +255,14 @@ def main() -> int:
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     rows: dict[tuple[str, int | None], tuple[float, float]] = {}
-    for r in [baseline, *ours, *peers]:
+    for r in [*baselines, *ours, *peers]:
         ref = median(r.baseline) if r.baseline else base_s
         ratio = median(r.seconds) / ref
         saved = math.ceil(args.steps / r.save_interval) if r.save_interval else 0
         per_bytes = median([b / saved for b in r.bytes_per_run]) if saved else math.nan
         per_objects = median([o / saved for o in r.objects_per_run]) if saved else math.nan
         rows[(r.label, r.save_interval)] = (ratio, per_bytes)
+        worker = TORCH_PATH in r.label and not args.no_stats_worker  # the C kernel's path has no worker
         cells = (
             r.label,
             "-" if r.save_interval is None else str(r.save_interval),
@@ -257,10 +270,8 @@ def main() -> int:
             f"{ratio:.3f}",
             "-" if not saved else f"{per_bytes:,.0f}",
             "-" if not saved else f"{per_objects:.3f}",
-            f"{1000 * median([c / saved for c in r.worker_cpu_per_run]):.3f}"
-            if r.worker_cpu_per_run
-            else "-",
-            f"{median([float(k) for k in r.skipped_per_run]):.0f} of {saved}" if r.skipped_per_run else "-",
+            f"{1000 * median([c / saved for c in r.worker_cpu_per_run]):.3f}" if worker else "-",
+            f"{median([float(k) for k in r.skipped_per_run]):.0f} of {saved}" if worker else "-",
         )
         print("| " + " | ".join(cells) + " |")
     print()
@@ -272,6 +283,9 @@ def main() -> int:
             f"save_interval {si}: overhead {100 * (same[0] - 1):.1f}% (w+b+g+loss), {100 * (full[0] - 1):.1f}% "
             f"(all collections) -> {verdict} the {100 * TARGET_OVERHEAD[si]:.0f}% target"
         )
+        torch_path = rows.get((f"trainguard (all collections, {TORCH_PATH})", si))
+        if torch_path:
+            line += f"; without the C kernel {100 * (torch_path[0] - 1):.1f}% (all collections)"
         peer = rows.get(("smdebug 1.0.34 (w+b+g+loss)", si))
         if peer:
             factor = peer[1] / same[1]

@@ -129,11 +129,15 @@ def run_ours(
     steps: int,
     block: int,
     stats_worker: bool = True,
+    rep: int = 0,
 ) -> None:
     """One repetition: every configuration trains in lockstep, `block` steps at a time in rotating order,
-    so the load of a shared machine falls on all of them alike."""
-    trainers = []
-    for r in results:
+    so the load of a shared machine falls on all of them alike. The models are built in an order
+    rotated by `rep`, so where in memory a configuration's model lands changes between repetitions
+    (that alone moves a loop by several percent here) and the medians do not inherit one placement."""
+    trainers: list[Trainer] = []
+    order = [(k + rep) % len(results) for k in range(len(results))]
+    for r in [results[k] for k in order]:
         out = Path(tempfile.mkdtemp(prefix="tg-bench-"))
         hook = None
         if r.save_interval is not None:
@@ -146,6 +150,7 @@ def run_ours(
                 settings["collections"] = list(collections[r.label] or ())
             hook = tg.Hook(f"file://{out}/run", **settings)  # type: ignore[arg-type]
         trainers.append(Trainer(r, hook, out))
+    trainers = [trainers[order.index(k)] for k in range(len(results))]
     seconds = [0.0] * len(trainers)
     for i, start in enumerate(range(0, steps, block)):
         n = min(block, steps - start)
@@ -208,13 +213,14 @@ def main() -> int:
     ours = [Result(f"trainguard ({label})", si) for si in (10, 1) for label in labels]
     collections = {r.label: (SAME_AS_PEER if "w+b+g" in r.label else None) for r in ours}
     Trainer(Result("warm-up", None), None, Path(tempfile.mkdtemp())).run(200)  # first-call costs of torch
-    for _ in range(args.reps):
+    for rep in range(args.reps):
         run_ours(
             [*baselines, *ours],
             collections,
             steps=args.steps,
             block=args.block,
             stats_worker=not args.no_stats_worker,
+            rep=rep,
         )
 
     peers: list[Result] = []

@@ -48,6 +48,28 @@ def test_every_column_and_histogram_match_numpy() -> None:
     assert rows.take()[0] == [], "take starts the next step"
 
 
+def test_one_call_for_several_tensors_writes_what_one_call_each_does() -> None:
+    tensors = [t for t in sample_tensors(torch.float32) if t.numel()]
+    copies = [(t.clone() + 1, t.clone() - 1) for t in tensors]
+    one, many = native.HostRows(), native.HostRows(capacity=1)
+    prevs_one = [p.clone() for p, _ in copies]
+    for i, (t, (_, first)) in enumerate(zip(tensors, copies)):
+        one.add(i, t, prev=prevs_one[i], first=first) if i % 2 else one.add(i, t)
+    many.add_many(
+        [
+            (i, t, p, f, False) if i % 2 else (i, t, None, None, False)
+            for i, (t, (p, f)) in enumerate(zip(tensors, copies))
+        ]
+    )
+    (ids_one, rows_one), (ids_many, rows_many) = one.take(), many.take()
+    assert ids_one == ids_many
+    np.testing.assert_array_equal(rows_one, rows_many)
+    assert all(torch.equal(p, t) for i, (t, (p, _)) in enumerate(zip(tensors, copies)) if i % 2)
+    with pytest.raises(ValueError):  # one tensor it cannot read: none is read
+        many.add_many([(0, tensors[0], None, None, False), (1, tensors[1].double(), None, None, False)])
+    assert many.take()[0] == []
+
+
 def test_update_distance_and_moved_follow_the_saved_steps() -> None:
     g = torch.Generator().manual_seed(1)
     w = torch.randn(6, 5, generator=g)

@@ -79,8 +79,9 @@ def test_a_store_killed_mid_run_does_not_break_training(
     assert steps[:10] == list(range(10))  # what landed before the kill is intact
 
 
-PER_STEP = 2 + 6 + 6
-"""Tensors the C kernel reads per saved step of `mlp()`: two activations, six gradients, six parameters."""
+PER_STEP = 4
+"""Kernel calls per saved step of `mlp()` that is not a Tier-1 step: each activation, then the
+gradients and the parameters in one call each (`HostRows.add_many`)."""
 
 
 @pytest.mark.parametrize(
@@ -99,9 +100,11 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     where: str,
 ) -> None:
     # the third saved step's first reduction fails: the packed reduction of its step on the torch
-    # path; on the C kernel's path (one call per tensor), its first activation
-    target, fail_at = (native.HostRows, 2 * PER_STEP + 1) if path == "c-kernel" else (torch_stats.Packed, 3)
-    name = "add" if path == "c-kernel" else "reduce"
+    # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`)
+    if path == "c-kernel":
+        target, name, fail_at = native.HostRows, "add_many", PER_STEP + 1
+    else:
+        target, name, fail_at = torch_stats.Packed, "reduce", 3
     real = getattr(target, name)
     calls = 0
 

@@ -196,6 +196,44 @@ static void unit_shares(const float *restrict x, Py_ssize_t samples, Py_ssize_t 
         out[c] = (float)(out[c] / per);
 }
 
+/* The statistic columns of one tensor into o[N_COLUMNS] (see `reduce`); the GIL is not needed. */
+static void columns(const float *x, Py_ssize_t n, float *prev, const float *first, int fresh, Py_ssize_t units,
+                    float *mv, float *hist, int offset, float *o)
+{
+    moments_t m = {0, 0, 0, 0, 0, 0, INFINITY, -INFINITY};
+    if (prev && first) {
+        Py_ssize_t per = n / units;
+        for (Py_ssize_t r = 0; r < units; r++) {
+            double c = tracked(x + r * per, prev + r * per, first + r * per, per, &m);
+            if (mv)
+                mv[r] = fresh ? NAN : (float)(c / (double)per);
+        }
+    } else {
+        plain(x, n, &m);
+    }
+    double nan = 0, inf = 0;
+    if (!isfinite(m.abs))
+        nonfinite(x, n, &nan, &inf);
+    double count = (double)n, mean = m.sum / count, dev = m.sq - m.sum * mean;
+    if (isfinite(dev) && !(dev >= ONE_PASS_VARIANCE_MIN * m.sq))
+        dev = deviation(x, n, mean);
+    /* float32 as the columns are stored: beyond its range reads as inf, which is what it is */
+    o[C_COUNT] = (float)count;
+    o[C_NAN] = (float)nan;
+    o[C_INF] = (float)inf;
+    o[C_ZERO] = (float)m.zero;
+    o[C_MIN] = nan > 0 ? NAN : m.min;
+    o[C_MAX] = nan > 0 ? NAN : m.max;
+    o[C_MEAN] = (float)mean;
+    o[C_STD] = isnan(dev) ? NAN : (float)sqrt((dev > 0 ? dev : 0.0) / count);
+    o[C_ABS_MEAN] = (float)(m.abs / count);
+    o[C_L2] = (float)sqrt(m.sq);
+    o[C_UPDATE] = prev && first && !fresh ? (float)sqrt(m.upd) : NAN;
+    o[C_DISTANCE] = prev && first ? (float)sqrt(m.dist) : NAN;
+    if (hist)
+        histogram(x, n, offset, hist);
+}
+
 static int writable(Py_buffer *buf, Py_ssize_t floats, const char *what)
 {
     if (buf->len < floats * (Py_ssize_t)sizeof(float)) {
@@ -249,38 +287,7 @@ static PyObject *cstats_reduce(PyObject *self, PyObject *args)
     float *o = (float *)out.buf + row * N_COLUMNS, *mv = have_moved ? (float *)moved.buf : NULL;
 
     Py_BEGIN_ALLOW_THREADS
-    moments_t m = {0, 0, 0, 0, 0, 0, INFINITY, -INFINITY};
-    if (prev && first) {
-        Py_ssize_t per = n / units;
-        for (Py_ssize_t r = 0; r < units; r++) {
-            double c = tracked(x + r * per, prev + r * per, first + r * per, per, &m);
-            if (mv)
-                mv[r] = fresh ? NAN : (float)(c / (double)per);
-        }
-    } else {
-        plain(x, n, &m);
-    }
-    double nan = 0, inf = 0;
-    if (!isfinite(m.abs))
-        nonfinite(x, n, &nan, &inf);
-    double count = (double)n, mean = m.sum / count, dev = m.sq - m.sum * mean;
-    if (isfinite(dev) && !(dev >= ONE_PASS_VARIANCE_MIN * m.sq))
-        dev = deviation(x, n, mean);
-    /* float32 as the columns are stored: beyond its range reads as inf, which is what it is */
-    o[C_COUNT] = (float)count;
-    o[C_NAN] = (float)nan;
-    o[C_INF] = (float)inf;
-    o[C_ZERO] = (float)m.zero;
-    o[C_MIN] = nan > 0 ? NAN : m.min;
-    o[C_MAX] = nan > 0 ? NAN : m.max;
-    o[C_MEAN] = (float)mean;
-    o[C_STD] = isnan(dev) ? NAN : (float)sqrt((dev > 0 ? dev : 0.0) / count);
-    o[C_ABS_MEAN] = (float)(m.abs / count);
-    o[C_L2] = (float)sqrt(m.sq);
-    o[C_UPDATE] = prev && first && !fresh ? (float)sqrt(m.upd) : NAN;
-    o[C_DISTANCE] = prev && first ? (float)sqrt(m.dist) : NAN;
-    if (have_hist)
-        histogram(x, n, offset, (float *)hist.buf);
+    columns(x, n, prev, first, fresh, units, mv, have_hist ? (float *)hist.buf : NULL, offset, o);
     Py_END_ALLOW_THREADS
 
     result = Py_NewRef(Py_None);
@@ -291,6 +298,44 @@ done_hist:
     if (have_hist)
         PyBuffer_Release(&hist);
 done_out:
+    PyBuffer_Release(&out);
+    return result;
+}
+
+PyDoc_STRVAR(reduce_many_doc,
+"reduce_many(spec, out, row)\n--\n\n"
+"`reduce` for several tensors in one call, without histograms or moved shares: spec is int64[T, 5]\n"
+"(address, n, prev, first, fresh) per tensor; their rows go to out[row:row + T].");
+
+static PyObject *cstats_reduce_many(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer spec, out;
+    Py_ssize_t row;
+    if (!PyArg_ParseTuple(args, "y*w*n", &spec, &out, &row))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = spec.len / (Py_ssize_t)(5 * sizeof(int64_t));
+    const int64_t *sp = (const int64_t *)spec.buf;
+    if (spec.len != count * (Py_ssize_t)(5 * sizeof(int64_t)) || row < 0 ||
+        !writable(&out, (row + count) * N_COLUMNS, "out"))
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (sp[5 * i + 1] < 1 || (sp[5 * i + 2] == 0) != (sp[5 * i + 3] == 0)) {
+            PyErr_SetString(PyExc_ValueError, "each tensor needs n > 0, and both saved copies or neither");
+            goto done;
+        }
+    float *o = (float *)out.buf + row * N_COLUMNS;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const int64_t *t = sp + 5 * i;
+        columns((const float *)(uintptr_t)t[0], (Py_ssize_t)t[1], (float *)(uintptr_t)t[2],
+                (const float *)(uintptr_t)t[3], (int)t[4], 1, NULL, NULL, 0, o + i * N_COLUMNS);
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&spec);
     PyBuffer_Release(&out);
     return result;
 }
@@ -331,6 +376,7 @@ done:
 static PyMethodDef methods[] = {
     {"reduce", cstats_reduce, METH_VARARGS, reduce_doc},
     {"units", cstats_units, METH_VARARGS, units_doc},
+    {"reduce_many", cstats_reduce_many, METH_VARARGS, reduce_many_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -70,6 +70,19 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, np.ndarray] | No
     return mode[1], out
 
 
+def _checked(x: torch.Tensor, prev: torch.Tensor | None, first: torch.Tensor | None) -> tuple[int, bool]:
+    """Return the size of `x` and whether it is tracked; raise before the kernel reads a tensor it cannot."""
+    n = x.numel()
+    tracked = prev is not None and first is not None
+    if not usable(x) or (
+        tracked and not (usable(prev) and usable(first) and prev.numel() == n and first.numel() == n)  # type: ignore[arg-type,union-attr]
+    ):
+        raise ValueError(
+            "the C kernel reads non-empty contiguous float32 CPU tensors (and copies of their size)"
+        )
+    return n, tracked
+
+
 class HostRows:
     """The statistic rows of one saved step's tensors, written in place by the kernel as each is read.
 
@@ -99,19 +112,10 @@ class HostRows:
         (update_l2 NaN when `fresh`) and `prev` is overwritten with `x`; without them both are NaN.
         """
         assert _cstats is not None
-        n = x.numel()
-        tracked = prev is not None and first is not None
-        if not usable(x) or (
-            tracked and not (usable(prev) and usable(first) and prev.numel() == n and first.numel() == n)  # type: ignore[arg-type,union-attr]
-        ):
-            raise ValueError(
-                "the C kernel reads non-empty contiguous float32 CPU tensors (and copies of their size)"
-            )
+        n, tracked = _checked(x, prev, first)
         if units and (not tracked or n % units):
             raise ValueError(f"{units} units need a tracked tensor whose size they divide ({n})")
-        row = len(self.ids)
-        if row == len(self._rows):
-            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        row = self._room(1)
         h = np.empty(format.HIST_BINS, np.float32) if hist else None
         moved = np.empty(units, np.float32) if units else None
         _cstats.reduce(
@@ -128,6 +132,33 @@ class HostRows:
         )
         self.ids.append(tid)
         return h, moved
+
+    def add_many(
+        self, items: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]]
+    ) -> None:
+        """`add` for several tensors in one kernel call, without histograms or moved shares: each item is
+        (tid, x, prev, first, fresh). All are checked before any is read."""
+        assert _cstats is not None
+        spec: list[int] = []
+        for _, x, prev, first, fresh in items:
+            n, tracked = _checked(x, prev, first)
+            spec += (
+                x.data_ptr(),
+                n,
+                prev.data_ptr() if tracked else 0,  # type: ignore[union-attr]
+                first.data_ptr() if tracked else 0,  # type: ignore[union-attr]
+                int(fresh),
+            )
+        row = self._room(len(items))
+        _cstats.reduce_many(np.array(spec, np.int64), self._rows, row)
+        self.ids += [tid for tid, *_ in items]
+
+    def _room(self, count: int) -> int:
+        """The first of `count` free rows, growing the buffer when needed."""
+        row = len(self.ids)
+        while row + count > len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        return row
 
     def take(self) -> tuple[list[int], np.ndarray]:
         """Return the tensor ids and float32 [len(ids), K] statistic rows written so far, and start afresh."""

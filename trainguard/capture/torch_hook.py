@@ -192,6 +192,8 @@ class Hook:
         self._reduced: list[tuple[int, int, torch.Tensor]] = []
         """(tensor id, elements, raw moments) of the tensors reduced one by one with torch ops so far in this step."""
         self._host = native.HostRows()
+        self._batch: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]] = []
+        """Tensors of the hook body in progress for one `HostRows.add_many` call (`_read_batch`)."""
         """Statistic rows of the tensors the C kernel read so far in this step."""
         self._ids: tuple[list[int], np.ndarray] | None = None
         """The last saved step's tensor ids, and as written: usually the same every step."""
@@ -409,6 +411,7 @@ class Hook:
                 if unit is not None:
                     self._units[(unit[0], act.tid)] = unit[1]
             self._reduce_now(act.tid, output, tier1)
+            self._read_batch()
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if self._pending is None and self.step % self._every:
@@ -467,6 +470,15 @@ class Hook:
         hist: Result | None
         moved: Result | None
         if self._native and native.usable(t) and (history is None or native.usable(history.prev)):
+            if not tier1:  # the common case: read with the other tensors of this hook in one kernel call
+                self._batch.append(
+                    (tid, t, None, None, False)
+                    if history is None
+                    else (tid, t, history.prev, history.first, history.fresh)
+                )
+                if history is not None:
+                    history.fresh = False
+                return
             if history is None:
                 hist, moved = self._host.add(tid, t, hist=tier1)
             else:
@@ -488,6 +500,12 @@ class Hook:
             self._hists[tid] = hist
         if moved is not None:
             self._units[(MOVED, tid)] = moved
+
+    def _read_batch(self) -> None:
+        """Read the tensors `_reduce_now` set aside for the C kernel in one call (the end of each hook body)."""
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._host.add_many(batch)
 
     def _use_worker(self) -> StatsWorker | None:
         """The statistics worker when this step's tensors are all on CPU and the config allows one."""
@@ -537,6 +555,7 @@ class Hook:
         """Forget what was gathered for the saved step in progress (handed on, or skipped)."""
         self._staged = None
         self._reduced = []
+        self._batch = []
         self._host.clear()
         self._units = {}
         self._unit_inputs = []
@@ -606,6 +625,7 @@ class Hook:
             g.ids.append(p.grad_tid)
             g.numels.append(grad.numel())
             g.tensors.append(grad)
+        self._read_batch()
         for device, acts in self._acts_small.items():
             g = self._group(groups, device)
             for tid, t in acts:
@@ -645,6 +665,7 @@ class Hook:
             if p.history is None and self.config.track_updates and p.param.requires_grad:
                 p.history = torch_stats.new_history(p.param)
             self._reduce_now(p.tid, p.param, tier1, p.history)
+        self._read_batch()
         for tid, n, raw in self._reduced:
             parts.append(raw[None, :])
             ids.append(tid)

@@ -10,11 +10,16 @@ counts (`record_predictions`) accumulate on the device and follow in a second, s
 their own right after it. Every hook body catches everything: a failure disables capture, is
 logged once and lands in END.json.
 
-On CPU there are no asynchronous kernels, so the hook gives the CPU a "stream" of its own
-(`stats_worker`, on by default): the pre- and post-hooks only snapshot the step's tensors into
-one of `stats_in_flight` packed buffers, and a background thread (`StatsWorker`) reduces,
-copies and writes the step, with the scalars recorded before it. A step that finds every buffer
-busy waits within a small allowance (`WORKER_WAIT_SHARE`), then is skipped and counted.
+On CPU there are no asynchronous kernels to hide behind. Float32 CPU tensors are read in place
+by the C kernel (`native`, `native_stats` on by default), on the training thread, in the same
+hook bodies: each activation in its forward hook, the gradients in one call in the optimizer's
+pre-hook, the parameters in one call in its post-hook; their statistic rows are final, and the
+step is written at the start of the next iteration like any other. Without the kernel the hook
+gives the CPU a "stream" of its own (`stats_worker`, on by default): the pre- and post-hooks only
+snapshot the step's tensors into one of `stats_in_flight` packed buffers, and a background
+thread (`StatsWorker`) reduces, copies and writes the step, with the scalars recorded before it.
+A step that finds every buffer busy waits within a small allowance (`WORKER_WAIT_SHARE`), then
+is skipped and counted.
 """
 
 from __future__ import annotations
@@ -192,9 +197,9 @@ class Hook:
         self._reduced: list[tuple[int, int, torch.Tensor]] = []
         """(tensor id, elements, raw moments) of the tensors reduced one by one with torch ops so far in this step."""
         self._host = native.HostRows()
+        """Statistic rows of the tensors the C kernel read so far in this step."""
         self._batch: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]] = []
         """Tensors of the hook body in progress for one `HostRows.add_many` call (`_read_batch`)."""
-        """Statistic rows of the tensors the C kernel read so far in this step."""
         self._ids: tuple[list[int], np.ndarray] | None = None
         """The last saved step's tensor ids, and as written: usually the same every step."""
         self._units: dict[tuple[str, int], Result] = {}

@@ -8,6 +8,8 @@ model whose tensors the kernel cannot read (float64) still gets every column fro
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -167,3 +169,15 @@ def test_tensors_the_kernel_cannot_read_take_the_torch_path(file_uri: str) -> No
         want = stats.tier0(param.detach().numpy())
         cols = slice(0, format.COLUMN["l2"] + 1)  # update/distance need the earlier copies: checked elsewhere
         assert_columns_match(got[cols], want[cols], name)
+
+
+def test_a_missing_build_is_said_once_and_training_gets_the_torch_path(
+    file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(native, "AVAILABLE", False)  # as after an install without a C compiler
+    with caplog.at_level(logging.WARNING, logger="trainguard"), tg.Hook(file_uri, save_interval=1) as hook:
+        train(hook, mlp(), steps=4)
+    assert hook.errors == [] and not hook._native and hook._worker is not None
+    said = [r.getMessage() for r in caplog.records if "C kernel was not built" in r.getMessage()]
+    assert len(said) == 1 and "TRAINGUARD_NATIVE_STATS=false" in said[0]
+    assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3]

@@ -172,6 +172,7 @@ class Hook:
         self._every = config.save_interval if config else 1
         """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
         self._native = bool(config and config.native_stats and native.AVAILABLE)
+        self._warned_native = False
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
         """Optimizer steps completed; the step in progress has this number."""
@@ -586,6 +587,18 @@ class Hook:
         self._param_plan = [(device, *entry) for device, entry in plan.items()]
         self._param_devices = devices
         self._params_on_cpu = all(d.type == "cpu" for d in devices)
+        if (
+            self._params_on_cpu
+            and self.config.native_stats
+            and not native.AVAILABLE
+            and not self._warned_native
+        ):
+            self._warned_native = True
+            log.warning(
+                "trainguard: the hook's C kernel was not built (no C compiler when trainguard was installed?); "
+                "CPU statistics take the slower torch path. Reinstall with gcc present, or set "
+                "TRAINGUARD_NATIVE_STATS=false to silence this"
+            )
 
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""

@@ -195,3 +195,19 @@ def test_close_waits_for_the_steps_in_flight(file_uri: str, monkeypatch: pytest.
     assert hook._worker is not None and hook._worker.in_flight > 0
     hook.close()
     assert hook.skipped_steps == 0 and trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2]
+
+
+def test_wait_idle_returns_once_the_worker_and_uploader_are_done_and_writes_nothing_early(
+    file_uri: str,
+) -> None:
+    with tg.Hook(
+        file_uri, save_interval=1, flush_every_steps=2, flush_interval_seconds=60, native_stats=False
+    ) as hook:
+        train(hook, mlp(), steps=5)
+        assert hook.wait_idle(10.0)
+        assert hook._worker is not None and hook._worker.in_flight == 0
+        store = open_store(file_uri)
+        segments = [k for k in store.list(format.rank_prefix(0)) if "/seg-" in k]
+        # steps 0-3 fill two segments; step 4 (and the loss recorded after it) waits in the buffer
+        assert len(segments) == 2, segments
+    assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3, 4]

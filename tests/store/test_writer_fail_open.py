@@ -131,6 +131,7 @@ def test_a_frozen_store_holds_a_step_up_at_most_max_block_seconds(
     try:
         # Uploads now hang: connections open, no answer ever comes.
         train_through_failure(rec, caplog, fail=lambda: os.kill(server.pid, signal.SIGSTOP))
+        assert rec._writer is not None and not rec._writer.wait_idle(0.2), "an upload hangs: not idle"
     finally:
         server.kill()  # SIGKILL also ends a stopped process; the hung upload then fails fast
     assert "upload queue full" in rec.errors[0] and "too slow" in rec.errors[0]

@@ -945,6 +945,14 @@ class Hook:
         except Exception as err:  # noqa: BLE001
             self._fail("flush", err)
 
+    def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:
+        """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
+        True if both are idle. Writes nothing early (unlike `flush`): for benchmarks and tests."""
+        deadline = time.monotonic() + timeout
+        if self._worker is not None and not self._worker.drain(timeout):
+            return False
+        return self._writer is None or self._writer.wait_idle(max(0.0, deadline - time.monotonic()))
+
     def close(self) -> None:
         """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
         if self._closed:

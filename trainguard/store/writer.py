@@ -312,24 +312,39 @@ class RankWriter:
                 except Exception as err:  # noqa: BLE001 - the background thread must never die silently
                     self._fail(f"flush failed: {type(err).__name__}: {err}")
                 continue
-            if item is None:
-                return
-            key, payload = item
-            if self.disabled and key != format.end_key(self.rank):
-                continue
             try:
-                data = (
-                    format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
-                )
-                self.store.put(key, data)
-                self.bytes_written += len(data)
-                self.objects_written += 1
-            except errors.StoreError as err:
-                self._fail(f"cannot upload {key}: {err}; capture disabled, training continues")
-            except Exception as err:  # noqa: BLE001 - fail open on anything unexpected, never crash training
-                self._fail(
-                    f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues"
-                )
+                if item is None:
+                    return
+                self._upload(*item)
+            finally:
+                self._queue.task_done()
+
+    def _upload(self, key: str, payload: object) -> None:
+        if self.disabled and key != format.end_key(self.rank):
+            return
+        try:
+            data = (
+                format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
+            )
+            self.store.put(key, data)
+            self.bytes_written += len(data)
+            self.objects_written += 1
+        except errors.StoreError as err:
+            self._fail(f"cannot upload {key}: {err}; capture disabled, training continues")
+        except Exception as err:  # noqa: BLE001 - fail open on anything unexpected, never crash training
+            self._fail(
+                f"cannot upload {key}: {type(err).__name__}: {err}; capture disabled, training continues"
+            )
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait at most `timeout` seconds until every object handed to the uploader is written (or dropped);
+        True if it is idle. For benchmarks and tests: training never waits on this."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
+        return True
 
     @staticmethod
     def _left(deadline: float) -> float:
@@ -341,6 +356,7 @@ class RankWriter:
                 self._queue.get_nowait()
             except queue.Empty:
                 return
+            self._queue.task_done()
 
     def close(self, *, status: str = "ok") -> None:
         """Flush, write END.json and wait (bounded) for pending uploads. Idempotent."""

@@ -51,7 +51,12 @@ class CaptureConfig(BaseModel):
         ge=1,
         description="Per-unit activity and histograms on every Nth saved step (Tier 1); they cost more than Tier 0.",
     )
-    flush_every_steps: int = Field(default=50, ge=1, description="Saved steps per segment at most.")
+    flush_every_steps: int = Field(
+        default=500,
+        ge=1,
+        description="Saved steps per segment at most (bounds a segment's size when steps are fast; "
+        "flush_interval_seconds bounds latency).",
+    )
     flush_interval_seconds: float = Field(
         default=1.0, gt=0, description="Flush a segment at least this often: bounds detection latency."
     )

@@ -36,8 +36,10 @@ log = logging.getLogger(__name__)
 class WriterConfig:
     """How often a rank flushes and how long it may hold up training."""
 
-    flush_every_steps: int = 50
-    """Saved steps per segment at most. With save_interval 10 that is one object per 500 steps."""
+    flush_every_steps: int = 500
+    """Saved steps per segment at most: bounds a segment's size when steps are fast; `flush_interval_seconds`
+    bounds latency. At 50, a loop saving every 0.6 ms step spent ~7% of its time making a segment
+    every 30 ms (each segment costs ~1.5 ms of CPU, whatever its size)."""
     flush_interval_seconds: float = 1.0
     """A buffer older than this is flushed even if not full: bounds detection latency (about 1 s locally)."""
     queue_max_segments: int = 64

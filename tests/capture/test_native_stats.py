@@ -181,3 +181,17 @@ def test_a_missing_build_is_said_once_and_training_gets_the_torch_path(
     said = [r.getMessage() for r in caplog.records if "C kernel was not built" in r.getMessage()]
     assert len(said) == 1 and "TRAINGUARD_NATIVE_STATS=false" in said[0]
     assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3]
+
+
+def test_a_model_the_kernel_cannot_read_keeps_the_statistics_worker(file_uri: str) -> None:
+    model = mlp().double()  # float64: every tensor takes the torch path, so the worker reduces them
+    model.register_forward_pre_hook(lambda m, args: (args[0].double(),))
+    with tg.Hook(file_uri, save_interval=2) as hook:
+        seen = train(hook, model, steps=5)
+        assert hook._worker is not None
+    assert hook.errors == [] and len(seen.losses) == 5
+    run = trainguard.open_run(file_uri)
+    assert run.steps().tolist() == [0, 2, 4]
+    got = np.array([run.series("4.weight", col).values[-1] for col in format.STAT_COLUMNS])
+    want = stats.tier0(model[4].weight.detach().numpy())
+    assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])

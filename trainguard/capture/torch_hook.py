@@ -173,6 +173,8 @@ class Hook:
         """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
         self._native = bool(config and config.native_stats and native.AVAILABLE)
         self._warned_native = False
+        self._kernel_reads_params = False
+        """Whether the C kernel reads some captured parameter (planned per device set): then no worker is used."""
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
         """Optimizer steps completed; the step in progress has this number."""
@@ -516,7 +518,7 @@ class Hook:
     def _use_worker(self) -> StatsWorker | None:
         """The statistics worker when this step's tensors are all on CPU and the config allows one."""
         assert self.config is not None
-        if not self.config.stats_worker or not self._params_on_cpu or self._native:
+        if not self.config.stats_worker or not self._params_on_cpu or self._kernel_reads_params:
             return None
         if self._worker is None:
             self._worker = StatsWorker(self.config.stats_in_flight)
@@ -587,6 +589,7 @@ class Hook:
         self._param_plan = [(device, *entry) for device, entry in plan.items()]
         self._param_devices = devices
         self._params_on_cpu = all(d.type == "cpu" for d in devices)
+        self._kernel_reads_params = self._native and any(native.usable(p.param) for p in self._params)
         if (
             self._params_on_cpu
             and self.config.native_stats

@@ -134,15 +134,11 @@ def run_ours(
     steps: int,
     block: int,
     stats_worker: bool = True,
-    rep: int = 0,
 ) -> None:
     """One repetition: every configuration trains in lockstep, `block` steps at a time in rotating order,
-    so the load of a shared machine falls on all of them alike. The models are built in an order
-    rotated by `rep`, so where in memory a configuration's model lands changes between repetitions
-    (that alone moves a loop by several percent here) and the medians do not inherit one placement."""
+    so the load of a shared machine falls on all of them alike."""
     trainers: list[Trainer] = []
-    order = [(k + rep) % len(results) for k in range(len(results))]
-    for r in [results[k] for k in order]:
+    for r in results:
         out = Path(tempfile.mkdtemp(prefix="tg-bench-"))
         hook = None
         if r.save_interval is not None:
@@ -155,7 +151,6 @@ def run_ours(
                 settings["collections"] = list(collections[r.label] or ())
             hook = tg.Hook(f"file://{out}/run", **settings)  # type: ignore[arg-type]
         trainers.append(Trainer(r, hook, out))
-    trainers = [trainers[order.index(k)] for k in range(len(results))]
     seconds = [0.0] * len(trainers)
     for i, start in enumerate(range(0, steps, block)):
         n = min(block, steps - start)
@@ -208,9 +203,8 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    # Two models without a hook: the same loop on two model instances can differ by several percent in
-    # one process (where their memory landed), so the ratios use the mean of both and the table shows
-    # the spread between them, the noise floor of every ratio.
+    # Two models without a hook: the ratios use the mean of both, and the table shows the spread between
+    # them, the noise floor of every ratio (it caught the baseline paying for other hooks' threads).
     baselines = [Result("no hook", None), Result("no hook, second model", None)]
     labels = ["w+b+g+loss", "all collections"] + (
         [] if args.skip_torch_path else [f"all collections, {TORCH_PATH}"]
@@ -218,14 +212,13 @@ def main() -> int:
     ours = [Result(f"trainguard ({label})", si) for si in (10, 1) for label in labels]
     collections = {r.label: (SAME_AS_PEER if "w+b+g" in r.label else None) for r in ours}
     Trainer(Result("warm-up", None), None, Path(tempfile.mkdtemp())).run(200)  # first-call costs of torch
-    for rep in range(args.reps):
+    for _ in range(args.reps):
         run_ours(
             [*baselines, *ours],
             collections,
             steps=args.steps,
             block=args.block,
             stats_worker=not args.no_stats_worker,
-            rep=rep,
         )
 
     peers: list[Result] = []

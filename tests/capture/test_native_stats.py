@@ -17,12 +17,10 @@ import torch
 import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_hook_cost import OpLog
-from tests.capture.test_torch_statistics import sample_tensors
+from tests.capture.test_torch_statistics import assert_columns_match, sample_tensors
 from tests.capture.torch_loop import mlp, train
 from trainguard.capture import native
 from trainguard.store import format, stats
-
-RTOL = 2e-5
 
 
 def test_the_kernel_is_built_where_the_tests_run() -> None:
@@ -31,11 +29,8 @@ def test_the_kernel_is_built_where_the_tests_run() -> None:
     assert native.AVAILABLE, (
         "trainguard/capture/_cstats.c was not built: run dev/setup.sh (needs a C compiler)"
     )
-
-
-def assert_columns_match(got: np.ndarray, want: np.ndarray, name: str = "") -> None:
-    np.testing.assert_array_equal(got[..., :4], want[..., :4], err_msg=name)  # count nan inf zero: exact
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True, err_msg=name)
+    # the kernel's row and histogram widths are the run format's
+    assert (native._cstats.N_COLUMNS, native._cstats.HIST_BINS) == (native.K, format.HIST_BINS)
 
 
 def test_every_column_and_histogram_match_numpy() -> None:

@@ -46,9 +46,9 @@ def reference(t: torch.Tensor, **kw: torch.Tensor | None) -> np.ndarray:
     return stats.tier0(t.float().cpu().numpy(), **arrays)
 
 
-def assert_columns_match(got: np.ndarray, want: np.ndarray) -> None:
-    np.testing.assert_array_equal(got[:, :4], want[:, :4])  # count nan inf zero are exact
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True)
+def assert_columns_match(got: np.ndarray, want: np.ndarray, name: str = "") -> None:
+    np.testing.assert_array_equal(got[..., :4], want[..., :4], err_msg=name)  # count nan inf zero are exact
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True, err_msg=name)
 
 
 @pytest.mark.parametrize("host_finish", [True, False], ids=["host-finish", "device-finish"])

@@ -41,10 +41,8 @@ def usable(t: torch.Tensor) -> bool:
 
 _UNIT_MODES = {
     **{kind: (0, "active") for kind in torch_stats.RELU_FAMILY},
-    "sigmoid": (1, "saturated"),
-    "hardsigmoid": (1, "saturated"),
-    "tanh": (2, "saturated"),
-    "hardtanh": (2, "saturated"),
+    **{kind: (1, "saturated") for kind in torch_stats.SIGMOID_LIKE},
+    **{kind: (2, "saturated") for kind in torch_stats.TANH_LIKE},
 }
 """Activation kind -> (the kernel's mode, the vector's kind), as `torch_stats.unit_vector` defines them."""
 

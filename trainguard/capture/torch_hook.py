@@ -478,29 +478,16 @@ class Hook:
         hist: Result | None
         moved: Result | None
         if self._native and native.usable(t) and (history is None or native.usable(history.prev)):
-            if not tier1:  # the common case: read with the other tensors of this hook in one kernel call
-                self._batch.append(
-                    (tid, t, None, None, False)
-                    if history is None
-                    else (tid, t, history.prev, history.first, history.fresh)
-                )
-                if history is not None:
-                    history.fresh = False
-                return
-            if history is None:
-                hist, moved = self._host.add(tid, t, hist=tier1)
-            else:
-                units = torch_stats.unit_count(t) if tier1 else 0
-                hist, moved = self._host.add(
-                    tid,
-                    t,
-                    prev=history.prev,
-                    first=history.first,
-                    fresh=history.fresh,
-                    hist=tier1,
-                    units=units,
-                )
+            prev, first, fresh = (
+                (None, None, False) if history is None else (history.prev, history.first, history.fresh)
+            )
+            if history is not None:
                 history.fresh = False
+            if not tier1:  # the common case: read with the other tensors of this hook in one kernel call
+                self._batch.append((tid, t, prev, first, fresh))
+                return
+            units = torch_stats.unit_count(t) if history is not None else 0
+            hist, moved = self._host.add(tid, t, prev=prev, first=first, fresh=fresh, hist=True, units=units)
         else:
             raw, hist, moved = torch_stats.reduce_one(t, history, hist=tier1, moved=tier1)
             self._reduced.append((tid, t.numel(), raw))
@@ -820,7 +807,7 @@ class Hook:
         next training forward of a registered module, that is the step just completed. Train
         scalars are kept on saved steps only; eval scalars always.
         """
-        step = self.step if self._in_iteration or self.step == 0 else self.step - 1  # `_record_step`, inlined
+        step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
         try:

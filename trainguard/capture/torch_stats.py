@@ -45,7 +45,11 @@ RELU_FAMILY = (
     "mish",
     "hardswish",
 )
-SATURATING = ("sigmoid", "tanh", "hardsigmoid", "hardtanh")
+SIGMOID_LIKE = ("sigmoid", "hardsigmoid")
+"""Saturated below 0.01 or above 0.99."""
+TANH_LIKE = ("tanh", "hardtanh")
+"""Saturated where |x| > 0.99."""
+SATURATING = SIGMOID_LIKE + TANH_LIKE
 
 _ONE_PASS_VARIANCE_MIN = 1.0 / 16
 """On CPU, std comes from sum and sum of squares when the variance keeps at least this share of
@@ -476,9 +480,9 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, torch.Tensor] | 
     per_unit = t.movedim(1, -1).reshape(-1, t.shape[1])
     if activation in RELU_FAMILY:
         kind, flags = "active", per_unit > 0
-    elif activation in ("sigmoid", "hardsigmoid"):
+    elif activation in SIGMOID_LIKE:
         kind, flags = "saturated", (per_unit < 0.01) | (per_unit > 0.99)
-    elif activation in ("tanh", "hardtanh"):
+    elif activation in TANH_LIKE:
         kind, flags = "saturated", per_unit.abs() > 0.99
     else:
         return None

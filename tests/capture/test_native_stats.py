@@ -37,12 +37,13 @@ def test_every_column_and_histogram_match_numpy() -> None:
     rows = native.HostRows(capacity=2)  # grows as tensors come
     tensors = [t for t in sample_tensors(torch.float32) if t.numel()]
     hists = [rows.add(i, t, hist=True)[0] for i, t in enumerate(tensors)]
-    ids, got = rows.take()
+    ids, got, nonfinite = rows.take()
     assert ids == list(range(len(tensors))) and got.dtype == np.float32
     assert_columns_match(got, np.stack([stats.tier0(t.numpy()) for t in tensors]))
     for t, h in zip(tensors, hists):
         np.testing.assert_array_equal(h, stats.log2_hist(t.numpy()))
-    assert rows.take()[0] == [], "take starts the next step"
+    assert nonfinite and got[:, format.COLUMN["nan"]].any(), "the samples hold NaN, and the kernel says so"
+    assert rows.take()[:3:2] == ([], False), "take starts the next step"
 
 
 def test_one_call_for_several_tensors_writes_what_one_call_each_does() -> None:
@@ -58,13 +59,27 @@ def test_one_call_for_several_tensors_writes_what_one_call_each_does() -> None:
             for i, (t, (p, f)) in enumerate(zip(tensors, copies))
         ]
     )
-    (ids_one, rows_one), (ids_many, rows_many) = one.take(), many.take()
-    assert ids_one == ids_many
+    (ids_one, rows_one, bad_one), (ids_many, rows_many, bad_many) = one.take(), many.take()
+    assert ids_one == ids_many and bad_one == bad_many
     np.testing.assert_array_equal(rows_one, rows_many)
     assert all(torch.equal(p, t) for i, (t, (p, _)) in enumerate(zip(tensors, copies)) if i % 2)
     with pytest.raises(ValueError):  # one tensor it cannot read: none is read
         many.add_many([(0, tensors[0], None, None, False), (1, tensors[1].double(), None, None, False)])
     assert many.take()[0] == []
+
+
+def test_the_kernel_says_which_steps_hold_nan_or_inf() -> None:
+    # the writer flushes a step with NaN/Inf at once; the hook tells it from the kernel's answer
+    rows = native.HostRows()
+    finite, bad = torch.ones(8), torch.tensor([1.0, float("inf"), 2.0])
+    rows.add_many([(0, finite, None, None, False), (1, finite, None, None, False)])
+    assert rows.take()[2] is False
+    rows.add_many([(0, finite, None, None, False), (1, bad, None, None, False)])
+    rows.add(2, finite)
+    assert rows.take()[2] is True
+    rows.add(0, bad)
+    rows.clear()
+    assert rows.take()[2] is False, "a cleared step starts clean"
 
 
 def test_update_distance_and_moved_follow_the_saved_steps() -> None:
@@ -84,7 +99,8 @@ def test_update_distance_and_moved_follow_the_saved_steps() -> None:
         want[0], want[step] = 0.4, 1.0
         np.testing.assert_array_equal(moved, want)
         saved.append(w.clone())
-    _, got = rows.take()
+    _, got, nonfinite = rows.take()
+    assert not nonfinite
     want_rows = [stats.tier0(saved[0].numpy(), first=saved[0].numpy())]
     want_rows[0][format.COLUMN["update_l2"]] = np.nan  # fresh: nothing to compare with yet
     want_rows += [

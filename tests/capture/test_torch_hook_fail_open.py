@@ -81,7 +81,7 @@ def test_a_store_killed_mid_run_does_not_break_training(
 
 PER_STEP = 4
 """Kernel calls per saved step of `mlp()` that is not a Tier-1 step: each activation, then the
-gradients and the parameters in one call each (`HostRows.add_many`)."""
+gradients and the parameters in one call each (`HostRows.add_read`)."""
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     # the third saved step's first reduction fails: the packed reduction of its step on the torch
     # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`)
     if path == "c-kernel":
-        target, name, fail_at = native.HostRows, "add_many", PER_STEP + 1
+        target, name, fail_at = native.HostRows, "add_read", PER_STEP + 1
     else:
         target, name, fail_at = torch_stats.Packed, "reduce", 3
     real = getattr(target, name)

@@ -45,24 +45,35 @@ def slow_reduce(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[str]:
     return threads
 
 
-@pytest.mark.parametrize("native_stats", [False, True], ids=["worker", "c-kernel"])
+@pytest.mark.parametrize(
+    ("native_stats", "tier1_interval", "replace"),
+    [(False, 1, False), (True, 1, False), (True, 3, False), (True, 3, True)],
+    ids=["worker", "c-kernel", "c-kernel-planned", "c-kernel-replanned"],
+)
 def test_cpu_statistics_match_numpy_for_every_column_of_weights_and_gradients(
-    file_uri: str, native_stats: bool
+    file_uri: str, native_stats: bool, tier1_interval: int, replace: bool
 ) -> None:
+    # tier1_interval 3: saved steps 2, 4, 8 need no Tier-1 extras, and the kernel reads them from
+    # the plan it keeps (`_stage_native`); steps 0 and 6 take the general path. `replace`: a weight
+    # gets new storage after step 2, so the plan's addresses are stale and it is made again
     model = mlp()
     snapshots: dict[int, dict[str, np.ndarray]] = {}
 
     def snapshot(step: int) -> None:
+        if replace and step == 3:
+            model[2].weight.data = model[2].weight.data.clone()
         if step % 2 == 0:  # saved steps: weights after the step, the gradients it used
             named = dict(model.named_parameters())
             snap = {n: p.detach().numpy().copy() for n, p in named.items()}
             snap |= {f"grad/{n}": p.grad.numpy().copy() for n, p in named.items() if p.grad is not None}
             snapshots[step] = snap
 
-    with tg.Hook(file_uri, save_interval=2, tier1_interval=1, native_stats=native_stats) as hook:
+    with tg.Hook(file_uri, save_interval=2, tier1_interval=tier1_interval, native_stats=native_stats) as hook:
         train(hook, model, steps=9, on_step=snapshot)
         # CPU tensors take the C kernel by default (on the training thread), else the worker
         assert (hook._worker is None) == native_stats
+        plan = hook._native_plan
+        assert (plan is not None and plan.spec is not None) == (tier1_interval > 1), "the plan served"
     assert hook.errors == [] and hook.skipped_steps == 0
     run = trainguard.open_run(file_uri)
     saved = sorted(snapshots)
@@ -81,10 +92,11 @@ def test_cpu_statistics_match_numpy_for_every_column_of_weights_and_gradients(
         )
         np.testing.assert_array_equal(got[:, :4], want[:, :4], err_msg=name)
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, equal_nan=True, err_msg=name)
-        hists = [seg.hists for seg in run.segments()]
         tid = next(t.id for t in run.tensors() if t.name == name)
-        got_h = np.stack([h[tid][i] for h in hists for i in range(len(h[tid]))])
-        np.testing.assert_array_equal(got_h, np.stack([stats.log2_hist(snapshots[s][name]) for s in saved]))
+        tier1 = [int(s) for seg in run.segments() for s in seg.tier1_steps]
+        assert tier1 == saved[::tier1_interval]
+        got_h = np.concatenate([seg.hists[tid] for seg in run.segments() if len(seg.tier1_steps)])
+        np.testing.assert_array_equal(got_h, np.stack([stats.log2_hist(snapshots[s][name]) for s in tier1]))
 
 
 def test_worker_and_training_thread_write_identical_runs(file_uri: str) -> None:

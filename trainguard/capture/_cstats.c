@@ -196,8 +196,9 @@ static void unit_shares(const float *restrict x, Py_ssize_t samples, Py_ssize_t 
         out[c] = (float)(out[c] / per);
 }
 
-/* The statistic columns of one tensor into o[N_COLUMNS] (see `reduce`); the GIL is not needed. */
-static void columns(const float *x, Py_ssize_t n, float *prev, const float *first, int fresh, Py_ssize_t units,
+/* The statistic columns of one tensor into o[N_COLUMNS] (see `reduce`); returns whether it holds a NaN or
+ * Inf. The GIL is not needed. */
+static int columns(const float *x, Py_ssize_t n, float *prev, const float *first, int fresh, Py_ssize_t units,
                     float *mv, float *hist, int offset, float *o)
 {
     moments_t m = {0, 0, 0, 0, 0, 0, INFINITY, -INFINITY};
@@ -232,6 +233,7 @@ static void columns(const float *x, Py_ssize_t n, float *prev, const float *firs
     o[C_DISTANCE] = prev && first ? (float)sqrt(m.dist) : NAN;
     if (hist)
         histogram(x, n, offset, hist);
+    return nan + inf > 0;
 }
 
 static int writable(Py_buffer *buf, Py_ssize_t floats, const char *what)
@@ -251,7 +253,8 @@ PyDoc_STRVAR(reduce_doc,
 "prev/first: addresses of the previous and first saved copies (0: untracked; update and distance\n"
 "stay NaN); prev is refreshed. fresh: no previous save yet (update and moved are NaN).\n"
 "hist: None or float32[64] for the log2 histogram (bin = exponent - hist_offset).\n"
-"moved: None or float32[units]: per unit (n/units consecutive values) the share that changed.");
+"moved: None or float32[units]: per unit (n/units consecutive values) the share that changed.\n"
+"Returns whether the tensor holds a NaN or Inf.");
 
 static PyObject *cstats_reduce(PyObject *self, PyObject *args)
 {
@@ -286,11 +289,12 @@ static PyObject *cstats_reduce(PyObject *self, PyObject *args)
     const float *first = (const float *)(uintptr_t)fa;
     float *o = (float *)out.buf + row * N_COLUMNS, *mv = have_moved ? (float *)moved.buf : NULL;
 
+    int bad;
     Py_BEGIN_ALLOW_THREADS
-    columns(x, n, prev, first, fresh, units, mv, have_hist ? (float *)hist.buf : NULL, offset, o);
+    bad = columns(x, n, prev, first, fresh, units, mv, have_hist ? (float *)hist.buf : NULL, offset, o);
     Py_END_ALLOW_THREADS
 
-    result = Py_NewRef(Py_None);
+    result = PyBool_FromLong(bad);
 done:
     if (have_moved)
         PyBuffer_Release(&moved);
@@ -304,38 +308,56 @@ done_out:
 
 PyDoc_STRVAR(reduce_many_doc,
 "reduce_many(spec, out, row)\n--\n\n"
-"`reduce` for several tensors in one call, without histograms or moved shares: spec is int64[T, 5]\n"
-"(address, n, prev, first, fresh) per tensor; their rows go to out[row:row + T].");
+"`reduce` for several tensors in one call, without histograms or moved shares: spec is a flat list of\n"
+"ints, (address, n, prev, first, fresh) per tensor; their rows go to out[row:row + T]. Returns how many\n"
+"of them hold a NaN or Inf.");
+
+#define SPEC_ON_STACK 64 /* tensors whose spec fits on the stack; more take a heap copy */
 
 static PyObject *cstats_reduce_many(PyObject *self, PyObject *args)
 {
     (void)self;
-    Py_buffer spec, out;
+    PyObject *spec_obj;
+    Py_buffer out;
     Py_ssize_t row;
-    if (!PyArg_ParseTuple(args, "y*w*n", &spec, &out, &row))
+    if (!PyArg_ParseTuple(args, "O!w*n", &PyList_Type, &spec_obj, &out, &row))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t count = spec.len / (Py_ssize_t)(5 * sizeof(int64_t));
-    const int64_t *sp = (const int64_t *)spec.buf;
-    if (spec.len != count * (Py_ssize_t)(5 * sizeof(int64_t)) || row < 0 ||
-        !writable(&out, (row + count) * N_COLUMNS, "out"))
+    Py_ssize_t len = PyList_GET_SIZE(spec_obj), count = len / 5;
+    int64_t stack[5 * SPEC_ON_STACK], *sp = stack;
+    if (len != 5 * count || row < 0) {
+        PyErr_SetString(PyExc_ValueError, "spec needs 5 ints per tensor");
         goto done;
+    }
+    if (!writable(&out, (row + count) * N_COLUMNS, "out"))
+        goto done;
+    if (count > SPEC_ON_STACK && !(sp = PyMem_Malloc((size_t)len * sizeof *sp))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        sp[i] = PyLong_AsLongLong(PyList_GET_ITEM(spec_obj, i));
+        if (sp[i] == -1 && PyErr_Occurred())
+            goto done;
+    }
     for (Py_ssize_t i = 0; i < count; i++)
         if (sp[5 * i + 1] < 1 || (sp[5 * i + 2] == 0) != (sp[5 * i + 3] == 0)) {
             PyErr_SetString(PyExc_ValueError, "each tensor needs n > 0, and both saved copies or neither");
             goto done;
         }
     float *o = (float *)out.buf + row * N_COLUMNS;
+    Py_ssize_t bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < count; i++) {
         const int64_t *t = sp + 5 * i;
-        columns((const float *)(uintptr_t)t[0], (Py_ssize_t)t[1], (float *)(uintptr_t)t[2],
-                (const float *)(uintptr_t)t[3], (int)t[4], 1, NULL, NULL, 0, o + i * N_COLUMNS);
+        bad += columns((const float *)(uintptr_t)t[0], (Py_ssize_t)t[1], (float *)(uintptr_t)t[2],
+                       (const float *)(uintptr_t)t[3], (int)t[4], 1, NULL, NULL, 0, o + i * N_COLUMNS);
     }
     Py_END_ALLOW_THREADS
-    result = Py_NewRef(Py_None);
+    result = PyLong_FromSsize_t(bad);
 done:
-    PyBuffer_Release(&spec);
+    if (sp != stack)
+        PyMem_Free(sp);
     PyBuffer_Release(&out);
     return result;
 }

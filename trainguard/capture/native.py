@@ -68,8 +68,11 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, np.ndarray] | No
     return mode[1], out
 
 
-def _checked(x: torch.Tensor, prev: torch.Tensor | None, first: torch.Tensor | None) -> tuple[int, bool]:
-    """Return the size of `x` and whether it is tracked; raise before the kernel reads a tensor it cannot."""
+def spec_row(
+    x: torch.Tensor, prev: torch.Tensor | None = None, first: torch.Tensor | None = None, fresh: bool = False
+) -> tuple[int, int, int, int, int]:
+    """The kernel's spec of `x` (address, n, prev, first, fresh; 0 for copies it has not); raise before the
+    kernel reads a tensor it cannot. The addresses stay valid while `x` and the copies keep their storage."""
     n = x.numel()
     tracked = prev is not None and first is not None
     if not usable(x) or (
@@ -78,7 +81,9 @@ def _checked(x: torch.Tensor, prev: torch.Tensor | None, first: torch.Tensor | N
         raise ValueError(
             "the C kernel reads non-empty contiguous float32 CPU tensors (and copies of their size)"
         )
-    return n, tracked
+    if not tracked:
+        return x.data_ptr(), n, 0, 0, 0
+    return x.data_ptr(), n, prev.data_ptr(), first.data_ptr(), int(fresh)  # type: ignore[union-attr]
 
 
 class HostRows:
@@ -91,6 +96,8 @@ class HostRows:
     def __init__(self, capacity: int = 32) -> None:
         self._rows = np.empty((capacity, K), np.float32)
         self.ids: list[int] = []
+        self.nonfinite = False
+        """Whether a row written since the last `take` counts a NaN or Inf (the kernel says so as it reads)."""
 
     def add(
         self,
@@ -110,20 +117,20 @@ class HostRows:
         (update_l2 NaN when `fresh`) and `prev` is overwritten with `x`; without them both are NaN.
         """
         assert _cstats is not None
-        n, tracked = _checked(x, prev, first)
-        if units and (not tracked or n % units):
+        x_at, n, prev_at, first_at, fresh_flag = spec_row(x, prev, first, fresh)
+        if units and (not prev_at or n % units):
             raise ValueError(f"{units} units need a tracked tensor whose size they divide ({n})")
         row = self._room(1)
         h = np.empty(format.HIST_BINS, np.float32) if hist else None
         moved = np.empty(units, np.float32) if units else None
-        _cstats.reduce(
-            x.data_ptr(),
+        self.nonfinite |= _cstats.reduce(
+            x_at,
             n,
             self._rows,
             row,
-            prev.data_ptr() if tracked else 0,  # type: ignore[union-attr]
-            first.data_ptr() if tracked else 0,  # type: ignore[union-attr]
-            fresh,
+            prev_at,
+            first_at,
+            bool(fresh_flag),
             h,
             _HIST_OFFSET,
             moved,
@@ -136,20 +143,19 @@ class HostRows:
     ) -> None:
         """`add` for several tensors in one kernel call, without histograms or moved shares: each item is
         (tid, x, prev, first, fresh). All are checked before any is read."""
-        assert _cstats is not None
         spec: list[int] = []
-        for _, x, prev, first, fresh in items:
-            n, tracked = _checked(x, prev, first)
-            spec += (
-                x.data_ptr(),
-                n,
-                prev.data_ptr() if tracked else 0,  # type: ignore[union-attr]
-                first.data_ptr() if tracked else 0,  # type: ignore[union-attr]
-                int(fresh),
-            )
-        row = self._room(len(items))
-        _cstats.reduce_many(np.array(spec, np.int64), self._rows, row)
-        self.ids += [tid for tid, *_ in items]
+        for item in items:
+            spec += spec_row(*item[1:])
+        self.add_read([tid for tid, *_ in items], spec)
+
+    def add_read(self, ids: list[int], spec: list[int]) -> None:
+        """Read tensors `ids` in one kernel call from their `spec_row`s, concatenated into one flat list, which
+        the caller made while the tensors and copies they name are still alive and unmoved."""
+        assert _cstats is not None
+        row = self._room(len(ids))
+        if _cstats.reduce_many(spec, self._rows, row):
+            self.nonfinite = True
+        self.ids += ids
 
     def _room(self, count: int) -> int:
         """The first of `count` free rows, growing the buffer when needed."""
@@ -158,10 +164,14 @@ class HostRows:
             self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
         return row
 
-    def take(self) -> tuple[list[int], np.ndarray]:
-        """Return the tensor ids and float32 [len(ids), K] statistic rows written so far, and start afresh."""
+    def take(self) -> tuple[list[int], np.ndarray, bool]:
+        """Return the tensor ids and float32 [len(ids), K] statistic rows written so far, and whether one counts a
+        NaN or Inf; start afresh."""
         ids, self.ids = self.ids, []
-        return ids, self._rows[: len(ids)].copy()
+        nonfinite, self.nonfinite = self.nonfinite, False
+        rows, self._rows = self._rows, np.empty_like(self._rows)  # cheaper than copying the rows out
+        return ids, rows[: len(ids)], nonfinite
 
     def clear(self) -> None:
         self.ids = []
+        self.nonfinite = False

@@ -14,7 +14,10 @@ On CPU there are no asynchronous kernels to hide behind. Float32 CPU tensors are
 by the C kernel (`native`, `native_stats` on by default), on the training thread, in the same
 hook bodies: each activation in its forward hook, the gradients in one call in the optimizer's
 pre-hook, the parameters in one call in its post-hook; their statistic rows are final, and the
-step is written at the start of the next iteration like any other. Without the kernel the hook
+step is written at the start of the next iteration like any other. Code that runs once per saved
+step runs with cold caches (a numpy call then costs 10-25 us, not 1), so a saved step without
+Tier-1 extras takes a short path (`_NativePlan`): the parameters' kernel spec is made once and
+kept while their storage stays put, and no numpy or torch call is made beyond the kernel's. Without the kernel the hook
 gives the CPU a "stream" of its own (`stats_worker`, on by default): the pre- and post-hooks only
 snapshot the step's tensors into one of `stats_in_flight` packed buffers, and a background
 thread (`StatsWorker`) reduces, copies and writes the step, with the scalars recorded before it.
@@ -94,6 +97,22 @@ class _Param:
 
 
 @dataclass
+class _NativePlan:
+    """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step that
+    needs no Tier-1 extras reads them from one spec, made on the first such step and kept while their
+    storage stays where it was (`Hook._stage_native`, `Hook._complete_native`)."""
+
+    params: list[_Param]
+    addresses: list[int]
+    """Each parameter's data address when planned: a different one (moved, replaced) means plan again."""
+    ids: list[int] = field(default_factory=list)
+    spec: list[int] | None = None
+    """The parameters' `native.spec_row`s with their saved copies, concatenated; made with the copies."""
+    fresh: bool = True
+    """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
+
+
+@dataclass
 class _Activation:
     name: str
     module: nn.Module
@@ -134,6 +153,8 @@ class _Pending:
     host_ids: list[int] = field(default_factory=list)
     host_stats: np.ndarray | None = None
     """Finished float32 statistic rows [len(host_ids), K] of the tensors the C kernel read (`native`)."""
+    host_nonfinite: bool = False
+    """Whether one of `host_stats` counts a NaN or Inf (the kernel said so)."""
     groups: list[_Group] = field(default_factory=list)
     """Loaded packed buffers still to reduce (`Hook._reduce`): then their rows join `parts`."""
     unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
@@ -174,6 +195,9 @@ class Hook:
         self._native = bool(config and config.native_stats and native.AVAILABLE)
         self._warned_native = False
         self._kernel_reads_params = False
+        self._native_plan: _NativePlan | None = None
+        self._staged_native = -1
+        """The saved step whose gradients `_stage_native` read: `_complete_native` finishes it."""
         """Whether the C kernel reads some captured parameter (planned per device set): then no worker is used."""
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
@@ -299,7 +323,7 @@ class Hook:
             w = self._writer
             assert w is not None
             modules = dict(module.named_modules())
-            self._small_params = None
+            self._small_params = self._native_plan = None
             for name, p in module.named_parameters():
                 owner = name.rsplit(".", 1)[0] if "." in name else ""
                 collection = "biases" if name.endswith("bias") else "weights"
@@ -427,7 +451,7 @@ class Hook:
         try:
             if self._pending is not None:
                 self._finalize()
-            if self.enabled and self.is_saved_step():
+            if self.enabled and self.is_saved_step() and not self._stage_native(self.step):
                 with torch.no_grad():
                     self._stage(self.step)
         except Exception as err:  # noqa: BLE001
@@ -445,7 +469,9 @@ class Hook:
         if not self.enabled:
             return
         try:
-            if self.is_saved_step(step):
+            if self._staged_native == step:
+                self._complete_native(step, optimizer)
+            elif self.is_saved_step(step):
                 with torch.no_grad():
                     self._complete(step, optimizer)
             self._arm_activations(self.is_saved_step())
@@ -577,6 +603,12 @@ class Hook:
         self._param_devices = devices
         self._params_on_cpu = all(d.type == "cpu" for d in devices)
         self._kernel_reads_params = self._native and any(native.usable(p.param) for p in self._params)
+        large = self._large_params
+        self._native_plan = (
+            _NativePlan(list(large), [p.param.data_ptr() for p in large])
+            if self._kernel_reads_params and not small and all(native.usable(p.param) for p in large)
+            else None
+        )
         if (
             self._params_on_cpu
             and self.config.native_stats
@@ -589,6 +621,64 @@ class Hook:
                 "CPU statistics take the slower torch path. Reinstall with gcc present, or set "
                 "TRAINGUARD_NATIVE_STATS=false to silence this"
             )
+
+    def _stage_native(self, step: int) -> bool:
+        """`_stage` for a saved step the C kernel reads whole (`_NativePlan`, no Tier-1 extras, nothing packed or
+        reduced by torch so far): the gradients in one call. False, having done nothing, when `_stage` must."""
+        plan = self._native_plan
+        if plan is None or self._acts_small or self._reduced or self._tier1(step):
+            return False
+        if [p.param.data_ptr() for p in plan.params] != plan.addresses:
+            self._native_plan = self._small_params = None  # moved or replaced: `_stage` plans again
+            return False
+        ids: list[int] = []
+        spec: list[int] = []
+        for p in self._grad_params:
+            grad = p.param.grad
+            if grad is None:
+                continue
+            if p.grad_tid is None or grad.is_sparse or not native.usable(grad):
+                return False  # a gradient new to the catalogue, or one the kernel cannot read
+            ids.append(p.grad_tid)
+            spec += native.spec_row(grad)
+        self._host.add_read(ids, spec)
+        self._staged_native = step
+        return True
+
+    def _complete_native(self, step: int, optimizer: torch.optim.Optimizer) -> None:
+        """`_complete` after `_stage_native`: the parameters in one call from the plan's spec; the rows wait
+        for `_finalize` like any step's (the scalars recorded after the optimizer step join them)."""
+        assert self.config is not None
+        self._staged_native = -1
+        plan = self._native_plan
+        assert plan is not None
+        if plan.spec is None:
+            track = self.config.track_updates
+            for p in plan.params:
+                if p.history is None and track and p.param.requires_grad:
+                    p.history = torch_stats.new_history(p.param)
+            plan.spec = []
+            for p in plan.params:
+                h = p.history
+                plan.spec += native.spec_row(p.param, *((h.prev, h.first, h.fresh) if h else ()))
+            plan.ids = [p.tid for p in plan.params]  # type: ignore[misc]  # planned parameters are captured
+        elif plan.fresh:
+            plan.spec[4::5] = [int(p.history is not None and p.history.fresh) for p in plan.params]
+        self._host.add_read(plan.ids, plan.spec)
+        if plan.fresh:
+            for p in plan.params:
+                if p.history is not None:
+                    p.history.fresh = False
+            plan.spec[4::5] = [0] * len(plan.params)
+            plan.fresh = False
+        if self._wants("optimizer") and optimizer.param_groups:
+            lr = optimizer.param_groups[0].get("lr")
+            if lr is not None:
+                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
+        ids, stats, nonfinite = self._host.take()
+        self._pending = _Pending(
+            step, [], [], [], {}, {}, host_ids=ids, host_stats=stats, host_nonfinite=nonfinite
+        )
 
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""
@@ -682,7 +772,7 @@ class Hook:
             lr = optimizer.param_groups[0].get("lr")
             if lr is not None:
                 self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        host_ids, host_stats = self._host.take()
+        host_ids, host_stats, host_nonfinite = self._host.take()
         pending = _Pending(
             step,
             ids,
@@ -692,6 +782,7 @@ class Hook:
             self._hists,
             host_ids=host_ids,
             host_stats=host_stats,
+            host_nonfinite=host_nonfinite,
             groups=list(self._staged.values()),
             unit_inputs=self._unit_inputs,
             tier1=tier1,
@@ -768,10 +859,14 @@ class Hook:
             units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
             hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
             ids, stats = pending.host_ids, pending.host_stats
+            nonfinite: bool | None = (
+                pending.host_nonfinite
+            )  # known for the kernel's rows; else the writer looks
             if pending.ids:
                 finished = torch_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
+                nonfinite = None
             if ids and stats is not None:
                 w.write_step(
                     pending.step,
@@ -780,6 +875,7 @@ class Hook:
                     wall_time=time.time(),
                     units=units or None,
                     hists=hists or None,
+                    nonfinite=nonfinite,
                 )
         by_step: dict[int, tuple[list[int], list[float]]] = {}
         for step, tid, value in scalars:

@@ -165,8 +165,13 @@ class RankWriter:
         wall_time: float | None = None,
         units: dict[tuple[str, int], np.ndarray] | None = None,
         hists: dict[int, np.ndarray] | None = None,
+        nonfinite: bool | None = None,
     ) -> None:
-        """Buffer the statistics of one saved step: `stats` is float32[T, K] for `tensor_ids` int32[T]."""
+        """Buffer the statistics of one saved step: `stats` is float32[T, K] for `tensor_ids` int32[T].
+
+        `nonfinite`: whether a row counts a NaN or Inf, from a caller that already knows (the hook's C
+        kernel); None: the rows are looked at here.
+        """
         if self.disabled or self.closed:
             return
         with self._lock:
@@ -192,7 +197,9 @@ class RankWriter:
                 for k2, h in (hists or {}).items():
                     b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
             self._last_step = int(step)
-            if not self._nonfinite_sent and b.stats[-1][:, _NONFINITE_COLUMNS].any():
+            if not self._nonfinite_sent and (
+                b.stats[-1][:, _NONFINITE_COLUMNS].any() if nonfinite is None else nonfinite
+            ):
                 self._flush_first_nonfinite()
                 return
             if len(b.steps) >= self.config.flush_every_steps:

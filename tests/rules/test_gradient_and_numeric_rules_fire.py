@@ -75,8 +75,12 @@ def vanishing(d: StepData) -> None:
         d.scale(name, 10.0 ** (-(9 - 2 * i)))
 
 
+GATED = {"severe_ratio_threshold": 0}
+"""The gated conditions alone: `vanishing` has a first/last ratio of 1e-6, which is severe."""
+
+
 def test_vanishing_gradient_fires_early_when_the_loss_made_no_progress_since_the_start() -> None:
-    f = first(run(VanishingGradient(), Stream(steps=200, fault=vanishing)))
+    f = first(run(VanishingGradient(GATED), Stream(steps=200, fault=vanishing)))
     # no loss 5% below the first one in 10 views opens the gate at once, then 3 of 5 views
     assert 10 <= f.step <= 14
     assert f.tensor == "grad/fc0.weight"
@@ -89,7 +93,7 @@ def test_vanishing_gradient_fires_once_the_loss_stops_improving_after_some_progr
         vanishing(d)
         d.scalars["loss"] *= 1 - 0.5 * min(d.step, 40) / 40  # halves over 40 steps, then flat
 
-    f = first(run(VanishingGradient(), Stream(steps=200, fault=learn_then_stall)))
+    f = first(run(VanishingGradient(GATED), Stream(steps=200, fault=learn_then_stall)))
     # the loss EMA keeps setting 1% bests for a while after step 40, then 20 views without one, then 3 of 5
     assert 80 <= f.step <= 110
     assert f.tensor == "grad/fc0.weight" and "while the loss is not improving" in f.message
@@ -100,16 +104,43 @@ def test_vanishing_gradient_falls_quiet_once_a_loss_stuck_from_the_start_begins_
         vanishing(d)
         d.scalars["loss"] *= math.exp(-max(d.step - 30, 0) / 50)  # flat for 30 steps, then falling
 
-    found = run(VanishingGradient(), Stream(steps=200, fault=stuck_then_learning))
+    found = run(VanishingGradient(GATED), Stream(steps=200, fault=stuck_then_learning))
     assert found and found[0].step <= 14
     assert max(f.step for f in found) < 40  # 5% below the first loss by step 33 closes the gate
 
 
 def test_vanishing_gradient_stays_quiet_while_the_loss_improves() -> None:
     def tiny_but_learning(d: StepData) -> None:
-        d.scale("grad/fc0.weight", 1e-9)
+        for name in GRADS:  # tiny everywhere (a mean-reduced loss over a large model), not towards the input
+            d.scale(name, 1e-9)
 
     assert run(VanishingGradient(), Stream(steps=300, fault=tiny_but_learning)) == []
+    # a first/last ratio just above the severe bound waits for the gate as well
+    assert run(VanishingGradient(), Stream(steps=300, fault=lambda d: d.scale("grad/fc0.weight", 3e-5))) == []
+
+
+def test_vanishing_gradient_severe_ratio_fires_at_once_while_the_loss_still_falls() -> None:
+    def ten_sigmoid_layers(d: StepData) -> None:
+        d.scale("grad/fc0.weight", 1e-8)  # about 0.25**10 of the last layer's; the loss falls as usual
+
+    f = first(run(VanishingGradient(), Stream(steps=40, fault=ten_sigmoid_layers)))
+    assert (f.step, f.tensor, f.threshold) == (2, "grad/fc0.weight", 1e-5)  # 3 of 5 views from the first
+    assert "of the last layer's (grad/fc3.weight" in f.message and "below the ratio 1e-5" in f.message
+    assert "the loss need not stall" in f.message
+
+
+def test_vanishing_gradient_severe_ratio_stays_quiet_on_a_deep_but_healthy_sigmoid_net() -> None:
+    def four_sigmoid_layers(d: StepData) -> None:
+        d.scale("grad/fc0.weight", 2e-3)  # the benchmark's healthy 4-layer sigmoid net reaches 4.3e-3
+
+    assert run(VanishingGradient(), Stream(steps=300, fault=four_sigmoid_layers)) == []
+
+
+def test_vanishing_gradient_severe_ratio_ignores_an_all_zero_first_gradient() -> None:
+    def detached(d: StepData) -> None:
+        d.scale("grad/fc0.weight", 0.0)  # not vanished: not connected (all_zero reports it)
+
+    assert run(VanishingGradient(), Stream(steps=100, fault=detached)) == []
 
 
 def test_vanishing_gradient_ratio_condition_names_the_first_layer() -> None:

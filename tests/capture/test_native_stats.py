@@ -206,3 +206,43 @@ def test_a_model_the_kernel_cannot_read_keeps_the_statistics_worker(file_uri: st
     got = np.array([run.series("4.weight", col).values[-1] for col in format.STAT_COLUMNS])
     want = stats.tier0(model[4].weight.detach().numpy())
     assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])
+
+
+def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
+    # every tensor, activations included, on the kernel's planned steps (1, 3, 5) and its Tier-1
+    # steps (0, 2, 4) as on the torch path
+    runs = {}
+    for native_stats in (True, False):
+        uri = f"{file_uri}-{native_stats}"
+        with tg.Hook(uri, save_interval=1, tier1_interval=2, native_stats=native_stats) as hook:
+            train(hook, mlp(), steps=6, eval_every=3)
+        assert hook.errors == [] and hook._native == native_stats
+        if native_stats:
+            assert hook._native_plan is not None and hook._native_plan.spec is not None
+        runs[native_stats] = trainguard.open_run(uri)
+    kernel, torch_path = runs[True], runs[False]
+    assert kernel.steps().tolist() == torch_path.steps().tolist() == list(range(6))
+    assert [t.name for t in kernel.tensors()] == [t.name for t in torch_path.tensors()]
+    for t in kernel.tensors():
+        if t.is_scalar:
+            mode = t.mode or "train"
+            np.testing.assert_array_equal(
+                kernel.scalars(t.name, mode=mode).values, torch_path.scalars(t.name, mode=mode).values
+            )
+            continue
+        for col in format.STAT_COLUMNS:
+            np.testing.assert_allclose(
+                kernel.series(t.name, col).values,
+                torch_path.series(t.name, col).values,
+                rtol=2e-5,
+                atol=1e-7,
+                equal_nan=True,
+                err_msg=f"{t.name} {col}",
+            )
+    for key in ("units", "hists"):
+        got = [
+            {k: v for seg in r.segments() for k, v in getattr(seg, key).items()} for r in (kernel, torch_path)
+        ]
+        assert got[0].keys() == got[1].keys() and got[0]
+        for k in got[0]:
+            np.testing.assert_allclose(got[0][k], got[1][k], rtol=0, atol=1e-6, err_msg=f"{key} {k}")

@@ -426,7 +426,8 @@ class Hook:
             self._act_order += 1
         tier1 = self._tier1(self.step)
         if not tier1 and self._native and native.usable(output):
-            self._host.add_read([act.tid], [*native.spec_row(output)])  # read now: later in-place ops may change it
+            # read now, in one call: a later in-place op may change it
+            self._host.add_read([act.tid], [*native.spec_row(output)])
             return
         if self._packs(output):
             # detached, so no graph (and no no_grad context) is needed; a copy, as later in-place ops

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -126,39 +125,8 @@ def test_oscillating_loss_fires_after_the_loss_stops_improving() -> None:
             d.scalars["loss"] = 1.0 * (1.6 if d.step % 2 else 0.6)
 
     f = first(run(OscillatingLoss(), Stream(fault=oscillate)))
-    assert 320 <= f.step <= 335 and f.tensor == "loss"  # gate: 20 views without a new best, then 2 of 3
+    assert 320 <= f.step <= 335 and f.tensor == "loss"  # gate: 20 views without a new best, then 5 of 5
     assert "reverse direction" in f.message
-
-
-WEIGHTS = [f"fc{i}.weight" for i in range(4)]
-
-
-def inflate(rate: float, start: int = 100) -> Callable[[StepData], None]:
-    """From `start` on, every weight's norm grows by `rate` per step (compounded)."""
-
-    def fault(d: StepData) -> None:
-        for name in WEIGHTS:
-            d.cols[name][COL["l2"]] *= (1 + rate) ** max(d.step - start, 0)
-
-    return fault
-
-
-def test_oscillating_loss_reports_weights_inflating_under_overshooting_steps_before_the_loss_swings() -> None:
-    f = first(run(OscillatingLoss(), Stream(steps=200, fault=inflate(0.03))))
-    # against the view 5 steps back: 0.6% per step at step 101, 1.2% at 102, then 2 of 3 views
-    assert (f.step, f.tensor, f.threshold) == (103, None, 0.01)
-    assert "the total l2 norm of 4 weights grew from" in f.message and "per step (threshold 1%)" in f.message
-    assert "lower the learning rate or the momentum" in f.message
-
-
-def test_oscillating_loss_stays_quiet_on_large_noisy_steps_and_slow_weight_growth() -> None:
-    def large_but_healthy(d: StepData) -> None:
-        inflate(0.006)(d)  # just above the benchmark's healthiest fastest grower (0.56% per step)
-        for name in WEIGHTS:
-            d.cols[name][COL["update_l2"]] *= 50  # steps of several % of the weights, in noisy directions
-
-    assert run(OscillatingLoss(), Stream(fault=large_but_healthy)) == []
-    assert run(OscillatingLoss({"growth_threshold": None}), Stream(steps=200, fault=inflate(0.03))) == []
 
 
 def test_class_imbalance_counts_label_count_scalars() -> None:

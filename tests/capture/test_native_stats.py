@@ -209,8 +209,8 @@ def test_a_model_the_kernel_cannot_read_keeps_the_statistics_worker(file_uri: st
 
 
 def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
-    # every tensor, activations included, on the kernel's planned steps (1, 3, 5) and its Tier-1
-    # steps (0, 2, 4) as on the torch path
+    # every tensor, activations included, on the steps the kernel reads in one call per kind
+    # (1, 3, 5) and on its Tier-1 steps (0, 2, 4), as on the torch path
     runs = {}
     for native_stats in (True, False):
         uri = f"{file_uri}-{native_stats}"

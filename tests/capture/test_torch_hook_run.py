@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import trainguard
 import trainguard.torch as tg
@@ -31,7 +33,9 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
     assert run.steps().tolist() == saved
     cat = {t.name: t for t in run.tensors()}
     assert cat["act/1"].activation == "relu" and cat["act/3"].activation == "tanh"
-    assert (cat["act/1"].order, cat["act/3"].order, cat["act/1"].units) == (0, 1, 16)
+    # `order`: each module's place in the forward pass, shared by its weights, gradients and outputs
+    assert (cat["act/1"].order, cat["act/3"].order, cat["act/1"].units) == (1, 3, 16)
+    assert [cat[p].order for p in PARAMS] == [cat[f"grad/{p}"].order for p in PARAMS] == [0, 0, 2, 2, 4, 4]
     assert cat["0.weight"].trainable and cat["0.weight"].shape == [16, 8] and cat["0.weight"].module == "0"
     _, l2 = run.series("0.weight", "l2")
     np.testing.assert_allclose(l2, [seen.weight_l2[s] for s in saved], rtol=1e-5)
@@ -90,3 +94,45 @@ def test_large_tensors_take_the_one_by_one_path_with_the_same_results(file_uri: 
     idl = {t.name: t.id for t in large.tensors()}
     for name in ("0.weight", "grad/2.weight", "act/1"):
         np.testing.assert_array_equal(hist[0][ids[name]], hist[1][idl[name]])
+
+
+class HeadFirst(nn.Module):
+    """Defines its head before its body, and runs the body first: `order` follows the forward pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = nn.Linear(16, 3)
+        self.act = nn.Sigmoid()
+        self.body = nn.Linear(8, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.act(self.body(x)))
+
+
+def test_order_is_the_forward_order_not_the_definition_order(file_uri: str) -> None:
+    model = HeadFirst()
+    model.eval()
+    model(torch.zeros(2, 8))  # an evaluation pass before training numbers nothing
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+        assert not hook._order_handles, "the numbering hooks are gone after the first step"
+    cat = {t.name: t for t in trainguard.open_run(file_uri).tensors()}
+    orders = {
+        name: cat[name].order
+        for name in ("body.weight", "grad/body.bias", "act/act", "head.weight", "grad/head.weight")
+    }
+    assert orders == {
+        "body.weight": 0,
+        "grad/body.bias": 0,
+        "act/act": 1,
+        "head.weight": 2,
+        "grad/head.weight": 2,
+    }

@@ -71,3 +71,16 @@ def test_a_non_finite_scalar_is_flushed_at_once(file_uri: str) -> None:
     seg = format.decode_segment(store.get(format.segment_key(0, *found[0])), key="seg")
     assert seg.scalar_steps.tolist() == [0, 1, 2] and np.isnan(seg.scalar_values[-1])
     w.close()
+
+
+def test_a_caller_that_knows_a_step_holds_nan_says_so(file_uri: str) -> None:
+    # the hook's C kernel tells which rows count NaN/Inf; the writer then looks no further
+    store = open_store(file_uri)
+    w = RankWriter(store, run_id="r", config=SLOW)
+    tid = w.define("fc.weight", collection="weights", shape=[4])
+    w.write_step(0, np.array([tid]), stats(), nonfinite=False)
+    time.sleep(0.3)
+    assert segments(store) == []
+    w.write_step(1, np.array([tid]), stats(nan=1), nonfinite=True)
+    assert wait_for_segments(store, 1) == [(0, 1, 0)]
+    w.close()

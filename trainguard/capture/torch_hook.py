@@ -15,9 +15,10 @@ by the C kernel (`native`, `native_stats` on by default), on the training thread
 hook bodies: each activation in its forward hook, the gradients in one call in the optimizer's
 pre-hook, the parameters in one call in its post-hook; their statistic rows are final, and the
 step is written at the start of the next iteration like any other. Code that runs once per saved
-step runs with cold caches (a numpy call then costs 10-25 us, not 1), so a saved step without
-Tier-1 extras takes a short path (`_NativePlan`): the parameters' kernel spec is made once and
-kept while their storage stays put, and no numpy or torch call is made beyond the kernel's. Without the kernel the hook
+step runs with cold caches (a numpy call then costs 10-25 us, not 1), so when the kernel reads
+every parameter a saved step takes a short path (`_NativePlan`): the parameters' kernel spec is
+made once and kept while their storage stays put, and a step without Tier-1 extras makes no
+numpy or torch call beyond the kernel's. Without the kernel the hook
 gives the CPU a "stream" of its own (`stats_worker`, on by default): the pre- and post-hooks only
 snapshot the step's tensors into one of `stats_in_flight` packed buffers, and a background
 thread (`StatsWorker`) reduces, copies and writes the step, with the scalars recorded before it.
@@ -98,9 +99,9 @@ class _Param:
 
 @dataclass
 class _NativePlan:
-    """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step that
-    needs no Tier-1 extras reads them from one spec, made on the first such step and kept while their
-    storage stays where it was (`Hook._stage_native`, `Hook._complete_native`)."""
+    """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step reads
+    them from one spec, made on the first saved step and kept while their storage stays where it was
+    (`Hook._stage_native`, `Hook._complete_native`)."""
 
     params: list[_Param]
     addresses: list[int]
@@ -214,7 +215,10 @@ class Hook:
         self._large_params: list[_Param] = []
         self._grad_params: list[_Param] = []
         self._activations: list[_Activation] = []
-        self._act_order = 0
+        self._module_order: dict[str, int] = {}
+        """Module name -> its place in the first training forward (the catalogue's `order`, `_note_order`)."""
+        self._order_handles: list[RemovableHandle] = []
+        """Forward pre-hooks that number the modules in the first training forward, then go (`_finish_order`)."""
         self._armed = False
         self._optimizer: torch.optim.Optimizer | None = None
         self._packers: dict[torch.device, torch_stats.Packed] = {}
@@ -346,6 +350,10 @@ class Hook:
                     if kind is not None and name:
                         self._activations.append(_Activation(name, m, kind))
             self._handles.append(module.register_forward_pre_hook(self._on_forward))
+            owners = {p.module for p in self._params} | {a.name for a in self._activations}
+            for name, m in modules.items():
+                if name in owners and name not in self._module_order:
+                    self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
             self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
         except Exception as err:  # noqa: BLE001 - never raise into training
             self._fail("register_module", err)
@@ -377,9 +385,10 @@ class Hook:
                 act.handle = None
 
     def _remove_handles(self) -> None:
-        for h in self._handles:
+        for h in self._handles + self._order_handles:
             h.remove()
         self._handles.clear()
+        self._order_handles.clear()
         self._arm_activations(False, force=True)
 
     # --- hook bodies ------------------------------------------------------------------------------
@@ -420,10 +429,9 @@ class Hook:
                 dtype=str(output.dtype).removeprefix("torch."),
                 module=act.name,
                 activation=act.kind,
-                order=self._act_order,
+                order=self._module_order.get(act.name),
                 units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
             )
-            self._act_order += 1
         tier1 = self._tier1(self.step)
         if not tier1 and self._native and native.usable(output):
             # read now, in one call: a later in-place op may change it
@@ -449,7 +457,30 @@ class Hook:
             self._reduce_now(act.tid, output, tier1)
             self._read_batch()
 
+    def _note_order(self, name: str) -> Callable[[nn.Module, object], None]:
+        def hook(module: nn.Module, args: object) -> None:
+            if module.training and name not in self._module_order:
+                self._module_order[name] = len(self._module_order)
+
+        return hook
+
+    def _finish_order(self) -> None:
+        """After the first training forward: drop the numbering hooks, give the weights and biases their
+        module's `order` (gradients and activations are defined later, with it)."""
+        for h in self._order_handles:
+            h.remove()
+        self._order_handles = []
+        w = self._writer
+        if w is None:
+            return
+        for p in self._params:
+            order = self._module_order.get(p.module)
+            if p.tid is not None and order is not None:
+                w.annotate(p.tid, order=order)
+
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        if self._order_handles and self._module_order:
+            self._finish_order()
         if self._pending is None and self.step % self._every:
             return  # a step that is not saved, with nothing left to write
         try:
@@ -627,31 +658,38 @@ class Hook:
             )
 
     def _stage_native(self, step: int) -> bool:
-        """`_stage` for a saved step the C kernel reads whole (`_NativePlan`, no Tier-1 extras, nothing packed or
-        reduced by torch so far): the gradients in one call. False, having done nothing, when `_stage` must."""
+        """`_stage` for a saved step the C kernel reads whole (`_NativePlan`; nothing packed or reduced by torch
+        so far): the gradients, in one call (with a Tier-1 histogram each: one call each). False, having
+        done nothing, when `_stage` must take the step."""
         plan = self._native_plan
-        if plan is None or self._acts_small or self._reduced or self._tier1(step):
+        if plan is None or self._acts_small or self._reduced:
             return False
         if [p.param.data_ptr() for p in plan.params] != plan.addresses:
             self._native_plan = self._small_params = None  # moved or replaced: `_stage` plans again
             return False
-        ids: list[int] = []
-        spec: list[int] = []
+        grads: list[tuple[int, torch.Tensor]] = []
         for p in self._grad_params:
             grad = p.param.grad
             if grad is None:
                 continue
             if p.grad_tid is None or grad.is_sparse or not native.usable(grad):
                 return False  # a gradient new to the catalogue, or one the kernel cannot read
-            ids.append(p.grad_tid)
-            spec += native.spec_row(grad)
-        self._host.add_read(ids, spec)
+            grads.append((p.grad_tid, grad))
+        if self._tier1(step):
+            for tid, grad in grads:
+                self._reduce_now(tid, grad, True)
+        else:
+            spec: list[int] = []
+            for _, grad in grads:
+                spec += native.spec_row(grad)
+            self._host.add_read([tid for tid, _ in grads], spec)
         self._staged_native = step
         return True
 
     def _complete_native(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """`_complete` after `_stage_native`: the parameters in one call from the plan's spec; the rows wait
-        for `_finalize` like any step's (the scalars recorded after the optimizer step join them)."""
+        """`_complete` after `_stage_native`: the parameters in one call from the plan's spec (on a Tier-1 step
+        one call each, with histogram and "moved" shares); the rows wait for `_finalize` like any step's
+        (the scalars recorded after the optimizer step join them)."""
         assert self.config is not None
         self._staged_native = -1
         plan = self._native_plan
@@ -668,7 +706,12 @@ class Hook:
             plan.ids = [p.tid for p in plan.params]  # type: ignore[misc]  # planned parameters are captured
         elif plan.fresh:
             plan.spec[4::5] = [int(p.history is not None and p.history.fresh) for p in plan.params]
-        self._host.add_read(plan.ids, plan.spec)
+        tier1 = self._tier1(step)
+        if tier1:
+            for p in plan.params:
+                self._reduce_now(p.tid, p.param, True, p.history)  # type: ignore[arg-type]
+        else:
+            self._host.add_read(plan.ids, plan.spec)
         if plan.fresh:
             for p in plan.params:
                 if p.history is not None:
@@ -681,8 +724,10 @@ class Hook:
                 self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
         ids, stats, nonfinite = self._host.take()
         self._pending = _Pending(
-            step, [], [], [], {}, {}, host_ids=ids, host_stats=stats, host_nonfinite=nonfinite
+            step, [], [], [], self._units, self._hists, ids, stats, nonfinite, tier1=tier1
         )
+        if tier1:
+            self._units, self._hists = {}, {}
 
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""
@@ -719,6 +764,7 @@ class Hook:
                     shape=list(grad.shape),
                     dtype=str(grad.dtype).removeprefix("torch."),
                     module=p.module or None,
+                    order=self._module_order.get(p.module),
                 )
             if not self._packs(grad):
                 self._reduce_now(p.grad_tid, grad, tier1)

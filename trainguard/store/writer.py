@@ -141,6 +141,15 @@ class RankWriter:
                 self._catalogue_dirty = True
             return tid
 
+    def annotate(self, tensor_id: int, **attrs: object) -> None:
+        """Set catalogue attributes of an id returned by `define` that were not known then (e.g. `order`);
+        the catalogue is written again before the next segment."""
+        with self._lock:
+            info = self._catalogue[tensor_id]
+            if any(getattr(info, k) != v for k, v in attrs.items()):
+                self._catalogue[tensor_id] = info.model_copy(update=attrs)
+                self._catalogue_dirty = True
+
     def info(self, tensor_id: int) -> format.TensorInfo:
         """Return the catalogue entry of an id returned by `define`."""
         return self._catalogue[tensor_id]

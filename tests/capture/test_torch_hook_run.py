@@ -136,3 +136,16 @@ def test_order_is_the_forward_order_not_the_definition_order(file_uri: str) -> N
         "head.weight": 2,
         "grad/head.weight": 2,
     }
+
+
+def test_order_is_set_without_an_optimizer_too(file_uri: str) -> None:
+    # a hook that only sees forward passes (no registered optimizer) stops numbering at the second
+    model = HeadFirst()
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        hook.register_module(model)
+        model(torch.zeros(2, 8))
+        assert hook._order_handles, "numbering during the first forward"
+        model(torch.zeros(2, 8))
+        assert not hook._order_handles
+        assert hook._writer is not None
+        assert [hook._writer.info(i).order for i in range(4)] == [2, 2, 0, 0]  # head.*, then body.*

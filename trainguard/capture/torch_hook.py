@@ -396,6 +396,8 @@ class Hook:
         if not module.training:
             return
         self._in_iteration = True
+        if self._order_handles and self._module_order:
+            self._finish_order()  # a second training forward (no optimizer step registered in between)
         if self._pending is not None:
             try:
                 self._finalize()
@@ -465,8 +467,9 @@ class Hook:
         return hook
 
     def _finish_order(self) -> None:
-        """After the first training forward: drop the numbering hooks, give the weights and biases their
-        module's `order` (gradients and activations are defined later, with it)."""
+        """After the first training forward (at the next optimizer step or training forward, whichever comes
+        first): drop the numbering hooks, give the weights and biases their module's `order` (gradients and
+        activations are defined later, with it)."""
         for h in self._order_handles:
             h.remove()
         self._order_handles = []

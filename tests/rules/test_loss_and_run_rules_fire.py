@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -127,6 +128,45 @@ def test_oscillating_loss_fires_after_the_loss_stops_improving() -> None:
     f = first(run(OscillatingLoss(), Stream(fault=oscillate)))
     assert 320 <= f.step <= 335 and f.tensor == "loss"  # gate: 20 views without a new best, then 5 of 5
     assert "reverse direction" in f.message
+
+
+WEIGHTS = [f"fc{i}.weight" for i in range(4)]
+
+
+def overshoot(rate: float, share: float, start: int = 100) -> Callable[[StepData], None]:
+    """From `start` on, every weight's norm grows by `rate` per step and the loss sits `share` of the
+    way back from its lowest point towards its first value."""
+
+    def fault(d: StepData) -> None:
+        for name in WEIGHTS:
+            d.cols[name][COL["l2"]] *= (1 + rate) ** max(d.step - start, 0)
+        if d.step == 0:
+            d.scalars["loss"] = 2.3
+        elif d.step < start:
+            d.scalars["loss"] = 2.3 - 1.3 * d.step / start
+        else:
+            d.scalars["loss"] = 1.0 + share * 1.3
+
+    return fault
+
+
+def test_oscillating_loss_reports_a_loss_thrown_back_up_while_the_weights_inflate() -> None:
+    f = first(run(OscillatingLoss(), Stream(steps=200, fault=overshoot(0.03, 0.5))))
+    # against the view 5 steps back: 0.6% per step at step 101, 1.2% at 102, then 2 of 3 views
+    assert (f.step, f.tensor, f.threshold) == (103, "loss", 0.01)
+    assert (
+        "gave back 49.5% of its fall from 2.3 to 1.01" in f.message and "per step (threshold 1%)" in f.message
+    )
+    assert "lower the learning rate or the momentum" in f.message
+
+
+def test_oscillating_loss_stays_quiet_when_only_one_of_growth_and_rebound_is_there() -> None:
+    # each just under its threshold with the other far above it
+    assert run(OscillatingLoss(), Stream(steps=200, fault=overshoot(0.009, 1.0))) == []
+    assert run(OscillatingLoss(), Stream(steps=200, fault=overshoot(0.05, 0.28))) == []
+    # weights growing 3% per step while the loss keeps falling (a small init growing to its scale)
+    assert run(OscillatingLoss(), Stream(steps=200, fault=overshoot(0.03, 0.0))) == []
+    assert run(OscillatingLoss({"rebound_growth": None}), Stream(steps=200, fault=overshoot(0.03, 0.5))) == []
 
 
 def test_class_imbalance_counts_label_count_scalars() -> None:

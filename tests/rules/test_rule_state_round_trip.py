@@ -58,6 +58,12 @@ def _freeze_rows(d: StepData) -> None:
         d.units[("moved", "fc1.weight")][:20] = 0.0  # rows behind a gradient mask: a per-unit blind zone
 
 
+def _overshoot(d: StepData) -> None:
+    for i in range(4):  # weights growing 3% per step while the loss climbs back up: steps that overshoot
+        d.cols[f"fc{i}.weight"][COL["l2"]] *= 1.03 ** (d.step - 300)
+    d.scalars["loss"] = 2.0
+
+
 def _tiny_updates(d: StepData) -> None:
     _flat(d)
     for i in range(4):
@@ -114,8 +120,11 @@ def test_every_builtin_rule_has_a_round_trip_case() -> None:
     assert set(CASES) == set(registry.BUILTINS) - {"auc_drop", "auc_resolution"}
 
 
-UNIT_CASES = {"unchanged_tensor": ({}, {}, _after(300, _freeze_rows))}
-"""Rules whose per-unit (Tier-1) state is round-tripped too."""
+UNIT_CASES = {
+    "unchanged_tensor": ({}, {}, _after(300, _freeze_rows)),
+    "oscillating_loss": ({}, {}, _after(300, _overshoot)),
+}
+"""Rules whose second path is round-tripped too: per-unit (Tier-1) state, the weight-norm history."""
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

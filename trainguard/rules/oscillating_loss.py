@@ -3,24 +3,62 @@
 Over the last `window` views: the share of successive loss differences that change sign, and
 the median |difference| relative to the median loss (floored at a tenth of the first loss). Both must be high (noise alone flips sign
 about two thirds of the time, but by small amounts), and the loss must not be improving
-(AUTOTRAINER's oscillating-loss symptom, gated on outcome). 5 of 5 views by default.
+(AUTOTRAINER's oscillating-loss symptom, gated on outcome).
+
+A second path needs neither the window nor the gate: the total l2 norm of the watched weights
+growing by `rebound_growth` per step or more (against the newest view at least `growth_span`
+steps back) while the loss has given back `rebound_share` or more of its best progress. Steps
+far too large (a momentum near 1) inflate the weights and throw the loss back up; either sign
+alone also describes healthy runs (weights growing towards their scale from a small init; noisy
+losses), both at once none seen. 2 of 3 views by default.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
+from trainguard.api.enums import Collection
 from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules.view import COL, StepView
+
+_WEIGHTS = (Collection.WEIGHTS.value,)
+
+
+class NormHistory:
+    """The total l2 norm of the watched weights at the last views: (step, norm, number of tensors)."""
+
+    def __init__(self, span: int) -> None:
+        self.span = span
+        self.entries: deque[tuple[int, float, int]] = deque(maxlen=span + 1)  # views are >= 1 step apart
+
+    def growth(self, step: int, norm: float, tensors: int) -> float | None:
+        """Return the growth per step (compounded) against the newest entry at least `span` steps back
+        over as many tensors, then remember this one; None when there is no such entry."""
+        back = next((e for e in reversed(self.entries) if e[0] <= step - self.span and e[2] == tensors), None)
+        self.entries.append((step, norm, tensors))
+        if back is None or not back[1] > 0:
+            return None
+        return math.expm1(math.log(norm / back[1]) / (step - back[0]))
+
+    def get_state(self) -> list[list[float]]:
+        return [list(e) for e in self.entries]
+
+    def set_state(self, entries: list[list[float]]) -> None:
+        self.entries.clear()
+        self.entries.extend((int(e[0]), float(e[1]), int(e[2])) for e in entries)
 
 
 class OscillatingLoss(base.Rule):
     name = "oscillating_loss"
-    summary = "Loss alternating up and down by large amounts over a window while it does not improve."
+    summary = (
+        "Loss alternating up and down by large amounts over a window while it does not improve, or thrown back "
+        "up while the weights inflate."
+    )
     hint = "lower the learning rate or the momentum, or increase the batch size"
 
     class Params(signals.GatedParams):
@@ -40,8 +78,30 @@ class OscillatingLoss(base.Rule):
             default=None, description="Scalar to read; default `loss`, else the first *loss*."
         )
         loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
-        trigger_k: int = base.trigger_k(5)
-        trigger_n: int = base.trigger_n(5)
+        rebound_growth: float | None = Field(
+            default=0.01,
+            gt=0,
+            description="Growth of the total weight norm per step (compounded; 0.01 = 1%) at or above which, with "
+            "the loss given back by `rebound_share`, the steps overshoot; reported without the gate (None: off).",
+        )
+        rebound_share: float = Field(
+            default=0.3,
+            gt=0,
+            description="Share of its best progress (first loss - lowest loss) the loss has given back.",
+        )
+        rebound_min_progress: float = Field(
+            default=0.2,
+            ge=0,
+            le=1,
+            description="The loss must first have fallen this fraction of its first value.",
+        )
+        growth_span: int = Field(
+            default=5,
+            ge=1,
+            description="Growth is measured against the newest view at least this many steps back.",
+        )
+        trigger_k: int = base.trigger_k(2)
+        trigger_n: int = base.trigger_n(3)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -50,17 +110,22 @@ class OscillatingLoss(base.Rule):
         self.gate = signals.LossGate(p)
         self.window = signals.Window(p.window)
         self.floor = signals.LossFloor(p.loss_floor_fraction)
+        self.norms = NormHistory(p.growth_span)
+        self.first: float | None = None
+        self.lowest: float | None = None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
         self.gate.push(view)
+        growth = self._growth(view)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []
         self.window.push(loss)
         self.floor(loss)
-        if len(self.window) < p.window or not self.gate.open:
-            return []
+        rebound = self._rebound(view, loss, growth)
+        if rebound or len(self.window) < p.window or not self.gate.open:
+            return rebound
         a = self.window.array()
         d = np.diff(a)
         nz = d[d != 0]
@@ -78,14 +143,52 @@ class OscillatingLoss(base.Rule):
         )
         return [self.finding(view, msg, tensor="loss", value=amplitude, threshold=p.amplitude_ratio)]
 
+    def _growth(self, view: StepView) -> float | None:
+        """Growth per step of the total norm of the watched weights, None where it cannot be measured."""
+        p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
+        rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
+        if p.rebound_growth is None or not len(rows):
+            return None
+        norm = math.hypot(*view.stats[rows, COL["l2"]].tolist())
+        if not 0 < norm < math.inf:
+            return None
+        return self.norms.growth(view.step, norm, len(rows))
+
+    def _rebound(self, view: StepView, loss: float, growth: float | None) -> list[base.Finding]:
+        """The weights inflate while the loss gives back much of its progress: steps overshoot."""
+        p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
+        self.first = loss if self.first is None else self.first
+        self.lowest = loss if self.lowest is None else min(self.lowest, loss)
+        progress = self.first - self.lowest
+        if p.rebound_growth is None or growth is None or growth < p.rebound_growth:
+            return []
+        if not progress > p.rebound_min_progress * abs(self.first):
+            return []
+        share = (loss - self.lowest) / progress
+        if share < p.rebound_share:
+            return []
+        msg = (
+            f"loss: {base.fmt(loss)} {self.where(view)} gave back {base.fmt(share * 100)}% of its fall from "
+            f"{base.fmt(self.first)} to {base.fmt(self.lowest)} (threshold {base.fmt(p.rebound_share * 100)}%) while "
+            f"the total l2 norm of the weights grew {base.fmt(growth * 100)}% per step (threshold "
+            f"{base.fmt(p.rebound_growth * 100)}%): steps this large overshoot, so the loss swings instead of settling"
+        )
+        return [self.finding(view, msg, tensor="loss", value=growth, threshold=p.rebound_growth)]
+
     def get_state(self) -> dict[str, Any]:
         return {
             "gate": self.gate.get_state(),
             "window": self.window.get_state(),
             "floor": self.floor.get_state(),
+            "norms": self.norms.get_state(),
+            "first": self.first,
+            "lowest": self.lowest,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.window.set_state(state.get("window", []))
         self.floor.set_state(state.get("floor"))
+        self.norms.set_state(state.get("norms", []))
+        self.first = None if state.get("first") is None else float(state["first"])
+        self.lowest = None if state.get("lowest") is None else float(state["lowest"])

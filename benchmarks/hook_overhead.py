@@ -19,6 +19,8 @@ The rows "torch path" run the same hook with `native_stats=False`: torch ops ove
 reduced on the statistics worker thread (`--no-stats-worker`: on the training thread); for them
 the table also gives the worker's CPU time per saved step (work moved off the training thread,
 which a fully loaded CPU still pays) and the saved steps skipped because it was still busy.
+The rows "no update_l2/distance_l2" run it with `track_updates=False` (no saved copies to read
+and refresh): the part of the overhead that those two columns cost.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ PEER_SCRIPT = ROOT / "benchmarks" / "peers" / "smdebug_train.py"
 SAME_AS_PEER = ("weights", "biases", "gradients", "losses")
 TORCH_PATH = "torch path"
 """Rows whose hook runs with native_stats=False: what the C kernel buys, measured in the same run."""
+UNTRACKED = "no update_l2/distance_l2"
+"""Rows whose hook runs with track_updates=False: what reading and refreshing the saved copies costs."""
 TARGET_OVERHEAD = {10: 0.05, 1: 0.30}
 TARGET_BYTES_FACTOR = 50.0
 
@@ -146,6 +150,7 @@ def run_ours(
                 "save_interval": r.save_interval,
                 "stats_worker": stats_worker,
                 "native_stats": TORCH_PATH not in r.label,
+                "track_updates": UNTRACKED not in r.label,
             }
             if collections.get(r.label):
                 settings["collections"] = list(collections[r.label] or ())
@@ -206,7 +211,7 @@ def main() -> int:
     # Two models without a hook: the ratios use the mean of both, and the table shows the spread between
     # them, the noise floor of every ratio (it caught the baseline paying for other hooks' threads).
     baselines = [Result("no hook", None), Result("no hook, second model", None)]
-    labels = ["w+b+g+loss", "all collections"] + (
+    labels = ["w+b+g+loss", f"w+b+g+loss, {UNTRACKED}", "all collections"] + (
         [] if args.skip_torch_path else [f"all collections, {TORCH_PATH}"]
     )
     ours = [Result(f"trainguard ({label})", si) for si in (10, 1) for label in labels]
@@ -287,6 +292,8 @@ def main() -> int:
             f"save_interval {si}: overhead {100 * (same[0] - 1):.1f}% (w+b+g+loss), {100 * (full[0] - 1):.1f}% "
             f"(all collections) -> {verdict} the {100 * TARGET_OVERHEAD[si]:.0f}% target"
         )
+        untracked = rows[(f"trainguard (w+b+g+loss, {UNTRACKED})", si)]
+        line += f"; {100 * (untracked[0] - 1):.1f}% without update_l2/distance_l2 (w+b+g+loss)"
         torch_path = rows.get((f"trainguard (all collections, {TORCH_PATH})", si))
         if torch_path:
             line += f"; without the C kernel {100 * (torch_path[0] - 1):.1f}% (all collections)"

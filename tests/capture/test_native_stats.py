@@ -9,6 +9,7 @@ model whose tensors the kernel cannot read (float64) still gets every column fro
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import pytest
@@ -246,3 +247,83 @@ def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
         assert got[0].keys() == got[1].keys() and got[0]
         for k in got[0]:
             np.testing.assert_allclose(got[0][k], got[1][k], rtol=0, atol=1e-6, err_msg=f"{key} {k}")
+
+
+class OutOfPlaceSGD(torch.optim.Optimizer):
+    """Gives every parameter new storage on every other step (`p.data = ...`, as some hand-written
+    optimizers do; in place on the others); from step `double_at` on in float64, which the kernel
+    does not read."""
+
+    def __init__(self, params: Any, lr: float, double_at: int = -1) -> None:
+        super().__init__(params, {"lr": lr})
+        self.steps = 0
+        self.double_at = double_at
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if self.steps % 2:
+                    p.sub_(group["lr"] * p.grad)
+                else:
+                    p.data = p.data - group["lr"] * p.grad
+                    if self.steps == self.double_at:
+                        p.data = p.data.double()
+        self.steps += 1
+
+
+def test_parameters_given_new_storage_by_the_optimizer_step_are_read_where_they_now_are(
+    file_uri: str,
+) -> None:
+    # the kernel's plan holds addresses: a step that moves the weights must not leave it reading the
+    # old storage (freed, maybe unmapped) but the new one
+    model = mlp()
+    opt = OutOfPlaceSGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    seen: dict[int, np.ndarray] = {}
+    with tg.Hook(file_uri, save_interval=1, tier1_interval=4) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for step in range(6):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                model(torch.randn(8, 8, generator=g)), torch.randint(0, 3, (8,), generator=g)
+            )
+            loss.backward()
+            opt.step()
+            seen[step] = model[0].weight.detach().numpy().copy()
+        assert hook._native_plan is not None and hook._native_plan.spec is not None
+    assert hook.errors == []
+    run = trainguard.open_run(file_uri)
+    want = np.stack([stats.tier0(seen[s], prev=seen[s - 1] if s else None, first=seen[0]) for s in range(6)])
+    want[0, format.COLUMN["update_l2"]] = np.nan
+    got = np.stack([run.series("0.weight", col).values for col in format.STAT_COLUMNS], 1)
+    assert_columns_match(got, want)
+
+
+def test_parameters_the_kernel_can_no_longer_read_wait_for_the_general_path(file_uri: str) -> None:
+    # step 2's update leaves float64 weights: the plan is dropped after the kernel read step 2's
+    # gradients; its weights wait, and from step 3 on the general path reads everything
+    model = mlp()
+    model.register_forward_pre_hook(lambda m, a: (a[0].to(m[0].weight.dtype),))
+    opt = OutOfPlaceSGD(model.parameters(), lr=0.05, double_at=2)
+    g = torch.Generator().manual_seed(1)
+    with tg.Hook(file_uri, save_interval=1, tier1_interval=10, collections=["weights", "gradients"]) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(5):
+            opt.zero_grad()
+            out = model(torch.randn(8, 8, generator=g))
+            torch.nn.functional.cross_entropy(out, torch.randint(0, 3, (8,), generator=g)).backward()
+            opt.step()
+        assert hook._native_plan is None, "dropped: the general path serves the float64 model"
+        final = model[0].weight.detach().numpy().copy()
+    assert hook.errors == []
+    run = trainguard.open_run(file_uri)
+    assert run.series("0.weight", "l2").steps.tolist() == [0, 1, 3, 4], "step 2's weights wait"
+    assert run.series("grad/0.weight", "l2").steps.tolist() == [0, 1, 2, 3, 4]
+    got = np.array([run.series("0.weight", col).values[-1] for col in format.STAT_COLUMNS])
+    want = stats.tier0(final)
+    assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])

@@ -665,10 +665,7 @@ class Hook:
         so far): the gradients, in one call (with a Tier-1 histogram each: one call each). False, having
         done nothing, when `_stage` must take the step."""
         plan = self._native_plan
-        if plan is None or self._acts_small or self._reduced:
-            return False
-        if [p.param.data_ptr() for p in plan.params] != plan.addresses:
-            self._native_plan = self._small_params = None  # moved or replaced: `_stage` plans again
+        if plan is None or self._acts_small or self._reduced or not self._plan_holds(plan):
             return False
         grads: list[tuple[int, torch.Tensor]] = []
         for p in self._grad_params:
@@ -689,14 +686,45 @@ class Hook:
         self._staged_native = step
         return True
 
+    def _plan_holds(self, plan: _NativePlan) -> bool:
+        """Whether the plan still serves: a parameter given new storage (moved, `p.data = ...`, also inside a
+        custom optimizer's step) gets its spec made again; if the kernel cannot read one now, the plan
+        is dropped, and the next saved step plans again on the general path."""
+        addresses = [p.param.data_ptr() for p in plan.params]
+        if addresses == plan.addresses:
+            return True
+        if not all(native.usable(p.param) for p in plan.params):
+            self._native_plan = self._small_params = None
+            return False
+        plan.addresses, plan.spec = addresses, None
+        return True
+
     def _complete_native(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """`_complete` after `_stage_native`: the parameters in one call from the plan's spec (on a Tier-1 step
-        one call each, with histogram and "moved" shares); the rows wait for `_finalize` like any step's
-        (the scalars recorded after the optimizer step join them)."""
+        """`_complete` after `_stage_native`: the parameters (unless the optimizer step moved them where the
+        kernel cannot read them: then they wait for the next saved step); the rows wait for `_finalize`
+        like any step's (the scalars recorded after the optimizer step join them)."""
         assert self.config is not None
         self._staged_native = -1
         plan = self._native_plan
         assert plan is not None
+        tier1 = self._tier1(step)
+        if self._plan_holds(plan):
+            self._read_params(plan, tier1)
+        if self._wants("optimizer") and optimizer.param_groups:
+            lr = optimizer.param_groups[0].get("lr")
+            if lr is not None:
+                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
+        ids, stats, nonfinite = self._host.take()
+        self._pending = _Pending(
+            step, [], [], [], self._units, self._hists, ids, stats, nonfinite, tier1=tier1
+        )
+        if tier1:
+            self._units, self._hists = {}, {}
+
+    def _read_params(self, plan: _NativePlan, tier1: bool) -> None:
+        """The plan's parameters in one kernel call from its spec (made here when missing, with the saved
+        copies); on a Tier-1 step one call each, with histogram and "moved" shares."""
+        assert self.config is not None
         if plan.spec is None:
             track = self.config.track_updates
             for p in plan.params:
@@ -709,7 +737,6 @@ class Hook:
             plan.ids = [p.tid for p in plan.params]  # type: ignore[misc]  # planned parameters are captured
         elif plan.fresh:
             plan.spec[4::5] = [int(p.history is not None and p.history.fresh) for p in plan.params]
-        tier1 = self._tier1(step)
         if tier1:
             for p in plan.params:
                 self._reduce_now(p.tid, p.param, True, p.history)  # type: ignore[arg-type]
@@ -721,16 +748,6 @@ class Hook:
                     p.history.fresh = False
             plan.spec[4::5] = [0] * len(plan.params)
             plan.fresh = False
-        if self._wants("optimizer") and optimizer.param_groups:
-            lr = optimizer.param_groups[0].get("lr")
-            if lr is not None:
-                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        ids, stats, nonfinite = self._host.take()
-        self._pending = _Pending(
-            step, [], [], [], self._units, self._hists, ids, stats, nonfinite, tier1=tier1
-        )
-        if tier1:
-            self._units, self._hists = {}, {}
 
     def _stage(self, step: int) -> None:
         """Lay out this step's small tensors per device and load gradients and activations."""

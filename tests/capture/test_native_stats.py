@@ -327,3 +327,22 @@ def test_parameters_the_kernel_can_no_longer_read_wait_for_the_general_path(file
     got = np.array([run.series("0.weight", col).values[-1] for col in format.STAT_COLUMNS])
     want = stats.tier0(final)
     assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])
+
+
+def test_one_call_reads_any_number_of_tensors_and_refuses_a_malformed_spec() -> None:
+    # more tensors than the kernel keeps on its stack (64): their spec goes to the heap
+    g = torch.Generator().manual_seed(3)
+    tensors = [torch.randn(int(torch.randint(1, 40, (1,), generator=g)), generator=g) for _ in range(150)]
+    one, many = native.HostRows(), native.HostRows()
+    for i, t in enumerate(tensors):
+        one.add(i, t)
+    many.add_many([(i, t, None, None, False) for i, t in enumerate(tensors)])
+    (ids_one, rows_one, _), (ids_many, rows_many, _) = one.take(), many.take()
+    assert ids_one == ids_many == list(range(150))
+    np.testing.assert_array_equal(rows_one, rows_many)
+    rows = np.empty((4, native.K), np.float32)
+    for spec in ([1, 2, 3], [tensors[0].data_ptr(), 0, 0, 0, 0], [tensors[0].data_ptr(), 1, 5, 0, 0]):
+        with pytest.raises(ValueError):  # not 5 ints per tensor; n < 1; one saved copy without the other
+            native._cstats.reduce_many(spec, rows, 0)
+    with pytest.raises(ValueError):  # no room for the rows
+        native._cstats.reduce_many([tensors[0].data_ptr(), 1, 0, 0, 0] * 5, rows, 0)

@@ -68,6 +68,11 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, np.ndarray] | No
     return mode[1], out
 
 
+def plain_row(x: torch.Tensor) -> tuple[int, int, int, int, int] | None:
+    """`spec_row` of `x` without saved copies, or None when the kernel cannot read it (checked once)."""
+    return (x.data_ptr(), x.numel(), 0, 0, 0) if usable(x) else None
+
+
 def spec_row(
     x: torch.Tensor, prev: torch.Tensor | None = None, first: torch.Tensor | None = None, fresh: bool = False
 ) -> tuple[int, int, int, int, int]:

@@ -435,9 +435,9 @@ class Hook:
                 units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
             )
         tier1 = self._tier1(self.step)
-        if not tier1 and self._native and native.usable(output):
-            # read now, in one call: a later in-place op may change it
-            self._host.add_read([act.tid], [*native.spec_row(output)])
+        row = native.plain_row(output) if not tier1 and self._native else None
+        if row is not None:  # read now, in one call: a later in-place op may change it
+            self._host.add_read([act.tid], [*row])
             return
         if self._packs(output):
             # detached, so no graph (and no no_grad context) is needed; a copy, as later in-place ops
@@ -667,22 +667,25 @@ class Hook:
         plan = self._native_plan
         if plan is None or self._acts_small or self._reduced or not self._plan_holds(plan):
             return False
-        grads: list[tuple[int, torch.Tensor]] = []
+        ids: list[int] = []
+        grads: list[torch.Tensor] = []
+        spec: list[int] = []
         for p in self._grad_params:
             grad = p.param.grad
             if grad is None:
                 continue
-            if p.grad_tid is None or grad.is_sparse or not native.usable(grad):
+            tid = p.grad_tid
+            row = None if tid is None or grad.is_sparse else native.plain_row(grad)
+            if tid is None or row is None:
                 return False  # a gradient new to the catalogue, or one the kernel cannot read
-            grads.append((p.grad_tid, grad))
+            ids.append(tid)
+            grads.append(grad)
+            spec += row
         if self._tier1(step):
-            for tid, grad in grads:
+            for tid, grad in zip(ids, grads):
                 self._reduce_now(tid, grad, True)
         else:
-            spec: list[int] = []
-            for _, grad in grads:
-                spec += native.spec_row(grad)
-            self._host.add_read([tid for tid, _ in grads], spec)
+            self._host.add_read(ids, spec)
         self._staged_native = step
         return True
 

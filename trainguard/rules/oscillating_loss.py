@@ -111,8 +111,7 @@ class OscillatingLoss(base.Rule):
         self.window = signals.Window(p.window)
         self.floor = signals.LossFloor(p.loss_floor_fraction)
         self.norms = NormHistory(p.growth_span)
-        self.first: float | None = None
-        self.lowest: float | None = None
+        self.range = signals.LossRange()
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
@@ -157,19 +156,20 @@ class OscillatingLoss(base.Rule):
     def _rebound(self, view: StepView, loss: float, growth: float | None) -> list[base.Finding]:
         """The weights inflate while the loss gives back much of its progress: steps overshoot."""
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
-        self.first = loss if self.first is None else self.first
-        self.lowest = loss if self.lowest is None else min(self.lowest, loss)
-        progress = self.first - self.lowest
+        self.range.push(loss)
+        first, lowest = self.range.first, self.range.lowest
+        assert first is not None and lowest is not None  # the caller passes finite losses only
+        progress = first - lowest
         if p.rebound_growth is None or growth is None or growth < p.rebound_growth:
             return []
-        if not progress > p.rebound_min_progress * abs(self.first):
+        if not progress > p.rebound_min_progress * abs(first):
             return []
-        share = (loss - self.lowest) / progress
+        share = (loss - lowest) / progress
         if share < p.rebound_share:
             return []
         msg = (
             f"loss: {base.fmt(loss)} {self.where(view)} gave back {base.fmt(share * 100)}% of its fall from "
-            f"{base.fmt(self.first)} to {base.fmt(self.lowest)} (threshold {base.fmt(p.rebound_share * 100)}%) while "
+            f"{base.fmt(first)} to {base.fmt(lowest)} (threshold {base.fmt(p.rebound_share * 100)}%) while "
             f"the total l2 norm of the weights grew {base.fmt(growth * 100)}% per step (threshold "
             f"{base.fmt(p.rebound_growth * 100)}%): steps this large overshoot, so the loss swings instead of settling"
         )
@@ -181,8 +181,7 @@ class OscillatingLoss(base.Rule):
             "window": self.window.get_state(),
             "floor": self.floor.get_state(),
             "norms": self.norms.get_state(),
-            "first": self.first,
-            "lowest": self.lowest,
+            **self.range.get_state(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -190,5 +189,4 @@ class OscillatingLoss(base.Rule):
         self.window.set_state(state.get("window", []))
         self.floor.set_state(state.get("floor"))
         self.norms.set_state(state.get("norms", []))
-        self.first = None if state.get("first") is None else float(state["first"])
-        self.lowest = None if state.get("lowest") is None else float(state["lowest"])
+        self.range.set_state(state)

@@ -312,6 +312,30 @@ LOSS_FLOOR_DOC = (
 )
 
 
+class LossRange:
+    """The first and the lowest finite loss seen so far, and how many finite losses there were."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.lowest: float | None = None
+        self.count = 0
+
+    def push(self, x: float | None) -> None:
+        if x is None or not math.isfinite(x):
+            return
+        self.first = x if self.first is None else self.first
+        self.lowest = x if self.lowest is None else min(self.lowest, x)
+        self.count += 1
+
+    def get_state(self) -> dict[str, Any]:
+        return {"first": self.first, "lowest": self.lowest, "views": self.count}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.first = None if state.get("first") is None else float(state["first"])
+        self.lowest = None if state.get("lowest") is None else float(state["lowest"])
+        self.count = int(state.get("views", 0))
+
+
 class GatedParams(base.Params):
     """Parameters of a soft symptom that only counts while the training loss is not improving."""
 
@@ -358,29 +382,24 @@ class LossGate:
         self.progress = Progress(alpha=0.1, min_delta=params.gate_min_delta, patience=params.gate_patience)
         self.stuck_views = params.gate_stuck_views
         self.stuck_drop = params.gate_stuck_drop
-        self.first: float | None = None
-        self.lowest: float | None = None
-        self.views = 0
+        self.range = LossRange()
 
     def push(self, view: StepView) -> None:
         x = self.read(view)
         self.progress.push(x)
-        if x is None or not math.isfinite(x):
-            return
-        self.first = x if self.first is None else self.first
-        self.lowest = x if self.lowest is None else min(self.lowest, x)
-        self.views += 1
+        self.range.push(x)
 
     @property
     def stuck(self) -> bool:
         """True when the loss has made no progress since the start: `stuck_views` views, none of them
         `stuck_drop` below the first loss."""
+        first, lowest = self.range.first, self.range.lowest
         return (
             self.stuck_views > 0
-            and self.views > self.stuck_views
-            and self.first is not None
-            and self.lowest is not None
-            and self.lowest > self.first - self.stuck_drop * abs(self.first)
+            and self.range.count > self.stuck_views
+            and first is not None
+            and lowest is not None
+            and lowest > first - self.stuck_drop * abs(first)
         )
 
     @property
@@ -393,18 +412,16 @@ class LossGate:
         """The clause a gated finding ends with."""
         if not self.enabled:
             return ""
-        if self.stuck and self.first is not None:
+        if self.stuck and self.range.first is not None:
             return (
                 f" while the loss has stayed within {base.fmt(self.stuck_drop * 100)}% of its first value "
-                f"{base.fmt(self.first)} for {self.views} views"
+                f"{base.fmt(self.range.first)} for {self.range.count} views"
             )
         return " while the loss is not improving"
 
     def get_state(self) -> dict[str, Any]:
-        return {**self.progress.get_state(), "first": self.first, "lowest": self.lowest, "views": self.views}
+        return {**self.progress.get_state(), **self.range.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.progress.set_state(state)
-        self.first = state.get("first")
-        self.lowest = state.get("lowest")
-        self.views = int(state.get("views", 0))
+        self.range.set_state(state)

@@ -98,3 +98,23 @@ def test_activation_hooks_are_installed_only_for_saved_iterations(file_uri: str)
             on_step=lambda s: installed.__setitem__(s + 1, bool(model[1]._forward_hooks)),
         )
     assert installed == {1: False, 2: False, 3: True, 4: False, 5: False, 6: True, 7: False}
+
+
+def test_the_forward_is_watched_only_around_saved_steps_and_scalars_still_land_on_their_step(
+    file_uri: str,
+) -> None:
+    """A forward pre-hook sends every call of the module down torch's slow path, so the hook's own is there
+    only for iterations that are saved or follow a saved one; a loss recorded before `optimizer.step()`
+    (during the iteration) must still land on the saved step, never on the one before."""
+    import trainguard
+
+    model = mlp()
+    watched: dict[int, bool] = {}
+    # a forward (post-)hook runs after every pre-hook: the hook's, when installed, has marked the iteration
+    model.register_forward_hook(lambda m, i, o: watched.__setitem__(hook.step, hook._in_iteration))
+    with tg.Hook(file_uri, save_interval=4) as hook:
+        seen = train(hook, model, steps=11, loss_after_step=False)
+    assert [s for s, w in sorted(watched.items()) if w] == [0, 1, 4, 5, 8, 9]
+    steps, values = trainguard.open_run(file_uri).scalars("loss")
+    assert steps.tolist() == [0, 4, 8]
+    assert values.tolist() == pytest.approx([seen.losses[s] for s in (0, 4, 8)], rel=1e-6)

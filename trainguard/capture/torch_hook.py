@@ -2,7 +2,8 @@
 activations and scalars, computed on the device and written through `store.writer.RankWriter`.
 
 The step counter is the optimizer's step count. On steps that are not saved the hook does
-nothing but count (activation hooks are only installed for saved iterations). On a saved step
+nothing but count (activation hooks are only installed for saved iterations, the registered
+modules' forward pre-hook for saved iterations and the one after each). On a saved step
 the optimizer's pre-hook stages the gradients, its post-hook reduces gradients, parameters and
 activations on their device (`torch_stats`), and the step is finalised at the start of the
 next iteration: then the step's results and its scalars reach the host in ONE copy. Prediction
@@ -205,6 +206,10 @@ class Hook:
         """Optimizer steps completed; the step in progress has this number."""
         self._in_iteration = False
         self._handles: list[RemovableHandle] = []
+        self._roots: list[nn.Module] = []
+        """The registered modules: their training forward starts an iteration (`_on_forward`)."""
+        self._root_handles: list[RemovableHandle] = []
+        """Their forward pre-hooks, installed only for iterations that need them (`_watch_forward`)."""
         self._params: list[_Param] = []
         self._small_params: list[_Param] | None = None
         """The packed parameters in layout order, tracked ones first (built on the first saved step)."""
@@ -349,7 +354,9 @@ class Hook:
                     kind = ACTIVATION_KINDS.get(type(m))
                     if kind is not None and name:
                         self._activations.append(_Activation(name, m, kind))
-            self._handles.append(module.register_forward_pre_hook(self._on_forward))
+            self._roots.append(module)
+            self._watch_forward(False)
+            self._watch_forward(True)  # the new module too; the next iteration that needs none removes them
             owners = {p.module for p in self._params} | {a.name for a in self._activations}
             for name, m in modules.items():
                 if name in owners and name not in self._module_order:
@@ -384,11 +391,38 @@ class Hook:
                 act.handle.remove()
                 act.handle = None
 
+    def _watch_forward(self, on: bool) -> None:
+        """Install (or remove) the forward pre-hook of every registered module.
+
+        A hook on a module makes every call of it take torch's slow path (~8 us per training step
+        on the benchmark's CPU, more than the rest of the hook on a step that is not saved), so it
+        is only there for the iterations that need it (`_needs_forward`)."""
+        if on and not self._root_handles:
+            self._root_handles = [m.register_forward_pre_hook(self._on_forward) for m in self._roots]
+        elif not on:
+            for h in self._root_handles:
+                h.remove()
+            self._root_handles = []
+
+    def _needs_forward(self, step: int) -> bool:
+        """Whether the training forward of iteration `step` must be seen: it finalises a pending step, numbers
+        modules or ships prediction counts, or a value recorded during it belongs to a saved step (this one)
+        rather than to the one before (`_record_step`), which matters when either is saved."""
+        return bool(
+            self._optimizer is None  # no optimizer steps: nothing else ends an iteration
+            or self._predictions
+            or self._order_handles
+            or self._pending is not None
+            or self.is_saved_step(step)
+            or self.is_saved_step(step - 1)
+        )
+
     def _remove_handles(self) -> None:
         for h in self._handles + self._order_handles:
             h.remove()
         self._handles.clear()
         self._order_handles.clear()
+        self._watch_forward(False)
         self._arm_activations(False, force=True)
 
     # --- hook bodies ------------------------------------------------------------------------------
@@ -405,6 +439,8 @@ class Hook:
                 self._fail("finalising a saved step", err)
         if self._predictions:
             self._ship_predictions()
+        if not self._needs_forward(self.step):
+            self._watch_forward(False)  # until the optimizer step before the next saved one
 
     def _activation_hook(self, act: _Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
@@ -503,6 +539,8 @@ class Hook:
         if worker is not None and worker.error is not None:
             self._check_worker()
         if step % self._every and self.step % self._every and not self._predictions:
+            if self._root_handles and not self._needs_forward(self.step):
+                self._watch_forward(False)  # the iteration after a saved one is over
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
@@ -513,6 +551,7 @@ class Hook:
                 with torch.no_grad():
                     self._complete(step, optimizer)
             self._arm_activations(self.is_saved_step())
+            self._watch_forward(self._needs_forward(self.step))
         except Exception as err:  # noqa: BLE001
             self._fail(f"optimizer step {step} (weights)", err)
         if self._predictions:
@@ -974,7 +1013,10 @@ class Hook:
 
         A scalar belongs to the iteration in progress: after `optimizer.step()` and before the
         next training forward of a registered module, that is the step just completed. Train
-        scalars are kept on saved steps only; eval scalars always.
+        scalars are kept on saved steps only; eval scalars always. On an iteration where neither
+        its step nor the one before is saved the forward is not watched (`_watch_forward`), so a
+        value recorded during it belongs to the step just completed: no train scalar is kept
+        either way; an eval scalar recorded mid-iteration lands one step back.
         """
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:

@@ -356,7 +356,7 @@ class Hook:
                         self._activations.append(_Activation(name, m, kind))
             self._roots.append(module)
             self._watch_forward(False)
-            self._watch_forward(True)  # the new module too; the next iteration that needs none removes them
+            self._watch_forward(True)  # the new module too; the next optimizer step removes them if not needed
             owners = {p.module for p in self._params} | {a.name for a in self._activations}
             for name, m in modules.items():
                 if name in owners and name not in self._module_order:
@@ -439,8 +439,6 @@ class Hook:
                 self._fail("finalising a saved step", err)
         if self._predictions:
             self._ship_predictions()
-        if not self._needs_forward(self.step):
-            self._watch_forward(False)  # until the optimizer step before the next saved one
 
     def _activation_hook(self, act: _Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:

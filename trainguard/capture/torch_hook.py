@@ -356,7 +356,7 @@ class Hook:
                         self._activations.append(_Activation(name, m, kind))
             self._roots.append(module)
             self._watch_forward(False)
-            self._watch_forward(True)  # the new module too; the next optimizer step removes them if not needed
+            self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
             owners = {p.module for p in self._params} | {a.name for a in self._activations}
             for name, m in modules.items():
                 if name in owners and name not in self._module_order:

@@ -60,6 +60,8 @@ class Program:
     imbalance: float | None = None
     loss_scale: float = 1.0
     grad_noise: float = 0.0
+    save_interval: int = 5
+    """Steps between saved steps; the `_every_step` copies of the healthy programs save every step."""
 
 
 @dataclass
@@ -152,10 +154,10 @@ def _lr(p: Program, step: int) -> float:
     return lr
 
 
-def train(p: Program, seed: int, *, out: str, save_interval: int = 5, eval_every: int = 25) -> Truth:
-    """Train `p` with `seed`, recording into the run at `out`; return the ground truth."""
+def train(p: Program, seed: int, *, out: str, eval_every: int = 25) -> Truth:
+    """Train `p` with `seed`, recording into the run at `out` every `p.save_interval` steps; return the ground truth."""
     with np.errstate(all="ignore"):  # diverging programs overflow on purpose
-        return _train(p, seed, out=out, save_interval=save_interval, eval_every=eval_every)
+        return _train(p, seed, out=out, save_interval=p.save_interval, eval_every=eval_every)
 
 
 def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: int) -> Truth:
@@ -362,4 +364,9 @@ def catalogue() -> list[Program]:
         replace(base, name="N9_adam_deep", hard_negative=True, optimizer="adam", lr=1e-3, hidden=(64,) * 5),
         replace(sig, name="N10_sigmoid_deeper", hard_negative=True, hidden=(32,) * 4, init="glorot", lr=1.0),
     ]  # fmt: skip
-    return faults + controls
+    # The same healthy runs saved at every step: one step's loss and update are mostly batch noise,
+    # which partly cancels between views five steps apart, so a threshold that holds there need not.
+    every_step = [
+        replace(p, name=f"{p.name}_every_step", hard_negative=True, save_interval=1) for p in controls
+    ]
+    return faults + controls + every_step

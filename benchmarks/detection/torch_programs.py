@@ -29,7 +29,7 @@ def catalogue() -> list[Program]:
     return [replace(by_name[n], name="torch_" + n) for n in picked]
 
 
-def train(p: Program, seed: int, *, out: str, save_interval: int = 5, eval_every: int = 25) -> Truth:
+def train(p: Program, seed: int, *, out: str, eval_every: int = 25) -> Truth:
     """Train `p` with torch and `seed`, recording through `trainguard.torch.Hook` into `out`."""
     import torch
     from torch import nn
@@ -74,7 +74,7 @@ def train(p: Program, seed: int, *, out: str, save_interval: int = 5, eval_every
     gen = torch.Generator().manual_seed(seed)
     dead_onset = None
     with tg.Hook(
-        out=out, save_interval=save_interval, flush_every_steps=1000, flush_interval_seconds=60
+        out=out, save_interval=p.save_interval, flush_every_steps=1000, flush_interval_seconds=60
     ) as hook:
         hook.register_module(model)
         hook.register_optimizer(opt)

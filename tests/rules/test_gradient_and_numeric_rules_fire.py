@@ -215,6 +215,24 @@ def test_weight_update_ratio_fires_when_the_learning_rate_is_far_too_low() -> No
     assert "below the threshold 1e-4" in f.message and "raise the learning rate" in f.message
 
 
+def test_weight_update_ratio_low_side_stays_quiet_while_the_schedule_has_lowered_the_learning_rate() -> None:
+    # from step 400 the stream's cosine schedule has the LR at 36% of its peak; a flat loss opens the gate
+    def tiny_late(d: StepData) -> None:
+        if d.step >= 400:
+            d.scalars["loss"] = 0.5
+            for i in range(4):
+                d.cols[f"fc{i}.weight"][COL["update_l2"]] *= 1e-5
+
+    def no_lr(d: StepData) -> None:
+        tiny_late(d)
+        del d.scalars["lr"]
+
+    assert run(WeightUpdateRatio(), Stream(fault=tiny_late)) == []
+    f = first(run(WeightUpdateRatio({"lowered_lr_fraction": None}), Stream(fault=tiny_late)))
+    assert f.step > 400 and "below the threshold 1e-4" in f.message
+    assert first(run(WeightUpdateRatio(), Stream(fault=no_lr))).step == f.step  # no recorded LR: reported
+
+
 def test_weight_update_ratio_fires_when_updates_are_larger_than_the_weights() -> None:
     def huge(d: StepData) -> None:
         d.scalars["loss"] = 2.3

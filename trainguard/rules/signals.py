@@ -1,8 +1,8 @@
 """Signals and small state holders that several rules share: the loss of a view (`LossReader`),
 the global gradient norm, per-unit vectors, a bounded window with O(1) medians (`Window`), a value
 per tensor kept across catalogue changes (`RowState`), whether the loss still improves or never
-did (`Progress`, `LossGate`: outcome gating of soft symptoms), and a floor under losses near zero
-(`LossFloor`).
+did (`Progress`, `LossGate`: outcome gating of soft symptoms), a floor under losses near zero
+(`LossFloor`), and the recorded learning rate against its peak (`PeakLearningRate`).
 
 Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
 stays restorable. Everything is bounded: a window keeps at most `size` values, so a rule does
@@ -334,6 +334,34 @@ class LossRange:
         self.first = None if state.get("first") is None else float(state["first"])
         self.lowest = None if state.get("lowest") is None else float(state["lowest"])
         self.count = int(state.get("views", 0))
+
+
+class PeakLearningRate:
+    """The learning rate a view records (scalar `lr`, which the PyTorch hook records for the first
+    parameter group) against the highest one recorded so far."""
+
+    def __init__(self, name: str = "lr") -> None:
+        self.name = name
+        self.peak: float | None = None
+        self.current: float | None = None
+
+    def push(self, view: StepView) -> None:
+        x = view.scalars.get(self.name)
+        if x is None or not math.isfinite(x):
+            return
+        self.current = float(x)
+        self.peak = self.current if self.peak is None else max(self.peak, self.current)
+
+    def lowered(self, fraction: float) -> bool:
+        """True when the latest recorded learning rate is below `fraction` of the peak (a schedule lowered it)."""
+        return self.current is not None and self.peak is not None and self.current < fraction * self.peak
+
+    def get_state(self) -> dict[str, Any]:
+        return {"lr_peak": self.peak, "lr": self.current}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.peak = None if state.get("lr_peak") is None else float(state["lr_peak"])
+        self.current = None if state.get("lr") is None else float(state["lr"])
 
 
 class GatedParams(base.Params):

@@ -4,6 +4,8 @@ Per trainable weight, ||dW|| / (||W|| + epsilon) from the measured update (`upda
 previous saved step), then the median over layers: around 1e-3 is healthy (Karpathy), far below
 means the model barely learns (learning rate too low, vanished gradients), far above that it
 thrashes. SageMaker Debugger's parameter names; gated on the loss not improving, 5 of 5 views.
+The low side stays quiet while the recorded learning rate (scalar `lr`) is below half its peak: a
+schedule that anneals it (cosine to zero, step decay) makes the steps small on purpose.
 """
 
 from __future__ import annotations
@@ -38,16 +40,27 @@ class WeightUpdateRatio(base.Rule):
         epsilon: float = Field(
             default=1e-9, gt=0, description="Added to ||W|| so zero weights do not divide by zero."
         )
+        lowered_lr_fraction: float | None = Field(
+            default=0.5,
+            gt=0,
+            le=1,
+            description="The low side is not reported while the recorded learning rate (scalar `lr`; the PyTorch "
+            "hook records it) is below this fraction of its highest recorded value: the schedule lowered it on "
+            "purpose (at the end of a cosine schedule, saved every step, healthy runs sit at 3e-6 to 9e-5). "
+            "None: report it regardless.",
+        )
         trigger_k: int = base.trigger_k(5)
         trigger_n: int = base.trigger_n(5)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
+        self.lr = signals.PeakLearningRate()
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
         self.gate.push(view)
+        self.lr.push(view)
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows) or not self.gate.open:
             return []
@@ -61,6 +74,8 @@ class WeightUpdateRatio(base.Rule):
         if p.small_threshold <= med <= p.large_threshold:
             return []
         low = med < p.small_threshold
+        if low and p.lowered_lr_fraction is not None and self.lr.lowered(p.lowered_lr_fraction):
+            return []
         # name the layer that sits furthest out on the offending side
         k = int(np.argmin(ratio) if low else np.argmax(ratio))
         name = view.names[int(rows[k])]
@@ -78,7 +93,8 @@ class WeightUpdateRatio(base.Rule):
         return [self.finding(view, msg, tensor=name, value=med, threshold=bound, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"gate": self.gate.get_state()}
+        return {"gate": self.gate.get_state(), **self.lr.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
+        self.lr.set_state(state)

@@ -31,6 +31,10 @@ HEALTHY = (
     "N1_sparse_relu",
     "N3_warmup_cosine",
     "N10_sigmoid_deeper",
+    # saved at every step, seed 0 of these alarmed before `oscillating_loss` asked for 95% flips and
+    # `weight_update_ratio`'s low side waited out a lowered learning rate
+    "N1_sparse_relu_every_step",
+    "N3_warmup_cosine_every_step",
     "torch_H1_relu_momentum",
 )
 CATALOGUE = {p.name: p for p in (*programs.catalogue(), *torch_programs.catalogue())}

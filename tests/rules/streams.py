@@ -203,6 +203,19 @@ class Stream:
         return list(self)
 
 
+def saved_every(views: Iterable[StepView], interval: int, *, eval_every: int) -> Iterator[StepView]:
+    """`views` as a run saved every `interval` steps reads: the saved steps' views, and between them a
+    view carrying only the eval loss at every step `eval_every` - 1, 2 * eval_every - 1, ... (an
+    eval point that falls between saved steps, as the evaluator builds it)."""
+    for v in views:
+        if v.step % interval == 0:
+            yield v
+        if v.step % eval_every == eval_every - 1:
+            yield StepView(
+                step=v.step, rank=v.rank, wall_time=v.wall_time, eval_scalars={"loss": v.scalars["loss"]}
+            )
+
+
 def run(rule: Rule, views: Iterable[StepView]) -> list[Finding]:
     """Feed every view to `rule` (with scheduling and debouncing); return all findings."""
     out: list[Finding] = []

@@ -19,6 +19,7 @@ _DEFAULT = (Collection.WEIGHTS.value, Collection.GRADIENTS.value, Collection.ACT
 
 class AllZero(base.Rule):
     name = "all_zero"
+    training_views_only = True
     summary = "Tensors whose elements are all (or at least `threshold` percent) exactly zero."
     hint = (
         "check the initialisation (weights), the data pipeline and masks (activations), and whether the tensor "

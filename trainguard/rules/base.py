@@ -114,6 +114,11 @@ class Rule(abc.ABC):
     """One line on what the rule detects (README table, `--help`)."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
+    training_views_only: ClassVar[bool] = False
+    """True for rules that read training data only: a view that carries nothing else than eval
+    scalars or predictions (an eval point between saved steps) is not passed to `check` nor counted
+    by `every` or the k-of-n history, which would otherwise depend on where the eval points fall
+    (at save_interval 10 with an eval point every 25 steps, 5 saved steps in a row never come)."""
 
     def __init__(
         self,
@@ -220,6 +225,8 @@ class Rule(abc.ABC):
             return []
         if not view.names and not self.wants_heartbeat and is_heartbeat(view):
             return []
+        if self.training_views_only and not view.names and is_eval_only(view):
+            return []
         if not self.applies(view):
             return []
         self._seen += 1
@@ -241,6 +248,13 @@ class Rule(abc.ABC):
         self._seen = int(state.get("seen", 0))
         self._history = [bool(x) for x in state.get("history", [])]
         self.set_state(state.get("own", {}))
+
+
+def is_eval_only(view: StepView) -> bool:
+    """True for a view that carries eval scalars or predictions and nothing of training."""
+    return not (view.names or view.scalars or view.units or view.hists or view.predictions) and bool(
+        view.eval_scalars or view.eval_predictions
+    )
 
 
 def is_heartbeat(view: StepView) -> bool:

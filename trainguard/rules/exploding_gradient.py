@@ -23,6 +23,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 
 class ExplodingGradient(base.Rule):
     name = "exploding_gradient"
+    training_views_only = True
     summary = "Gradient norms far above their own recent history, above an absolute bound, or growing towards the input."
     hint = "lower the learning rate, clip gradients (e.g. max norm 1.0), or add normalisation layers"
 

@@ -24,6 +24,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 
 class LossSpike(base.Rule):
     name = "loss_spike"
+    training_views_only = True
     summary = (
         "Training loss far above its rolling median (robust z of log loss), noting a gradient-norm co-spike."
     )

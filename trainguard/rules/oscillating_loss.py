@@ -57,6 +57,7 @@ class NormHistory:
 
 class OscillatingLoss(base.Rule):
     name = "oscillating_loss"
+    training_views_only = True
     summary = (
         "Loss alternating up and down by large amounts over a window while it does not improve, or thrown back "
         "up while the weights inflate."

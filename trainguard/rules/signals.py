@@ -219,38 +219,51 @@ class Window:
 
 class Progress:
     """Whether a series (usually the loss) still improves: an EMA, its best value, and the
-    number of pushes since the EMA last beat the best by `min_delta` (relative)."""
+    training step at which the EMA last beat the best by `min_delta` (relative).
 
-    def __init__(self, *, alpha: float, min_delta: float, patience: int) -> None:
-        self.alpha = alpha
+    Both time scales are in training steps, not in views, so the verdict does not depend on the
+    save interval: the EMA forgets with time constant `ema_steps` (each view weighs
+    1 - exp(-gap / ema_steps), gap = steps since the previous view), and the series counts as
+    improving while the best is less than `patience` steps old.
+    """
+
+    def __init__(self, *, ema_steps: float, min_delta: float, patience: int) -> None:
+        self.ema_steps = ema_steps
         self.min_delta = min_delta
         self.patience = patience
         self.ema: float | None = None
         self.best: float | None = None
-        self.since_best = 0
+        self.best_step: int | None = None
+        self.last_step: int | None = None
 
-    def push(self, x: float | None) -> None:
+    def push(self, x: float | None, step: int) -> None:
         if x is None or not math.isfinite(x):
             return
-        self.ema = x if self.ema is None else self.ema + self.alpha * (x - self.ema)
+        gap = 1 if self.last_step is None else max(step - self.last_step, 1)
+        self.last_step = step
+        alpha = 1.0 - math.exp(-gap / self.ema_steps)
+        self.ema = x if self.ema is None else self.ema + alpha * (x - self.ema)
         if self.best is None or self.ema < self.best - self.min_delta * abs(self.best):
             self.best = self.ema
-            self.since_best = 0
-        else:
-            self.since_best += 1
+            self.best_step = step
+        elif self.best_step is None:  # restored from a state without it: count from here
+            self.best_step = step
 
     @property
     def improving(self) -> bool:
         """True while the best value is recent. False when no value was ever seen."""
-        return self.ema is not None and self.since_best < self.patience
+        if self.ema is None or self.best_step is None or self.last_step is None:
+            return self.ema is not None
+        return self.last_step - self.best_step < self.patience
 
     def get_state(self) -> dict[str, Any]:
-        return {"ema": self.ema, "best": self.best, "since_best": self.since_best}
+        return {"ema": self.ema, "best": self.best, "best_step": self.best_step, "ema_step": self.last_step}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.ema = state.get("ema")
         self.best = state.get("best")
-        self.since_best = int(state.get("since_best", 0))
+        self.best_step = state.get("best_step")
+        self.last_step = state.get("ema_step")
 
 
 class TrainMean:
@@ -313,27 +326,41 @@ LOSS_FLOOR_DOC = (
 
 
 class LossRange:
-    """The first and the lowest finite loss seen so far, and how many finite losses there were."""
+    """The first and the lowest finite loss seen so far, how many finite losses there were, and
+    the training steps of the first and the latest (when pushed with a step)."""
 
     def __init__(self) -> None:
         self.first: float | None = None
         self.lowest: float | None = None
         self.count = 0
+        self.first_step: int | None = None
+        self.last_step: int | None = None
 
-    def push(self, x: float | None) -> None:
+    def push(self, x: float | None, step: int | None = None) -> None:
         if x is None or not math.isfinite(x):
             return
         self.first = x if self.first is None else self.first
         self.lowest = x if self.lowest is None else min(self.lowest, x)
         self.count += 1
+        if step is not None:
+            self.first_step = step if self.first_step is None else self.first_step
+            self.last_step = step
+
+    @property
+    def span(self) -> int:
+        """Training steps from the first loss to the latest (0 without steps)."""
+        return 0 if self.first_step is None or self.last_step is None else self.last_step - self.first_step
 
     def get_state(self) -> dict[str, Any]:
-        return {"first": self.first, "lowest": self.lowest, "views": self.count}
+        return {"first": self.first, "lowest": self.lowest, "views": self.count, "first_step": self.first_step,
+                "last_step": self.last_step}  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.first = None if state.get("first") is None else float(state["first"])
         self.lowest = None if state.get("lowest") is None else float(state["lowest"])
         self.count = int(state.get("views", 0))
+        self.first_step = state.get("first_step")
+        self.last_step = state.get("last_step")
 
 
 class PeakLearningRate:
@@ -373,20 +400,21 @@ class GatedParams(base.Params):
         "does): the symptom alone is common in healthy runs. Without any loss in the run the gate stays open.",
     )
     gate_patience: int = Field(
-        default=20,
+        default=100,
         ge=1,
-        description="The loss counts as improving while its EMA set a new best within this many views.",
+        description="The loss counts as improving while its EMA (time constant 50 training steps) set a new best "
+        "within this many training steps. In steps, not views, so the gate does not depend on the save interval.",
     )
     gate_min_delta: float = Field(
         default=0.01, ge=0, description="Relative drop of the loss EMA that counts as a new best (0.01 = 1%)."
     )
-    gate_stuck_views: int = Field(
-        default=10,
+    gate_stuck_steps: int = Field(
+        default=50,
         ge=0,
         description="The gate also opens once the loss has stayed within `gate_stuck_drop` of its first value for "
-        "this many views: a run stuck from the start (a deep sigmoid net at chance level) shows no progress to wait "
-        "out. On the detection benchmark's calibration seeds every healthy run, slow starters included, is 7% or "
-        "more below its first loss within 10 saved steps, and runs stuck from the start stay within 2%. 0 turns "
+        "this many training steps: a run stuck from the start (a deep sigmoid net at chance level) shows no progress "
+        "to wait out. On the detection benchmark's calibration seeds every healthy run, slow starters included, is "
+        "7% or more below its first loss within 50 steps, and runs stuck from the start stay within 2%. 0 turns "
         "this off.",
     )
     gate_stuck_drop: float = Field(
@@ -399,32 +427,37 @@ class GatedParams(base.Params):
 class LossGate:
     """Outcome gate: tracks the training loss and says whether a soft symptom may be reported.
 
-    Open when the loss EMA set no new best for `gate_patience` views, or at once after
-    `gate_stuck_views` views in which no loss fell `gate_stuck_drop` below the first one (no
+    Open when the loss EMA set no new best for `gate_patience` training steps, or at once after
+    `gate_stuck_steps` steps in which no loss fell `gate_stuck_drop` below the first one (no
     progress since the start). Closed again as soon as the loss makes progress.
     """
+
+    EMA_STEPS = 50.0
+    """Time constant of the loss EMA in training steps (a weight of ~0.1 per view at save_interval 5)."""
 
     def __init__(self, params: GatedParams) -> None:
         self.enabled = params.gate_on_loss
         self.read = LossReader()
-        self.progress = Progress(alpha=0.1, min_delta=params.gate_min_delta, patience=params.gate_patience)
-        self.stuck_views = params.gate_stuck_views
+        self.progress = Progress(
+            ema_steps=self.EMA_STEPS, min_delta=params.gate_min_delta, patience=params.gate_patience
+        )
+        self.stuck_steps = params.gate_stuck_steps
         self.stuck_drop = params.gate_stuck_drop
         self.range = LossRange()
 
     def push(self, view: StepView) -> None:
         x = self.read(view)
-        self.progress.push(x)
-        self.range.push(x)
+        self.progress.push(x, view.step)
+        self.range.push(x, view.step)
 
     @property
     def stuck(self) -> bool:
-        """True when the loss has made no progress since the start: `stuck_views` views, none of them
-        `stuck_drop` below the first loss."""
+        """True when the loss has made no progress since the start: `stuck_steps` steps, no loss in
+        them `stuck_drop` below the first."""
         first, lowest = self.range.first, self.range.lowest
         return (
-            self.stuck_views > 0
-            and self.range.count > self.stuck_views
+            self.stuck_steps > 0
+            and self.range.span >= self.stuck_steps
             and first is not None
             and lowest is not None
             and lowest > first - self.stuck_drop * abs(first)
@@ -443,7 +476,7 @@ class LossGate:
         if self.stuck and self.range.first is not None:
             return (
                 f" while the loss has stayed within {base.fmt(self.stuck_drop * 100)}% of its first value "
-                f"{base.fmt(self.range.first)} for {self.range.count} views"
+                f"{base.fmt(self.range.first)} for {self.range.span} steps"
             )
         return " while the loss is not improving"
 

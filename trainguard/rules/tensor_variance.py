@@ -21,6 +21,7 @@ _WEIGHTS = (Collection.WEIGHTS.value,)
 
 class TensorVariance(base.Rule):
     name = "tensor_variance"
+    training_views_only = True
     summary = "Tensors whose variance is above `max_threshold` or below `min_threshold`."
     hint = "check the initialisation scale and the learning rate; add weight decay or normalisation if the weights drift"
 

@@ -43,6 +43,7 @@ _DEAD_PERCENT = 1.0
 
 class UnchangedTensor(base.Rule):
     name = "unchanged_tensor"
+    training_views_only = True
     summary = "Trainable layers whose parameters stop moving while the others train (frozen by mistake, blind zones)."
     hint = (
         "check that the optimizer was given this parameter (model.parameters() after building every layer), "

@@ -29,6 +29,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 
 class VanishingGradient(base.Rule):
     name = "vanishing_gradient"
+    training_views_only = True
     summary = "Gradients too small to train: mean |g| of a layer below a threshold, or first/last layer norm ratio collapsed."
     hint = (
         "use ReLU-family activations, He/Glorot initialisation, normalisation layers or residual connections, "

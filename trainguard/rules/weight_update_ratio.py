@@ -24,6 +24,7 @@ _WEIGHTS = (Collection.WEIGHTS.value,)
 
 class WeightUpdateRatio(base.Rule):
     name = "weight_update_ratio"
+    training_views_only = True
     summary = "Median over layers of ||dW|| / ||W|| outside a band (learning rate far too low or too high)."
     hint = "tune the learning rate: a median update ratio near 1e-3 is typical"
 

@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -324,6 +324,11 @@ def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
         print(f"{name:<16}" + _cells(r["per_symptom"], SYMPTOMS, 9))  # type: ignore[arg-type]
 
 
+def _resaved(p: programs.Program, save_interval: int) -> programs.Program:
+    """`p` saved every `save_interval` steps, unless it is a copy saved at every step."""
+    return p if p.save_interval == 1 else replace(p, save_interval=save_interval)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=6, help="seeds per program (even: calibration, odd: report)")
@@ -336,6 +341,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--keep", default="", help="keep the recorded runs (and truths.json) in this directory")
     ap.add_argument("--reuse", default="", help="score the runs kept in this directory instead of training")
+    ap.add_argument(
+        "--save-interval",
+        type=int,
+        default=0,
+        help="save the runs otherwise saved every 5th step at every Nth instead (the hook's default is 10; "
+        "the every-step copies keep 1)",
+    )
     args = ap.parse_args(argv)
 
     progs = programs.catalogue()
@@ -344,6 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted = set(args.programs.split(","))
         progs = [p for p in progs if p.name in wanted]
         torch_progs = [p for p in torch_progs if p.name in wanted]
+    if args.save_interval:
+        progs, torch_progs = ([_resaved(p, args.save_interval) for p in ps] for ps in (progs, torch_progs))
     if args.quick:
         quick = {"F1_lr_x100", "F3_vanishing_sigmoid", "F5_dead_relu_bias", "F13_deep_relu_x3", "H1_relu_momentum",
                  "N1_sparse_relu", "N3_warmup_cosine", "H5_sigmoid_shallow"}  # fmt: skip

@@ -8,6 +8,7 @@ the healthy and hard-negative runs must raise nothing at warning or above.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,11 @@ HEALTHY = (
 CATALOGUE = {p.name: p for p in (*programs.catalogue(), *torch_programs.catalogue())}
 
 
-def outcome(name: str, root: Path) -> run.Outcome:
-    truth = run._train_one((CATALOGUE[name], SEED, str(root)))
+def outcome(name: str, root: Path, *, save_interval: int | None = None) -> run.Outcome:
+    program = (
+        CATALOGUE[name] if save_interval is None else replace(CATALOGUE[name], save_interval=save_interval)
+    )
+    truth = run._train_one((program, SEED, str(root)))
     return run.evaluate_rules(registry.default_rules(), run.load_views(str(root), truth))
 
 
@@ -60,3 +64,10 @@ def test_each_fault_is_reported_by_its_intended_rule(name: str, tmp_path: Path) 
 def test_healthy_and_hard_negative_runs_stay_quiet(name: str, tmp_path: Path) -> None:
     found = outcome(name, tmp_path)
     assert found.alarm_step is None, f"{name}: {sorted(found.rules)} fired from step {found.alarm_step}"
+
+
+def test_a_learning_rate_far_too_low_is_reported_at_the_hooks_default_save_interval(tmp_path: Path) -> None:
+    # saved every 10th step with an eval point every 25 in between, seed 0 went unreported while the
+    # loss gate counted views and the eval points broke weight_update_ratio's 5 saved views in a row
+    found = outcome("F2_lr_x1e-4", tmp_path, save_interval=10)
+    assert "weight_update_ratio" in found.rules, f"rules that reported it: {found.rules}"

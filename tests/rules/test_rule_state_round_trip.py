@@ -160,3 +160,22 @@ def _round_trip(
         rule.load_state_dict(state)
         start = cut
     assert _dicts(resumed) == _dicts(whole)
+
+
+def test_a_gate_state_saved_before_it_counted_steps_restores_and_still_opens() -> None:
+    # an evaluator checkpoint from before the loss gate counted training steps has no step keys:
+    # the restored gate counts from the first view after the restart instead of failing or never opening
+    views = Stream(steps=300, fault=_vanish).views()
+    name, params = "vanishing_gradient", {"severe_ratio_threshold": 0}
+    rule = registry.get(name)(params)
+    for v in views[:30]:
+        rule.update(v)
+    state = rule.state_dict()
+    gate = state["own"]["gate"]
+    for key in ("best_step", "ema_step", "first_step", "last_step"):
+        del gate[key]
+    gate["since_best"] = 5  # the old count of views, which the restored gate ignores
+    restored = registry.get(name)(params)
+    restored.load_state_dict(json.loads(json.dumps(state)))
+    found = [f for v in views[30:] for f in restored.update(v)]
+    assert found and 80 <= found[0].step <= 84  # stuck for 50 steps counted from step 30, then 3 of 5

@@ -103,7 +103,7 @@ class LossNotDecreasing(base.Rule):
             self.block_start = view.step
         self.block_sum += loss
         self.block_n += 1
-        gap = 1 if self.last_step is None else max(view.step - self.last_step, 1)
+        gap = signals.steps_since(self.last_step, view.step)
         self.last_step = view.step
         # blocks are measured in training steps, as SageMaker's num_steps is, not in saved views: a
         # block ends with the last view before the next block, the one the save interval says is next

@@ -115,6 +115,12 @@ class KernelPair:
         return self._pair
 
 
+def steps_since(last_step: int | None, step: int) -> int:
+    """Training steps from the previous view to this one (the save interval, as the views show it):
+    at least 1, and 1 for the first view."""
+    return 1 if last_step is None else max(step - last_step, 1)
+
+
 def global_norm(view: StepView, l2: np.ndarray, scalar: str) -> float:
     """The global gradient norm: the recorded scalar if there is one, else sqrt(sum of the l2^2 given)."""
     v = view.scalars.get(scalar)
@@ -239,7 +245,7 @@ class Progress:
     def push(self, x: float | None, step: int) -> None:
         if x is None or not math.isfinite(x):
             return
-        gap = 1 if self.last_step is None else max(step - self.last_step, 1)
+        gap = steps_since(self.last_step, step)
         self.last_step = step
         alpha = 1.0 - math.exp(-gap / self.ema_steps)
         self.ema = x if self.ema is None else self.ema + alpha * (x - self.ema)

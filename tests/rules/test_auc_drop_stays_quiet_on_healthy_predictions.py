@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainguard.rules import registry
+from trainguard.rules import auc, registry
 from trainguard.rules.view import StepView
 from trainguard.store import predictions
 
@@ -47,3 +47,20 @@ def test_auc_drop_stays_quiet_on_a_healthy_prediction_stream(kind: str, rate: fl
     rule = registry.build(spec)
     found = [f.message for v in healthy_views(kind, seed=1, rate=rate) for f in rule.update(v)]
     assert found == []
+
+
+def test_the_baseline_weighs_the_steps_between_views_from_step_0_on() -> None:
+    # the first view at step 0 once counted as "no previous view", so the next one, 10 steps
+    # later, moved the baseline as if 1 step had passed
+    views = healthy_views("smooth", seed=0, rate=0.1, steps=20)
+    rule = registry.get("auc_drop")()
+    p = rule.params
+    counts = auc.DecayedCounts(p.half_life_steps)  # type: ignore[attr-defined]
+    estimates = []
+    for v in views:
+        rule.update(v)
+        counts.update(v.step, v.predictions["pred/ctr"])
+        estimates.append(counts.estimate().auc)
+    g = 0.5 ** (10 / p.baseline_half_life_steps)  # type: ignore[attr-defined]
+    expected = g * estimates[0] + (1 - g) * estimates[1]
+    assert rule.get_state()["pred/ctr"]["baseline"] == pytest.approx(expected)

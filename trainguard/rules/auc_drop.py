@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Severity
-from trainguard.rules import auc
+from trainguard.rules import auc, signals
 from trainguard.rules.base import Finding, Params, Rule
 from trainguard.rules.view import StepView
 
@@ -105,7 +105,7 @@ class AucDrop(Rule):
             if st.baseline is None:
                 st.baseline = est.auc
             else:
-                dt = max(view.step - (st.last_step or view.step), 1)
+                dt = signals.steps_since(st.last_step, view.step)
                 g = 0.5 ** (dt / p.baseline_half_life_steps)
                 st.baseline = g * st.baseline + (1 - g) * est.auc
             st.last_step = view.step

@@ -112,6 +112,16 @@ class Outcome:
     layers: set[str] = field(default_factory=set)
     stopped: bool = False
     stop_step: int | None = None
+    first_by_label: dict[str, int] = field(default_factory=dict)
+    """First alarm step per rule name and per category (for diagnosis delays)."""
+
+    def alarm(self, step: int, rule: str, category: str) -> None:
+        if self.alarm_step is None:
+            self.alarm_step = step
+        self.rules.add(rule)
+        self.categories.add(category)
+        for label in (rule, category):
+            self.first_by_label.setdefault(label, step)
 
 
 # --- running the programs ---------------------------------------------------------------------
@@ -148,10 +158,7 @@ def evaluate_rules(specs: Sequence[RuleSpec], views: Sequence[StepView], *, ever
             for f in found:
                 if f.severity.rank < Severity.WARNING.rank:
                     continue
-                if out.alarm_step is None:
-                    out.alarm_step = f.step
-                out.rules.add(spec.type)
-                out.categories.add(RULE_CATEGORY.get(spec.type, "SC"))
+                out.alarm(f.step, spec.type, RULE_CATEGORY.get(spec.type, "SC"))
                 if f.tensor:
                     out.layers.add(f.tensor.split("/")[-1].split(".")[0])
                 if spec.action == Action.STOP and not out.stopped:
@@ -166,10 +173,7 @@ def evaluate_baseline(
     alarms = fn(views, **kwargs)
     out = Outcome()
     for a in alarms:
-        if out.alarm_step is None:
-            out.alarm_step = a.step
-        out.categories.add(baselines.DD_CATEGORY.get(a.category, a.category))
-        out.rules.add(a.category)
+        out.alarm(a.step, a.category, baselines.DD_CATEGORY.get(a.category, a.category))
         if a.layer:
             out.layers.add(a.layer)
     out.stopped = bool(alarms) and fn in (baselines.autotrainer, baselines.deepdiagnosis)
@@ -210,12 +214,19 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
     stops_healthy = [t for t in healthy if outcomes[(t.program, t.seed)].stopped]
     steps_healthy = sum(t.steps for t in healthy)
 
-    def recall_and_delay(runs: list[programs.Truth]) -> dict[str, object]:
-        hit = [t for t in runs if outcomes[(t.program, t.seed)].alarm_step is not None]
-        delays = [
-            outcomes[(t.program, t.seed)].alarm_step - (t.manifest_step or 0)  # type: ignore[operator]
-            for t in hit
-        ]
+    def alarm_step(t: programs.Truth) -> int | None:
+        return outcomes[(t.program, t.seed)].alarm_step
+
+    def diagnosis_step(t: programs.Truth) -> int | None:
+        """First alarm from a rule meant for the fault or of its category."""
+        first = outcomes[(t.program, t.seed)].first_by_label
+        steps = [first[lb] for lb in (*intended.get(t.program, ()), t.category) if lb in first]
+        return min(steps) if steps else None
+
+    def recall_and_delay(runs: list[programs.Truth], step_of: Callable[[programs.Truth], int | None] = alarm_step
+                         ) -> dict[str, object]:  # fmt: skip
+        hit = [(t, s) for t in runs if (s := step_of(t)) is not None]
+        delays = [s - (t.manifest_step or 0) for t, s in hit]
         return {
             "runs": len(runs),
             "recall": len(hit) / len(runs),
@@ -223,20 +234,17 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
             "p90_delay_steps": float(np.percentile(delays, 90)) if delays else None,
         }
 
-    per_cat = {
-        cat: recall_and_delay(runs)
-        for cat in CATEGORIES
-        if (runs := [t for t in harmful if t.category == cat])
-    }
+    by_cat = {cat: runs for cat in CATEGORIES if (runs := [t for t in harmful if t.category == cat])}
+    per_cat = {cat: recall_and_delay(runs) for cat, runs in by_cat.items()}
+    per_cat_diagnosis = {cat: recall_and_delay(runs, diagnosis_step) for cat, runs in by_cat.items()}
     per_symptom = {
         sym: recall_and_delay(runs)
         for sym in SYMPTOMS
         if (runs := [t for t in harmful if FAULT_SYMPTOM.get(t.fault or "") == sym])
     }
     overall = recall_and_delay(harmful) if harmful else {}
-    detected = [t for t in harmful if outcomes[(t.program, t.seed)].alarm_step is not None]
-    diagnosed = [t for t in detected if outcomes[(t.program, t.seed)].rules & set(intended.get(t.program, ()))
-                 or outcomes[(t.program, t.seed)].categories & {t.category}]  # fmt: skip
+    detected = [t for t in harmful if alarm_step(t) is not None]
+    diagnosed = [t for t in detected if diagnosis_step(t) is not None]
     localizable = [t for t in detected if affected.get(t.program)]
     localized = [t for t in localizable if affected[t.program] in outcomes[(t.program, t.seed)].layers]
     not_stop = [t for t in faulty if not t.should_stop]
@@ -254,6 +262,7 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
         "median_delay_steps": overall.get("median_delay_steps"),
         "p90_delay_steps": overall.get("p90_delay_steps"),
         "per_category": per_cat,
+        "per_category_diagnosis": per_cat_diagnosis,
         "per_symptom": per_symptom,
     }
 
@@ -312,6 +321,11 @@ def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
         line += f"{_fmt(r['stops_on_healthy']):>6}{_fmt(r['detection_recall'], True):>7}{_fmt(r['diagnosis_recall'], True):>6}"
         line += f"{_fmt(r['localization_recall'], True):>6}{_fmt(r['median_delay_steps']):>6}{_fmt(r['p90_delay_steps']):>5}"
         print(line + _cells(r["per_category"], CATEGORIES, 9))  # type: ignore[arg-type]
+    print(f"-- {split}, diagnosis per category (the first alarm of the fault's category or from a rule meant "
+          "for it): recall/median delay --")  # fmt: skip
+    print(f"{'detector':<16}" + "".join(f"{c:>9}" for c in CATEGORIES))
+    for name, r in results.items():
+        print(f"{name:<16}" + _cells(r["per_category_diagnosis"], CATEGORIES, 9))  # type: ignore[arg-type]
     print(f"-- {split}, DeepDiagnosis' symptom layout: recall/median delay --")
     short = {s: "".join(w[0] for w in s.split()).upper() for s in SYMPTOMS}
     print(

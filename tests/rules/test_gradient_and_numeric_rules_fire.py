@@ -68,6 +68,17 @@ def test_exploding_tensor_with_only_nan_ignores_infinities() -> None:
     assert first(run(ExplodingTensor(), Stream(steps=30, fault=inf_only))).step == 10
 
 
+def test_exploding_tensor_counts_a_float64_tensor_beyond_float32s_range_unless_only_nan() -> None:
+    def overflow(d: StepData) -> None:  # the stored float32 max overflowed; no element is Inf
+        if d.step >= 10:
+            d.set("fc1.weight", max=math.inf, l2=math.inf)
+
+    assert run(ExplodingTensor({"only_nan": True}), Stream(steps=30, fault=overflow)) == []
+    f = first(run(ExplodingTensor(), Stream(steps=30, fault=overflow)))
+    assert (f.step, f.tensor, f.value) == (10, "fc1.weight", math.inf)
+    assert "beyond float32's range" in f.message
+
+
 def vanishing(d: StepData) -> None:
     """A deep sigmoid net: gradients shrink towards the input and the loss stays at ln 10 from the start."""
     d.scalars["loss"] = math.log(10) * (1 + 0.01 * math.sin(d.step))

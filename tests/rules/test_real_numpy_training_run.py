@@ -3,7 +3,8 @@ through the store and turned into views by the evaluator's `ViewBuilder`.
 
 Healthy runs (one whose loss falls towards zero, one that plateaus at a noisy level) leave every
 built-in rule quiet; the same script with a learning rate 1000x too
-high is stopped by `exploding_tensor`, which names where the non-finite values started.
+high is stopped by `exploding_tensor`, which names where the non-finite values started (here first
+float64 values beyond the float32 range of the stored statistics, then Inf and NaN).
 """
 
 from __future__ import annotations
@@ -118,9 +119,16 @@ def test_the_same_run_with_a_huge_learning_rate_is_caught_by_exploding_tensor(tm
     train(tmp_path, lr=300.0, steps=200)
     views = views_of(tmp_path)
     nonfinite = COL["nan"], COL["inf"]
-    first_bad = next(
+    first_nonfinite = next(
         v.step for v in views if v.stats[:, nonfinite].any() or not np.isfinite(v.scalars["loss"])
     )
+    # the run is float64; statistics are stored as float32, so values beyond its range show first as
+    # an infinite min or max with no Inf counted
+    first_overflow = next(v.step for v in views if np.isinf(v.stats[:, [COL["min"], COL["max"]]]).any())
+    assert first_overflow < first_nonfinite
     found = evaluate(views, ["exploding_tensor"])["exploding_tensor"]
-    assert found and found[0].step == first_bad
+    assert found and found[0].step == first_overflow
     assert found[0].tensor is not None and found[0].message.startswith(found[0].tensor)
+    assert "beyond float32's range" in found[0].message
+    at_nonfinite = next(f for f in found if f.step == first_nonfinite)
+    assert "Inf values" in at_nonfinite.message or "scalar" in at_nonfinite.message

@@ -2,6 +2,9 @@
 
 Names the first tensor, in execution order (`execution_key`), where a non-finite value appeared,
 so the finding points at the layer where the problem started, not at every tensor it spread to.
+Statistics are stored as float32, so a float64 tensor with values beyond float32's range (about
+3.4e38) arrives with an infinite min or max and no Inf counted: that counts too (on a float64
+numpy run with a learning rate 3000x too high, 43 steps before the first Inf).
 SageMaker Debugger's `only_nan` is supported.
 """
 
@@ -19,6 +22,7 @@ from trainguard.rules.view import COL, StepView, TensorMeta
 _PARAMS = (Collection.WEIGHTS.value, Collection.BIASES.value)
 _NO_ORDER = 1 << 30
 _NAN, _INF = COL["nan"], COL["inf"]
+_MIN, _MAX = COL["min"], COL["max"]
 _NO_HIT = np.zeros(0, np.int64)
 
 
@@ -100,12 +104,16 @@ class ExplodingTensor(base.Rule):
         p: ExplodingTensor.Params = self.params  # type: ignore[assignment]
         only_nan = p.only_nan
         hit = _NO_HIT
-        # fast path: nothing non-finite anywhere in the block (the nan and inf columns are adjacent)
-        if view.names and view.stats[:, _NAN : _INF + 1].any():
+        stats = view.stats
+        # fast path: nothing non-finite anywhere in the block (the nan and inf columns are adjacent, so are
+        # min and max: an infinite min or max with no Inf counted is a float64 value beyond float32's range)
+        if view.names and (
+            stats[:, _NAN : _INF + 1].any() or (not only_nan and np.isinf(stats[:, _MIN : _MAX + 1]).any())
+        ):
             rows, forward = self._rows_in_execution_order(view)
-            bad = view.stats[rows, COL["nan"]]
+            bad = stats[rows, _NAN]
             if not only_nan:
-                bad = bad + view.stats[rows, COL["inf"]]
+                bad = bad + stats[rows, _INF] + np.isinf(stats[rows, _MIN : _MAX + 1]).any(axis=1)
             hit = np.flatnonzero(bad > 0)
         scalar = self._scalar_hit(view, only_nan) if not _all_finite(view) else None
         # The loss is computed after the forward pass and before the backward pass.
@@ -118,16 +126,20 @@ class ExplodingTensor(base.Rule):
             return []
         first = int(rows[hit[0]])
         name = view.names[first]
-        n_nan, n_inf = view.stats[first, COL["nan"]], view.stats[first, COL["inf"]]
-        what = (
-            f"{base.fmt(n_nan)} NaN"
-            if only_nan
-            else f"{base.fmt(n_nan)} NaN and {base.fmt(n_inf)} Inf values"
-        )
+        n_nan, n_inf = stats[first, _NAN], stats[first, _INF]
+        if only_nan:
+            what = f"{base.fmt(n_nan)} NaN"
+        elif n_nan + n_inf == 0:  # only its min or max overflowed: a wider float beyond float32's range
+            what = (
+                f"values beyond float32's range (stored min {base.fmt(stats[first, _MIN])}, max "
+                f"{base.fmt(stats[first, _MAX])}) among the"
+            )
+        else:
+            what = f"{base.fmt(n_nan)} NaN and {base.fmt(n_inf)} Inf values"
         others = f", {hit.size - 1} more tensors after it" if hit.size > 1 else ""
         msg = (
             f"{name}: {what} of {base.fmt(view.stats[first, COL['count']])} {self.where(view)} "
             f"(the first non-finite tensor in execution order{others})"
         )
-        value = float(n_nan if only_nan else n_nan + n_inf)
+        value = float(n_nan if only_nan else (n_nan + n_inf) or math.inf)
         return [self.finding(view, msg, tensor=name, value=value, threshold=0.0)]

@@ -324,7 +324,7 @@ def catalogue() -> list[Program]:
     base = Program(name="base")
     sig = replace(base, activation="sigmoid", init="glorot", lr=0.5, optimizer="sgd", hidden=(32,) * 4)
     faults = [
-        replace(base, name="F1_lr_x100", fault="F1", category="NaN", intended_rules=("exploding_tensor", "exploding_gradient"), lr=5.0, optimizer="sgd"),
+        replace(base, name="F1_lr_x100", fault="F1", category="NaN", intended_rules=("exploding_tensor", "exploding_gradient", "weight_update_ratio"), lr=5.0, optimizer="sgd"),
         replace(base, name="F2_lr_x1e-4", fault="F2", category="SC", intended_rules=("loss_not_decreasing", "weight_update_ratio", "stalled_training"), lr=5e-6),
         replace(sig, name="F3_vanishing_sigmoid", fault="F3", category="VG", intended_rules=("vanishing_gradient",), hidden=(32,) * 10, init="small", affected_layer="fc0"),
         replace(base, name="F4_saturated_tanh", fault="F4", category="SC", intended_rules=("saturated_activation",), activation="tanh", init_scale=10.0, init="glorot", affected_layer="fc0"),

@@ -264,6 +264,67 @@ def test_weight_update_ratio_fires_when_updates_are_larger_than_the_weights() ->
     assert "above the threshold 1" in f.message and "lower the learning rate" in f.message
 
 
+def grow_fc2(factor: float, *, from_step: int = 30, per_step: bool = False) -> Callable[[StepData], None]:
+    """fc2.weight scaled by `factor` from `from_step` on (or by factor**(steps since then + 1))."""
+
+    def fault(d: StepData) -> None:
+        if d.step >= from_step:
+            d.scale("fc2.weight", factor ** (d.step - from_step + 1) if per_step else factor)
+
+    return fault
+
+
+def test_weight_update_ratio_reports_a_blow_up_at_once_naming_the_layer_that_grew() -> None:
+    # the loss keeps improving (the gate is closed) and the rule debounces 5 of 5: neither holds a blow-up back
+    found = run(WeightUpdateRatio(), Stream(steps=120, fault=grow_fc2(1000.0)))
+    assert [(f.step, f.tensor) for f in found] == [
+        (30, "fc2.weight")
+    ]  # once: the norm grew between 29 and 30
+    assert "grew" in found[0].message and "lower the learning rate" in found[0].message
+    assert found[0].value is not None and found[0].value > 100
+    assert run(WeightUpdateRatio({"blow_up_growth": None}), Stream(steps=120, fault=grow_fc2(1000.0))) == []
+
+
+def test_weight_update_ratio_blow_up_threshold_is_per_view_or_per_step_between_close_views() -> None:
+    def grow_all(factor: float, from_step: int, steps: int) -> Callable[[StepData], None]:
+        """Every weight scaled by factor**k, k = saved steps since `from_step` (at most `steps`)."""
+
+        def fault(d: StepData) -> None:
+            for i in range(4):
+                d.scale(f"fc{i}.weight", factor ** min(max(d.step - from_step + 1, 0), steps))
+
+        return fault
+
+    def first_step(fault: Callable[[StepData], None], interval: int) -> int | None:
+        views = Stream(steps=80, fault=fault)
+        found = run(
+            WeightUpdateRatio(), saved_every(views, interval, eval_every=25) if interval > 1 else views
+        )
+        return found[0].step if found else None
+
+    # 2.5x a step for 20 steps: at every step each view (2x a step); 10 steps apart once 10x lies between views
+    assert (first_step(grow_all(2.5, 30, 20), 1), first_step(grow_all(2.5, 30, 20), 10)) == (30, 40)
+    # 1.5x a step: not at every step; 10 steps apart it is 57x
+    assert (first_step(grow_all(1.5, 30, 20), 1), first_step(grow_all(1.5, 30, 20), 10)) == (None, 40)
+    # one jump of 5x: between views 1 step apart, not between views 10 apart
+    assert (first_step(grow_all(5.0, 31, 1), 1), first_step(grow_all(5.0, 31, 1), 10)) == (31, None)
+
+
+def test_weight_update_ratio_low_side_after_a_blow_up_asks_for_a_lower_learning_rate() -> None:
+    def blow_up_then_dead(d: StepData) -> None:
+        grow_fc2(1000.0)(d)
+        if d.step > 30:  # the units died: no gradient, no update, a flat loss
+            tiny_lr(d)
+        del d.scalars["lr"]  # (the stream's cosine schedule would keep the low side quiet at its end)
+
+    found = run(WeightUpdateRatio(), Stream(steps=160, fault=blow_up_then_dead))
+    low = [f for f in found if "below the threshold" in f.message]
+    assert found[0].step == 30 and low and low[0].step > 30
+    assert "grew" in low[0].message and "after a blow-up" in low[0].message
+    assert low[0].hint is not None and low[0].hint.startswith("lower the learning rate")
+    assert "restart from a checkpoint before step 30" in low[0].hint
+
+
 def test_tensor_variance_names_the_weight_that_diverged() -> None:
     def grow(d: StepData) -> None:
         if d.step >= 100:

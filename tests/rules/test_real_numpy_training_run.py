@@ -132,3 +132,6 @@ def test_the_same_run_with_a_huge_learning_rate_is_caught_by_exploding_tensor(tm
     assert "beyond float32's range" in found[0].message
     at_nonfinite = next(f for f in found if f.step == first_nonfinite)
     assert "Inf values" in at_nonfinite.message or "scalar" in at_nonfinite.message
+    # before any of it, the weights' norm multiplied in one step: weight_update_ratio's blow-up
+    blow_up = evaluate(views, ["weight_update_ratio"])["weight_update_ratio"]
+    assert blow_up and blow_up[0].step == 1 and "norm grew" in blow_up[0].message

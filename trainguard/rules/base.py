@@ -136,6 +136,7 @@ class Rule(abc.ABC):
         self.pattern = re.compile("|".join(f"(?:{t})" for t in tensors)) if tensors else None
         self._seen = 0
         self._history: list[bool] = []
+        self._at_once = False
         p = self.params
         self._schedule = (p.start_step, p.every, p.trigger_k, p.trigger_n)
         # rows() is called on every view; the catalogue rarely changes, so its answer is cached
@@ -217,6 +218,12 @@ class Rule(abc.ABC):
             threshold=threshold,
         )
 
+    def at_once(self, finding: Finding) -> Finding:
+        """Mark a finding of this `check` call as exempt from k-of-n debouncing: for a one-off event
+        so far outside anything healthy that it cannot be noise (and would never recur k times)."""
+        self._at_once = True
+        return finding
+
     def update(self, view: StepView) -> list[Finding]:
         """Apply scheduling and k-of-n debouncing around `check`; return findings to report."""
         # the schedule is read from plain attributes: this runs for every rule on every step
@@ -232,6 +239,7 @@ class Rule(abc.ABC):
         self._seen += 1
         if every > 1 and (self._seen - 1) % every:
             return []
+        self._at_once = False
         found = self.check(view)
         if k <= 1 and n <= 1:
             return found
@@ -239,7 +247,7 @@ class Rule(abc.ABC):
         history.append(bool(found))
         if len(history) > n:
             del history[0]
-        return found if found and sum(history) >= k else []
+        return found if found and (self._at_once or sum(history) >= k) else []
 
     def state_dict(self) -> dict[str, Any]:
         return {"seen": self._seen, "history": list(self._history), "own": self.get_state()}

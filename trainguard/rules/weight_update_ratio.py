@@ -6,10 +6,16 @@ means the model barely learns (learning rate too low, vanished gradients), far a
 thrashes. SageMaker Debugger's parameter names; gated on the loss not improving, 5 of 5 views.
 The low side stays quiet while the recorded learning rate (scalar `lr`) is below half its peak: a
 schedule that anneals it (cosine to zero, step decay) makes the steps small on purpose.
+
+A blow-up needs neither the gate nor the debounce: the weights' total norm multiplying between two
+views (`blow_up_growth`x, or `blow_up_growth_per_step`x per step between close views;
+`signals.WeightBlowUp`) is reported at once. Small updates after a blow-up are its aftermath (dead
+units pass no gradient), and the low side then says so and asks for a lower learning rate.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -50,6 +56,19 @@ class WeightUpdateRatio(base.Rule):
             "purpose (at the end of a cosine schedule, saved every step, healthy runs sit at 3e-6 to 9e-5). "
             "None: report it regardless.",
         )
+        blow_up_growth: float | None = Field(
+            default=10.0,
+            gt=1,
+            description="Growth of the weights' total l2 norm between two views reported at once as a blow-up "
+            "(the detection benchmark's LR x100, unnormalised-input and loss-scale runs grow 35x or more in 5 "
+            "steps; healthy ones at most 1.03x in 5, 1.06x in 10). None: off.",
+        )
+        blow_up_growth_per_step: float = Field(
+            default=2.0,
+            gt=1,
+            description="Between views fewer steps apart than it takes to reach `blow_up_growth` at this rate, this "
+            "growth per training step is enough (saved at every step those runs grow 4x or more, healthy ones 1.006x).",
+        )
         trigger_k: int = base.trigger_k(5)
         trigger_n: int = base.trigger_n(5)
 
@@ -57,12 +76,25 @@ class WeightUpdateRatio(base.Rule):
         super().__init__(*args, **kwargs)
         self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
         self.lr = signals.PeakLearningRate()
+        p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
+        self.blow_up = signals.WeightBlowUp(p.blow_up_growth or math.inf, p.blow_up_growth_per_step)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
         self.gate.push(view)
         self.lr.push(view)
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
+        growth = self.blow_up.push(view, rows) if p.blow_up_growth is not None else None
+        if growth is not None:
+            name, steps = view.names[int(rows[self.blow_up.fastest])], self.blow_up.steps
+            msg = (
+                f"{name}: the weights' total l2 norm grew {base.fmt(growth)}x in {steps} step{'s' if steps > 1 else ''} "
+                f"{self.where(view)} (threshold {base.fmt(p.blow_up_growth)}x, or {base.fmt(p.blow_up_growth_per_step)}x "
+                "per step between closer views): the steps are far too large; this layer's norm grew most"
+            )
+            hint = "lower the learning rate, check the loss reduction (mean, not sum) and the input scale, clip gradients"
+            found = self.finding(view, msg, tensor=name, value=growth, threshold=p.blow_up_growth, hint=hint)
+            return [self.at_once(found)]
         if not len(rows) or not self.gate.open:
             return []
         upd, w = view.stats[rows, COL["update_l2"]], view.stats[rows, COL["l2"]]
@@ -91,11 +123,21 @@ class WeightUpdateRatio(base.Rule):
             if low
             else "lower the learning rate, check the loss reduction (mean, not sum) and clip gradients"
         )
+        if low and self.blow_up.seen is not None:
+            at, growth = self.blow_up.seen
+            msg += (
+                f"; the weights' norm grew {base.fmt(growth)}x by step {at}, so the updates stopped after a blow-up "
+                "(dead units pass no gradient), not for a learning rate too low"
+            )
+            hint = (
+                f"lower the learning rate (or clip gradients) and restart from a checkpoint before step {at}"
+            )
         return [self.finding(view, msg, tensor=name, value=med, threshold=bound, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"gate": self.gate.get_state(), **self.lr.get_state()}
+        return {"gate": self.gate.get_state(), **self.lr.get_state(), **self.blow_up.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.lr.set_state(state)
+        self.blow_up.set_state(state)

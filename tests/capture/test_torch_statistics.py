@@ -142,3 +142,41 @@ def test_per_unit_vectors_match_numpy_with_units_on_dim_1(device: str, kind: str
     assert want is not None and result[0] == want[0]
     np.testing.assert_allclose(torch_stats.to_host(result[1]), want[1], rtol=1e-6)
     assert torch_stats.unit_vector(out, "softmax") is None
+
+
+# Ops that read a device value back to the host (a sync on accelerators): `.item()`/`float()` run
+# `_local_scalar_dense`; CUDA's `bincount` reads the code range; `nonzero` its output size.
+SYNCING_OPS = {"aten::_local_scalar_dense", "aten::item", "aten::bincount", "aten::nonzero"}
+
+
+def test_the_accelerator_branch_of_a_saved_step_reads_nothing_back_before_its_one_copy() -> None:
+    """The branch-free path accelerators take (`host_finish=False`), profiled on CPU: statistics with
+    update/distance, per-unit moved shares and histograms of a Tier-1 step, with no op that syncs."""
+    g = torch.Generator().manual_seed(2)
+    params = [torch.randn(64, 40, generator=g), torch.randn(40, generator=g)]
+    acts = [torch.relu(torch.randn(32, 64, generator=g))]
+    packed = torch_stats.Packed(torch.device("cpu"), width=64, host_finish=False)
+    tensors = params + acts
+    layout = packed.layout(tuple(t.numel() for t in tensors))
+    for step in range(3):  # the first saved step has no previous copy: profile later ones too
+        if step:
+            params[0].add_(0.01)
+        packed.load(layout, tensors)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            moved = packed.moved(layout, 2, (64, 0))
+            raw = packed.reduce(layout, tracked=2)
+            hists = packed.histograms(layout, raw)
+        ops = {e.name for e in prof.events()}
+        assert not ops & SYNCING_OPS, f"step {step}: {sorted(ops & SYNCING_OPS)}"
+        assert "aten::segment_reduce" in ops and "aten::scatter_add_" in ops  # the profile saw the branch
+    want = np.stack([stats.log2_hist(t.numpy()) for t in tensors])
+    np.testing.assert_array_equal(torch_stats.to_host(hists), want)
+    assert torch_stats.to_host(moved).tolist() == [1.0] * 64
+
+
+def test_bin_counts_agree_on_both_branches() -> None:
+    codes = torch.randint(0, 50, (1000,), generator=torch.Generator().manual_seed(3), dtype=torch.int32)
+    host = torch_stats.bin_counts(codes, 64, host=True)
+    device = torch_stats.bin_counts(codes, 64, host=False)
+    assert host.dtype == device.dtype == torch.int64
+    assert device.tolist() == host.tolist() == np.bincount(codes.numpy(), minlength=64).tolist()

@@ -114,7 +114,7 @@ class _Layout:
         self.host_starts = np.asarray(starts, dtype=np.int64)
         """First row of each tensor, for numpy's segment reductions (`np.add.reduceat`)."""
         self.host_n = np.asarray(numels, dtype=np.float64)
-        self.host_pad = self.pad.cpu().numpy()
+        self.host_pad = np.asarray([r * width - n for n, r in zip(numels, rows)], dtype=np.float64)
         self.row_counts = rows
         self.row_sums = torch.zeros(6, self.rows, dtype=torch.float32, device=device)
         self.scratch = torch.empty(self.rows, width, dtype=torch.float32, device=device)
@@ -186,7 +186,11 @@ class _Layout:
 
     def per_tensor(self, row_values: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         """Reduce row statistics [R, ...] over each tensor's rows into float64 [T, ...] (segments never mix NaN)."""
-        return torch.segment_reduce(row_values.to(torch.float64), reduce, lengths=self.lengths, axis=0)
+        # unsafe: skip the checks of `lengths` (built here, never negative, summing to the rows), which read
+        # two values back to the host on every call: a device sync each on accelerators
+        return torch.segment_reduce(
+            row_values.to(torch.float64), reduce, lengths=self.lengths, axis=0, unsafe=True
+        )
 
 
 @dataclass
@@ -350,8 +354,22 @@ class Packed:
     def histograms(self, lay: _Layout, raw: torch.Tensor, *, slot: int = 0) -> torch.Tensor:
         """Return float64 [T, HIST_BINS] log2-magnitude histograms of the tensors in `slot`; `raw` is `reduce`'s result."""
         codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
-        counts = torch.bincount(codes.reshape(-1), minlength=lay.count * format.HIST_BINS)
+        host = self.host_finish and lay.buffer.device.type == "cpu"
+        counts = bin_counts(codes, lay.count * format.HIST_BINS, host=host)
         return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
+
+
+def bin_counts(codes: torch.Tensor, length: int, *, host: bool) -> torch.Tensor:
+    """int64 [length]: how often each code in `codes` (0 <= code < length) occurs.
+
+    `bincount` where `host` (on CPU, the fastest); elsewhere a scatter-add of ones, because CUDA's
+    `bincount` reads the smallest and largest code back to the host first: a device sync."""
+    flat = codes.reshape(-1)
+    if host:
+        return torch.bincount(flat, minlength=length)
+    flat = flat.to(torch.int64)
+    ones = torch.ones((), dtype=torch.int64, device=flat.device).expand_as(flat)
+    return torch.zeros(length, dtype=torch.int64, device=flat.device).scatter_add_(0, flat, ones)
 
 
 def _mask_padding(lay: _Layout, b: torch.Tensor, row_max: torch.Tensor, row_min: torch.Tensor) -> None:
@@ -396,7 +414,7 @@ def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | floa
 
 def histogram(x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
     """Return float64 [HIST_BINS] log2-magnitude histogram of one tensor; `raw` is `reduce_large(x)`."""
-    counts = torch.bincount(_exponent_bins(as_float32(x)).reshape(-1), minlength=format.HIST_BINS)
+    counts = bin_counts(_exponent_bins(as_float32(x)), format.HIST_BINS, host=x.device.type == "cpu")
     return _fix_bins(counts.to(torch.float64), raw)
 
 

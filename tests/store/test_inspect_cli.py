@@ -7,6 +7,7 @@ endpoint) gives exactly one line on stderr, nothing on stdout, and exit 2.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -151,6 +152,20 @@ def test_an_unknown_major_version_is_one_error_line(file_uri: str) -> None:
     doc = json.loads(store.get("run.json"))
     store.put("run.json", json.dumps({**doc, "format_version": "2.0"}).encode())
     assert_one_error_line(inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard")
+
+
+def test_a_segment_of_an_unknown_major_version_is_one_error_line_not_a_skipped_problem(file_uri: str) -> None:
+    # a newer writer's segments are not damage: skipping one would skip every later one as well
+    write_run(file_uri)
+    store = open_store(file_uri)
+    key = sorted(k for k in store.list("rank-00000/seg-"))[1]
+    with np.load(io.BytesIO(store.get(key)), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    buf = io.BytesIO()
+    np.savez(buf, **{**arrays, "format_version": np.array("2.0")})
+    store.put(key, buf.getvalue())
+    line = assert_one_error_line(inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard")
+    assert key in line
 
 
 def test_an_unreachable_endpoint_is_one_error_line_after_the_retries(s3_env: dict[str, str]) -> None:

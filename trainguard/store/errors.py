@@ -25,6 +25,11 @@ class FormatError(StoreError):
     """An object is readable but not in a format this version understands."""
 
 
+class UnsupportedVersion(FormatError):
+    """An object has another major run-format version. Readers stop there instead of skipping it: every
+    later object of that writer would be skipped too."""
+
+
 class SegmentCorrupt(FormatError):
     """A segment is truncated or damaged. Readers report it and go on with the next one."""
 

@@ -191,10 +191,10 @@ class EndInfo(_Doc):
 
 
 def check_version(found: str, *, what: str) -> None:
-    """Raise FormatError when `found` has another major version than ours."""
+    """Raise UnsupportedVersion when `found` has another major version than ours."""
     major = found.split(".", 1)[0]
     if major != FORMAT_VERSION.split(".", 1)[0]:
-        raise errors.FormatError(
+        raise errors.UnsupportedVersion(
             f"{what} has run-format version {found}; this TrainGuard reads {FORMAT_VERSION.split('.')[0]}.x. "
             f"Upgrade TrainGuard to read it."
         )

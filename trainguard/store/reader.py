@@ -67,7 +67,11 @@ class Run:
     def _load(self, rank: int) -> _Loaded:
         if rank not in self._loaded:
             src = self.source(rank)
-            segs = src.poll()
+            segs: list[format.Segment] = []
+            # poll() hands over what it read before a failure and raises at that key on the next call, so
+            # read until a call brings nothing new: the failure surfaces instead of a silently short run
+            while new := src.poll():
+                segs += new
             self.problems.extend(src.problems)
             self._loaded[rank] = _Loaded(segments=segs, catalogue=dict(src.catalogue()))
         return self._loaded[rank]

@@ -3,7 +3,9 @@
 `RankSource.poll()` lists the rank's prefix after the last key seen (`StartAfter`), so no key
 is read twice and the whole prefix is never re-listed. A catalogue version newer than the one
 held is fetched by its key before the segment that needs it is returned. A corrupt segment is
-reported through `problems` and skipped; later segments are still read. Other formats
+reported through `problems` and skipped; later segments are still read. A segment or catalogue of
+another major format version raises `UnsupportedVersion` instead (not damage: a newer writer's
+every segment would be skipped), after the segments before it are handed over. Other formats
 (smdebug, TensorBoard) provide classes with the same three methods.
 """
 
@@ -92,6 +94,10 @@ class RankSource:
                 self._ensure_catalogue(seg.catalogue_version)
             except errors.NotFound as err:
                 self._problem(f"{self.store.uri}/{key} was listed but is gone ({err}); skipped")
+            except errors.UnsupportedVersion:
+                if out:
+                    return out  # hand over what was read; this key raises again next time
+                raise  # not damage: skipping it would skip every later segment of that writer too
             except errors.FormatError as err:
                 self._problem(str(err))
             except errors.StoreError:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
@@ -110,6 +113,29 @@ def test_a_corrupt_segment_is_counted_and_skipped(file_uri: str) -> None:
     assert [v.step for v in ev.poll() if v.rule == "nan-guard"] == [12]
     assert registry.get_sample_value("trainguard_sidecar_corrupt_segments_total") == 1.0
     assert registry.get_sample_value("trainguard_sidecar_segments_total") == 2.0
+
+
+def test_a_segment_of_a_newer_major_version_stops_the_reading_instead_of_being_skipped(file_uri: str) -> None:
+    store = open_store(file_uri)
+    b = RunBuilder(store)
+    b.segment(range(5))
+    b.segment(range(5, 10))
+    b.segment(range(10, 15), nan_at=[12])
+    key = sorted(store.list("rank-00000/seg-"))[1]
+    with np.load(io.BytesIO(store.get(key)), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    buf = io.BytesIO()
+    np.savez(buf, **{**arrays, "format_version": np.array("2.0")})
+    store.put(key, buf.getvalue())
+    registry = CollectorRegistry()
+    ev = Evaluator(file_uri, rules=RULES, registry=registry, checkpoint=False)
+    ev.run(threading.Event(), poll_interval_seconds=0.01, idle_timeout_seconds=0.2)
+    assert ev.timed_out and ev.last_error is not None
+    assert "run-format version 2.0" in ev.last_error and "Upgrade TrainGuard" in ev.last_error
+    # the first segment was evaluated; nothing was read past the newer one, and it was not counted as corrupt
+    assert registry.get_sample_value("trainguard_sidecar_segments_total") == 1.0
+    assert registry.get_sample_value("trainguard_sidecar_corrupt_segments_total") == 0.0
+    assert registry.get_sample_value("trainguard_rule_triggered", {"rule": "nan-guard"}) == 0.0
 
 
 def test_metrics_labels_never_carry_tensor_names(file_uri: str) -> None:

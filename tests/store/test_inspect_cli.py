@@ -164,7 +164,9 @@ def test_a_segment_of_an_unknown_major_version_is_one_error_line_not_a_skipped_p
     buf = io.BytesIO()
     np.savez(buf, **{**arrays, "format_version": np.array("2.0")})
     store.put(key, buf.getvalue())
-    line = assert_one_error_line(inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard")
+    line = assert_one_error_line(
+        inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard"
+    )
     assert key in line
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +14,7 @@ from torch import nn
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
+from trainguard.store.backend import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 
@@ -149,3 +154,65 @@ def test_order_is_set_without_an_optimizer_too(file_uri: str) -> None:
         assert not hook._order_handles
         assert hook._writer is not None
         assert [hook._writer.info(i).order for i in range(4)] == [2, 2, 0, 0]  # head.*, then body.*
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_a_half_precision_model_reads_back_with_its_dtype_and_every_column(
+    file_uri: str, dtype: torch.dtype
+) -> None:
+    # the C kernel reads float32 only: these tensors take the torch path (upcast to float32 on the device)
+    model = mlp().to(dtype)
+    with tg.Hook(file_uri, save_interval=2, tier1_interval=2) as hook:
+        seen = train(hook, model, steps=7, dtype=dtype)
+        assert hook.errors == []
+    run = trainguard.open_run(file_uri)
+    cat = {t.name: t for t in run.tensors()}
+    assert {cat[n].dtype for n in ("0.weight", "grad/0.weight", "act/1")} == {
+        str(dtype).removeprefix("torch.")
+    }
+    assert run.steps().tolist() == [0, 2, 4, 6]
+    _, l2 = run.series("0.weight", "l2")
+    np.testing.assert_allclose(l2, [seen.weight_l2[s] for s in (0, 2, 4, 6)], rtol=1e-5)
+    assert (run.series("0.weight", "update_l2").values[1:] > 0).all()
+    assert (run.series("act/1", "count").values == 32 * 16).all()
+    for name in ("0.weight", "grad/0.weight", "act/1", "act/3"):
+        for column in ("min", "max", "mean", "std", "abs_mean", "l2"):
+            assert np.isfinite(run.series(name, column).values).all(), (name, column)
+    assert any(seg.hists for seg in run.segments())  # Tier 1 as well
+
+
+def test_the_s3_endpoint_can_come_from_the_config_alone(
+    s3_bucket: str, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    endpoint = s3_env["AWS_ENDPOINT_URL"]
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    uri = f"s3://{s3_bucket}/run"
+    hook = tg.Hook.from_env(
+        {"TRAINGUARD_OUT": uri, "TRAINGUARD_S3_ENDPOINT": endpoint, "TRAINGUARD_SAVE_INTERVAL": "2"}
+    )
+    with hook:
+        train(hook, mlp(), steps=6)
+        assert hook.errors == []
+    run = trainguard.open_run(uri, store=open_store(uri, endpoint_url=endpoint))
+    assert run.steps().tolist() == [0, 2, 4]
+    end = run.ended()
+    assert end is not None and end.status == "ok"
+
+
+def test_a_script_that_never_calls_close_still_ends_its_run_at_exit(file_uri: str) -> None:
+    script = (
+        "import trainguard.torch as tg\n"
+        "from tests.capture.torch_loop import mlp, train\n"
+        f"hook = tg.Hook({file_uri!r}, save_interval=2, flush_interval_seconds=60)\n"
+        "train(hook, mlp(), steps=7)\n"  # and exits: neither close() nor a with block
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    run = trainguard.open_run(file_uri)
+    assert run.steps().tolist() == [0, 2, 4, 6]  # the last segment was flushed at exit
+    end = run.ended()
+    assert end is not None and (end.status, end.last_step) == ("ok", 6)

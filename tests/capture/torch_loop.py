@@ -34,6 +34,7 @@ def train(
     loss_after_step: bool = True,
     eval_every: int = 0,
     on_step: Callable[[int], None] | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> Trained:
     """Train `model` for `steps` optimizer steps, recording the loss (and a validation loss) on `hook`."""
     g = torch.Generator().manual_seed(1)
@@ -45,7 +46,7 @@ def train(
     seen = Trained()
     for step in range(steps):
         model.train()
-        x, y = torch.randn(32, 8, generator=g), torch.randint(0, 3, (32,), generator=g)
+        x, y = torch.randn(32, 8, generator=g).to(dtype), torch.randint(0, 3, (32,), generator=g)
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
@@ -55,11 +56,13 @@ def train(
         if hook is not None and loss_after_step:
             hook.record_scalar("loss", loss)
         seen.losses[step] = float(loss.detach())
-        seen.weight_l2[step] = float(torch.linalg.vector_norm(model[0].weight.detach()))  # type: ignore[index]
+        seen.weight_l2[step] = float(torch.linalg.vector_norm(model[0].weight.detach().float()))  # type: ignore[index]
         if eval_every and step % eval_every == 0:
             model.eval()
             with torch.no_grad():
-                val = loss_fn(model(torch.randn(16, 8, generator=g)), torch.randint(0, 3, (16,), generator=g))
+                val = loss_fn(
+                    model(torch.randn(16, 8, generator=g).to(dtype)), torch.randint(0, 3, (16,), generator=g)
+                )
             if hook is not None:
                 hook.record_scalar("val_loss", val, mode="eval")
         if on_step is not None:

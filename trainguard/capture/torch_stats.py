@@ -214,6 +214,10 @@ class Packed:
     _layouts: OrderedDict[tuple[int, ...], _Layout] = field(default_factory=OrderedDict)
     _history: dict[tuple[int, ...], _History] = field(default_factory=dict)
 
+    def _on_host(self) -> bool:
+        """Whether a saved step is finished with numpy on the host (CPU) rather than branch-free on the device."""
+        return self.host_finish and self.device.type == "cpu"
+
     def layout(self, numels: tuple[int, ...]) -> _Layout:
         """Return the cached layout for these tensor sizes (activation shapes may vary by step)."""
         lay = self._layouts.get(numels)
@@ -246,7 +250,7 @@ class Packed:
         torch.mv(b, lay.ones, out=rows[0])
         torch.linalg.vector_norm(b, dim=1, out=rows[2]).square_()
         torch.mv(torch.abs(b, out=scratch), lay.ones, out=rows[1])
-        on_host = self.host_finish and b.device.type == "cpu"
+        on_host = self._on_host()
         if on_host:
             # sign(|x|): 1 for every non-zero (denormals included), 0 for zeros -- and for NaN, whose
             # counts (zeros included) come from the element-wise path whenever a NaN is present.
@@ -354,8 +358,7 @@ class Packed:
     def histograms(self, lay: _Layout, raw: torch.Tensor, *, slot: int = 0) -> torch.Tensor:
         """Return float64 [T, HIST_BINS] log2-magnitude histograms of the tensors in `slot`; `raw` is `reduce`'s result."""
         codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
-        host = self.host_finish and lay.buffer.device.type == "cpu"
-        counts = bin_counts(codes, lay.count * format.HIST_BINS, host=host)
+        counts = bin_counts(codes, lay.count * format.HIST_BINS, host=self._on_host())
         return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
 
 

@@ -33,7 +33,7 @@ def wait_for_step(uri: str, step: int, *, timeout_seconds: float = 20.0) -> None
     deadline = time.monotonic() + timeout_seconds
     while True:
         names = [format.parse_segment_name(k) for k in open_store(uri).list("rank-00000/seg-")]
-        if any(n is not None and n[1] >= step for n in names):
+        if any(n is not None and n.last_step >= step for n in names):
             return
         assert time.monotonic() < deadline, f"no segment with step {step} landed in {timeout_seconds}s"
         time.sleep(0.02)

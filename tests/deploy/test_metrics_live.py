@@ -51,6 +51,7 @@ from tests.kube import (
     register_resources,
     write_kubeconfig,
 )
+from tests.sidecar.runs import start_pod
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
@@ -262,6 +263,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
                           if c["metadata"].get("labels", {}).get("trainguard.dev/debugjob") == "demo"), None),
             what="demo's ConfigMap")  # fmt: skip
         sidecar = yaml.safe_load(demo_map["data"]["sidecar.yaml"])
+        stop_file = start_pod(tmp)  # the pod's sidecar starts before its trainer
         trainer = await asyncio.create_subprocess_exec(
             sys.executable, str(ROOT / "tests" / "deploy" / "faulty_trainer.py"), "120",
             env={**os.environ, "TRAINGUARD_OUT": sidecar["run_uri"], "RANK": "0", "WORLD_SIZE": "1"},
@@ -269,7 +271,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         out, _ = await trainer.communicate()
         assert trainer.returncode == 0, out.decode()
         sidecar_port = free_port()
-        sidecar.update(metrics_port=sidecar_port, metrics_address="127.0.0.1", stop_file=str(tmp / "stop"))
+        sidecar.update(metrics_port=sidecar_port, metrics_address="127.0.0.1", stop_file=str(stop_file))
         (tmp / "sidecar.yaml").write_text(yaml.safe_dump(sidecar))
         log = tmp / "sidecar.log"
         procs.append(

@@ -14,7 +14,7 @@ import yaml
 
 from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.operator.conftest import OperatorProcess
-from tests.sidecar.runs import RunBuilder
+from tests.sidecar.runs import RunBuilder, start_pod
 from trainguard.store.backend import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +42,9 @@ async def test_sidecar_report_of_a_nan_stops_the_job_through_the_operator(
 
     # The pod's view: the operator's sidecar.yaml, with local ports and paths instead of the pod's.
     config = yaml.safe_load(cm["data"]["sidecar.yaml"])
-    stop_file = tmp_path / "shared" / "stop"
+    stop_file = start_pod(
+        tmp_path / "shared"
+    )  # the sidecar starts first (its startup probe holds the trainer)
     config.update(
         metrics_port=0, metrics_address="127.0.0.1", stop_file=str(stop_file), poll_interval_seconds=0.05
     )

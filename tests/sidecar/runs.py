@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
+from trainguard.commands.sidecar import POD_STARTED_FILE
 from trainguard.store import format
 from trainguard.store.backend import Store
 
@@ -64,17 +66,21 @@ def healthy_row(step: int) -> np.ndarray:
 class RunBuilder:
     """One rank of a run, written segment by segment."""
 
-    def __init__(self, store: Store, *, rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self, store: Store, *, rank: int = 0, world_size: int = 1, started: float | None = None
+    ) -> None:
         self.store = store
         self.rank = rank
         self.seq = 0
+        self.attempt = format.attempt_id(time.time() if started is None else started)
+        """The writer attempt (its start time, `started`): a second builder of a rank is a restarted trainer."""
         if rank == 0:
             info = format.RunInfo(
                 run_id="test", framework="numpy", world_size=world_size, start_time=time.time()
             )
             store.put(format.RUN_INFO_KEY, info.model_dump_json().encode())
         cat = format.Catalogue(rank=rank, version=0, tensors=list(TENSORS))
-        store.put(format.meta_key(rank, 0), cat.model_dump_json().encode())
+        store.put(format.meta_key(rank, 0, attempt=self.attempt), cat.model_dump_json().encode())
 
     def segment(
         self,
@@ -118,13 +124,13 @@ class RunBuilder:
             units=units,
             hists=hists,
         )
-        key = format.segment_key(self.rank, seg.first_step, seg.last_step, self.seq)
+        key = format.segment_key(self.rank, self.attempt, self.seq, seg.first_step, seg.last_step)
         self.seq += 1
         self.store.put(key, format.encode_segment(seg))
         return key
 
     def end(self, *, last_step: int | None = None) -> None:
-        doc = format.EndInfo(status="ok", last_step=last_step, wall_time=time.time())
+        doc = format.EndInfo(status="ok", last_step=last_step, wall_time=time.time(), attempt=self.attempt)
         self.store.put(format.end_key(self.rank), json.dumps(doc.model_dump()).encode())
 
 
@@ -140,6 +146,15 @@ def write_run(
     if end:
         b.end(last_step=segments * steps_per_segment - 1)
     return b
+
+
+def start_pod(shared: Path) -> Path:
+    """Start a DebugJob pod: its shared volume holds the time its sidecar started (the sidecar starts before
+    the trainer and keeps that time there); return the stop file's path. Write the run after this."""
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / POD_STARTED_FILE).write_text(repr(time.time()))
+    time.sleep(0.002)  # the trainer's writer starts later (attempt ids are milliseconds)
+    return shared / "stop"
 
 
 def custom(cls: str) -> str:

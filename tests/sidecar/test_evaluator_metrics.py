@@ -125,13 +125,13 @@ def test_a_segment_of_a_newer_major_version_stops_the_reading_instead_of_being_s
     with np.load(io.BytesIO(store.get(key)), allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
     buf = io.BytesIO()
-    np.savez(buf, **{**arrays, "format_version": np.array("2.0")})
+    np.savez(buf, **{**arrays, "format_version": np.array("3.0")})
     store.put(key, buf.getvalue())
     registry = CollectorRegistry()
     ev = Evaluator(file_uri, rules=RULES, registry=registry, checkpoint=False)
     ev.run(threading.Event(), poll_interval_seconds=0.01, idle_timeout_seconds=0.2)
     assert ev.timed_out and ev.last_error is not None
-    assert "run-format version 2.0" in ev.last_error and "Upgrade TrainGuard" in ev.last_error
+    assert "run-format version 3.0" in ev.last_error and "Upgrade TrainGuard" in ev.last_error
     # the first segment was evaluated; nothing was read past the newer one, and it was not counted as corrupt
     assert registry.get_sample_value("trainguard_sidecar_segments_total") == 1.0
     assert registry.get_sample_value("trainguard_sidecar_corrupt_segments_total") == 0.0

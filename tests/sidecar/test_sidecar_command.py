@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
-from tests.sidecar.runs import RunBuilder, custom
+from tests.sidecar.runs import RunBuilder, custom, start_pod
 from trainguard.commands.sidecar import rank_from_env
 from trainguard.errors import ConfigError
 from trainguard.store.backend import open_store
@@ -72,11 +72,11 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
     kube: KubeEnv, file_uri: str, tmp_path: Path
 ) -> None:
     created = await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("train"))
+    stop_file = start_pod(tmp_path / "shared")  # the sidecar starts before its pod's trainer writes
     b = RunBuilder(open_store(file_uri), rank=2)
     b.segment(range(5))
     b.segment(range(5, 10), nan_at=[8])
     b.end(last_step=9)
-    stop_file = tmp_path / "shared" / "stop"
     config = _config(
         tmp_path / "sidecar.yaml",
         run_uri=file_uri,
@@ -123,12 +123,12 @@ async def test_with_several_processes_per_pod_the_sidecar_follows_its_nodes_glob
 ) -> None:
     # torchrun on node 1 of 2 with 2 processes each: the pod's processes write ranks 2 and 3.
     created = await kube.create(DEBUGJOB_RESOURCE, debugjob_manifest("ddp"))
+    stop_file = start_pod(tmp_path / "shared")
     store = open_store(file_uri)
     runs = {r: RunBuilder(store, rank=r, world_size=4) for r in range(4)}
     for r, b in runs.items():
         b.segment(range(5), nan_at=[4] if r == 3 else [])
         b.end(last_step=4)
-    stop_file = tmp_path / "shared" / "stop"
     config = _config(
         tmp_path / "sidecar.yaml",
         run_uri=file_uri,

@@ -73,7 +73,8 @@ def test_prediction_count_records_are_attached_by_step_and_mode(tmp_path) -> Non
         format.TensorInfo(id=7, name="pred/ctr", collection="predictions", mode="eval", units=4),
     ]
     store.put(
-        format.meta_key(0, 0), format.Catalogue(rank=0, version=0, tensors=tensors).model_dump_json().encode()
+        format.meta_key(0, 0, attempt=b.attempt),
+        format.Catalogue(rank=0, version=0, tensors=tensors).model_dump_json().encode(),
     )
     counts = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4)
     seg = format.Segment(
@@ -88,7 +89,7 @@ def test_prediction_count_records_are_attached_by_step_and_mode(tmp_path) -> Non
             "pred.7.steps": np.array([5], np.int64),
         },
     )
-    store.put(format.segment_key(0, 0, 10, b.seq), format.encode_segment(seg))
+    store.put(format.segment_key(0, b.attempt, b.seq, 0, 10), format.encode_segment(seg))
     src = RankSource(store, 0)
     (loaded,) = src.poll()
     views = ViewBuilder(0).views(loaded, src.catalogue())

@@ -92,18 +92,27 @@ def test_a_scalar_only_segment_round_trips_and_spans_its_scalar_steps() -> None:
     assert (back.first_step, back.last_step) == (3, 4)
 
 
-def test_segment_keys_sort_by_step_and_parse_back() -> None:
+def test_segment_keys_sort_by_attempt_then_upload_order_whatever_steps_they_hold() -> None:
+    early, late = format.attempt_id(1_795_000_000.0), format.attempt_id(1_795_000_000.001)
     keys = [
-        format.segment_key(0, 10, 19, 1),
-        format.segment_key(0, 2, 9, 0),
-        format.segment_key(0, 100, 100, 2),
+        format.segment_key(0, early, 1, 0, 9),  # uploaded second, holds earlier steps
+        format.segment_key(0, early, 0, 10, 19),
+        format.segment_key(0, late, 0, 0, 4),  # a restarted rank starts from step 0 again
     ]
     assert sorted(keys) == [keys[1], keys[0], keys[2]]
-    assert format.parse_segment_name(keys[2]) == (100, 100, 2)
+    assert format.after_attempt(0, early) > keys[0] and format.after_attempt(0, early) < keys[2]
+    assert format.parse_segment_name(keys[2]) == (late, 0, 0, 4) and len(late) == format.ATTEMPT_DIGITS
     assert format.parse_segment_name("rank-00000/seg-garbage.npz") is None
-    # A long run outgrows the zero padding (a million flushes, or steps past 10^12): still a segment.
-    assert format.parse_segment_name(format.segment_key(0, 5, 6, 1_000_000)) == (5, 6, 1_000_000)
-    assert format.parse_segment_name(format.segment_key(0, 10**12, 10**12 + 1, 3)) == (10**12, 10**12 + 1, 3)
+    # A long run outgrows the zero padding (a billion flushes, or steps past 10^12): still a segment.
+    assert format.parse_segment_name(format.segment_key(0, early, 10**9, 5, 6)) == (early, 10**9, 5, 6)
+    assert format.parse_segment_name(format.segment_key(0, early, 3, 10**12, 10**12 + 1)) == (
+        early, 3, 10**12, 10**12 + 1,
+    )  # fmt: skip
+    # Format 1 keys (no attempt) still parse, as attempt "".
+    assert format.parse_segment_name("rank-00000/seg-000000000010-000000000019-000001.npz") == ("", 1, 10, 19)
+    assert format.meta_key(0, 2, attempt="") == "rank-00000/meta-000002.json"
+    assert format.parse_meta_name(format.meta_key(0, 2, attempt=late)) == (late, 2)
+    assert format.parse_meta_name("rank-00000/meta-000002.json") == ("", 2)
     assert format.parse_rank_prefix("rank-00042/") == 42 and format.parse_rank_prefix("evaluator/") is None
 
 
@@ -156,8 +165,9 @@ def test_a_tensor_defined_after_the_first_flush_gets_a_new_catalogue_version_tha
     b = w.define("b", collection="gradients", shape=[2])
     w.write_step(1, np.array([a, b]), np.full((2, K), 2, np.float32))
     w.close()
-    assert store.list("rank-00000/meta-") == [format.meta_key(0, 0), format.meta_key(0, 1)]
-    first, second = json.loads(store.get(format.meta_key(0, 0))), json.loads(store.get(format.meta_key(0, 1)))
+    metas = [format.meta_key(0, v, attempt=w.attempt) for v in (0, 1)]
+    assert store.list("rank-00000/meta-") == metas
+    first, second = json.loads(store.get(metas[0])), json.loads(store.get(metas[1]))
     assert [t["name"] for t in first["tensors"]] == ["a"]
     assert [t["name"] for t in second["tensors"]] == ["a", "b"]
     run = trainguard.open_run(file_uri)
@@ -198,12 +208,12 @@ def test_run_json_with_an_unknown_major_version_is_refused_with_a_clear_message(
     store = open_store(file_uri)
     store.put(
         "run.json",
-        json.dumps({"format_version": "2.0", "run_id": "x", "framework": "numpy", "start_time": 0}).encode(),
+        json.dumps({"format_version": "3.0", "run_id": "x", "framework": "numpy", "start_time": 0}).encode(),
     )
     with pytest.raises(errors.FormatError) as info:
         trainguard.open_run(file_uri)
     assert str(info.value) == (
-        f"{file_uri}/run.json has run-format version 2.0; this TrainGuard reads 1.x. Upgrade TrainGuard to read it."
+        f"{file_uri}/run.json has run-format version 3.0; this TrainGuard reads 1.x and 2.x. Upgrade TrainGuard to read it."
     )
 
 
@@ -222,10 +232,10 @@ def test_a_newer_minor_version_is_read(file_uri: str) -> None:
 def test_a_segment_with_an_unknown_major_version_is_reported_not_read() -> None:
     buf = io.BytesIO()
     arrays = {k: v for k, v in np.load(io.BytesIO(format.encode_segment(make_segment()))).items()}
-    arrays["format_version"] = np.array("2.1")
+    arrays["format_version"] = np.array("3.1")
     np.savez(buf, **arrays)
     with pytest.raises(
-        errors.FormatError, match="segment s/k has run-format version 2.1; this TrainGuard reads 1.x"
+        errors.FormatError, match="segment s/k has run-format version 3.1; this TrainGuard reads 1.x and 2.x"
     ):
         format.decode_segment(buf.getvalue(), key="s/k")
 

@@ -71,7 +71,7 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
         if " " in line.strip()
     }
     assert rows["run"] == run_uri
-    assert rows["format"].startswith("trainguard (format 1.0, framework numpy")
+    assert rows["format"].startswith("trainguard (format 2.0, framework numpy")
     assert rows["ranks"] == "0"
     assert rows["steps"] == "5 saved (first 0, last 8)"
     assert rows["last"] == "step    9"
@@ -80,6 +80,19 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
     assert rows["tensors"] == "fc1.bias, fc1.weight, grad/fc1.weight"
     assert rows["scalars"] == "train: loss; eval: val_loss"
     assert rows["problems"] == "none"
+    assert "attempts" not in rows  # one writer: nothing to say
+
+
+def test_a_rank_written_twice_on_the_same_uri_shows_both_attempts(file_uri: str) -> None:
+    write_run(file_uri)
+    write_run(file_uri)  # the same script again (a retried pod): a second attempt, nothing overwritten
+    text = inspect(file_uri)
+    assert text.returncode == 0, text.stderr
+    assert "  steps        10 saved (first 0, last 8)" in text.stdout
+    assert "  attempts     2 (restarted on this URI; steps above count every attempt's)" in text.stdout
+    doc = json.loads(inspect(file_uri, "--json").stdout)
+    first, second = doc["ranks"][0]["attempts"]
+    assert first < second and len(first) == 13
 
 
 def test_inspect_json_is_machine_readable_and_covers_every_rank(file_uri: str) -> None:
@@ -150,8 +163,10 @@ def test_an_unknown_major_version_is_one_error_line(file_uri: str) -> None:
     write_run(file_uri)
     store = open_store(file_uri)
     doc = json.loads(store.get("run.json"))
-    store.put("run.json", json.dumps({**doc, "format_version": "2.0"}).encode())
-    assert_one_error_line(inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard")
+    store.put("run.json", json.dumps({**doc, "format_version": "3.0"}).encode())
+    assert_one_error_line(
+        inspect(file_uri), "run-format version 3.0", "reads 1.x and 2.x", "Upgrade TrainGuard"
+    )
 
 
 def test_a_segment_of_an_unknown_major_version_is_one_error_line_not_a_skipped_problem(file_uri: str) -> None:
@@ -162,10 +177,10 @@ def test_a_segment_of_an_unknown_major_version_is_one_error_line_not_a_skipped_p
     with np.load(io.BytesIO(store.get(key)), allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
     buf = io.BytesIO()
-    np.savez(buf, **{**arrays, "format_version": np.array("2.0")})
+    np.savez(buf, **{**arrays, "format_version": np.array("3.0")})
     store.put(key, buf.getvalue())
     line = assert_one_error_line(
-        inspect(file_uri), "run-format version 2.0", "reads 1.x", "Upgrade TrainGuard"
+        inspect(file_uri), "run-format version 3.0", "reads 1.x and 2.x", "Upgrade TrainGuard"
     )
     assert key in line
 

@@ -20,8 +20,9 @@ SLOW = WriterConfig(flush_every_steps=50, flush_interval_seconds=60)  # nothing 
 
 
 def segments(store: Store) -> list[tuple[int, int, int]]:
+    """(first step, last step, upload sequence) of every segment, in key order."""
     keys = store.list(format.rank_prefix(0))
-    return sorted(p for p in (format.parse_segment_name(k) for k in keys) if p is not None)
+    return [(p.first_step, p.last_step, p.seq) for p in map(format.parse_segment_name, keys) if p is not None]
 
 
 def wait_for_segments(store: Store, n: int, timeout: float = 10.0) -> list[tuple[int, int, int]]:
@@ -68,7 +69,8 @@ def test_a_non_finite_scalar_is_flushed_at_once(file_uri: str) -> None:
     w.write_scalars(2, [loss], [float("nan")])
     found = wait_for_segments(store, 1)
     assert len(found) == 1
-    seg = format.decode_segment(store.get(format.segment_key(0, *found[0])), key="seg")
+    (key,) = store.list(format.rank_prefix(0) + "seg-")
+    seg = format.decode_segment(store.get(key), key="seg")
     assert seg.scalar_steps.tolist() == [0, 1, 2] and np.isnan(seg.scalar_values[-1])
     w.close()
 

@@ -42,6 +42,11 @@ class RankSummary(BaseModel):
     tensors: list[str] = Field(description="Tensor names, sorted.")
     scalars: dict[str, list[str]] = Field(description="Scalar names by mode (train, eval, ...).")
     ended: EndSummary | None = Field(description="The rank's end marker; None while it is still writing.")
+    attempts: list[str] = Field(
+        default_factory=list,
+        description="Writer attempts in write order (start times in ms); more than one: the rank was restarted "
+        "on this URI, and `steps` counts every attempt's.",
+    )
     problems: list[str] = Field(default_factory=list, description="Damaged objects met and skipped.")
 
 
@@ -108,6 +113,7 @@ def summarize(run: object) -> RunSummary:
                 else EndSummary(
                     status=end.status, last_step=end.last_step, written_by=end.written_by, errors=end.errors
                 ),
+                attempts=[a for a in run.attempts(rank) if a],
                 problems=problems,
             )
         )
@@ -158,6 +164,9 @@ def render_text(summary: RunSummary) -> str:
             if r.ended.errors:
                 ended += f"; capture error: {r.ended.errors[0]}"
         lines.append(row("ended", ended, "  "))
+        if len(r.attempts) > 1:
+            restarts = f"{len(r.attempts)} (restarted on this URI; steps above count every attempt's)"
+            lines.append(row("attempts", restarts, "  "))
         coll = ", ".join(f"{name} {count}" for name, count in r.collections.items())
         lines.append(row("collections", coll or "none", "  "))
         shown = r.tensors[:TEXT_TENSOR_LIMIT]

@@ -9,6 +9,10 @@ one JSON line on stdout. A `stop` verdict on any followed rank creates the stop 
 process of the pod reads. With a DebugJob, each followed rank's report is patched into its status
 under its own key, and the process keeps serving after the run ended until it gets SIGTERM (a
 native sidecar that exits is restarted); without one it exits when the run ended.
+In a DebugJob pod the sidecar follows its own pod's trainer only: a retried pod (the Job's
+backoffLimit) writes a new attempt of the same ranks, and the writer attempts from before the pod
+started (kept in a file of the pod's shared volume, which outlives a restarted sidecar) are left
+to the earlier pod's evaluator.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
+POD_STARTED_FILE = "pod-started-at"
+"""Beside the stop file: when the pod's first sidecar started (Unix time)."""
 HELP = "run the rule evaluator of one pod's ranks (used inside a DebugJob pod)"
 
 log = logging.getLogger("trainguard.sidecar")
@@ -54,6 +61,26 @@ def rank_from_env(env: dict[str, str] | os._Environ[str]) -> int | None:
     return None
 
 
+def pod_started_at(marker: str, now: float) -> float:
+    """Return when this pod's first sidecar started: read from `marker`, or `now` written there.
+
+    `marker` is on the pod's emptyDir, so a restarted sidecar container finds its pod's start again.
+    """
+    try:
+        with open(marker, encoding="utf-8") as f:
+            return float(f.read())
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write(repr(now))
+    except OSError as err:
+        log.warning(
+            "cannot keep the pod's start time in %s (%s); a restarted sidecar uses its own", marker, err
+        )
+    return now
+
+
 def main(args: argparse.Namespace) -> int:
     import prometheus_client
 
@@ -79,6 +106,11 @@ def main(args: argparse.Namespace) -> int:
         {"endpoint_url": cfg.s3_endpoint} if cfg.s3_endpoint and cfg.run_uri.startswith("s3://") else {}
     )
     registry = prometheus_client.CollectorRegistry()
+    not_before = (
+        pod_started_at(os.path.join(os.path.dirname(cfg.stop_file), POD_STARTED_FILE), time.time())
+        if cfg.debugjob is not None and cfg.stop_file
+        else None
+    )
     evaluator = Evaluator(
         cfg.run_uri,
         rules=cfg.rules or None,
@@ -87,6 +119,7 @@ def main(args: argparse.Namespace) -> int:
         registry=registry,
         checkpoint=cfg.checkpoint,
         stop_file=cfg.stop_file,
+        not_before=not_before,
     )
     stop = threading.Event()
     running = threading.Event()

@@ -2,7 +2,8 @@
 
 Called by the DebugJob handler when the DebugJob enters a terminal phase. Followers and offline
 readers then know the run is over instead of waiting for an idle timeout. A rank's END written
-by the hook is never overwritten. Opening the store with the DebugJob's S3 credentials is here;
+by the hook is never overwritten, unless it closes an earlier attempt of a rank that was
+restarted since (a retried pod that died without writing its own). Opening the store with the DebugJob's S3 credentials is here;
 the key names and the document come from `trainguard.store.format`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Phase
 from trainguard.store import backend, format
+from trainguard.store.source import later_attempt, load_json_doc
 
 
 def end_status(phase: Phase) -> str:
@@ -31,11 +33,11 @@ def write_missing(
     reason: str,
     wall_time: float,
 ) -> list[int]:
-    """Write END.json for every rank in `range(workers)` that has none; return those ranks."""
+    """Write END.json for every rank in `range(workers)` that has none, or a stale one; return those ranks."""
     written = []
     for rank in range(workers):
         key = format.end_key(rank)
-        if store.exists(key):
+        if store.exists(key) and not _stale(store, rank):
             continue
         info = format.EndInfo(
             status=status,
@@ -47,6 +49,13 @@ def write_missing(
         store.put(key, json.dumps(info.model_dump()).encode())
         written.append(rank)
     return written
+
+
+def _stale(store: backend.Store, rank: int) -> bool:
+    """Whether the rank's END closes an attempt older than the newest one in the store."""
+    end = load_json_doc(store, format.end_key(rank), format.EndInfo)
+    assert isinstance(end, format.EndInfo)
+    return end.attempt is not None and later_attempt(store, rank, end.attempt) is not None
 
 
 def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:

@@ -103,6 +103,8 @@ class _RankTrack:
     """For sources that cannot resume by key: steps up to this one were evaluated before a restart."""
     last_step: int | None = None
     last_stats_view: StepView | None = None
+    attempt: str | None = None
+    """The writer attempt of the last segment evaluated (a rank restarted on the same URI has several)."""
     ended: bool = False
     end_seen: bool = False
     last_heartbeat: float = float("-inf")
@@ -133,7 +135,12 @@ class Evaluator:
         checkpoint: bool = True,
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
+        not_before: float | None = None,
     ) -> None:
+        """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
+        attempts started before it are an earlier pod's of a retried Job: their segments are left to that
+        pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
+        """
         if rank is not None and ranks is not None:
             raise ValueError("pass rank or ranks, not both")
         if ranks is not None and not ranks:
@@ -147,6 +154,7 @@ class Evaluator:
         self.checkpoint_enabled = checkpoint
         self.clock = clock
         self.stop_file = stop_file
+        self._not_before = format.attempt_id(not_before) if not_before is not None else None
         self.compiled = config.compile_rules(config.default_specs() if rules is None else list(rules))
         self.rule_names = [c.name for c in self.compiled]
         self._lock = threading.RLock()
@@ -275,6 +283,8 @@ class Evaluator:
                 segments = track.source.poll()
                 track.end_seen = True
             for seg in segments:
+                if self._not_before is not None and seg.attempt and seg.attempt < self._not_before:
+                    continue  # an earlier pod's trainer (a retried Job): left to that pod's evaluator
                 out.extend(self._emit(self._evaluate_segment(track, seg), on_verdict))
                 self._save()
             if heartbeat and not segments and not track.end_seen:
@@ -412,7 +422,20 @@ class Evaluator:
         source: Source
         skip: int | None = None
         if self._run.format == "trainguard":
-            source = RankSource(self.store, rank, start_after=saved.last_key if saved else None)
+            source = RankSource(
+                self.store, rank, start_after=saved.last_key if saved else None, not_before=self._not_before
+            )
+            if (
+                saved is not None
+                and self._not_before is not None
+                and (source.attempt or "") < self._not_before
+            ):
+                log.info(
+                    "trainguard: rank %d: the checkpoint is of an earlier pod's trainer; its rules start over",
+                    rank,
+                )
+                self._rank_status[rank] = self._fresh_statuses()
+                saved = None
         else:
             source = self._run.source(rank)
             skip = saved.last_step if saved else None
@@ -420,10 +443,11 @@ class Evaluator:
             rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
         )
         track.skip_through = skip
+        track.attempt = getattr(source, "attempt", None)
         self._rank_status.setdefault(rank, self._fresh_statuses())  # restored ones are there already
         if saved is not None:
+            # `ended` is not restored: the first poll finds END again, unless the rank was restarted since
             track.last_step = saved.last_step
-            track.ended = saved.ended
             for c, rule in zip(self.compiled, track.rules):
                 state = saved.rules.get(c.name)
                 if state is None:
@@ -461,11 +485,6 @@ class Evaluator:
             if i is not None:
                 self._counters[i].kept_findings.append(_finding_from_dict(d))
         self.stop_requested = saved.stop_requested
-        self.ended = (
-            all(p.ended for p in saved.ranks.values())
-            and bool(saved.ranks)
-            and all(s.state != RuleState.IN_PROGRESS for s in self._status.values())
-        )
 
     def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:
         c = next(c for c in self.compiled if c.name == name)
@@ -474,10 +493,27 @@ class Evaluator:
             step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
         )  # fmt: skip
 
+    def _new_attempt(self, track: _RankTrack, attempt: str) -> None:
+        """The rank was restarted on the same URI (a retried pod, a resumed run): its rules start over."""
+        log.warning(
+            "trainguard: rank %d was restarted (writer attempt %s after %s); its rules start over",
+            track.rank, attempt, track.attempt,
+        )  # fmt: skip
+        track.builder = ViewBuilder(track.rank)
+        track.rules = [c.make() for c in self.compiled]
+        track.predictions = PredictionTracker()
+        track.last_stats_view = None
+        track.last_step = None
+        self._rank_status[track.rank] = self._fresh_statuses()
+
     def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
         started = time.perf_counter()
         verdicts: list[Verdict] = []
         with self._lock:
+            if seg.attempt != track.attempt:
+                if track.attempt is not None:
+                    self._new_attempt(track, seg.attempt)
+                track.attempt = seg.attempt
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]

@@ -8,12 +8,22 @@ run to `reader.py` and `follow.py`.
 
 Layout under a run root:
 
-    run.json                                 RunInfo, written once by rank 0
-    rank-00000/meta-000000.json              Catalogue version 0 (append-only; new tensors -> new version)
-    rank-00000/seg-<first>-<last>-<seq>.npz  one immutable segment per flush (steps zero-padded to 12)
-    rank-00000/END.json                      EndInfo, when the rank exits (written by the hook or the operator)
-    evaluator/rank-00000/state.json          the evaluator's checkpoint (position and rule state)
-    evaluator/ranks-00004_00005/state.json   the same for an evaluator that follows several ranks (a pod's)
+    run.json                                    RunInfo, written by rank 0 when it starts
+    rank-00000/meta-<attempt>-000000.json       Catalogue version 0 (append-only; new tensors -> new version)
+    rank-00000/seg-<attempt>-<seq>-<first>-<last>.npz
+                                                one immutable segment per flush
+    rank-00000/END.json                         EndInfo, when the rank exits (written by the hook or the operator)
+    evaluator/rank-00000/state.json             the evaluator's checkpoint (position and rule state)
+    evaluator/ranks-00004_00005/state.json      the same for an evaluator that follows several ranks (a pod's)
+
+`<attempt>` identifies one writer of the rank: its start time in milliseconds (13 digits), raised
+past any attempt already in the store. A rank written again on the same URI (a Job retry, a run
+resumed from a checkpoint) is a new attempt: its keys never overwrite the earlier attempt's, and
+sort after them. `<seq>` (9 digits) counts one attempt's segments in the order they were uploaded,
+so keys sort in write order and a follower that lists after the last key it read (`StartAfter`)
+misses none, whatever steps a segment holds (`<first>`, `<last>`: 12 digits, for people).
+Format 1 named segments `seg-<first>-<last>-<seq>.npz` and catalogues `meta-<version>.json`, with
+no attempt; readers still read those runs (as one attempt named "").
 """
 
 from __future__ import annotations
@@ -25,14 +35,17 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "1.0"
-"""Major.minor. Readers refuse a different major version and accept any minor."""
+FORMAT_VERSION = "2.0"
+"""Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor."""
+READABLE_MAJORS = ("1", "2")
+"""Format 1 differs only in key names (no attempt; see the module docstring)."""
 
 STAT_COLUMNS: tuple[str, ...] = (
     "count",
@@ -72,7 +85,12 @@ RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"
 EVALUATOR_PREFIX = "evaluator"
 
-_SEG_RE = re.compile(r"^seg-(\d{12,})-(\d{12,})-(\d{6,})\.npz$")  # widths are minimums: never drop a long run
+ATTEMPT_DIGITS = 13
+_SEG_RE = re.compile(
+    r"^seg-(\d{13})-(\d{9,})-(\d{12,})-(\d{12,})\.npz$"
+)  # minimum widths: never drop a long run
+_SEG_V1_RE = re.compile(r"^seg-(\d{12,})-(\d{12,})-(\d{6,})\.npz$")
+_META_RE = re.compile(r"^meta-(?:(\d{13})-)?(\d{6,})\.json$")
 _RANK_RE = re.compile(r"^rank-(\d{5})/$")
 
 
@@ -87,20 +105,51 @@ def parse_rank_prefix(prefix: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def segment_key(rank: int, first_step: int, last_step: int, seq: int) -> str:
-    """Return the key of a segment. Keys sort by first step, then last step, then sequence."""
-    return f"{rank_prefix(rank)}seg-{first_step:012d}-{last_step:012d}-{seq:06d}.npz"
+class SegmentName(NamedTuple):
+    """What a segment's key says: the writer attempt, its upload sequence number and the step range."""
+
+    attempt: str
+    """The writer attempt (13 digits), or "" for a format-1 key."""
+    seq: int
+    first_step: int
+    last_step: int
 
 
-def parse_segment_name(name: str) -> tuple[int, int, int] | None:
-    """Return (first_step, last_step, seq) of a segment file name, or None if it is not one."""
-    m = _SEG_RE.match(name.rsplit("/", 1)[-1])
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+def attempt_id(start_time: float) -> str:
+    """Return the attempt id of a writer started at `start_time` (Unix seconds): milliseconds, 13 digits."""
+    return f"{int(start_time * 1000):0{ATTEMPT_DIGITS}d}"
 
 
-def meta_key(rank: int, version: int) -> str:
-    """Return the key of catalogue `version` of a rank."""
-    return f"{rank_prefix(rank)}meta-{version:06d}.json"
+def segment_key(rank: int, attempt: str, seq: int, first_step: int, last_step: int) -> str:
+    """Return the key of a segment. Keys sort by attempt, then upload order (`seq`)."""
+    return f"{rank_prefix(rank)}seg-{attempt}-{seq:09d}-{first_step:012d}-{last_step:012d}.npz"
+
+
+def after_attempt(rank: int, attempt: str, *, kind: str = "seg") -> str:
+    """Return a key that sorts after every segment (`kind="meta"`: catalogue) of `attempt` and before
+    those of any later attempt."""
+    return f"{rank_prefix(rank)}{kind}-{attempt}-~"
+
+
+def parse_segment_name(name: str) -> SegmentName | None:
+    """Return what a segment key (or file name) says, or None if it is not one (format 1 keys too)."""
+    base = name.rsplit("/", 1)[-1]
+    m = _SEG_RE.match(base)
+    if m:
+        return SegmentName(m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4)))
+    m = _SEG_V1_RE.match(base)
+    return SegmentName("", int(m.group(3)), int(m.group(1)), int(m.group(2))) if m else None
+
+
+def meta_key(rank: int, version: int, *, attempt: str) -> str:
+    """Return the key of catalogue `version` of one writer attempt of a rank ("": a format-1 catalogue)."""
+    return f"{rank_prefix(rank)}meta-{attempt + '-' if attempt else ''}{version:06d}.json"
+
+
+def parse_meta_name(name: str) -> tuple[str, int] | None:
+    """Return (attempt, version) of a catalogue key, or None if it is not one."""
+    m = _META_RE.match(name.rsplit("/", 1)[-1])
+    return (m.group(1) or "", int(m.group(2))) if m else None
 
 
 def end_key(rank: int) -> str:
@@ -150,7 +199,7 @@ class TensorInfo(_Doc):
 
 
 class Catalogue(_Doc):
-    """`rank-NNNNN/meta-VVVVVV.json`: every tensor the rank has written so far."""
+    """`rank-NNNNN/meta-<attempt>-VVVVVV.json`: every tensor the rank's writer attempt has written so far."""
 
     format_version: str = FORMAT_VERSION
     rank: int
@@ -183,6 +232,11 @@ class EndInfo(_Doc):
     last_step: int | None = None
     wall_time: float
     written_by: str = Field(default="hook", description="hook or operator")
+    attempt: str | None = Field(
+        default=None,
+        description="The writer attempt this END closes; None (the operator, format 1): whichever is current. "
+        "An END of an attempt older than the newest one in the store is stale: that rank was restarted.",
+    )
     errors: list[str] = Field(default_factory=list, description="Capture errors, once each, newest last.")
     skipped_steps: int = Field(
         default=0,
@@ -193,10 +247,10 @@ class EndInfo(_Doc):
 def check_version(found: str, *, what: str) -> None:
     """Raise UnsupportedVersion when `found` has another major version than ours."""
     major = found.split(".", 1)[0]
-    if major != FORMAT_VERSION.split(".", 1)[0]:
+    if major not in READABLE_MAJORS:
+        known = " and ".join(f"{m}.x" for m in READABLE_MAJORS)
         raise errors.UnsupportedVersion(
-            f"{what} has run-format version {found}; this TrainGuard reads {FORMAT_VERSION.split('.')[0]}.x. "
-            f"Upgrade TrainGuard to read it."
+            f"{what} has run-format version {found}; this TrainGuard reads {known}. Upgrade TrainGuard to read it."
         )
 
 
@@ -223,6 +277,8 @@ class Segment:
     hists: dict[int, np.ndarray] = field(default_factory=dict)
     catalogue_version: int = 0
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    attempt: str = ""
+    """The writer attempt, from the segment's key (set by the reader; not stored in the object)."""
 
     @property
     def first_step(self) -> int:

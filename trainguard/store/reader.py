@@ -4,6 +4,9 @@ Detects the format at the root (ours: `run.json` or `rank-NNNNN/`; smdebug: `ind
 `events/`; TensorBoard: `*tfevents*` files) and gives one interface over all of them: ranks,
 steps, the tensor catalogue by collection, statistic series, scalars by mode, and `follow()`.
 Series are built from segments loaded once and cached; following is left to `follow.py`.
+A rank written by several attempts (restarted on the same URI) reads as its attempts one after
+the other: series hold every attempt's steps in write order (steps start again where an attempt
+restarted from an earlier step), each segment resolved with its own attempt's catalogue.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 from trainguard.store import errors, format
 from trainguard.store.backend import Store, open_store
 from trainguard.store.follow import Follower
-from trainguard.store.source import RankSource, Source, load_json_doc
+from trainguard.store.source import RankSource, Source, load_catalogue, load_json_doc
 
 
 class Series(NamedTuple):
@@ -30,7 +33,15 @@ class Series(NamedTuple):
 @dataclass
 class _Loaded:
     segments: list[format.Segment]
-    catalogue: dict[int, format.TensorInfo]
+    catalogues: dict[str, dict[int, format.TensorInfo]]
+    """Each writer attempt's newest catalogue, in attempt order."""
+
+    def tensors(self) -> list[format.TensorInfo]:
+        """Every tensor and scalar of every attempt; a name in several attempts as the newest knows it."""
+        out: dict[tuple[str, str | None], format.TensorInfo] = {}
+        for cat in self.catalogues.values():
+            out.update({(t.name, t.mode): t for t in cat.values()})
+        return list(out.values())
 
 
 class Run:
@@ -73,16 +84,24 @@ class Run:
             while new := src.poll():
                 segs += new
             self.problems.extend(src.problems)
-            self._loaded[rank] = _Loaded(segments=segs, catalogue=dict(src.catalogue()))
+            catalogues: dict[str, dict[int, format.TensorInfo]] = {}
+            newest = {s.attempt: s.catalogue_version for s in segs}  # versions only grow within an attempt
+            for attempt, version in list(newest.items())[:-1]:
+                catalogues[attempt] = load_catalogue(self.store, rank, attempt, version)
+            catalogues[segs[-1].attempt if segs else ""] = dict(src.catalogue())
+            self._loaded[rank] = _Loaded(segments=segs, catalogues=catalogues)
         return self._loaded[rank]
+
+    def attempts(self, rank: int = 0) -> list[str]:
+        """Return the writer attempts of a rank in write order (one unless it was restarted on this URI)."""
+        return list(self._load(rank).catalogues)
 
     def segments(self, rank: int = 0) -> list[format.Segment]:
         return self._load(rank).segments
 
     def tensors(self, collection: str | None = None, *, rank: int = 0) -> list[format.TensorInfo]:
         """Return the catalogue (tensors and scalars), optionally only one collection."""
-        cat = self._load(rank).catalogue.values()
-        return [t for t in cat if collection is None or t.collection == collection]
+        return [t for t in self._load(rank).tensors() if collection is None or t.collection == collection]
 
     def collections(self, *, rank: int = 0) -> dict[str, list[str]]:
         """Return tensor names grouped by collection."""
@@ -100,12 +119,21 @@ class Run:
         segs = self._load(rank).segments
         return max((s.last_step for s in segs), default=None)
 
-    def _find(self, name: str, rank: int, *, scalar: bool, mode: str | None = None) -> int:
-        cat = self._load(rank).catalogue
-        for t in cat.values():
-            if t.name == name and (t.mode == mode if scalar else not t.is_scalar):
-                return t.id
-        names = sorted({t.name for t in cat.values() if t.is_scalar == scalar})
+    def _ids(self, rank: int, match: Callable[[format.TensorInfo], bool]) -> dict[str, int]:
+        """Return, for each attempt of `rank` whose catalogue has an entry that `match`es, its id there."""
+        return {
+            attempt: t.id
+            for attempt, cat in self._load(rank).catalogues.items()
+            for t in cat.values()
+            if match(t)
+        }
+
+    def _find(self, name: str, rank: int, *, scalar: bool, mode: str | None = None) -> dict[str, int]:
+        """Return the id of a tensor or scalar in each attempt that has it; raise NotFound if none does."""
+        ids = self._ids(rank, lambda t: t.name == name and (t.mode == mode if scalar else not t.is_scalar))
+        if ids:
+            return ids
+        names = sorted({t.name for t in self._load(rank).tensors() if t.is_scalar == scalar})
         what = f"scalar {name!r} (mode {mode})" if scalar else f"tensor {name!r}"
         shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
         raise errors.NotFound(f"run {self.uri} rank {rank} has no {what}; available: {shown or 'none'}")
@@ -114,12 +142,12 @@ class Run:
         """Return one statistic column of one tensor over all saved steps (absent steps are skipped)."""
         if stat not in format.COLUMN:
             raise KeyError(f"unknown statistic {stat!r}; columns are: {', '.join(format.STAT_COLUMNS)}")
-        tid = self._find(name, rank, scalar=False)
+        ids = self._find(name, rank, scalar=False)
         col = format.COLUMN[stat]
         steps: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for seg in self._load(rank).segments:
-            where = np.nonzero(seg.tensor_ids == tid)[0]
+            where = np.nonzero(seg.tensor_ids == ids.get(seg.attempt, -1))[0]
             if where.size:
                 steps.append(seg.steps)
                 values.append(seg.stats[:, where[0], col].astype(np.float64))
@@ -129,11 +157,11 @@ class Run:
 
     def scalars(self, name: str, *, mode: str = "train", rank: int = 0) -> Series:
         """Return a scalar's recorded values in one mode."""
-        tid = self._find(name, rank, scalar=True, mode=mode)
+        ids = self._find(name, rank, scalar=True, mode=mode)
         steps: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for seg in self._load(rank).segments:
-            mask = seg.scalar_ids == tid
+            mask = seg.scalar_ids == ids.get(seg.attempt, -1)
             if mask.any():
                 steps.append(seg.scalar_steps[mask])
                 values.append(seg.scalar_values[mask])
@@ -143,18 +171,17 @@ class Run:
 
     def predictions(self, name: str = "pred/predictions", *, mode: str = "train", rank: int = 0) -> Series:
         """Return prediction bucket counts: steps int64[n] and counts float64[n, 3, B] (delta per record)."""
-        cat = self._load(rank).catalogue
-        tid = next(
-            (t.id for t in cat.values() if t.is_predictions and t.name == name and t.mode == mode), None
-        )
-        if tid is None:
-            found = sorted(f"{t.name} ({t.mode})" for t in cat.values() if t.is_predictions)
+        loaded = self._load(rank)
+        ids = self._ids(rank, lambda t: t.is_predictions and t.name == name and t.mode == mode)
+        if not ids:
+            found = sorted(f"{t.name} ({t.mode})" for t in loaded.tensors() if t.is_predictions)
             raise errors.NotFound(
                 f"run {self.uri} rank {rank} has no predictions {name!r} in mode {mode}; found: {found or 'none'}"
             )
         steps, values = [], []
-        for seg in self._load(rank).segments:
-            arr = seg.extra.get(f"pred.{tid}")
+        for seg in loaded.segments:
+            tid = ids.get(seg.attempt)
+            arr = None if tid is None else seg.extra.get(f"pred.{tid}")
             if arr is not None:
                 steps.append(seg.extra[f"pred.{tid}.steps"])
                 values.append(arr.astype(np.float64))

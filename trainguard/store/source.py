@@ -1,8 +1,12 @@
 """Reads one rank of a run in our own format, incrementally.
 
 `RankSource.poll()` lists the rank's prefix after the last key seen (`StartAfter`), so no key
-is read twice and the whole prefix is never re-listed. A catalogue version newer than the one
-held is fetched by its key before the segment that needs it is returned. A corrupt segment is
+is read twice and the whole prefix is never re-listed. Keys sort in write order, attempt by
+attempt (see `format`): a rank restarted on the same URI continues after the earlier attempt's
+segments, each segment carrying its `attempt`. A catalogue version newer than the one held (or the
+first of a new attempt) is fetched by its key before the segment that needs it is returned. An
+END of an attempt older than the newest one read is stale (the rank was restarted) and is not
+reported by `ended()`; nor is one older than `not_before` (a sidecar's pod started after it). A corrupt segment is
 reported through `problems` and skipped; later segments are still read. A segment or catalogue of
 another major format version raises `UnsupportedVersion` instead (not damage: a newer writer's
 every segment would be skipped), after the segments before it are handed over. Other formats
@@ -11,6 +15,7 @@ every segment would be skipped), after the segments before it are handed over. O
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from typing import Protocol
@@ -58,40 +63,68 @@ def load_json_doc(store: Store, key: str, model: type[format._Doc]) -> format._D
         raise errors.FormatError(f"{store.uri}/{key}: field {where!r} {first['msg'].lower()}") from err
 
 
+def load_catalogue(store: Store, rank: int, attempt: str, version: int) -> dict[int, format.TensorInfo]:
+    """Fetch catalogue `version` of one writer attempt of a rank, by tensor id."""
+    cat = load_json_doc(store, format.meta_key(rank, version, attempt=attempt), format.Catalogue)
+    assert isinstance(cat, format.Catalogue)
+    return cat.by_id()
+
+
+def later_attempt(store: Store, rank: int, attempt: str) -> str | None:
+    """Return the newest writer attempt of `rank` in the store that is later than `attempt`, or None.
+
+    Two listings that start after `attempt`'s keys: normally short (nothing is later).
+    """
+    prefix = format.rank_prefix(rank)
+    keys = store.list(prefix + "seg-", start_after=format.after_attempt(rank, attempt))
+    keys += store.list(prefix + "meta-", start_after=format.after_attempt(rank, attempt, kind="meta"))
+    ids = [n.attempt for n in map(format.parse_segment_name, keys) if n and n.attempt]
+    ids += [m[0] for m in map(format.parse_meta_name, keys) if m and m[0]]
+    return max(ids, default=None)
+
+
 class RankSource:
     """One rank of a TrainGuard run, read segment by segment."""
 
-    def __init__(self, store: Store, rank: int, *, start_after: str | None = None) -> None:
+    def __init__(
+        self, store: Store, rank: int, *, start_after: str | None = None, not_before: str | None = None
+    ) -> None:
         self.store = store
         self.rank = rank
         self.prefix = format.rank_prefix(rank)
         self.last_key: str | None = start_after
+        name = format.parse_segment_name(start_after) if start_after else None
+        self.attempt: str | None = name.attempt if name else None
+        """The writer attempt of the last segment read (None before the first)."""
+        self.not_before = not_before
         self.problems: list[str] = []
         self.bytes_read = 0
         self._catalogue: dict[int, format.TensorInfo] = {}
-        self._catalogue_version = -1
+        self._catalogue_at: tuple[str, int] = ("", -1)
         self._end: format.EndInfo | None = None
 
-    def _ensure_catalogue(self, version: int) -> None:
-        if version <= self._catalogue_version:
+    def _ensure_catalogue(self, attempt: str, version: int) -> None:
+        held_attempt, held_version = self._catalogue_at
+        if attempt == held_attempt and version <= held_version:
             return
-        cat = load_json_doc(self.store, format.meta_key(self.rank, version), format.Catalogue)
-        assert isinstance(cat, format.Catalogue)
-        self._catalogue = cat.by_id()
-        self._catalogue_version = version
+        self._catalogue = load_catalogue(self.store, self.rank, attempt, version)
+        self._catalogue_at = (attempt, version)
 
     def poll(self) -> list[format.Segment]:
         keys = self.store.list(self.prefix, start_after=self.last_key or self.prefix + "seg-")
         out: list[format.Segment] = []
         for key in keys:
-            if format.parse_segment_name(key) is None:
+            name = format.parse_segment_name(key)
+            if name is None:
                 self.last_key = key  # not a segment: skipped, and not listed again
                 continue
             try:
                 data = self.store.get(key)
                 self.bytes_read += len(data)
                 seg = format.decode_segment(data, key=f"{self.store.uri}/{key}")
-                self._ensure_catalogue(seg.catalogue_version)
+                self._ensure_catalogue(name.attempt, seg.catalogue_version)
+                if name.attempt:
+                    seg = dataclasses.replace(seg, attempt=name.attempt)
             except errors.NotFound as err:
                 self._problem(f"{self.store.uri}/{key} was listed but is gone ({err}); skipped")
             except errors.UnsupportedVersion:
@@ -107,6 +140,7 @@ class RankSource:
             else:
                 out.append(seg)
             self.last_key = key
+            self.attempt = name.attempt
         return out
 
     def _problem(self, message: str) -> None:
@@ -114,19 +148,27 @@ class RankSource:
         self.problems.append(message)
 
     def catalogue(self) -> dict[int, format.TensorInfo]:
-        if self._catalogue_version < 0:
+        if self._catalogue_at[1] < 0:
             # No segment yet: take the newest catalogue that exists, if any.
-            metas = [k for k in self.store.list(self.prefix + "meta-") if k.endswith(".json")]
+            metas = [m for m in map(format.parse_meta_name, self.store.list(self.prefix + "meta-")) if m]
             if metas:
-                self._ensure_catalogue(int(metas[-1].rsplit("-", 1)[1].split(".")[0]))
+                self._ensure_catalogue(*max(metas))
         return self._catalogue
 
     def ended(self) -> format.EndInfo | None:
-        if self._end is None:
+        """Return the rank's END once it closes the newest attempt read; a stale one is read again next time."""
+        if self._end is None or self._stale(self._end):
             try:
                 doc = load_json_doc(self.store, format.end_key(self.rank), format.EndInfo)
             except errors.NotFound:
                 return None
             assert isinstance(doc, format.EndInfo)
             self._end = doc
-        return self._end
+        return None if self._stale(self._end) else self._end
+
+    def _stale(self, end: format.EndInfo) -> bool:
+        """Whether `end` closes an attempt older than the newest read (or than `not_before`)."""
+        if end.attempt is None:
+            return False  # the operator's, or format 1: whichever attempt is current
+        marks = [a for a in (self.attempt, self.not_before) if a]
+        return bool(marks) and end.attempt < max(marks)

@@ -8,11 +8,16 @@ writer disables itself, logs once, and records the error in `END.json` (fail ope
 The run's first NaN/Inf (in a step's counts or a scalar) is flushed at once, so divergence
 reaches the evaluator without waiting for the flush interval.
 The statistics themselves are computed by the caller; this module never sees a tensor.
+
+Keys are named on the upload thread, in upload order: each writer is one *attempt* of its rank
+(`format.attempt_id` of its start time, raised past any later attempt it finds in the store before
+its first upload), and numbers its segments in the order they are uploaded. A restarted rank thus
+never overwrites an earlier attempt's objects, and a follower listing after its last key misses no
+segment, whatever steps the segment holds.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import queue
@@ -25,6 +30,7 @@ import numpy as np
 
 from trainguard.store import errors, format
 from trainguard.store.backend import Store
+from trainguard.store.source import later_attempt
 
 _NONFINITE_COLUMNS = slice(format.COLUMN["nan"], format.COLUMN["inf"] + 1)
 assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf are neighbours: a view, no copy
@@ -98,7 +104,10 @@ class RankWriter:
         self._clock = clock
         self._lock = threading.RLock()
         self._buf = _Buffer()
-        self._seq = 0
+        self._seq = 0  # upload order of this attempt's segments; the upload thread's alone
+        self.attempt = format.attempt_id(self._clock())
+        """This writer's attempt id; final once the first object is uploaded (see `_claim_attempt`)."""
+        self._claimed = False
         self._catalogue: list[format.TensorInfo] = []
         self._ids: dict[tuple[str, str | None], int] = {}
         self._catalogue_version = -1
@@ -124,7 +133,7 @@ class RankWriter:
                 start_time=self._clock(),
                 config=dict(hook_config or {}),
             )
-            self._submit(format.RUN_INFO_KEY, info.model_dump_json(indent=1).encode())
+            self._submit("run", info.model_dump_json(indent=1).encode())
 
     # --- catalogue -------------------------------------------------------------------------
     def define(self, name: str, *, collection: str, mode: str | None = None, **attrs: object) -> int:
@@ -161,7 +170,7 @@ class RankWriter:
             cat = format.Catalogue(
                 rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue)
             )
-            self._submit(format.meta_key(self.rank, self._catalogue_version), cat.model_dump_json().encode())
+            self._submit("meta", (self._catalogue_version, cat.model_dump_json().encode()))
             self._catalogue_dirty = False
 
     # --- data --------------------------------------------------------------------------------
@@ -287,10 +296,8 @@ class RankWriter:
             catalogue_version=max(self._catalogue_version, 0),
             extra=extra,
         )
-        key = format.segment_key(self.rank, seg.first_step, seg.last_step, self._seq)
-        self._seq += 1
         self._buf = _Buffer()
-        self._submit(key, seg)
+        self._submit("segment", seg)
 
     def maybe_flush(self) -> None:
         """Flush if the buffer is older than `flush_interval_seconds` (called by the background thread)."""
@@ -300,11 +307,12 @@ class RankWriter:
                 self._flush_locked()
 
     # --- upload ------------------------------------------------------------------------------
-    def _submit(self, key: str, payload: object) -> None:
+    def _submit(self, kind: str, payload: object) -> None:
+        """Queue an object for upload; `kind` is run, meta, segment or end (its key is named at upload)."""
         if self.disabled:
             return
         try:
-            self._queue.put((key, payload), timeout=self.config.max_block_seconds)
+            self._queue.put((kind, payload), timeout=self.config.max_block_seconds)
         except queue.Full:
             self._fail(
                 f"upload queue full for {self.config.max_block_seconds}s ({self.config.queue_max_segments} segments "
@@ -337,13 +345,50 @@ class RankWriter:
             finally:
                 self._queue.task_done()
 
-    def _upload(self, key: str, payload: object) -> None:
-        if self.disabled and key != format.end_key(self.rank):
-            return
+    def _claim_attempt(self) -> None:
+        """Raise this writer's attempt id past any later attempt already in the store (a clock behind).
+
+        Two short listings, once, before the first upload. A listing that fails leaves the id from
+        the clock: the upload after it reports the store's failure if there is one.
+        """
+        self._claimed = True
         try:
-            data = (
-                format.encode_segment(payload) if isinstance(payload, format.Segment) else bytes(payload)  # type: ignore[call-overload]
+            later = later_attempt(self.store, self.rank, self.attempt)
+        except Exception as err:  # noqa: BLE001 - fail open: a listing is a check, not a requirement
+            log.debug("trainguard: cannot list rank %d to check the attempt id (%s)", self.rank, err)
+            return
+        if later is not None:
+            self.attempt = f"{int(later) + 1:0{format.ATTEMPT_DIGITS}d}"
+
+    def _key(self, kind: str, payload: object) -> tuple[str, bytes]:
+        """Name and serialise one queued object (on the upload thread, in upload order)."""
+        if kind == "segment":
+            assert isinstance(payload, format.Segment)
+            key = format.segment_key(
+                self.rank, self.attempt, self._seq, payload.first_step, payload.last_step
             )
+            self._seq += 1
+            return key, format.encode_segment(payload)
+        if kind == "meta":
+            assert isinstance(payload, tuple)
+            version, data = payload
+            return format.meta_key(self.rank, int(version), attempt=self.attempt), bytes(data)
+        if kind == "end":
+            assert isinstance(payload, format.EndInfo)
+            return format.end_key(self.rank), payload.model_copy(
+                update={"attempt": self.attempt}
+            ).model_dump_json().encode()
+        assert kind == "run" and isinstance(payload, bytes)
+        return format.RUN_INFO_KEY, payload
+
+    def _upload(self, kind: str, payload: object) -> None:
+        if self.disabled and kind != "end":
+            return
+        key = kind
+        try:
+            if not self._claimed:
+                self._claim_attempt()
+            key, data = self._key(kind, payload)
             self.store.put(key, data)
             self.bytes_written += len(data)
             self.objects_written += 1
@@ -394,10 +439,7 @@ class RankWriter:
         if self.disabled:
             self._drop_pending()  # skipped by the uploader anyway; END.json must not wait behind them
         try:
-            self._queue.put(
-                (format.end_key(self.rank), json.dumps(end.model_dump()).encode()),
-                timeout=self._left(deadline),
-            )
+            self._queue.put(("end", end), timeout=self._left(deadline))
             self._queue.put(None, timeout=self._left(deadline))
         except queue.Full:
             self.errors.append(

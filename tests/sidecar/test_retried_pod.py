@@ -65,13 +65,17 @@ def test_the_sidecar_of_a_retried_pod_follows_its_own_trainer_and_not_the_earlie
     assert drain(pod2) == []
     assert not pod2.ended  # pod 1's END closes pod 1's attempt only
     assert pod2.segments_total == 0  # pod 1's segments are pod 1's evaluator's
-    assert pod2.rank_status(0)["nan-guard"].state == RuleState.IN_PROGRESS  # the rank's rules start over
-    assert pod2.rule_status["nan-guard"].state == RuleState.ISSUES_FOUND  # the DebugJob keeps pod 1's finding
+    # The rank's rules start over: its report is InProgress again, but IssuesFound is final (the DebugJob
+    # aggregates the ranks' reports and keeps what pod 1 found; the stop is not asked for twice).
+    assert pod2.rank_status(0)["ledger"].state == RuleState.IN_PROGRESS
+    assert pod2.rank_status(0)["nan-guard"].state == RuleState.ISSUES_FOUND
+    assert pod2.rule_status["nan-guard"].state == RuleState.ISSUES_FOUND
 
     healthy_attempt(store)
     assert drain(pod2) == []  # nothing repeated: ledger's NoIssuesFound came from pod 1 already
     assert pod2.ended and pod2.segments_total == 2
-    assert pod2.rank_status(0)["nan-guard"].state == RuleState.NO_ISSUES_FOUND
+    assert pod2.rank_status(0)["ledger"].state == RuleState.NO_ISSUES_FOUND
+    assert pod2.rank_status(0)["ledger"].step == 9
     assert pod2._tracks[0].rules[1].steps == list(range(10))  # type: ignore[attr-defined]
 
 
@@ -91,7 +95,7 @@ def test_an_evaluator_reading_two_attempts_of_a_rank_starts_the_rules_over_at_th
     assert ev.ended and ev.segments_total == 4
     # Only the second attempt's steps reached the rules after the restart (step 0 again, not 10).
     assert ev._tracks[0].rules[1].steps == list(range(10))  # type: ignore[attr-defined]
-    assert ev.rank_status(0)["nan-guard"].state == RuleState.NO_ISSUES_FOUND
+    assert ev.rank_status(0)["nan-guard"].state == RuleState.ISSUES_FOUND  # final, whatever came after
 
 
 def test_the_pod_start_outlives_a_restarted_sidecar(tmp_path: Path) -> None:

@@ -434,7 +434,7 @@ class Evaluator:
                     "trainguard: rank %d: the checkpoint is of an earlier pod's trainer; its rules start over",
                     rank,
                 )
-                self._rank_status[rank] = self._fresh_statuses()
+                self._reopen_rank(rank)
                 saved = None
         else:
             source = self._run.source(rank)
@@ -504,7 +504,17 @@ class Evaluator:
         track.predictions = PredictionTracker()
         track.last_stats_view = None
         track.last_step = None
-        self._rank_status[track.rank] = self._fresh_statuses()
+        self._reopen_rank(track.rank)
+
+    def _reopen_rank(self, rank: int) -> None:
+        """A new attempt of `rank` is evaluated: its statuses go back to InProgress, except IssuesFound, which
+        is final (the DebugJob keeps what an earlier attempt found, and its action is not taken twice)."""
+        with self._lock:
+            old = self._rank_status.get(rank, {})
+            self._rank_status[rank] = {
+                name: old[name] if name in old and old[name].state == RuleState.ISSUES_FOUND else fresh
+                for name, fresh in self._fresh_statuses().items()
+            }
 
     def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
         started = time.perf_counter()

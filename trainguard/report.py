@@ -26,7 +26,7 @@ import numpy as np
 from trainguard.errors import TrainGuardError
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDropParams
-from trainguard.store import predictions
+from trainguard.store import format, predictions
 from trainguard.store.reader import Run, open_run
 
 MAX_SERIES_PER_PLOT = 12
@@ -665,6 +665,12 @@ def render(
             f"{steps.size}" + (f" (steps {int(steps[0])} to {int(steps[-1])})" if steps.size else ""),
         ),
     ]
+    if run.attempt:
+        started = datetime.datetime.fromtimestamp(format.attempt_time(run.attempt), datetime.timezone.utc)
+        facts.append((
+            "attempt",
+            f"the newest, started {started:%Y-%m-%d %H:%M:%S} UTC: the rank was written more than once on this URI",
+        ))  # fmt: skip
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
     figures = [_figure(plot, mine) for plot in collect_plots(run, rank=rank)]
@@ -710,11 +716,14 @@ def load_json_findings(path: str | Path) -> tuple[list[dict[str, Any]], dict[str
     return doc["findings"], doc
 
 
-def evaluate_findings(uri: str) -> list[Any]:
-    """Evaluate a stored run once with the default rules and return every finding."""
+def evaluate_findings(uri: str, *, attempt: str | None = None) -> list[Any]:
+    """Evaluate a stored run once with the default rules and return every finding (with `attempt`: of the
+    writer attempts from that one on only)."""
     from trainguard.sidecar.evaluator import Evaluator
 
-    ev = Evaluator(uri, checkpoint=False)
+    ev = Evaluator(
+        uri, checkpoint=False, not_before=None if attempt is None else format.attempt_time(attempt)
+    )
     try:
         before = -1
         while ev.segments_total != before and not ev.ended:  # until a poll brings nothing new
@@ -738,16 +747,20 @@ def write_report(
     """Write the report of the run at `uri` to `path` and return the path.
 
     Findings come from `findings`, else from `json_file`, else from evaluating the run with the
-    default rules; `outcome` (a `trainguard run --json` document) adds the stop banner.
+    default rules; `outcome` (a `trainguard run --json` document) adds the stop banner. A rank
+    written by several attempts (the URI reused) is reported for its newest attempt.
     """
     run = run or open_run(uri)
+    if rank not in run.ranks:
+        raise ReportError(f"run {uri} has no rank {rank}; ranks present: {run.ranks}")
+    attempts = run.attempts(rank)
+    if len(attempts) > 1:
+        run = run.at_attempt(attempts[-1])
     if findings is None and json_file is not None:
         findings, doc = load_json_findings(json_file)
         outcome = outcome or (doc if "stopped" in doc else None)
     if findings is None:
-        findings = evaluate_findings(uri)
-    if rank not in run.ranks:
-        raise ReportError(f"run {uri} has no rank {rank}; ranks present: {run.ranks}")
+        findings = evaluate_findings(uri, attempt=run.attempt)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(run, findings=findings, rank=rank, outcome=outcome), encoding="utf-8")

@@ -173,3 +173,26 @@ def test_a_run_with_predictions_gets_roc_pr_distribution_calibration_and_auc_plo
 def test_a_run_without_predictions_has_no_model_quality_section(nan_run: str, tmp_path: Path) -> None:
     page = report.write_report(nan_run, tmp_path / "r.html", findings=[]).read_text()
     assert "Model quality" not in page and "prediction-stream" not in page
+
+
+def test_a_run_written_twice_on_one_uri_is_reported_for_its_newest_attempt(
+    nan_run: str, tmp_path: Path
+) -> None:
+    # The same script again on the same URI, fixed this time: a second attempt, healthy, 50 steps.
+    rng = np.random.default_rng(1)
+    with trainguard.Recorder(nan_run, save_interval=2) as rec:
+        for step in range(50):
+            w = (0.25 * rng.normal(size=(16, 16))).astype(np.float32)  # a He-scaled init this time
+            rec.record_tensor("fc0.weight", w, collection="weights", order=0)
+            rec.record_tensor("grad/fc0.weight", w * 1e-2, collection="gradients", order=0)
+            rec.record_scalar("loss", 2.0 / (1 + step / 20))
+            rec.step()
+    assert len(trainguard.open_run(nan_run).attempts()) == 2
+    out = tmp_path / "report.html"
+    res = run_cli(["report", nan_run, "-o", str(out)], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    assert "the rank was written more than once on this URI" in page
+    assert re.search(r"<th>saved steps</th><td>25 \(steps 0 to 48\)</td>", page)  # the newest attempt's only
+    assert "No findings" in page  # the first attempt's NaN is not drawn on the second's plots
+    assert 'data-series="grad/fc1.weight"' not in page  # nor its tensors

@@ -72,6 +72,10 @@ def test_a_rank_written_again_from_step_0_overwrites_nothing_and_reads_as_two_at
     # Each segment is read with its own attempt's catalogue: "a" is id 0, then id 1.
     np.testing.assert_array_equal(run.series("a", "mean"), ([0, 1, 2, 0, 1], [1, 1, 1, 2, 2]))
     np.testing.assert_array_equal(run.series("b", "mean"), ([0, 1], [5, 5]))
+    # One attempt alone (what `trainguard report` shows: the newest), each with its own catalogue.
+    np.testing.assert_array_equal(run.at_attempt(first.attempt).series("a", "mean"), ([0, 1, 2], [1, 1, 1]))
+    assert run.at_attempt(first.attempt).collections() == {"weights": ["a"]}
+    np.testing.assert_array_equal(run.at_attempt(second.attempt).steps(), [0, 1])
     end = run.ended()
     assert end is not None and end.attempt == second.attempt and end.last_step == 1
 

@@ -117,7 +117,12 @@ class SegmentName(NamedTuple):
 
 def attempt_id(start_time: float) -> str:
     """Return the attempt id of a writer started at `start_time` (Unix seconds): milliseconds, 13 digits."""
-    return f"{int(start_time * 1000):0{ATTEMPT_DIGITS}d}"
+    return f"{round(start_time * 1000):0{ATTEMPT_DIGITS}d}"
+
+
+def attempt_time(attempt: str) -> float:
+    """Return the start time (Unix seconds) of an attempt id; `attempt_id` of it gives the id back."""
+    return int(attempt) / 1000
 
 
 def segment_key(rank: int, attempt: str, seq: int, first_step: int, last_step: int) -> str:

@@ -65,6 +65,21 @@ class Run:
         self._source_factory = source_factory
         self._loaded: dict[int, _Loaded] = {}
         self.problems: list[str] = []
+        self.attempt: str | None = None
+        """The one writer attempt this run shows (`at_attempt`), or None for all of them."""
+
+    def at_attempt(self, attempt: str) -> Run:
+        """Return this run restricted to one writer attempt (see `attempts`): its segments and catalogue only."""
+        view = Run(
+            self.uri,
+            self.store,
+            kind=self.format,
+            ranks=self.ranks,
+            source_factory=self._source_factory,
+            info=self.info,
+        )
+        view.attempt = attempt
+        return view
 
     def source(self, rank: int = 0) -> Source:
         """Return a fresh incremental reader of one rank (for the evaluator and `follow`)."""
@@ -84,11 +99,17 @@ class Run:
             while new := src.poll():
                 segs += new
             self.problems.extend(src.problems)
-            catalogues: dict[str, dict[int, format.TensorInfo]] = {}
-            newest = {s.attempt: s.catalogue_version for s in segs}  # versions only grow within an attempt
-            for attempt, version in list(newest.items())[:-1]:
-                catalogues[attempt] = load_catalogue(self.store, rank, attempt, version)
-            catalogues[segs[-1].attempt if segs else ""] = dict(src.catalogue())
+            if self.attempt is not None:
+                segs = [s for s in segs if s.attempt == self.attempt]
+            current = getattr(src, "attempt", None) or ""  # the attempt of the catalogue the source holds
+            catalogues = {
+                attempt: dict(src.catalogue())
+                if attempt == current
+                else load_catalogue(self.store, rank, attempt, v)
+                for attempt, v in {
+                    s.attempt: s.catalogue_version for s in segs
+                }.items()  # versions grow within one
+            } or {"": dict(src.catalogue())}
             self._loaded[rank] = _Loaded(segments=segs, catalogues=catalogues)
         return self._loaded[rank]
 

@@ -101,14 +101,11 @@ class Run:
             self.problems.extend(src.problems)
             if self.attempt is not None:
                 segs = [s for s in segs if s.attempt == self.attempt]
-            current = getattr(src, "attempt", None) or ""  # the attempt of the catalogue the source holds
+            newest = {s.attempt: s.catalogue_version for s in segs}  # versions only grow within an attempt
+            current = getattr(src, "attempt", None) or ""  # the attempt whose catalogue the source holds
             catalogues = {
-                attempt: dict(src.catalogue())
-                if attempt == current
-                else load_catalogue(self.store, rank, attempt, v)
-                for attempt, v in {
-                    s.attempt: s.catalogue_version for s in segs
-                }.items()  # versions grow within one
+                a: dict(src.catalogue()) if a == current else load_catalogue(self.store, rank, a, version)
+                for a, version in newest.items()
             } or {"": dict(src.catalogue())}
             self._loaded[rank] = _Loaded(segments=segs, catalogues=catalogues)
         return self._loaded[rank]

@@ -3,14 +3,15 @@
 `RankSource.poll()` lists the rank's prefix after the last key seen (`StartAfter`), so no key
 is read twice and the whole prefix is never re-listed. Keys sort in write order, attempt by
 attempt (see `format`): a rank restarted on the same URI continues after the earlier attempt's
-segments, each segment carrying its `attempt`. A catalogue version newer than the one held (or the
-first of a new attempt) is fetched by its key before the segment that needs it is returned. An
-END of an attempt older than the newest one read is stale (the rank was restarted) and is not
-reported by `ended()`; nor is one older than `not_before` (a sidecar's pod started after it). A corrupt segment is
-reported through `problems` and skipped; later segments are still read. A segment or catalogue of
-another major format version raises `UnsupportedVersion` instead (not damage: a newer writer's
-every segment would be skipped), after the segments before it are handed over. Other formats
-(smdebug, TensorBoard) provide classes with the same three methods.
+segments, each segment carrying its `attempt`. A catalogue version newer than the one held (or
+the first of a new attempt) is fetched by its key before the segment that needs it is returned.
+An END of an attempt older than the newest one read is stale (the rank was restarted) and is
+not reported by `ended()`; nor is one older than `not_before` (a sidecar's pod started after
+it). A corrupt segment is reported through `problems` and skipped; later segments are still
+read. A segment or catalogue of another major format version raises `UnsupportedVersion`
+instead (not damage: a newer writer's every segment would be skipped), after the segments
+before it are handed over. Other formats (smdebug, TensorBoard) provide classes with the same
+three methods.
 """
 
 from __future__ import annotations

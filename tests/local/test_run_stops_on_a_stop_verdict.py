@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from localmode import example
 
+import trainguard
+
 pytestmark = pytest.mark.slow
 
 
@@ -88,3 +90,17 @@ def test_a_nan_on_one_rank_of_two_stops_every_process_of_the_job(
     assert {f["rank"] for f in res.doc["findings"] if f["rule"] == "exploding_tensor"} == {1}
     for pid in map(int, (tmp_path / "ranks.pid").read_text().split()):
         assert not _pid_alive(pid), "a rank outlived the stop"
+
+
+def test_running_again_on_the_same_out_evaluates_only_the_new_run(
+    trainguard_run, nan_script: list[str], tmp_path: Path
+) -> None:
+    out = f"file://{tmp_path / 'reused'}"
+    first = trainguard_run("--out", out, cmd=[*nan_script, "plain", "30"])
+    assert first.returncode == 3 and first.doc["stopped_by"] == "exploding_tensor"
+    # Fixed and run again on the same --out: the first run's NaN must not stop the second.
+    second = trainguard_run("--out", out, cmd=example("numpy_healthy.py"))
+    assert second.returncode == 0, second.stderr
+    assert second.doc["stopped"] is False
+    assert not any(f["rule"] == "exploding_tensor" for f in second.doc["findings"])
+    assert len(trainguard.open_run(out).attempts()) == 2  # both runs are kept, one attempt each

@@ -382,6 +382,8 @@ class Supervisor:
                 registry=self.registry,
                 checkpoint=False,
                 stop_file=self.stop_file,
+                # CMD starts after this: what an earlier run wrote on the same --out is not this run's
+                not_before=time.time(),
             )
             return self._supervise(self.evaluator)
         finally:

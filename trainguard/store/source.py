@@ -74,14 +74,13 @@ def load_catalogue(store: Store, rank: int, attempt: str, version: int) -> dict[
 def later_attempt(store: Store, rank: int, attempt: str) -> str | None:
     """Return the newest writer attempt of `rank` in the store that is later than `attempt`, or None.
 
-    Two listings that start after `attempt`'s keys: normally short (nothing is later).
+    Lists the catalogues after `attempt`'s only (a few per attempt): every attempt PUTs its first
+    catalogue before its first segment, so a later attempt with data has one.
     """
-    prefix = format.rank_prefix(rank)
-    keys = store.list(prefix + "seg-", start_after=format.after_attempt(rank, attempt))
-    keys += store.list(prefix + "meta-", start_after=format.after_attempt(rank, attempt, kind="meta"))
-    ids = [n.attempt for n in map(format.parse_segment_name, keys) if n and n.attempt]
-    ids += [m[0] for m in map(format.parse_meta_name, keys) if m and m[0]]
-    return max(ids, default=None)
+    keys = store.list(
+        format.rank_prefix(rank) + "meta-", start_after=format.after_attempt(rank, attempt, kind="meta")
+    )
+    return max((m[0] for m in map(format.parse_meta_name, keys) if m and m[0]), default=None)
 
 
 class RankSource:

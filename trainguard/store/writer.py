@@ -348,7 +348,7 @@ class RankWriter:
     def _claim_attempt(self) -> None:
         """Raise this writer's attempt id past any later attempt already in the store (a clock behind).
 
-        Two short listings, once, before the first upload. A listing that fails leaves the id from
+        One short listing, once, before the first upload. A listing that fails leaves the id from
         the clock: the upload after it reports the store's failure if there is one.
         """
         self._claimed = True

@@ -21,6 +21,7 @@ import itertools
 import json
 import secrets
 import shutil
+import signal
 import socket
 import time
 import urllib.request
@@ -306,6 +307,16 @@ def _collection_path(resource: str, namespace: str) -> str:
         return f"/api/{parts[0]}/namespaces/{namespace}/{parts[1]}"
     group, version, plural = parts
     return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+
+
+async def terminate(proc: asyncio.subprocess.Process, *, grace_seconds: float = 30) -> None:
+    """SIGTERM a process (an operator, a sidecar) and wait for it; SIGKILL it after `grace_seconds`."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), grace_seconds)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
 
 
 async def eventually(

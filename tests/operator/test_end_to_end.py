@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
+from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually, terminate
 from tests.operator.conftest import OperatorProcess
 from tests.sidecar.runs import RunBuilder, start_pod
 from trainguard.operator.actions import EVENT_REASON_RULE_TRIGGERED
@@ -73,12 +72,7 @@ async def _pod(kube: KubeEnv, config: dict[str, Any], shared: Path) -> AsyncIter
         try:
             yield stop_file
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+            await terminate(proc)
 
 
 async def test_sidecar_report_of_a_nan_stops_the_job_through_the_operator(
@@ -128,10 +122,7 @@ async def test_a_retried_pod_keeps_what_the_first_pod_found_on_the_debugjob(
         first.end(last_step=9)
         await eventually(lambda: report(9), timeout_seconds=60, what="pod 1's ended report")
     assert _rule(kube, "exploding_tensor")["state"] == "IssuesFound"
-    notified = [
-        e for e in kube.list("v1/events", "default") if e.get("reason") == EVENT_REASON_RULE_TRIGGERED
-    ]
-    assert len(notified) == 1
+    assert len(_notified(kube)) == 1
 
     # Pod 2 (same rank, same run URI): a healthy attempt from step 0 to 19, followed by a new sidecar.
     async with _pod(kube, config, tmp_path / "pod2"):
@@ -148,7 +139,4 @@ async def test_a_retried_pod_keeps_what_the_first_pod_found_on_the_debugjob(
     assert _rule(kube, "exploding_tensor")["state"] == "IssuesFound"
     conditions = {c["type"]: c for c in _status(kube)["conditions"]}
     assert conditions["RuleTriggered"]["status"] == "True"
-    notified = [
-        e for e in kube.list("v1/events", "default") if e.get("reason") == EVENT_REASON_RULE_TRIGGERED
-    ]
-    assert len(notified) == 1
+    assert len(_notified(kube)) == 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually, free_port, wait_http
+from tests.kube import (
+    DEBUGJOB_RESOURCE,
+    KubeEnv,
+    debugjob_manifest,
+    eventually,
+    free_port,
+    terminate,
+    wait_http,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -58,12 +65,7 @@ async def test_operator_process_serves_liveness_and_metrics(kube: KubeEnv, tmp_p
             in text
         )
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), 30)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        await terminate(proc)
         log.close()
     assert proc.returncode == 0, (tmp_path / "operator.log").read_text()[-3000:]
 

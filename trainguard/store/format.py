@@ -1,4 +1,4 @@
-"""The run format, version 1: key names, the JSON documents and the segment codec.
+"""The run format, version 2: key names, the JSON documents and the segment codec.
 
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with

@@ -3,8 +3,9 @@
 Called by the DebugJob handler when the DebugJob enters a terminal phase. Followers and offline
 readers then know the run is over instead of waiting for an idle timeout. A rank's END written
 by the hook is never overwritten, unless it closes an earlier attempt of a rank that was
-restarted since (a retried pod that died without writing its own). Opening the store with the DebugJob's S3 credentials is here;
-the key names and the document come from `trainguard.store.format`.
+restarted since (a retried pod that died without writing its own). Opening the store with the
+DebugJob's S3 credentials is here; the key names and the document come from
+`trainguard.store.format`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Phase
-from trainguard.store import backend, format
+from trainguard.store import backend, errors, format
 from trainguard.store.source import later_attempt, load_json_doc
 
 
@@ -37,7 +38,7 @@ def write_missing(
     written = []
     for rank in range(workers):
         key = format.end_key(rank)
-        if store.exists(key) and not _stale(store, rank):
+        if not _missing_or_stale(store, rank):
             continue
         info = format.EndInfo(
             status=status,
@@ -51,9 +52,12 @@ def write_missing(
     return written
 
 
-def _stale(store: backend.Store, rank: int) -> bool:
-    """Whether the rank's END closes an attempt older than the newest one in the store."""
-    end = load_json_doc(store, format.end_key(rank), format.EndInfo)
+def _missing_or_stale(store: backend.Store, rank: int) -> bool:
+    """Whether the rank has no END, or one that closes an attempt older than the newest in the store."""
+    try:
+        end = load_json_doc(store, format.end_key(rank), format.EndInfo)
+    except errors.NotFound:
+        return True
     assert isinstance(end, format.EndInfo)
     return end.attempt is not None and later_attempt(store, rank, end.attempt) is not None
 

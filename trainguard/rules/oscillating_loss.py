@@ -152,7 +152,7 @@ class OscillatingLoss(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if p.rebound_growth is None or not len(rows):
             return None
-        norm = math.hypot(*view.stats[rows, COL["l2"]].tolist())
+        norm = signals.total_l2(view.stats[rows, COL["l2"]])
         if not 0 < norm < math.inf:
             return None
         return self.norms.growth(view.step, norm, len(rows))

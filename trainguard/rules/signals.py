@@ -121,12 +121,18 @@ def steps_since(last_step: int | None, step: int) -> int:
     return 1 if last_step is None else max(step - last_step, 1)
 
 
+def total_l2(l2: np.ndarray) -> float:
+    """sqrt(sum of the squares) of per-tensor l2 norms: the norm of all of them together, NaN for none.
+    `math.hypot` scales, so huge norms do not overflow."""
+    return math.hypot(*l2.tolist()) if len(l2) else math.nan
+
+
 def global_norm(view: StepView, l2: np.ndarray, scalar: str) -> float:
-    """The global gradient norm: the recorded scalar if there is one, else sqrt(sum of the l2^2 given)."""
+    """The global gradient norm: the recorded scalar if there is one, else the `total_l2` of the l2 given."""
     v = view.scalars.get(scalar)
     if v is not None:
         return float(v)
-    return math.hypot(*l2.tolist()) if len(l2) else math.nan  # hypot scales: no overflow on huge norms
+    return total_l2(l2)
 
 
 def unit_layers(rule: base.Rule, view: StepView, kind: str) -> list[tuple[str, np.ndarray]]:
@@ -426,7 +432,7 @@ class WeightBlowUp:
         l2 = view.stats[rows, COL["l2"]]
         if np.isnan(l2).any():
             return None
-        norm = math.hypot(*l2.tolist())  # hypot scales: no overflow on huge norms
+        norm = total_l2(l2)
         prev, prev_l2, same = self.norm, self.l2, view.names == self.names and len(rows) == len(self.l2)
         steps = self.steps = steps_since(self.step, view.step)
         self.norm, self.step, self.names, self.l2 = norm, view.step, view.names, l2

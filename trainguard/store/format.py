@@ -86,9 +86,8 @@ END_KEY = "END.json"
 EVALUATOR_PREFIX = "evaluator"
 
 ATTEMPT_DIGITS = 13
-_SEG_RE = re.compile(
-    r"^seg-(\d{13})-(\d{9,})-(\d{12,})-(\d{12,})\.npz$"
-)  # minimum widths: never drop a long run
+# widths are minimums: never drop a long run
+_SEG_RE = re.compile(r"^seg-(\d{13})-(\d{9,})-(\d{12,})-(\d{12,})\.npz$")
 _SEG_V1_RE = re.compile(r"^seg-(\d{12,})-(\d{12,})-(\d{6,})\.npz$")
 _META_RE = re.compile(r"^meta-(?:(\d{13})-)?(\d{6,})\.json$")
 _RANK_RE = re.compile(r"^rank-(\d{5})/$")

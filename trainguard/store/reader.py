@@ -43,6 +43,13 @@ class _Loaded:
             out.update({(t.name, t.mode): t for t in cat.values()})
         return list(out.values())
 
+    def only(self, attempt: str) -> _Loaded:
+        """One writer attempt's segments and catalogue, taken from what was read (not read again)."""
+        return _Loaded(
+            segments=[s for s in self.segments if s.attempt == attempt],
+            catalogues={attempt: self.catalogues.get(attempt, {})},
+        )
+
 
 class Run:
     """A stored run opened for reading. Create it with `open_run`."""
@@ -67,9 +74,13 @@ class Run:
         self.problems: list[str] = []
         self.attempt: str | None = None
         """The one writer attempt this run shows (`at_attempt`), or None for all of them."""
+        self._whole: Run | None = None
+        """For a view made by `at_attempt`: the run it reads its segments from."""
 
     def at_attempt(self, attempt: str) -> Run:
-        """Return this run restricted to one writer attempt (see `attempts`): its segments and catalogue only."""
+        """Return this run restricted to one writer attempt (see `attempts`): its segments and catalogue only.
+
+        The view shares what this run read: segments are not read a second time."""
         view = Run(
             self.uri,
             self.store,
@@ -78,7 +89,7 @@ class Run:
             source_factory=self._source_factory,
             info=self.info,
         )
-        view.attempt = attempt
+        view.attempt, view._whole, view.problems = attempt, self, self.problems
         return view
 
     def source(self, rank: int = 0) -> Source:
@@ -91,6 +102,8 @@ class Run:
             raise errors.NotFound(f"run {self.uri} has no rank {rank}; ranks present: {self.ranks}")
 
     def _load(self, rank: int) -> _Loaded:
+        if rank not in self._loaded and self._whole is not None and self.attempt is not None:
+            self._loaded[rank] = self._whole._load(rank).only(self.attempt)
         if rank not in self._loaded:
             src = self.source(rank)
             segs: list[format.Segment] = []
@@ -99,8 +112,6 @@ class Run:
             while new := src.poll():
                 segs += new
             self.problems.extend(src.problems)
-            if self.attempt is not None:
-                segs = [s for s in segs if s.attempt == self.attempt]
             newest = {s.attempt: s.catalogue_version for s in segs}  # versions only grow within an attempt
             current = getattr(src, "attempt", None) or ""  # the attempt whose catalogue the source holds
             catalogues = {

@@ -110,6 +110,24 @@ def test_update_distance_and_moved_follow_the_saved_steps() -> None:
     assert_columns_match(got, np.stack(want_rows))
 
 
+@pytest.mark.parametrize("scale", [1e-30, 1e-12, 1.0, 1e18, 1e30], ids=lambda s: f"{s:g}")
+@pytest.mark.parametrize("offset", [0.0, 3.0, 30.0], ids=["centred", "mean-3std", "mean-30std"])
+def test_sums_hold_at_every_magnitude_and_mean(scale: float, offset: float) -> None:
+    # the kernel sums 512-value blocks in float32: squares that overflow (1e30: 1e60) or fall out of
+    # float32's normal range (1e-30) must send their block to float64, a mean far above the spread
+    # to the exact variance pass; 1300 values: two whole blocks and a partial one
+    g = torch.Generator().manual_seed(3)
+    x = ((torch.randn(1300, generator=g, dtype=torch.float64) + offset) * scale).float()
+    prev = (x.double() * (1 + 1e-3 * torch.randn(1300, generator=g, dtype=torch.float64))).float()
+    first = x * 0.5
+    want = stats.tier0(x.numpy(), prev=prev.numpy(), first=first.numpy())
+    rows = native.HostRows()
+    rows.add(0, x, prev=prev, first=first)
+    got = rows.take()[1]
+    assert np.isfinite(got).all() and torch.equal(prev, x)
+    assert_columns_match(got[0], want)
+
+
 @pytest.mark.parametrize("shape", [(64, 24), (4, 6, 3, 5), (40,)], ids=["2d", "4d", "1d"])
 @pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh"])
 def test_per_unit_activity_and_saturation_match_numpy(shape: tuple[int, ...], activation: str) -> None:

@@ -14,8 +14,9 @@ logged once and lands in END.json.
 On CPU there are no asynchronous kernels to hide behind. Float32 CPU tensors are read in place
 by the C kernel (`native`, `native_stats` on by default), on the training thread, in the same
 hook bodies: each activation in its forward hook, the gradients in one call in the optimizer's
-pre-hook, the parameters in one call in its post-hook; their statistic rows are final, and the
-step is written at the start of the next iteration like any other. Code that runs once per saved
+pre-hook, the parameters in one call in its post-hook; their statistic rows are final and on the
+host, so the step is written there and then, and so is each scalar as it is recorded (a tensor
+scalar on the device waits for its step's one copy). Code that runs once per saved
 step runs with cold caches (a numpy call then costs 10-25 us, not 1), so when the kernel reads
 every parameter a saved step takes a short path (`_NativePlan`): the parameters' kernel spec is
 made once and kept while their storage stays put, and a step without Tier-1 extras makes no
@@ -35,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -83,6 +84,8 @@ a start-up hiccup is absorbed); beyond it a saved step is skipped instead of wai
 
 Result = torch.Tensor | np.ndarray
 """A per-unit vector or histogram: a device tensor (its host copy still to come), or a host array from the C kernel."""
+HostUnits = dict[tuple[str, int], np.ndarray]
+HostHists = dict[int, np.ndarray]
 
 
 @dataclass
@@ -755,11 +758,14 @@ class Hook:
             if lr is not None:
                 self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
         ids, stats, nonfinite = self._host.take()
-        self._pending = _Pending(
-            step, [], [], [], self._units, self._hists, ids, stats, nonfinite, tier1=tier1
-        )
+        units, hists = self._units, self._hists
         if tier1:
             self._units, self._hists = {}, {}
+        if all(isinstance(v, np.ndarray) for v in (*units.values(), *hists.values())):
+            # on the host already: nothing to copy, so nothing waits for the next iteration
+            self._write_rows(step, ids, stats, cast(HostUnits, units), cast(HostHists, hists), nonfinite)
+        else:  # a per-unit vector the torch path computed: it joins the step's one copy
+            self._pending = _Pending(step, [], [], [], units, hists, ids, stats, nonfinite, tier1=tier1)
 
     def _read_params(self, plan: _NativePlan, tier1: bool) -> None:
         """The plan's parameters in one kernel call from its spec (made here when missing, with the saved
@@ -977,16 +983,7 @@ class Hook:
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
-            if ids and stats is not None:
-                w.write_step(
-                    pending.step,
-                    self._ids_array(ids),
-                    stats,
-                    wall_time=time.time(),
-                    units=units or None,
-                    hists=hists or None,
-                    nonfinite=nonfinite,
-                )
+            self._write_rows(pending.step, ids, stats, units, hists, nonfinite)
         by_step: dict[int, tuple[list[int], list[float]]] = {}
         for step, tid, value in scalars:
             v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
@@ -995,6 +992,28 @@ class Hook:
             values.append(v)
         for step, (ids, values) in sorted(by_step.items()):
             w.write_scalars(step, ids, values)
+
+    def _write_rows(
+        self,
+        step: int,
+        ids: list[int],
+        stats: np.ndarray | None,
+        units: HostUnits,
+        hists: HostHists,
+        nonfinite: bool | None,
+    ) -> None:
+        """Hand a saved step's host rows (and Tier-1 extras) to the writer; `nonfinite` as `write_step` takes it."""
+        w = self._writer
+        if ids and stats is not None and w is not None:
+            w.write_step(
+                step,
+                self._ids_array(ids),
+                stats,
+                wall_time=time.time(),
+                units=units or None,
+                hists=hists or None,
+                nonfinite=nonfinite,
+            )
 
     def _ids_array(self, ids: list[int]) -> np.ndarray:
         """The step's tensor ids as written: the last step's array when they are the same (usually: every saved
@@ -1034,11 +1053,14 @@ class Hook:
         if isinstance(value, torch.Tensor):
             value = value.detach()
             if self._native and value.is_cpu and value.numel() == 1:
-                value = value.item()  # on CPU reading it is no transfer and no sync
+                value = float(value.item())  # on CPU reading it is no transfer and no sync
         else:
             value = float(value)
         tid = self._writer.define(name, collection=collection, mode=mode)
-        self._scalars.append((step, tid, value))
+        if isinstance(value, float):
+            self._writer.write_scalars(step, (tid,), (value,))  # on the host: nothing to wait for
+        else:
+            self._scalars.append((step, tid, value))  # on the device: it joins the step's one copy
 
     def _record_step(self) -> int:
         """The step a value recorded now belongs to: the iteration in progress, else the step just completed."""

@@ -704,9 +704,8 @@ class Hook:
         """`_stage` for a saved step the C kernel reads whole (`_NativePlan`; nothing packed or reduced by torch
         so far): the gradients, in one call (with a Tier-1 histogram each: one call each). False, having
         done nothing, when `_stage` must take the step."""
-        plan = self._native_plan
-        if plan is None or self._acts_small or self._reduced or not self._plan_holds(plan):
-            return False
+        if self._native_plan is None or self._acts_small or self._reduced:
+            return False  # the parameters' plan itself is checked when they are read (`_complete_native`)
         ids: list[int] = []
         grads: list[torch.Tensor] = []
         spec: list[int] = []
@@ -716,9 +715,9 @@ class Hook:
                 continue
             tid = p.grad_tid
             row = None if tid is None or grad.is_sparse else native.plain_row(grad)
-            if tid is None or row is None:
+            if row is None:
                 return False  # a gradient new to the catalogue, or one the kernel cannot read
-            ids.append(tid)
+            ids.append(tid)  # type: ignore[arg-type]  # not None when row is not
             grads.append(grad)
             spec += row
         if self._tier1(step):
@@ -1051,9 +1050,10 @@ class Hook:
     ) -> None:
         assert self._writer is not None
         if isinstance(value, torch.Tensor):
-            value = value.detach()
             if self._native and value.is_cpu and value.numel() == 1:
-                value = float(value.item())  # on CPU reading it is no transfer and no sync
+                value = float(value.item())  # on CPU reading it is no transfer, no sync and no graph
+            else:
+                value = value.detach()
         else:
             value = float(value)
         tid = self._writer.define(name, collection=collection, mode=mode)

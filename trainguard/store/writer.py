@@ -37,6 +37,16 @@ assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf ar
 
 log = logging.getLogger(__name__)
 
+_INT32, _FLOAT32 = np.dtype(np.int32), np.dtype(np.float32)
+
+
+def _as(a: object, dtype: np.dtype) -> np.ndarray:
+    """`np.asarray(a, dtype)`, without its call when `a` already is such an array: a saved step runs with cold
+    caches, where each numpy call costs several microseconds (the hook hands over arrays of the right type)."""
+    if type(a) is np.ndarray and a.dtype is dtype:
+        return a
+    return np.asarray(a, dtype)
+
 
 @dataclass(frozen=True)
 class WriterConfig:
@@ -193,7 +203,7 @@ class RankWriter:
         if self.disabled or self.closed:
             return
         with self._lock:
-            ids = np.asarray(tensor_ids, np.int32)
+            ids = _as(tensor_ids, _INT32)
             if (
                 self._buf.tensor_ids is not None
                 and self._buf.steps
@@ -207,7 +217,7 @@ class RankWriter:
             b.tensor_ids = ids
             b.steps.append(int(step))
             b.wall_time.append(self._clock() if wall_time is None else float(wall_time))
-            b.stats.append(np.asarray(stats, np.float32))
+            b.stats.append(_as(stats, _FLOAT32))
             if units or hists:
                 b.tier1_steps.append(int(step))
                 for k, v in (units or {}).items():

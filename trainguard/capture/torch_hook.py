@@ -743,8 +743,8 @@ class Hook:
 
     def _complete_native(self, step: int, optimizer: torch.optim.Optimizer) -> None:
         """`_complete` after `_stage_native`: the parameters (unless the optimizer step moved them where the
-        kernel cannot read them: then they wait for the next saved step); the rows wait for `_finalize`
-        like any step's (the scalars recorded after the optimizer step join them)."""
+        kernel cannot read them: then they wait for the next saved step); the rows go to the writer now
+        (only a per-unit vector the torch path computed makes them wait for `_finalize`)."""
         assert self.config is not None
         self._staged_native = -1
         plan = self._native_plan

@@ -11,7 +11,9 @@ process; smdebug 1.0.34 runs in `.venv-smdebug` (made by `dev/smdebug-venv.sh`) 
 `benchmarks/peers/smdebug_train.py`, which times its own no-hook baseline in the same process.
 All configurations of a process train in lockstep, `--block` steps each in rotating order, so
 the load of this noisy shared 2-core VM falls on all of them alike; each repetition is a fresh
-run of `--steps` steps and the table shows medians over `--reps`. Bytes and objects are
+run of `--steps` steps. "x no hook" is the median over `--reps` of each repetition's ratio to
+the no-hook models of the same repetition (the peer: to its own no-hook loop), with the range of
+those ratios beside it; step times are medians. Bytes and objects are
 everything each hook wrote (segments, catalogue, run.json, END.json), per saved step.
 
 On CPU our hook reads float32 tensors in place with its C kernel (`native_stats`, the default).
@@ -241,9 +243,13 @@ def main() -> int:
 
     base_s = statistics.fmean(median(b.seconds) for b in baselines)
     spread = abs(median(baselines[0].seconds) - median(baselines[1].seconds)) / base_s
+    # Each repetition's ratio is taken against the no-hook models of the same repetition (they trained
+    # in the same rotation, so a slower or faster spell of the machine falls on both), then the median
+    # over repetitions: a paired estimate, less noisy than a ratio of medians
+    base_per_rep = [statistics.fmean(pair) for pair in zip(*(b.seconds for b in baselines))]
     print(
         f"# hook overhead: MLP 76k params, batch 64, SGD, {args.steps} steps, torch {args.threads} thread(s), "
-        f"median of {args.reps}, CPU path: C kernel (native.AVAILABLE={native.AVAILABLE}); torch path with the "
+        f"median of {args.reps} paired ratios, CPU path: C kernel (native.AVAILABLE={native.AVAILABLE}); torch path with the "
         f"statistics worker {'off' if args.no_stats_worker else 'on'}; "
         f"load average {os.getloadavg()[0]:.2f} at the end"
     )
@@ -256,6 +262,7 @@ def main() -> int:
         "save_int",
         "step ms",
         "x no hook",
+        "range over reps",
         "bytes/saved step",
         "objects/saved step",
         "worker CPU ms/saved step",
@@ -265,8 +272,8 @@ def main() -> int:
     print("|" + "|".join("---" for _ in header) + "|")
     rows: dict[tuple[str, int | None], tuple[float, float]] = {}
     for r in [*baselines, *ours, *peers]:
-        ref = median(r.baseline) if r.baseline else base_s
-        ratio = median(r.seconds) / ref
+        paired = [sec / ref for sec, ref in zip(r.seconds, r.baseline or base_per_rep)]
+        ratio = median(paired)
         saved = math.ceil(args.steps / r.save_interval) if r.save_interval else 0
         per_bytes = median([b / saved for b in r.bytes_per_run]) if saved else math.nan
         per_objects = median([o / saved for o in r.objects_per_run]) if saved else math.nan
@@ -277,6 +284,7 @@ def main() -> int:
             "-" if r.save_interval is None else str(r.save_interval),
             f"{1000 * median(r.seconds) / args.steps:.3f}",
             f"{ratio:.3f}",
+            f"{min(paired):.3f}-{max(paired):.3f}",
             "-" if not saved else f"{per_bytes:,.0f}",
             "-" if not saved else f"{per_objects:.3f}",
             f"{1000 * median([c / saved for c in r.worker_cpu_per_run]):.3f}" if worker else "-",

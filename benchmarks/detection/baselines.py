@@ -191,8 +191,8 @@ def deeplocalize(views: Sequence[StepView], *, n: int = 5) -> list[Alarm]:
         if not len(v.names):
             continue
         batches += 1
-        loss = float(v.scalars.get("loss", math.nan))
-        if not math.isfinite(loss):
+        loss = v.scalars.get("loss")  # a view without the loss (flushed apart from it) says nothing of it
+        if loss is not None and not math.isfinite(float(loss)):
             return [Alarm(v.step, "NaN")]
         for r, name in enumerate(v.names):
             if v.meta[r].collection not in ("activations", "weights", "gradients") or name.endswith(".bias"):

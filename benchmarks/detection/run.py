@@ -243,6 +243,7 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
         if (runs := [t for t in harmful if FAULT_SYMPTOM.get(t.fault or "") == sym])
     }
     overall = recall_and_delay(harmful) if harmful else {}
+    per_cat_prf = category_prf(truths, outcomes, intended)
     detected = [t for t in harmful if alarm_step(t) is not None]
     diagnosed = [t for t in detected if diagnosis_step(t) is not None]
     localizable = [t for t in detected if affected.get(t.program)]
@@ -263,8 +264,44 @@ def score(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome]
         "p90_delay_steps": overall.get("p90_delay_steps"),
         "per_category": per_cat,
         "per_category_diagnosis": per_cat_diagnosis,
+        "per_category_prf": per_cat_prf,
         "per_symptom": per_symptom,
     }
+
+
+def category_prf(
+    truths: list[programs.Truth],
+    outcomes: dict[tuple[str, int], Outcome],
+    intended: dict[str, tuple[str, ...]],
+) -> dict[str, dict[str, object]]:
+    """Precision, recall and F1 per fault category. A run is flagged for a category when the detector raises an
+    alarm of it, or one from a rule meant for a fault of it (as the diagnosis cells count: `exploding_tensor` is
+    meant for the exploding-gradient faults too); flagged harmful runs of that category are true positives,
+    other flagged runs (healthy, or a fault of another category) false ones. Faults labelled "should not
+    stop" count neither way."""
+    means: dict[str, set[str]] = defaultdict(set)
+    for t in truths:
+        for rule in intended.get(t.program, ()) if t.category else ():
+            means[rule].add(t.category)
+
+    def flagged_for(t: programs.Truth, cat: str) -> bool:
+        o = outcomes[(t.program, t.seed)]
+        return cat in o.categories or any(cat in means.get(rule, ()) for rule in o.rules)
+
+    counted = [t for t in truths if t.fault is None or t.should_stop]
+    out: dict[str, dict[str, object]] = {}
+    for cat in CATEGORIES:
+        positives = [t for t in counted if t.fault is not None and t.category == cat]
+        flagged = [t for t in counted if flagged_for(t, cat)]
+        if not positives and not flagged:
+            continue
+        tp = sum(1 for t in flagged if t.fault is not None and t.category == cat)
+        precision = tp / len(flagged) if flagged else math.nan
+        recall = tp / len(positives) if positives else math.nan
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else math.nan
+        out[cat] = {"runs": len(positives), "flagged": len(flagged), "precision": precision, "recall": recall,
+                    "f1": f1}  # fmt: skip
+    return out
 
 
 def per_rule_table(truths: list[programs.Truth], outcomes: dict[tuple[str, int], Outcome],
@@ -312,6 +349,13 @@ def _cells(per: dict[str, dict[str, object]], keys: Sequence[str], width: int) -
     return out
 
 
+def _prf(d: dict[str, object] | None) -> str:
+    """`precision/recall/F1` in whole percent, `-` for a figure without runs to count."""
+    if d is None:
+        return "-"
+    return "/".join(_fmt(d[k], True).rstrip("%") for k in ("precision", "recall", "f1"))
+
+
 def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
     print(f"\n== {split} split: detection (warning or above); per category: recall/median delay in steps ==")
     head = f"{'detector':<16}{'FA runs':>8}{'FA/1k st':>9}{'stops':>6}{'detect':>7}{'diagn':>6}{'local':>6}{'delay':>6}{'p90':>5}"
@@ -326,6 +370,12 @@ def print_summary(split: str, results: dict[str, dict[str, object]]) -> None:
     print(f"{'detector':<16}" + "".join(f"{c:>9}" for c in CATEGORIES))
     for name, r in results.items():
         print(f"{name:<16}" + _cells(r["per_category_diagnosis"], CATEGORIES, 9))  # type: ignore[arg-type]
+    print(f"-- {split}, per category: precision/recall/F1 in % (flagged = an alarm of the category or from a rule "
+          "meant for it; should-not-stop faults count neither way) --")  # fmt: skip
+    print(f"{'detector':<16}" + "".join(f"{c:>12}" for c in CATEGORIES))
+    for name, r in results.items():
+        prf: dict[str, dict[str, object]] = r["per_category_prf"]  # type: ignore[assignment]
+        print(f"{name:<16}" + "".join(f"{_prf(prf.get(c)):>12}" for c in CATEGORIES))
     print(f"-- {split}, DeepDiagnosis' symptom layout: recall/median delay --")
     short = {s: "".join(w[0] for w in s.split()).upper() for s in SYMPTOMS}
     print(

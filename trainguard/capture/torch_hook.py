@@ -19,8 +19,8 @@ host, so the step is written there and then, and so is each scalar as it is reco
 scalar on the device waits for its step's one copy). Code that runs once per saved
 step runs with cold caches (a numpy call then costs 10-25 us, not 1), so when the kernel reads
 every parameter a saved step takes a short path (`_NativePlan`): the parameters' kernel spec is
-made once and kept while their storage stays put, and a step without Tier-1 extras makes no
-numpy or torch call beyond the kernel's. Without the kernel the hook
+made once and kept while their storage stays put, and a step without Tier-1 extras makes one
+numpy call (the next step's row buffer) and no torch call beyond reading the loss. Without the kernel the hook
 gives the CPU a "stream" of its own (`stats_worker`, on by default): the pre- and post-hooks only
 snapshot the step's tensors into one of `stats_in_flight` packed buffers, and a background
 thread (`StatsWorker`) reduces, copies and writes the step, with the scalars recorded before it.

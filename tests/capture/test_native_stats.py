@@ -128,6 +128,26 @@ def test_sums_hold_at_every_magnitude_and_mean(scale: float, offset: float) -> N
     assert_columns_match(got[0], want)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda g: torch.randn(5000, generator=g),  # each 1024-value chunk spans ~15 binades
+        lambda g: torch.relu(torch.randn(5000, generator=g)),  # half zeros (bin 0)
+        lambda g: torch.rand(5000, generator=g) + 1,  # one binade
+        lambda g: torch.randn(5000, generator=g) * torch.exp(torch.randn(5000, generator=g) * 20),  # dozens
+    ],
+    ids=["normal", "relu", "one-binade", "wide"],
+)
+def test_histograms_match_numpy_however_many_binades_a_chunk_spans(make: Any) -> None:
+    # numpy's counts whatever the spread of exponents within each 1024-value chunk the kernel bins
+    # at a time, with NaN/Inf left out and zeros in bin 0
+    x = make(torch.Generator().manual_seed(4))
+    x[[7, 1500, 4999]] = torch.tensor([float("nan"), float("inf"), 0.0])
+    rows = native.HostRows()
+    hist, _ = rows.add(0, x, hist=True)
+    np.testing.assert_array_equal(hist, stats.log2_hist(x.numpy()))
+
+
 @pytest.mark.parametrize("shape", [(64, 24), (4, 6, 3, 5), (40,)], ids=["2d", "4d", "1d"])
 @pytest.mark.parametrize("activation", ["relu", "sigmoid", "tanh"])
 def test_per_unit_activity_and_saturation_match_numpy(shape: tuple[int, ...], activation: str) -> None:

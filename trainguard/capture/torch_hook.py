@@ -257,6 +257,8 @@ class Hook:
         self.skipped_steps = 0
         """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
         self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
+        self._scalar_ids: dict[tuple[str, str], int] = {}
+        """(name, mode) -> the scalar's catalogue id, once defined."""
         self._predictions: dict[tuple[str, str], _PredStream] = {}
         self._pred_ready: list[tuple[int, str, str, dict[int, Any]]] = []
         """Counts of finished steps, still on the device: (step, name, mode, {class: counts})."""
@@ -1038,16 +1040,17 @@ class Hook:
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
         try:
-            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
-            self._add_scalar(step, name, value, mode=mode, collection=coll)
+            self._add_scalar(step, name, value, mode=mode, collection=collection)
             if self._pending is None and len(self._scalars) >= 4096:
                 self._finalize()  # a long eval loop between saved steps: bound what is held
         except Exception as err:  # noqa: BLE001
             self._fail(f"record_scalar({name!r})", err)
 
     def _add_scalar(
-        self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str
+        self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str | None
     ) -> None:
+        """Write a scalar now (on the host) or with the step's copy (on a device); `collection` None: "losses" for a
+        name with "loss" in it, else "metrics" (used when the name is new)."""
         assert self._writer is not None
         if isinstance(value, torch.Tensor):
             if self._native and value.is_cpu and value.numel() == 1:
@@ -1056,9 +1059,12 @@ class Hook:
                 value = value.detach()
         else:
             value = float(value)
-        tid = self._writer.define(name, collection=collection, mode=mode)
+        tid = self._scalar_ids.get((name, mode))
+        if tid is None:  # the writer's catalogue takes its lock: look it up once per name
+            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
+            tid = self._scalar_ids[(name, mode)] = self._writer.define(name, collection=coll, mode=mode)
         if isinstance(value, float):
-            self._writer.write_scalars(step, (tid,), (value,))  # on the host: nothing to wait for
+            self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
         else:
             self._scalars.append((step, tid, value))  # on the device: it joins the step's one copy
 

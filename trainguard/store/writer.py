@@ -237,16 +237,24 @@ class RankWriter:
         """Buffer scalar values recorded at `step` (any step, saved or not)."""
         if self.disabled or self.closed or not ids:
             return
+        with self._lock:  # reentrant: the values land together
+            for tid, value in zip(ids, values, strict=True):
+                self.write_scalar(int(step), int(tid), float(value))
+
+    def write_scalar(self, step: int, tensor_id: int, value: float) -> None:
+        """Buffer one scalar value (the hook's call, once per recorded scalar)."""
+        if self.disabled or self.closed:
+            return
         with self._lock:
             b = self._buf
             if b.opened_at is None:
                 b.opened_at = self._clock()
-            b.scalar_steps.extend([int(step)] * len(ids))
-            b.scalar_ids.extend(map(int, ids))
-            added = list(map(float, values))
-            b.scalar_values.extend(added)
-            self._last_step = max(self._last_step or 0, int(step))
-            if not self._nonfinite_sent and not all(map(math.isfinite, added)):
+            b.scalar_steps.append(step)
+            b.scalar_ids.append(tensor_id)
+            b.scalar_values.append(value)
+            if self._last_step is None or step > self._last_step:
+                self._last_step = step
+            if not self._nonfinite_sent and not math.isfinite(value):
                 self._flush_first_nonfinite()
 
     def _flush_first_nonfinite(self) -> None:

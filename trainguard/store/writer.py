@@ -238,7 +238,7 @@ class RankWriter:
         if self.disabled or self.closed or not ids:
             return
         with self._lock:  # reentrant: the values land together
-            for tid, value in zip(ids, values, strict=True):
+            for tid, value in zip(ids, values):  # not strict: the writer never raises into its caller
                 self.write_scalar(int(step), int(tid), float(value))
 
     def write_scalar(self, step: int, tensor_id: int, value: float) -> None:

@@ -257,8 +257,6 @@ class Hook:
         self.skipped_steps = 0
         """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
         self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
-        self._scalar_ids: dict[tuple[str, str], int] = {}
-        """(name, mode) -> the scalar's catalogue id, once defined."""
         self._predictions: dict[tuple[str, str], _PredStream] = {}
         self._pred_ready: list[tuple[int, str, str, dict[int, Any]]] = []
         """Counts of finished steps, still on the device: (step, name, mode, {class: counts})."""
@@ -1050,7 +1048,7 @@ class Hook:
         self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str | None
     ) -> None:
         """Write a scalar now (on the host) or with the step's copy (on a device); `collection` None: "losses" for a
-        name with "loss" in it, else "metrics" (used when the name is new)."""
+        name with "loss" in it, else "metrics" (the catalogue keeps a name's first)."""
         assert self._writer is not None
         if isinstance(value, torch.Tensor):
             if self._native and value.is_cpu and value.numel() == 1:
@@ -1059,10 +1057,8 @@ class Hook:
                 value = value.detach()
         else:
             value = float(value)
-        tid = self._scalar_ids.get((name, mode))
-        if tid is None:  # the writer's catalogue takes its lock: look it up once per name
-            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
-            tid = self._scalar_ids[(name, mode)] = self._writer.define(name, collection=coll, mode=mode)
+        coll = collection or ("losses" if "loss" in name.lower() else "metrics")
+        tid = self._writer.define(name, collection=coll, mode=mode)
         if isinstance(value, float):
             self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
         else:

@@ -149,6 +149,9 @@ class RankWriter:
     def define(self, name: str, *, collection: str, mode: str | None = None, **attrs: object) -> int:
         """Return the id of a tensor (or, with `mode`, a scalar), adding it to the catalogue if new."""
         key = (name, mode)
+        tid = self._ids.get(key)  # known names need no lock: ids are only ever added, under it
+        if tid is not None:
+            return tid
         with self._lock:
             tid = self._ids.get(key)
             if tid is None:

@@ -104,3 +104,32 @@ def test_the_pod_start_outlives_a_restarted_sidecar(tmp_path: Path) -> None:
     assert pod_started_at(str(marker), 250.0) == 100.0  # the container restarted: its pod did not
     # Without a writable volume the sidecar uses its own start (and says so in the log).
     assert pod_started_at(str(tmp_path / "missing" / "pod-started-at"), 250.0) == 250.0
+
+
+def test_a_restarted_sidecar_keeps_its_checkpoint_on_a_format_1_run_without_attempts(
+    run_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An older trainer writes format-1 keys (no attempt); the segment filter and END treat "no attempt" as
+    # the current one, and so must the checkpoint: the sidecar's container restarts in the same pod.
+    store = open_store(run_uri)
+    b = RunBuilder(store, started=POD_1 + 1)
+    for key in store.list("rank-00000/meta-"):
+        store.put("rank-00000/meta-000000.json", store.get(key))
+        store.delete(key)
+
+    def old_segment(steps: range) -> None:
+        key = b.segment(steps)
+        store.put(f"rank-00000/seg-{steps[0]:012d}-{steps[-1]:012d}-{b.seq - 1:06d}.npz", store.get(key))
+        store.delete(key)
+
+    old_segment(range(5))
+    first = Evaluator(run_uri, rules=RULES, rank=0, not_before=POD_1)
+    assert drain(first) == [] and first.segments_total == 1
+
+    old_segment(range(5, 10))
+    restarted = Evaluator(run_uri, rules=RULES, rank=0, not_before=POD_1)
+    with caplog.at_level(logging.INFO, logger="trainguard.sidecar.evaluator"):
+        drain(restarted)
+    assert "earlier pod" not in caplog.text
+    assert restarted.segments_total == 1  # the new segment only
+    assert restarted._tracks[0].rules[1].steps == list(range(10))  # type: ignore[attr-defined]

@@ -425,9 +425,12 @@ class Evaluator:
             source = RankSource(
                 self.store, rank, start_after=saved.last_key if saved else None, not_before=self._not_before
             )
+            # a format-1 run's attempt "" is whichever is current, as for its segments and END; None: no
+            # segment was read before the checkpoint
             if (
                 saved is not None
                 and self._not_before is not None
+                and source.attempt != ""
                 and (source.attempt or "") < self._not_before
             ):
                 log.info(

@@ -58,12 +58,23 @@ def overfitting(d: StepData) -> None:
 
 
 def test_overfit_fires_after_patience_eval_points_of_gap_while_val_worsens_and_train_improves() -> None:
-    f = first(run(Overfit(), Stream(fault=overfitting)))
+    f = first(run(Overfit({"single_point_ratio": None}), Stream(fault=overfitting)))
     assert f.step == 450  # eval points 400, 450 (the gap passes 200% once the val loss has risen to 2)
     assert f.message.startswith(
         "val loss 2.5 is 496% above the train loss 0.42, above 200% for 2 eval points"
     )
     assert "with the val loss 225% above its best at step 450" in f.message
+
+
+def test_overfit_fires_at_the_first_eval_point_whose_gap_is_above_single_point_ratio() -> None:
+    f = first(run(Overfit(), Stream(fault=overfitting)))
+    assert f.step == 400  # the gap is 331% there: above the single-point 300%, no second eval point needed
+    assert f.message.startswith(
+        "val loss 2 is 331% above the train loss 0.464, above 300% at once (the single-point"
+    )
+    assert f.threshold == 3.0
+    # a gap between ratio_threshold and single_point_ratio still waits for `patience` eval points
+    assert first(run(Overfit({"single_point_ratio": 3.5}), Stream(fault=overfitting))).step == 450
 
 
 def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:

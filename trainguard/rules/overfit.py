@@ -5,7 +5,8 @@ against the mean training loss since the previous eval point (SageMaker's Overfi
 `patience` and `ratio_threshold`); the divisor is floored at a tenth of the first training loss.
 A steady gap is the normal generalisation gap, so by default it counts only while the validation
 loss is also `val_rise_percent` above its best and the training loss below what it was then;
-`patience` consecutive eval points are needed.
+`patience` consecutive eval points are needed, or one whose gap is above `single_point_ratio`
+(evidence that strong needs no second validation pass).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from trainguard.rules.view import StepView
 
 class Overfit(base.Rule):
     name = "overfit"
-    summary = "Validation loss well above the training loss for `patience` eval points, worsening while training improves."
+    summary = (
+        "Validation loss well above the training loss for `patience` eval points (or once far above it), worsening "
+        "while training improves."
+    )
     hint = "add regularisation (weight decay, dropout, augmentation), get more data, or stop early at the best checkpoint"
 
     class Params(base.Params):
@@ -38,6 +42,14 @@ class Overfit(base.Rule):
             ge=1,
             description="Consecutive eval points the gap must persist (SageMaker: 1): one noisy validation pass "
             "alone does not alarm.",
+        )
+        single_point_ratio: float | None = Field(
+            default=3.0,
+            gt=0,
+            description="A gap above this counts at once, without waiting `patience` eval points (still only where "
+            "the val loss got worse while the training loss improved). On the detection benchmark's calibration "
+            "seeds healthy runs stay at 1.6 or below at such eval points, overfitting ones reach 3.5 to 5.6 at the "
+            "first after their best. None: always wait `patience` eval points.",
         )
         gate_on_val_progress: bool = Field(
             default=True,
@@ -88,15 +100,23 @@ class Overfit(base.Rule):
         learning = self.train_at_best is None or train < self.train_at_best
         counts = gap > p.ratio_threshold and ((worse and learning) or not p.gate_on_val_progress)
         self.streak = self.streak + 1 if counts else 0
-        if self.streak < p.patience:
+        at_once = counts and p.single_point_ratio is not None and gap > p.single_point_ratio
+        if self.streak < p.patience and not at_once:
             return []
+        if self.streak >= p.patience:
+            bound, over = (
+                p.ratio_threshold,
+                f"for {self.streak} eval points" if self.streak > 1 else "at 1 eval point",
+            )
+        else:  # at_once: single_point_ratio is set
+            bound, over = p.single_point_ratio or p.ratio_threshold, "at once (the single-point threshold)"
         msg = (
             f"val loss {base.fmt(val)} is {base.fmt(gap * 100)}% above the train loss {base.fmt(train)}, above "
-            f"{base.fmt(p.ratio_threshold * 100)}% for {self.streak} eval points"
+            f"{base.fmt(bound * 100)}% {over}"
             f"{f' with the val loss {base.fmt(val / best * 100 - 100)}% above its best' if p.gate_on_val_progress else ''} "
             f"{self.where(view)}"
         )
-        return [self.finding(view, msg, tensor="loss", value=gap, threshold=p.ratio_threshold)]
+        return [self.finding(view, msg, tensor="loss", value=gap, threshold=bound)]
 
     def get_state(self) -> dict[str, Any]:
         return {

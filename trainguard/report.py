@@ -585,12 +585,22 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
         return (
             f'<div class="banner stopped"><b>Stopped by rule {html.escape(str(outcome.get("stopped_by")))}</b> at step '
             f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
-            f"{html.escape(str(stop.get('message', '')))}</div>"
+            f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
     if "critical" in worst or "warning" in worst:
         n = sum(1 for m in markers if m.severity in ("critical", "warning"))
         return f'<div class="banner warn">{n} warning or critical findings; see below.</div>'
     return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
+
+
+def _earlier_sign(sign: Mapping[str, Any] | None) -> str:
+    if not sign:
+        return ""
+    return (
+        f"<br>Earlier sign at step {html.escape(str(sign.get('step')))}: rule "
+        f"<b>{html.escape(str(sign.get('rule')))}</b> ({html.escape(str(sign.get('severity')))}): "
+        f"{html.escape(str(sign.get('message', '')))}"
+    )
 
 
 def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -> str:

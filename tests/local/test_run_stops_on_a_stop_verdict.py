@@ -39,9 +39,16 @@ def test_diverging_pytorch_script_is_stopped_with_exit_3_by_exploding_tensor(
     # The script never ends by itself in this time: it was stopped, long before its last step.
     assert res.doc["last_step"] < 20_000
     assert "STOPPED by rule exploding_tensor" in res.stderr
+    # The NaN is a consequence: the learning rate overshot first, and the summary names that earlier sign.
+    sign = res.doc["stop"]["earlier_sign"]
+    assert sign["rule"] == "oscillating_loss" and sign["severity"] == "warning"
+    assert sign["step"] < res.doc["stop"]["step"]
+    assert f"earlier sign, step {sign['step']} on rank 0: oscillating_loss (warning): " in res.stderr
     report = Path(res.doc["report"])
     assert report.is_file() and report.parent == tmp_path / "trainguard-runs" / res.doc["run_id"]
-    assert 'data-rule="exploding_tensor"' in report.read_text()
+    html = report.read_text()
+    assert 'data-rule="exploding_tensor"' in html
+    assert f"Earlier sign at step {sign['step']}: rule <b>oscillating_loss</b> (warning)" in html
 
 
 def test_a_command_that_ignores_sigterm_is_killed_with_its_group_after_the_grace_period(

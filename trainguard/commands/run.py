@@ -153,6 +153,9 @@ def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
         hint = getattr(v.finding, "hint", "") if v.finding is not None else ""
         if hint and hint not in v.message:
             progress.line(f"what to try: {hint}")
+        if (e := outcome.earlier_sign) is not None:
+            severity = getattr(e.severity, "value", e.severity)
+            progress.line(f"earlier sign, step {e.step} on rank {e.rank}: {e.rule} ({severity}): {e.message}")
     else:
         n = sum(
             1 for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical")

@@ -116,6 +116,22 @@ class Outcome:
     def stopped_by(self) -> str | None:
         return self.stop_verdict.rule if self.stop_verdict else None
 
+    @property
+    def earlier_sign(self) -> Finding | None:
+        """The first warning or critical finding of another rule at a step before the stop's, if any: often
+        the cause of which the stop is a consequence (an overshooting learning rate before the NaN)."""
+        v = self.stop_verdict
+        if v is None:
+            return None
+        earlier = [
+            f
+            for f in self.findings
+            if f.rule != v.rule
+            and f.step < v.step
+            and _value(f.severity) in (Severity.WARNING.value, Severity.CRITICAL.value)
+        ]
+        return min(earlier, key=lambda f: f.step, default=None)
+
     def to_json(self) -> dict[str, Any]:
         """Return the `--json` document: stopped, stopped_by, exit_code, findings, and context."""
         v = self.stop_verdict
@@ -142,6 +158,7 @@ class Outcome:
                 "message": v.message,
                 "time": v.time,
                 "latency_to_exit_seconds": self.stop_latency_seconds,
+                "earlier_sign": None if (e := self.earlier_sign) is None else finding_dict(e),
             },
             "rules": {name: rule_status_dict(st) for name, st in self.rule_status.items()},
             "evaluation_error": self.evaluation_error,

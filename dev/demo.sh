@@ -29,6 +29,10 @@ print(f"==> TrainGuard stopped the run at step {stop['step']} with exit status {
 print(f"    {stop['message']}")
 print(f"    the command got SIGTERM {'and then SIGKILL ' if doc['killed'] else ''}and exited "
       f"{stop['latency_to_exit_seconds']} s after the verdict; last step evaluated: {doc['last_step']}")
+if stop.get("earlier_sign"):
+    sign = stop["earlier_sign"]
+    print(f"==> the earlier sign, at step {sign['step']}: rule {sign['rule']} ({sign['severity']})")
+    print(f"    {sign['message']}")
 print(f"==> HTML report (plots with the finding marked): {doc['report']}")
 print(f"    outcome as JSON: {sys.argv[1]}; run data: {doc['run_uri']}")
 PY

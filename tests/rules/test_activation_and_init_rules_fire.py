@@ -64,6 +64,32 @@ def test_poor_weight_initialization_names_a_kernel_initialised_ten_times_too_lar
     assert "above the bound x2" in found[0].message
 
 
+def test_poor_weight_initialization_reports_kernels_too_small_when_asked_and_most_of_them_are() -> None:
+    def small_init(d: StepData) -> None:
+        for i in range(4):
+            d.scale(f"fc{i}.weight", 0.05 if i == 2 else 0.1)
+
+    assert run(PoorWeightInitialization(), Stream(steps=20, fault=small_init)) == []  # the small side is off
+    found = run(PoorWeightInitialization({"std_ratio_min": 0.5}), Stream(steps=20, fault=small_init))
+    assert [(f.step, f.tensor) for f in found] == [
+        (0, "fc2.weight")
+    ]  # one finding: the smallest against its target
+    assert "below the bound x0.5 (4 of 4 kernels are below it)" in found[0].message
+
+
+def test_poor_weight_initialization_allows_one_small_layer_as_gpt2_and_policy_heads_have() -> None:
+    def small_head(d: StepData) -> None:
+        d.scale(
+            "fc3.weight", 0.01
+        )  # a policy head at gain 0.01, a residual projection at 0.02/sqrt(2 n_layer)
+
+    assert run(PoorWeightInitialization({"std_ratio_min": 0.5}), Stream(steps=20, fault=small_head)) == []
+    each = run(
+        PoorWeightInitialization({"std_ratio_min": 0.5, "small_share": 0}), Stream(steps=20, fault=small_head)
+    )
+    assert [f.tensor for f in each] == ["fc3.weight"] and "(1 of 4" in each[0].message
+
+
 def test_poor_weight_initialization_reports_several_all_zero_kernels_once() -> None:
     def zero_init(d: StepData) -> None:
         for i in range(4):

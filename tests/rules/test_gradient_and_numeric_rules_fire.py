@@ -206,6 +206,17 @@ def test_unchanged_tensor_names_the_frozen_layer_after_num_steps() -> None:
     assert "unchanged for 3 saved steps" in f.message
 
 
+def test_unchanged_tensor_waits_while_the_schedule_holds_the_learning_rate_near_zero() -> None:
+    def cosine_tail(d: StepData) -> None:
+        if d.step >= 200:  # the schedule's last steps: updates below float32's resolution of a LayerNorm's 1s
+            d.scalars["lr"] *= 1e-3
+            d.set("fc1.weight", update_l2=0.0)
+
+    assert run(UnchangedTensor(), Stream(steps=260, fault=cosine_tail)) == []
+    f = first(run(UnchangedTensor({"lowered_lr_fraction": None}), Stream(steps=260, fault=cosine_tail)))
+    assert (f.step, f.tensor) == (202, "fc1.weight")
+
+
 def test_unchanged_tensor_ignores_steps_where_nothing_moved() -> None:
     def skipped(d: StepData) -> None:
         if 100 <= d.step < 120:  # e.g. a loss scaler skipping steps, or lr 0

@@ -1,8 +1,10 @@
 """`poor_weight_initialization`: checks at the start of training, each done once.
 
 On the first view with weights: each kernel's std against the standard targets for its shape
-(LeCun, He, Glorot, PyTorch's default; both fan conventions), whole kernels that are exactly
-zero, and (SageMaker's check) the spread of activation-input variances across layers. On the first
+(LeCun, He, Glorot, PyTorch's default; both fan conventions: a kernel far above them is reported;
+with `std_ratio_min` set, kernels far below when most of them are, since one small layer is
+usually on purpose), whole
+kernels that are exactly zero, and (SageMaker's check) the spread of activation-input variances across layers. On the first
 loss: its distance from ln K for a K-class problem when `num_classes` is given (Karpathy's check).
 """
 
@@ -52,10 +54,22 @@ class PoorWeightInitialization(base.Rule):
             ge=1,
             description="SageMaker's steps: checks run only on views within this many steps of start_step.",
         )
-        std_ratio_min: float = Field(
-            default=0.5,
+        std_ratio_min: float | None = Field(
+            default=None,
             gt=0,
-            description="A kernel's std below this times the smallest standard target is too small.",
+            description="A kernel's std below this times the smallest standard target is too small (e.g. 0.5). "
+            "Off by default: normalised nets train well from small inits (GPT-2's 0.02 is under half of PyTorch's "
+            "default below 200 features, its residual projections smaller still) and a deep unnormalised net "
+            "started too small is reported by vanishing_gradient when it matters.",
+        )
+        small_share: float = Field(
+            default=0.5,
+            ge=0,
+            lt=1,
+            description="The small side is reported when more than this share of the checked kernels is below it: "
+            "one small layer is usually on purpose (GPT-2's residual projections at 0.02/sqrt(2 n_layer), a "
+            "policy head at gain 0.01, a positional table at 0.02) and harmless behind a residual connection; "
+            "most of them small starve the signal. 0: each kernel on its own.",
         )
         std_ratio_max: float = Field(
             default=2.0,
@@ -134,24 +148,40 @@ class PoorWeightInitialization(base.Rule):
                     threshold=float(p.all_zero_min_layers),
                 )
             )
-        for i in rows:
-            if i in zero or (self.exclude is not None and self.exclude.search(view.names[i])):
-                continue
+        checked = [
+            i
+            for i in rows
+            if i not in zero and not (self.exclude is not None and self.exclude.search(view.names[i]))
+        ]
+        small: list[tuple[float, int]] = []  # (std / the smallest target, row)
+        for i in checked:
             std = float(view.stats[i, COL["std"]])
             low, high = std_targets(view.meta[i].shape)
-            if std < p.std_ratio_min * low or std > p.std_ratio_max * high:
-                side, target, ratio = (
-                    ("below", low, p.std_ratio_min)
-                    if std < p.std_ratio_min * low
-                    else ("above", high, p.std_ratio_max)
+            if std > p.std_ratio_max * high:
+                out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max))
+            elif p.std_ratio_min is not None and std < p.std_ratio_min * low:
+                small.append((std / low, i))
+        if small and p.std_ratio_min is not None and len(small) > p.small_share * len(checked):
+            _, i = min(small)
+            std = float(view.stats[i, COL["std"]])
+            note = f"{len(small)} of {len(checked)} kernels are below it" if len(checked) > 1 else ""
+            out.append(
+                self._std_finding(
+                    view, i, std, "below", std_targets(view.meta[i].shape)[0], p.std_ratio_min, note
                 )
-                msg = (
-                    f"{view.names[i]}: initial std {base.fmt(std)} is {base.fmt(std / target)}x the {'smallest' if side == 'below' else 'largest'} "
-                    f"standard target {base.fmt(target)} for shape {list(view.meta[i].shape)}, {side} the bound x{base.fmt(ratio)} "
-                    f"{self.where(view)}"
-                )
-                out.append(self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target))
+            )
         return out
+
+    def _std_finding(
+        self, view: StepView, i: int, std: float, side: str, target: float, ratio: float, note: str = ""
+    ) -> base.Finding:
+        msg = (
+            f"{view.names[i]}: initial std {base.fmt(std)} is {base.fmt(std / target)}x the "
+            f"{'smallest' if side == 'below' else 'largest'} standard target {base.fmt(target)} for shape "
+            f"{list(view.meta[i].shape)}, {side} the bound x{base.fmt(ratio)}{f' ({note})' if note else ''} "
+            f"{self.where(view)}"
+        )
+        return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target)
 
     def _check_activations(self, view: StepView, p: Params) -> list[base.Finding]:
         rows = [

@@ -375,6 +375,18 @@ class LossRange:
         self.last_step = state.get("last_step")
 
 
+def lowered_lr_fraction(default: float, effect: str, *, why: str, otherwise: str) -> Any:
+    """A rule's `lowered_lr_fraction` parameter: `effect` while the recorded learning rate is below that fraction of
+    its peak (`PeakLearningRate.lowered`), for the reason `why`; None: `otherwise`."""
+    return Field(
+        default=default,
+        gt=0,
+        le=1,
+        description=f"{effect} while the recorded learning rate (scalar `lr`; the PyTorch hook records it) is below "
+        f"this fraction of its highest recorded value: {why}. None: {otherwise}.",
+    )
+
+
 class PeakLearningRate:
     """The learning rate a view records (scalar `lr`, which the PyTorch hook records for the first
     parameter group) against the highest one recorded so far."""

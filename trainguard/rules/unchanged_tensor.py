@@ -4,7 +4,8 @@ A parameter is unchanged at a view when ||dW|| (`update_l2`, measured since the 
 step) is at most atol * sqrt(n) + rtol * ||W||, the l2 form of SageMaker's np.allclose test; by
 default both are 0, so only an exact standstill counts. It is reported after `num_steps` such
 views in a row. Views where no watched parameter moved (lr 0
-during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named.
+during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named;
+nor do views whose recorded learning rate a schedule took below 1% of its peak.
 
 Per unit, on Tier-1 views, from the vectors `units[("moved", <parameter>)]`: the share of each
 unit's elements (row of dim 0) that changed since the previous saved step. A unit whose row stayed
@@ -65,6 +66,14 @@ class UnchangedTensor(base.Rule):
             ge=0,
             description="Absolute tolerance per element: a change below atol * sqrt(n) counts as none (SageMaker: 1e-8).",
         )
+        lowered_lr_fraction: float | None = signals.lowered_lr_fraction(
+            0.01,
+            "Views neither count nor reset",
+            why="at the end of a cosine schedule an update below float32's resolution leaves a weight bitwise "
+            "unchanged (a final LayerNorm's weights near 1 under AdamW at 1e-5 of its peak learning rate) while "
+            "smaller weights still move",
+            otherwise="count them regardless",
+        )
         unit_fraction: float = Field(
             default=10.0,
             ge=0,
@@ -82,8 +91,13 @@ class UnchangedTensor(base.Rule):
         """Tier-1 views in a row each unit of a layer was frozen while the layer moved, by parameter name."""
         self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
         self._row_of: tuple[tuple[str, ...] | None, dict[str, int]] = (None, {})
+        self.lr = signals.PeakLearningRate()
 
     def check(self, view: StepView) -> list[base.Finding]:
+        p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
+        self.lr.push(view)
+        if p.lowered_lr_fraction is not None and self.lr.lowered(p.lowered_lr_fraction):
+            return []  # the schedule took the learning rate near 0: standing still is expected
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
@@ -204,6 +218,7 @@ class UnchangedTensor(base.Rule):
         return {
             "streak": self.streak.get_state(),
             "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
+            **self.lr.get_state(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -212,3 +227,4 @@ class UnchangedTensor(base.Rule):
             name: np.asarray(s, np.float64) for name, s in state.get("unit_streak", {}).items()
         }
         self._counting = any(v > 0 for v in state.get("streak", {}).values())
+        self.lr.set_state(state)

@@ -47,14 +47,12 @@ class WeightUpdateRatio(base.Rule):
         epsilon: float = Field(
             default=1e-9, gt=0, description="Added to ||W|| so zero weights do not divide by zero."
         )
-        lowered_lr_fraction: float | None = Field(
-            default=0.5,
-            gt=0,
-            le=1,
-            description="The low side is not reported while the recorded learning rate (scalar `lr`; the PyTorch "
-            "hook records it) is below this fraction of its highest recorded value: the schedule lowered it on "
-            "purpose (at the end of a cosine schedule, saved every step, healthy runs sit at 3e-6 to 9e-5). "
-            "None: report it regardless.",
+        lowered_lr_fraction: float | None = signals.lowered_lr_fraction(
+            0.5,
+            "The low side is not reported",
+            why="the schedule lowered it on purpose (at the end of a cosine schedule, saved every step, healthy runs "
+            "sit at 3e-6 to 9e-5)",
+            otherwise="report it regardless",
         )
         blow_up_growth: float | None = Field(
             default=10.0,

@@ -1,0 +1,166 @@
+"""The default rules on healthy PyTorch runs of common architectures, captured by the real hook at every step.
+
+A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum) and a GPT-style
+language model (token and positional embeddings, pre-norm causal self-attention, GELU, LayerNorm;
+nanoGPT's initialisation with the residual projections scaled by 1/sqrt(2 n_layer); AdamW with
+warmup and a cosine schedule down to almost 0) must leave every default rule quiet. They once
+did not: `poor_weight_initialization` called GPT-2's 0.02 init too small for a 64-wide model,
+and `unchanged_tensor` called the final LayerNorm frozen when the cosine schedule's last steps
+made its updates smaller than float32's resolution of weights near 1. The same CNN at a learning
+rate 5x higher kills most units of its dense ReLU layer and learns worse; `dead_relu` says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import trainguard
+import trainguard.torch as tg
+from trainguard.api.enums import Severity
+from trainguard.rules import registry
+from trainguard.rules.base import Finding
+from trainguard.sidecar.views import ViewBuilder
+
+pytestmark = pytest.mark.slow
+
+Batch = Callable[[torch.Generator], tuple[torch.Tensor, torch.Tensor]]
+
+
+def train(out: Path, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, loss_of: Callable[..., torch.Tensor],
+          *, steps: int, val: tuple[torch.Tensor, torch.Tensor], lr_at: Callable[[int], float] | None = None) -> float:  # fmt: skip
+    """Train at save_interval 1 with a validation loss every 50 steps; return the last training loss."""
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at) if lr_at else None
+    with tg.Hook(f"file://{out}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for step in range(steps):
+            model.train()
+            x, y = batch(gen)
+            opt.zero_grad()
+            loss = loss_of(model(x), y)
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+            if sched is not None:
+                sched.step()
+            if step % 50 == 0:
+                model.eval()
+                with torch.no_grad():
+                    hook.record_scalar("loss", loss_of(model(val[0]), val[1]), mode="eval")
+        assert not hook.errors
+    return loss.item()
+
+
+def default_rule_findings(out: Path) -> list[Finding]:
+    """Every warning-or-worse finding of the default rule set on the run, as the evaluator builds its views."""
+    source = trainguard.open_run(f"file://{out}").source(0)
+    builder = ViewBuilder(rank=0)
+    rules = [registry.build(spec) for spec in registry.default_rules()]
+    found: list[Finding] = []
+    for seg in source.poll():
+        for view in builder.views(seg, source.catalogue()):
+            for rule in rules:
+                found += [f for f in rule.update(view) if f.severity.rank >= Severity.WARNING.rank]
+    return found
+
+
+# --- a small CNN ---------------------------------------------------------------------------------------------------
+def images(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """16x16 RGB images: one of 10 fixed random patterns under noise 2.5x its amplitude."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 10, (n,), generator=g)
+    patterns = torch.randn(10, 3, 16, 16, generator=torch.Generator().manual_seed(123))
+    return patterns[y] * 0.4 + torch.randn(n, 3, 16, 16, generator=g), y
+
+
+def train_cnn(out: Path, lr: float) -> float:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Dropout(0.1), nn.Linear(64, 10),
+    )  # fmt: skip
+    x, y = images(20_000, 1)
+
+    def batch(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        i = torch.randint(0, len(x), (32,), generator=g)
+        return x[i], y[i]
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    return train(out, model, opt, batch, nn.functional.cross_entropy, steps=600, val=images(512, 2))
+
+
+def test_a_healthy_cnn_leaves_every_default_rule_quiet(tmp_path: Path) -> None:
+    assert train_cnn(tmp_path, lr=0.01) < 0.1  # it learned (ln 10 = 2.3 at the start)
+    assert [f.message for f in default_rule_findings(tmp_path)] == []
+
+
+def test_the_cnn_at_a_learning_rate_5x_higher_loses_most_of_its_dense_units(tmp_path: Path) -> None:
+    train_cnn(tmp_path, lr=0.05)
+    found = default_rule_findings(tmp_path)
+    assert found and {f.rule for f in found} == {"dead_relu"}
+    assert (
+        found[0].tensor == "act/10" and "of 64 units" in found[0].message
+    )  # the ReLU after the first Linear
+
+
+# --- a GPT-style language model ------------------------------------------------------------------------------------
+VOCAB, SEQ, WIDTH, LAYERS = 64, 32, 64, 2
+
+
+class TinyGPT(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, WIDTH)
+        self.pos = nn.Parameter(torch.zeros(SEQ, WIDTH))
+        layer = nn.TransformerEncoderLayer(
+            WIDTH, 4, 4 * WIDTH, dropout=0.1, activation="gelu", batch_first=True, norm_first=True
+        )
+        self.blocks = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(WIDTH)
+        self.head = nn.Linear(WIDTH, VOCAB)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(SEQ))
+        for name, p in self.named_parameters():  # nanoGPT's init
+            if p.dim() >= 2:
+                residual = name.endswith(("out_proj.weight", "linear2.weight"))
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * LAYERS) if residual else 0.02)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        h = self.emb(tokens) + self.pos[: tokens.shape[1]]
+        return self.head(self.norm(self.blocks(h, mask=self.mask, is_causal=True)))
+
+
+def sequences(g: torch.Generator, n: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counting sequences mod VOCAB from a random start, 10% of the tokens replaced at random."""
+    seqs = (torch.randint(0, VOCAB, (n, 1), generator=g) + torch.arange(SEQ + 1)) % VOCAB
+    noise = torch.rand(n, SEQ + 1, generator=g) < 0.1
+    seqs = torch.where(noise, torch.randint(0, VOCAB, (n, SEQ + 1), generator=g), seqs)
+    return seqs[:, :-1], seqs[:, 1:]
+
+
+def test_a_healthy_gpt_style_model_with_a_cosine_schedule_leaves_every_default_rule_quiet(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = TinyGPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    steps, warmup = 600, 50
+
+    def lr_at(step: int) -> float:
+        return min(1.0, (step + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(step, steps) / steps))
+
+    def loss_of(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+
+    last = train(tmp_path, model, opt, sequences, loss_of, steps=steps, lr_at=lr_at,
+                 val=sequences(torch.Generator().manual_seed(9), 128))  # fmt: skip
+    assert last < 1.2  # from ln 64 = 4.2 to near the 10% noise floor
+    assert [f.message for f in default_rule_findings(tmp_path)] == []

@@ -1,6 +1,7 @@
 """The default rules on healthy PyTorch runs of common architectures, captured by the real hook at every step.
 
-A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum) and a GPT-style
+A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum), a ResNet-style net
+whose residual branches start at 0 (torchvision's `zero_init_residual`) and a GPT-style
 language model (token and positional embeddings, pre-norm causal self-attention, GELU, LayerNorm;
 nanoGPT's initialisation with the residual projections scaled by 1/sqrt(2 n_layer); AdamW with
 warmup and a cosine schedule down to almost 0) must leave every default rule quiet. They once
@@ -110,6 +111,44 @@ def test_the_cnn_at_a_learning_rate_5x_higher_loses_most_of_its_dense_units(tmp_
     assert (
         found[0].tensor == "act/10" and "of 64 units" in found[0].message
     )  # the ReLU after the first Linear
+
+
+class ResidualBlock(nn.Module):
+    """Two 3x3 convolutions with BatchNorm around an identity shortcut; the second BatchNorm starts at 0
+    (torchvision's `zero_init_residual`), so each block starts as the identity."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        nn.init.zeros_(self.bn2.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+
+
+def test_a_healthy_resnet_with_zero_initialised_residual_branches_leaves_every_default_rule_quiet(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+        ResidualBlock(16), ResidualBlock(16), nn.MaxPool2d(2), ResidualBlock(16),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10),
+    )  # fmt: skip
+    x, y = images(20_000, 1)
+
+    def batch(g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        i = torch.randint(0, len(x), (32,), generator=g)
+        return x[i], y[i]
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4, nesterov=True)
+    assert (
+        train(tmp_path, model, opt, batch, nn.functional.cross_entropy, steps=500, val=images(512, 2)) < 1.0
+    )
+    assert [f.message for f in default_rule_findings(tmp_path)] == []
 
 
 # --- a GPT-style language model ------------------------------------------------------------------------------------

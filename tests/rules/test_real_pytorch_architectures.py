@@ -4,7 +4,8 @@ A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum), 
 whose residual branches start at 0 (torchvision's `zero_init_residual`) and a GPT-style
 language model (token and positional embeddings, pre-norm causal self-attention, GELU, LayerNorm;
 nanoGPT's initialisation with the residual projections scaled by 1/sqrt(2 n_layer); AdamW with
-warmup and a cosine schedule down to almost 0) must leave every default rule quiet. They once
+warmup and a cosine schedule down to almost 0; also in float16 with a loss scaler that skips its
+overflowing steps) must leave every default rule quiet. They once
 did not: `poor_weight_initialization` called GPT-2's 0.02 init too small for a 64-wide model,
 and `unchanged_tensor` called the final LayerNorm frozen when the cosine schedule's last steps
 made its updates smaller than float32's resolution of weights near 1. The same CNN at a learning
@@ -202,4 +203,38 @@ def test_a_healthy_gpt_style_model_with_a_cosine_schedule_leaves_every_default_r
     last = train(tmp_path, model, opt, sequences, loss_of, steps=steps, lr_at=lr_at,
                  val=sequences(torch.Generator().manual_seed(9), 128))  # fmt: skip
     assert last < 1.2  # from ln 64 = 4.2 to near the 10% noise floor
+    assert [f.message for f in default_rule_findings(tmp_path)] == []
+
+
+def test_mixed_precision_with_a_loss_scaler_skipping_overflowing_steps_leaves_every_default_rule_quiet(
+    tmp_path: Path,
+) -> None:
+    # float16 autocast with GradScaler started at 2^40: its first steps overflow and are skipped (the
+    # optimizer step does not run, so the hook never reads those gradients) until the scale has come down
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = TinyGPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)
+    gen = torch.Generator().manual_seed(0)
+    skipped = 0
+    with tg.Hook(f"file://{tmp_path}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(200):
+            x, y = sequences(gen)
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = nn.functional.cross_entropy(model(x).reshape(-1, VOCAB).float(), y.reshape(-1))
+            scaler.scale(loss).backward()
+            hook.record_scalar("loss", loss)
+            scale = scaler.get_scale()
+            scaler.step(opt)
+            scaler.update()
+            skipped += scaler.get_scale() < scale
+        assert not hook.errors
+    assert skipped >= 10 and loss.item() < 2.0
+    assert (
+        trainguard.open_run(f"file://{tmp_path}").steps()[-1] == 200 - skipped - 1
+    )  # steps = optimizer steps
     assert [f.message for f in default_rule_findings(tmp_path)] == []

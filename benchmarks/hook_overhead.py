@@ -189,6 +189,25 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
+def print_header(header: tuple[str, ...]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+
+
+def timing_cells(
+    label: str, save_interval: int | None, seconds: list[float], steps: int, paired: list[float]
+) -> tuple[str, ...]:
+    """A row's first cells: configuration, save interval, step ms (median), x no hook (the median of the
+    paired ratios) and the range of those ratios."""
+    return (
+        label,
+        "-" if save_interval is None else str(save_interval),
+        f"{1000 * median(seconds) / steps:.3f}",
+        f"{median(paired):.3f}",
+        f"{min(paired):.3f}-{max(paired):.3f}",
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=1000)
@@ -268,8 +287,7 @@ def main() -> int:
         "worker CPU ms/saved step",
         "skipped saved steps",
     )
-    print("| " + " | ".join(header) + " |")
-    print("|" + "|".join("---" for _ in header) + "|")
+    print_header(header)
     rows: dict[tuple[str, int | None], tuple[float, float]] = {}
     for r in [*baselines, *ours, *peers]:
         paired = [sec / ref for sec, ref in zip(r.seconds, r.baseline or base_per_rep)]
@@ -280,11 +298,7 @@ def main() -> int:
         rows[(r.label, r.save_interval)] = (ratio, per_bytes)
         worker = TORCH_PATH in r.label and not args.no_stats_worker  # the C kernel's path has no worker
         cells = (
-            r.label,
-            "-" if r.save_interval is None else str(r.save_interval),
-            f"{1000 * median(r.seconds) / args.steps:.3f}",
-            f"{ratio:.3f}",
-            f"{min(paired):.3f}-{max(paired):.3f}",
+            *timing_cells(r.label, r.save_interval, r.seconds, args.steps, paired),
             "-" if not saved else f"{per_bytes:,.0f}",
             "-" if not saved else f"{per_objects:.3f}",
             f"{1000 * median([c / saved for c in r.worker_cpu_per_run]):.3f}" if worker else "-",

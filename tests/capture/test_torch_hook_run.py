@@ -66,6 +66,44 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
     assert end is not None and end.status == "ok" and end.last_step == 18
 
 
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_every_column_of_every_parameter_and_gradient_matches_the_tensors_on_each_device(
+    file_uri: str, device: str
+) -> None:
+    # CPU: the C kernel reads the tensors in place; CUDA: packed reductions on the device and one copy per step
+    model = mlp()
+    snaps: list[dict[str, torch.Tensor]] = []
+
+    def snapshot(step: int) -> None:
+        snaps.append({n: p.detach().double().cpu().clone() for n, p in model.named_parameters()})
+        snaps[-1].update(
+            {f"grad/{n}": p.grad.detach().double().cpu().clone() for n, p in model.named_parameters()}
+        )
+
+    with tg.Hook(file_uri, save_interval=1, collections=["weights", "biases", "gradients", "losses"]) as hook:
+        seen = train(hook, model, steps=6, on_step=snapshot, device=device)
+        assert hook.errors == []
+    run = trainguard.open_run(file_uri)
+    assert run.steps().tolist() == list(range(6))
+    first, before, last = snaps[0], snaps[-2], snaps[-1]  # W_0 is the weights the first saved step recorded
+    for name, t in last.items():
+        expected = {
+            "count": t.numel(), "nan": 0, "inf": 0, "zero": int((t == 0).sum()), "min": t.min(), "max": t.max(),
+            "mean": t.mean(), "std": t.std(unbiased=False), "abs_mean": t.abs().mean(), "l2": t.norm(),
+        }  # fmt: skip
+        if not name.startswith("grad/"):
+            expected |= {
+                "update_l2": (t - before[name]).norm(),
+                "distance_l2": (t - first[name].cpu()).norm(),
+            }
+        for column, value in expected.items():
+            got = run.series(name, column).values[-1]
+            np.testing.assert_allclose(
+                got, float(value), rtol=1e-5, atol=1e-7, err_msg=f"{name} {column} on {device}"
+            )
+    np.testing.assert_allclose(run.scalars("loss").values, [seen.losses[s] for s in range(6)], rtol=1e-6)
+
+
 def test_a_loss_recorded_before_or_after_the_optimizer_step_belongs_to_that_step(file_uri: str) -> None:
     for where, uri in (("before", file_uri + "-before"), ("after", file_uri + "-after")):
         with tg.Hook(uri, save_interval=2) as hook:

@@ -35,8 +35,11 @@ def train(
     eval_every: int = 0,
     on_step: Callable[[int], None] | None = None,
     dtype: torch.dtype = torch.float32,
+    device: str = "cpu",
 ) -> Trained:
-    """Train `model` for `steps` optimizer steps, recording the loss (and a validation loss) on `hook`."""
+    """Train `model` (moved to `device`) for `steps` optimizer steps, recording the loss (and a validation
+    loss) on `hook`."""
+    model.to(device)
     g = torch.Generator().manual_seed(1)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
@@ -46,7 +49,10 @@ def train(
     seen = Trained()
     for step in range(steps):
         model.train()
-        x, y = torch.randn(32, 8, generator=g).to(dtype), torch.randint(0, 3, (32,), generator=g)
+        x, y = (
+            torch.randn(32, 8, generator=g).to(device, dtype),
+            torch.randint(0, 3, (32,), generator=g).to(device),
+        )
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
@@ -61,7 +67,8 @@ def train(
             model.eval()
             with torch.no_grad():
                 val = loss_fn(
-                    model(torch.randn(16, 8, generator=g).to(dtype)), torch.randint(0, 3, (16,), generator=g)
+                    model(torch.randn(16, 8, generator=g).to(device, dtype)),
+                    torch.randint(0, 3, (16,), generator=g).to(device),
                 )
             if hook is not None:
                 hook.record_scalar("val_loss", val, mode="eval")

@@ -135,3 +135,21 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
         kube.list("v1/events", "default")
     )
     assert "secret-token-123" not in text, "the webhook URL must not leak into status or events"
+
+    # A stop later on names the loss spike as its earlier sign: in the condition, the Event and the webhook.
+    await _report(kube, 1, 100, exploding_tensor=("IssuesFound", 95))
+    stopped = await eventually(lambda: _events(kube, "Stopped"), what="a Stopped event")
+    assert (
+        "(the Job was suspended); earlier sign: rule loss-spike at step 35 on rank 0" in stopped[0]["message"]
+    )
+    conditions = {c["type"]: c for c in _status(kube)["conditions"]}
+    assert conditions["Stopped"]["message"].endswith(
+        "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"
+    )
+    await eventually(lambda: len(webhook_receiver.calls) == 2, what="the stop's webhook call")
+    assert webhook_receiver.calls[1]["event"]["earlier_sign"] == {
+        "rule": "loss-spike",
+        "step": 35,
+        "rank": 0,
+        "message": "loss-spike fired at 35",
+    }

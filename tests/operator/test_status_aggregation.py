@@ -93,6 +93,27 @@ def test_stop_rule_transition_stops_once_and_sets_conditions() -> None:
     assert second.stop is None and second.notify == [] and second.status == {}
 
 
+def test_the_stopped_condition_names_the_earlier_sign_of_another_rule() -> None:
+    reports = {
+        "rank-00000": _report(50, loss_spike=(RuleState.ISSUES_FOUND, 25)),
+        "rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40)),
+    }
+    decision = status.decide(_dj(reports), now=NOW)
+    assert decision.earlier_sign is not None and decision.earlier_sign.name == "loss_spike"
+    stopped = {c["type"]: c for c in decision.status["conditions"]}["Stopped"]
+    assert stopped["message"] == (
+        "rule exploding_tensor found issues at step 40 on rank 1; the Job was suspended; "
+        "earlier sign: rule loss_spike at step 25 on rank 0: loss_spike at 25"
+    )
+    late = {
+        "rank-00000": _report(
+            50, loss_spike=(RuleState.ISSUES_FOUND, 45), exploding_tensor=(RuleState.ISSUES_FOUND, 40)
+        )
+    }
+    stopped = {c["type"]: c for c in status.decide(_dj(late), now=NOW).status["conditions"]}["Stopped"]
+    assert "earlier sign" not in stopped["message"]  # a finding after the stop is no sign of it
+
+
 def test_notify_rule_transition_notifies_and_keeps_running() -> None:
     dj = _dj({"rank-00000": _report(10, loss_spike=(RuleState.ISSUES_FOUND, 10))})
     decision = status.decide(dj, now=NOW)

@@ -23,6 +23,22 @@ def test_generic_payload_is_versioned_and_names_rule_and_step() -> None:
     assert "rank 3" in body["summary"] and "suspended" in body["summary"]
 
 
+def test_a_stop_names_its_earlier_sign_in_the_summary_and_the_payload() -> None:
+    sign = webhooks.EarlierSign(rule="oscillating_loss", step=800, rank=0, message="loss swings")
+    event = EVENT.model_copy(update={"earlier_sign": sign})
+    body = webhooks.payload(event, WebhookFormat.GENERIC)
+    assert body["summary"].endswith(
+        "(the Job was suspended); earlier sign: rule oscillating_loss at step 800 on rank 0"
+    )
+    assert body["event"]["earlier_sign"] == {
+        "rule": "oscillating_loss",
+        "step": 800,
+        "rank": 0,
+        "message": "loss swings",
+    }
+    assert webhooks.payload(EVENT, WebhookFormat.GENERIC)["event"]["earlier_sign"] is None
+
+
 def test_slack_payload_is_a_text_message() -> None:
     body = webhooks.payload(EVENT, WebhookFormat.SLACK)
     assert set(body) == {"text"} and "CRITICAL" in body["text"] and "ml/llm" in body["text"]

@@ -293,10 +293,13 @@ def observe(
         if action == Action.STOP:
             actions.stop(state.kube, owner)
         state.metrics.actions.labels(action=action.value).inc()
+        sign = decision.earlier_sign if action == Action.STOP else None
         event = webhooks.RuleEvent(
             namespace=owner.namespace, debugjob=owner.name, uid=owner.uid, rule=rule.name,
             action=action, severity=rule.severity.value if rule.severity else None,
             step=rule.step, rank=rule.rank, message=rule.message, time=_now(),
+            earlier_sign=None if sign is None else webhooks.EarlierSign(
+                rule=sign.name, step=sign.step, rank=sign.rank, message=sign.message),
         )  # fmt: skip
         deliver = functools.partial(
             webhooks.deliver,

@@ -179,6 +179,8 @@ class Decision:
     """Rules that just moved to IssuesFound and whose spec action is notify."""
     stop: api.RuleStatus | None
     """The first rule that just moved to IssuesFound with spec action stop, if any (and not yet stopped)."""
+    earlier_sign: api.RuleStatus | None
+    """For `stop`: the rule that found issues first, at an earlier step, if another did (`earlier_sign`)."""
     phase: Phase
     entered_terminal: bool
     """The phase became terminal in this decision (write END markers, record completion time)."""
@@ -225,13 +227,21 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
         now=now,
         generation=generation,
     )
+    sign = earlier_sign(rules, stop) if stop is not None else None
     if stop is not None:
+        message = (
+            f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; the Job was suspended"
+        )
+        if sign is not None:
+            message += (
+                f"; earlier sign: rule {sign.name} at step {sign.step} on rank {sign.rank}: {sign.message}"
+            )
         conditions = set_condition(
             conditions,
             type=ConditionType.STOPPED,
             status=True,
             reason=REASON_RULE_TRIGGERED,
-            message=f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; the Job was suspended",
+            message=message,
             now=now,
             generation=generation,
         )
@@ -266,7 +276,30 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     old_status = dj.status.model_dump(mode="json", by_alias=True)
     old_status["rules"] = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in status.rules]
     patch = {k: v for k, v in new_status.items() if old_status.get(k) != v}
-    return Decision(status=patch, notify=notify, stop=stop, phase=phase, entered_terminal=entered_terminal)
+    return Decision(
+        status=patch,
+        notify=notify,
+        stop=stop,
+        earlier_sign=sign,
+        phase=phase,
+        entered_terminal=entered_terminal,
+    )
+
+
+def earlier_sign(rules: list[api.RuleStatus], stop: api.RuleStatus) -> api.RuleStatus | None:
+    """The rule that found issues first, at a step before the stopping rule's, if another did: often the cause
+    of which the stop is a consequence (an overshooting learning rate before the NaN)."""
+    if stop.step is None:
+        return None
+    earlier = [
+        r
+        for r in rules
+        if r.name != stop.name
+        and r.state == RuleState.ISSUES_FOUND
+        and r.step is not None
+        and r.step < stop.step
+    ]
+    return min(earlier, key=lambda r: r.step or 0, default=None)
 
 
 def _phase_message(phase: Phase, job: api.JobSummary | None, stopped_by: str | None) -> str:

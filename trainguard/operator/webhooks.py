@@ -28,6 +28,17 @@ log = logging.getLogger(__name__)
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
+class EarlierSign(BaseModel):
+    """For a stop: the first finding of another rule at an earlier step (often the cause of what stopped the job)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: str
+    step: int | None = None
+    rank: int | None = None
+    message: str = ""
+
+
 class RuleEvent(BaseModel):
     """What happened: one rule of one DebugJob moved to IssuesFound."""
 
@@ -43,6 +54,9 @@ class RuleEvent(BaseModel):
     rank: int | None = None
     message: str = ""
     time: str = Field(description="When the operator saw the transition (RFC 3339).")
+    earlier_sign: EarlierSign | None = Field(
+        default=None, description="For a stop: another rule's finding at an earlier step, if any."
+    )
 
 
 class GenericPayload(BaseModel):
@@ -69,7 +83,12 @@ def summary(event: RuleEvent) -> str:
     text = f"DebugJob {event.namespace}/{event.debugjob}: rule {event.rule} found issues at {where}{rank}"
     if event.message:
         text += f": {event.message}"
-    return f"{text} ({verb})"
+    text += f" ({verb})"
+    if (sign := event.earlier_sign) is not None:
+        text += f"; earlier sign: rule {sign.rule} at step {sign.step}" + (
+            f" on rank {sign.rank}" if sign.rank is not None else ""
+        )
+    return text
 
 
 def payload(event: RuleEvent, fmt: api.WebhookFormat) -> dict[str, Any]:

@@ -89,3 +89,28 @@ def test_close_is_idempotent_removes_every_hook_and_writes_end(tmp_path: Path) -
     opt.step()
     assert hook.errors == [] and hook.step == 0
     atexit.unregister(hook.close)  # close() already did; unregistering twice is harmless
+
+
+def test_a_second_optimizer_is_ignored_with_a_warning_and_the_first_counts_the_steps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # e.g. a GAN: the generator's optimizer counts; the critic's steps (twice per iteration here) do not
+    generator, critic = mlp(0), mlp(1)
+    critic_opt = torch.optim.SGD(critic.parameters(), lr=0.01)
+    uri = f"file://{tmp_path}/run"
+
+    def critic_steps(step: int) -> None:
+        if step == 0:
+            hook.register_optimizer(critic_opt)  # after `train` registered the generator's
+        for _ in range(2):
+            critic_opt.zero_grad()
+            critic(torch.randn(4, 8)).sum().backward()
+            critic_opt.step()
+
+    with tg.Hook(uri, save_interval=1, collections=["weights", "losses"]) as hook:
+        hook.register_module(critic)
+        with caplog.at_level("WARNING", logger="trainguard"):
+            train(hook, generator, steps=5, on_step=critic_steps)
+        assert hook.step == 5 and hook.errors == []
+    assert caplog.text.count("a second optimizer was registered; only the first one counts steps") == 1
+    assert trainguard.open_run(uri).steps().tolist() == [0, 1, 2, 3, 4]

@@ -37,3 +37,5 @@ def test_faulty_example_is_reported_by_its_rule_and_not_stopped(
     assert rule in fired, res.doc["findings"][:5]
     assert res.doc["rules"][rule]["state"] == "IssuesFound"
     assert f"{rule} (warning" in res.stderr or f"{rule} (critical" in res.stderr
+    first = min(res.severe_findings(), key=lambda f: f["step"])
+    assert f"the first, step {first['step']} on rank {first['rank']}: {first['rule']} (" in res.stderr

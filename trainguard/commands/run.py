@@ -157,11 +157,15 @@ def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
             severity = getattr(e.severity, "value", e.severity)
             progress.line(f"earlier sign, step {e.step} on rank {e.rank}: {e.rule} ({severity}): {e.message}")
     else:
-        n = sum(
-            1 for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical")
-        )
-        state = f"{n} warning/critical findings" if n else "no warnings"
+        severe = [
+            f for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical")
+        ]
+        state = f"{len(severe)} warning/critical findings" if severe else "no warnings"
         progress.line(f"the command exited with status {outcome.exit_code}; {state}")
+        if severe:
+            f = min(severe, key=lambda f: f.step)
+            severity = getattr(f.severity, "value", f.severity)
+            progress.line(f"the first, step {f.step} on rank {f.rank}: {f.rule} ({severity}): {f.message}")
     progress.line(f"run data: {outcome.run_uri}")
     if report:
         progress.line(f"report: {report}")

@@ -7,8 +7,9 @@ nanoGPT's initialisation with the residual projections scaled by 1/sqrt(2 n_laye
 warmup and a cosine schedule down to almost 0; also in float16 with a loss scaler that skips its
 overflowing steps) must leave every default rule quiet. They once
 did not: `poor_weight_initialization` called GPT-2's 0.02 init too small for a 64-wide model,
-and `unchanged_tensor` called the final LayerNorm frozen when the cosine schedule's last steps
-made its updates smaller than float32's resolution of weights near 1. The same CNN at a learning
+`unchanged_tensor` called the final LayerNorm frozen when the cosine schedule's last steps
+made its updates smaller than float32's resolution of weights near 1, and (saved every 10th step)
+`vanishing_gradient` called the CNN's convolution biases before BatchNorm vanishing. The same CNN at a learning
 rate 5x higher kills most units of its dense ReLU layer and learns worse; `dead_relu` says so.
 """
 
@@ -25,6 +26,7 @@ from torch import nn
 import trainguard
 import trainguard.torch as tg
 from trainguard.api.enums import Severity
+from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
 from trainguard.sidecar.views import ViewBuilder
@@ -35,12 +37,13 @@ Batch = Callable[[torch.Generator], tuple[torch.Tensor, torch.Tensor]]
 
 
 def train(out: Path, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, loss_of: Callable[..., torch.Tensor],
-          *, steps: int, val: tuple[torch.Tensor, torch.Tensor], lr_at: Callable[[int], float] | None = None) -> float:  # fmt: skip
-    """Train at save_interval 1 with a validation loss every 50 steps; return the last training loss."""
+          *, steps: int, val: tuple[torch.Tensor, torch.Tensor], lr_at: Callable[[int], float] | None = None,
+          save_interval: int = 1) -> float:  # fmt: skip
+    """Train with a validation loss every 50 steps (saved at every step by default); return the last training loss."""
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at) if lr_at else None
-    with tg.Hook(f"file://{out}", save_interval=1) as hook:
+    with tg.Hook(f"file://{out}", save_interval=save_interval) as hook:
         hook.register_module(model)
         hook.register_optimizer(opt)
         for step in range(steps):
@@ -61,11 +64,12 @@ def train(out: Path, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch,
     return loss.item()
 
 
-def default_rule_findings(out: Path) -> list[Finding]:
-    """Every warning-or-worse finding of the default rule set on the run, as the evaluator builds its views."""
+def default_rule_findings(out: Path, specs: list[RuleSpec] | None = None) -> list[Finding]:
+    """Every warning-or-worse finding of the default rule set (or `specs`) on the run, as the evaluator builds its
+    views."""
     source = trainguard.open_run(f"file://{out}").source(0)
     builder = ViewBuilder(rank=0)
-    rules = [registry.build(spec) for spec in registry.default_rules()]
+    rules = [registry.build(spec) for spec in specs or registry.default_rules()]
     found: list[Finding] = []
     for seg in source.poll():
         for view in builder.views(seg, source.catalogue()):
@@ -83,7 +87,7 @@ def images(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return patterns[y] * 0.4 + torch.randn(n, 3, 16, 16, generator=g), y
 
 
-def train_cnn(out: Path, lr: float) -> float:
+def train_cnn(out: Path, lr: float, save_interval: int = 1) -> float:
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
@@ -97,12 +101,30 @@ def train_cnn(out: Path, lr: float) -> float:
         return x[i], y[i]
 
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-    return train(out, model, opt, batch, nn.functional.cross_entropy, steps=600, val=images(512, 2))
+    return train(
+        out,
+        model,
+        opt,
+        batch,
+        nn.functional.cross_entropy,
+        steps=600,
+        val=images(512, 2),
+        save_interval=save_interval,
+    )
 
 
-def test_a_healthy_cnn_leaves_every_default_rule_quiet(tmp_path: Path) -> None:
-    assert train_cnn(tmp_path, lr=0.01) < 0.1  # it learned (ln 10 = 2.3 at the start)
+@pytest.mark.parametrize("save_interval", [1, 10])
+def test_a_healthy_cnn_leaves_every_default_rule_quiet(tmp_path: Path, save_interval: int) -> None:
+    assert (
+        train_cnn(tmp_path, lr=0.01, save_interval=save_interval) < 0.1
+    )  # it learned (ln 10 = 2.3 at the start)
     assert [f.message for f in default_rule_findings(tmp_path)] == []
+    if save_interval == 10:
+        # Its convolutions keep their biases before BatchNorm, which cancels their gradients exactly: SageMaker's
+        # vanishing-gradient check, which counts every tensor, calls that vanishing once the loss flattens.
+        sagemaker = RuleSpec(type="vanishing_gradient", params={"biases_beside_live_kernels": True})
+        found = default_rule_findings(tmp_path, [sagemaker])
+        assert found and found[0].tensor in ("grad/0.bias", "grad/4.bias")
 
 
 def test_the_cnn_at_a_learning_rate_5x_higher_loses_most_of_its_dense_units(tmp_path: Path) -> None:

@@ -42,6 +42,12 @@ class VanishingGradient(base.Rule):
             gt=0,
             description="SageMaker's threshold: a gradient whose mean |g| is below it vanished.",
         )
+        biases_beside_live_kernels: bool = Field(
+            default=False,
+            description="Count a bias gradient below `threshold` while its layer's kernel gradient is above it. Off: "
+            "a bias followed by BatchNorm has a gradient BatchNorm cancels exactly (1.5e-8 in a healthy CNN whose "
+            "convolutions keep their biases), which is no vanishing. SageMaker: on (every tensor counts).",
+        )
         ratio_threshold: float = Field(
             default=1e-3,
             gt=0,
@@ -81,6 +87,8 @@ class VanishingGradient(base.Rule):
         abs_mean = view.stats[rows, COL["abs_mean"]]
         alive = view.stats[rows, COL["zero"]] < view.stats[rows, COL["count"]]
         low = np.flatnonzero((abs_mean < p.threshold) & alive)
+        if low.size and not p.biases_beside_live_kernels:
+            low = self._without_structural_biases(view, rows, abs_mean, low)
         if low.size:
             i = int(rows[low[0]])
             name = view.names[i]
@@ -92,6 +100,24 @@ class VanishingGradient(base.Rule):
                 self.finding(view, msg, tensor=name, value=float(abs_mean[low[0]]), threshold=p.threshold)
             ]
         return []
+
+    def _without_structural_biases(
+        self, view: StepView, rows: np.ndarray, abs_mean: np.ndarray, low: np.ndarray
+    ) -> np.ndarray:
+        """`low` without the bias gradients whose layer's kernel gradient (same module, more than one dimension) is
+        at or above the threshold."""
+        p: VanishingGradient.Params = self.params  # type: ignore[assignment]
+        live_kernels = {
+            view.meta[int(r)].module
+            for r, m in zip(rows, abs_mean)
+            if len(view.meta[int(r)].shape) > 1 and m >= p.threshold and view.meta[int(r)].module is not None
+        }
+        keep = [
+            k
+            for k in low
+            if len(view.meta[int(rows[k])].shape) > 1 or view.meta[int(rows[k])].module not in live_kernels
+        ]
+        return np.asarray(keep, np.int64)
 
     def _ratio_finding(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """AUTOTRAINER's first/last kernel ratio while the gate is open, or the severe ratio at any time."""

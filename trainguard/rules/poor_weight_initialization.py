@@ -1,11 +1,11 @@
 """`poor_weight_initialization`: checks at the start of training, each done once.
 
 On the first view with weights: each kernel's std against the standard targets for its shape
-(LeCun, He, Glorot, PyTorch's default; both fan conventions: a kernel far above them is reported;
-with `std_ratio_min` set, kernels far below when most of them are, since one small layer is
-usually on purpose), whole
-kernels that are exactly zero, and (SageMaker's check) the spread of activation-input variances across layers. On the first
-loss: its distance from ln K for a K-class problem when `num_classes` is given (Karpathy's check).
+(LeCun, He, Glorot, PyTorch's default; both fan conventions): a kernel far above them is reported,
+and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
+usually on purpose); whole kernels that are exactly zero; and (SageMaker's check) the spread of
+activation-input variances across layers. On the first loss: its distance from ln K for a K-class
+problem when `num_classes` is given (Karpathy's check).
 """
 
 from __future__ import annotations

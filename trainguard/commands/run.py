@@ -135,6 +135,10 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
     return str(path.resolve())
 
 
+def _finding_line(label: str, f: Any) -> str:
+    return f"{label}, step {f.step} on rank {f.rank}: {f.rule} ({getattr(f.severity, 'value', f.severity)}): {f.message}"
+
+
 def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
     from trainguard.sidecar import supervise
 
@@ -153,19 +157,14 @@ def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
         hint = getattr(v.finding, "hint", "") if v.finding is not None else ""
         if hint and hint not in v.message:
             progress.line(f"what to try: {hint}")
-        if (e := outcome.earlier_sign) is not None:
-            severity = getattr(e.severity, "value", e.severity)
-            progress.line(f"earlier sign, step {e.step} on rank {e.rank}: {e.rule} ({severity}): {e.message}")
+        if outcome.earlier_sign is not None:
+            progress.line(_finding_line("earlier sign", outcome.earlier_sign))
     else:
-        severe = [
-            f for f in outcome.findings if getattr(f.severity, "value", f.severity) in ("warning", "critical")
-        ]
+        severe = outcome.severe_findings
         state = f"{len(severe)} warning/critical findings" if severe else "no warnings"
         progress.line(f"the command exited with status {outcome.exit_code}; {state}")
         if severe:
-            f = min(severe, key=lambda f: f.step)
-            severity = getattr(f.severity, "value", f.severity)
-            progress.line(f"the first, step {f.step} on rank {f.rank}: {f.rule} ({severity}): {f.message}")
+            progress.line(_finding_line("the first", min(severe, key=lambda f: f.step)))
     progress.line(f"run data: {outcome.run_uri}")
     if report:
         progress.line(f"report: {report}")

@@ -117,19 +117,22 @@ class Outcome:
         return self.stop_verdict.rule if self.stop_verdict else None
 
     @property
+    def severe_findings(self) -> list[Finding]:
+        """The findings at warning or critical, in the order they were made."""
+        return [
+            f
+            for f in self.findings
+            if _value(f.severity) in (Severity.WARNING.value, Severity.CRITICAL.value)
+        ]
+
+    @property
     def earlier_sign(self) -> Finding | None:
         """The first warning or critical finding of another rule at a step before the stop's, if any: often
         the cause of which the stop is a consequence (an overshooting learning rate before the NaN)."""
         v = self.stop_verdict
         if v is None:
             return None
-        earlier = [
-            f
-            for f in self.findings
-            if f.rule != v.rule
-            and f.step < v.step
-            and _value(f.severity) in (Severity.WARNING.value, Severity.CRITICAL.value)
-        ]
+        earlier = (f for f in self.severe_findings if f.rule != v.rule and f.step < v.step)
         return min(earlier, key=lambda f: f.step, default=None)
 
     def to_json(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The default rules on healthy PyTorch runs of common architectures, captured by the real hook at every step.
+"""The default rules on healthy PyTorch runs of common architectures, captured by the real hook (at every step;
+the CNN and the GPT-style model also at the default save_interval 10).
 
 A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum), a ResNet-style net
 whose residual branches start at 0 (torchvision's `zero_init_residual`) and a GPT-style
@@ -208,8 +209,9 @@ def sequences(g: torch.Generator, n: int = 32) -> tuple[torch.Tensor, torch.Tens
     return seqs[:, :-1], seqs[:, 1:]
 
 
+@pytest.mark.parametrize("save_interval", [1, 10])
 def test_a_healthy_gpt_style_model_with_a_cosine_schedule_leaves_every_default_rule_quiet(
-    tmp_path: Path,
+    tmp_path: Path, save_interval: int
 ) -> None:
     torch.manual_seed(0)
     model = TinyGPT()
@@ -223,7 +225,7 @@ def test_a_healthy_gpt_style_model_with_a_cosine_schedule_leaves_every_default_r
         return nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
 
     last = train(tmp_path, model, opt, sequences, loss_of, steps=steps, lr_at=lr_at,
-                 val=sequences(torch.Generator().manual_seed(9), 128))  # fmt: skip
+                 val=sequences(torch.Generator().manual_seed(9), 128), save_interval=save_interval)  # fmt: skip
     assert last < 1.2  # from ln 64 = 4.2 to near the 10% noise floor
     assert [f.message for f in default_rule_findings(tmp_path)] == []
 

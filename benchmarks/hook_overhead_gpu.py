@@ -69,6 +69,12 @@ class Model:
     steps: int
     block: int
 
+    @property
+    def warmup(self) -> int:
+        """Untimed steps every configuration trains first (kernels, the allocator, the hook's plans); the hook
+        writes them too."""
+        return min(20, self.steps)
+
 
 def mlp(device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
     torch.manual_seed(0)
@@ -158,7 +164,7 @@ def repetition(model: Model, configs: list[Config], device: torch.device) -> Non
             hook.register_optimizer(opt)
         trainers.append(Trainer(c, step, hook, out))
     for t in trainers:
-        t.run(min(20, model.steps), device)  # warm-up: kernels, allocator, the hook's plans
+        t.run(model.warmup, device)
     seconds = [0.0] * len(trainers)
     for i, start in enumerate(range(0, model.steps, model.block)):
         n = min(model.block, model.steps - start)
@@ -200,7 +206,7 @@ def measure(model: Model, device: torch.device, reps: int) -> None:
     print_header(header)
     for c in [*base, *ours]:
         paired = [sec / ref for sec, ref in zip(c.seconds, per_rep)]
-        saved = math.ceil((model.steps + min(20, model.steps)) / c.save_interval) if c.save_interval else 0
+        saved = math.ceil((model.steps + model.warmup) / c.save_interval) if c.save_interval else 0
         cells = (
             *timing_cells(c.label, c.save_interval, c.seconds, model.steps, paired),
             f"{median([b / saved for b in c.bytes_per_run]):,.0f}" if saved else "-",

@@ -153,23 +153,20 @@ class PoorWeightInitialization(base.Rule):
             for i in rows
             if i not in zero and not (self.exclude is not None and self.exclude.search(view.names[i]))
         ]
-        small: list[tuple[float, int]] = []  # (std / the smallest target, row)
+        small: list[
+            tuple[float, int, float, float]
+        ] = []  # (std / the smallest target, row, std, that target)
         for i in checked:
             std = float(view.stats[i, COL["std"]])
             low, high = std_targets(view.meta[i].shape)
             if std > p.std_ratio_max * high:
                 out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max))
             elif p.std_ratio_min is not None and std < p.std_ratio_min * low:
-                small.append((std / low, i))
+                small.append((std / low, i, std, low))
         if small and p.std_ratio_min is not None and len(small) > p.small_share * len(checked):
-            _, i = min(small)
-            std = float(view.stats[i, COL["std"]])
+            _, i, std, low = min(small)
             note = f"{len(small)} of {len(checked)} kernels are below it" if len(checked) > 1 else ""
-            out.append(
-                self._std_finding(
-                    view, i, std, "below", std_targets(view.meta[i].shape)[0], p.std_ratio_min, note
-                )
-            )
+            out.append(self._std_finding(view, i, std, "below", low, p.std_ratio_min, note))
         return out
 
     def _std_finding(

@@ -39,6 +39,7 @@ class SidecarConfig(BaseModel):
     ranks_per_pod: int = Field(
         default=1,
         ge=1,
+        le=64,
         description=(
             "Training processes per pod (the DebugJob's nprocPerNode). torchrun gives them the global "
             "ranks node_rank * n + local_rank, so the pod with index i follows ranks [i*n, (i+1)*n)."

@@ -139,6 +139,9 @@ def test_examples_exist() -> None:
     assert len(EXAMPLES) >= 2
 
 
+ELEVEN_WEBHOOKS = [{"name": f"h{i}", "urlSecretRef": {"name": "s", "key": "url"}} for i in range(11)]
+
+
 @pytest.mark.parametrize(
     "mutate, where",
     [
@@ -157,20 +160,7 @@ def test_examples_exist() -> None:
             lambda d: d["spec"].setdefault("actions", {}).update(stop={"gracePeriodSeconds": 10**18}),
             "spec.actions.stop.gracePeriodSeconds",
         ),
-        (
-            lambda d: (
-                d["spec"]
-                .setdefault("actions", {})
-                .update(
-                    notify={
-                        "webhooks": [
-                            {"name": f"h{i}", "urlSecretRef": {"name": "s", "key": "url"}} for i in range(11)
-                        ]
-                    }
-                )
-            ),
-            "spec.actions.notify.webhooks",
-        ),
+        (lambda d: d["spec"].update(actions={"notify": {"webhooks": ELEVEN_WEBHOOKS}}), "webhooks"),
     ],
     ids=[
         "workers-zero",

@@ -1,7 +1,8 @@
-"""A receiver that never answers holds up neither its own DebugJob's handlers nor another DebugJob's stop.
+"""Neither a webhook receiver nor a store that never answers holds up another DebugJob's stop.
 
 The operator runs as `trainguard operator --workers=1`: one handler thread for every DebugJob, so a
-delivery made on that thread would block the stop below for the whole retry budget (minutes).
+webhook delivery or END markers written on that thread would block the stop below for the whole
+retry budget or read timeout (a minute and more).
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ def _phase(kube: KubeEnv, name: str) -> str | None:
     return ((kube.get(DEBUGJOB_RESOURCE, "default", name) or {}).get("status") or {}).get("phase")
 
 
+async def _secret(kube: KubeEnv, name: str, data: dict[str, str]) -> None:
+    encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+    await kube.create("v1/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                     "metadata": {"name": name, "namespace": "default"}, "data": encoded})  # fmt: skip
+
+
 async def _report(kube: KubeEnv, name: str, rule: str) -> None:
     report = {"lastStep": 10, "rules": [{"name": rule, "state": "IssuesFound", "step": 10, "message": "x"}]}
     await kube.patch(DEBUGJOB_RESOURCE, "default", name, {"status": {"reports": {"rank-00000": report}}},
@@ -59,9 +66,7 @@ async def test_a_stop_goes_through_while_another_debugjobs_webhook_hangs(
 ) -> None:
     stuck = RawReceiver("hang")
     try:
-        await kube.create("v1/secrets", {"apiVersion": "v1", "kind": "Secret",
-                                         "metadata": {"name": "hooks", "namespace": "default"},
-                                         "data": {"url": base64.b64encode(stuck.url.encode()).decode()}})  # fmt: skip
+        await _secret(kube, "hooks", {"url": stuck.url})
         hooks = {"notify": {"webhooks": [{"name": "team", "urlSecretRef": {"name": "hooks", "key": "url"}}]}}
         await _running(kube, "noisy", tmp_path, actions=hooks)
         await _running(kube, "victim", tmp_path)
@@ -83,3 +88,38 @@ async def test_a_stop_goes_through_while_another_debugjobs_webhook_hangs(
         assert _phase(kube, "noisy") == "Running", "notify never stops a job"
     finally:
         stuck.close()
+
+
+async def test_a_stop_goes_through_while_another_debugjobs_end_markers_wait_for_a_store_that_hangs(
+    kube: KubeEnv, one_worker_operator: None, tmp_path: Path
+) -> None:
+    store = RawReceiver(
+        "hang"
+    )  # an S3 endpoint that accepts connections and never answers (60 s read timeout)
+    try:
+        await _secret(kube, "s3", {"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"})
+        capture = {
+            "uri": "s3://runs/x",
+            "endpoint": f"http://127.0.0.1:{store.port}",
+            "secretRef": {"name": "s3"},
+        }
+        await _running(kube, "stalled", tmp_path, capture=capture)
+        await _running(kube, "victim", tmp_path)
+
+        # `stalled` stops and its pods are gone: the operator writes its END markers, into the hanging store.
+        await _report(kube, "stalled", "exploding_tensor")
+        await eventually(
+            lambda: _phase(kube, "stalled") == "Stopped", timeout_seconds=30, what="stalled Stopped"
+        )
+        await kube.patch(
+            JOBS, "default", "stalled", {"status": {"active": 0, "ready": 0}}, subresource="status"
+        )
+        await asyncio.to_thread(store.wait_connected)
+
+        await _report(kube, "victim", "exploding_tensor")
+        await eventually(
+            lambda: _phase(kube, "victim") == "Stopped", timeout_seconds=30, what="victim Stopped"
+        )
+        assert store.open_connections == 1, "the END markers are still waiting for the store"
+    finally:
+        store.close()

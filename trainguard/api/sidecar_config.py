@@ -20,6 +20,14 @@ class DebugJobRef(BaseModel):
     namespace: str
     name: str
     uid: str | None = None
+    service_account_dir: str | None = Field(
+        default=None,
+        description=(
+            "Directory holding the projected ServiceAccount token, ca.crt and namespace (the operator mounts it "
+            "in the sidecar only; the pod gets no automounted token). None: KUBECONFIG, else the standard "
+            "in-cluster path."
+        ),
+    )
 
 
 class SidecarConfig(BaseModel):

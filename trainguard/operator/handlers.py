@@ -364,7 +364,9 @@ def observe(
     # Sidecars write only `reports` and the Job watcher only `job`: every other field is the operator's.
     fields = dict(decision.status)
     if (data.get("status") or {}).get("phase") != decision.phase.value:
-        fields["phase"] = decision.phase.value  # the stored phase is not the one acted on (someone else wrote it)
+        fields["phase"] = (
+            decision.phase.value
+        )  # the stored phase is not the one acted on (someone else wrote it)
     _write(state, owner.uid, patch, fields)
     state.metrics.observe(owner.namespace, owner.name, {**status, **fields})
 

@@ -139,6 +139,18 @@ async def test_attempts_are_bounded_and_the_url_never_reaches_the_log(
     assert "secret-token-123" not in caplog.text and "127.0.0.1" not in caplog.text
 
 
+@pytest.mark.parametrize("refuse_internal", [False, True], ids=["direct", "checked-first"])
+async def test_a_host_that_does_not_resolve_is_named_as_such_without_its_name(refuse_internal: bool) -> None:
+    settings = delivery.Settings(
+        max_attempts=1, policy=addresses.AddressPolicy(refuse_internal=refuse_internal)
+    )
+    outcome = await _deliver(
+        "http://hooks.trainguard.invalid/secret-token-123", settings
+    )  # RFC 6761: never resolves
+    assert not outcome.delivered and "the host name does not resolve" in outcome.reason
+    assert "trainguard.invalid" not in outcome.reason
+
+
 @pytest.mark.parametrize("behaviour", ["trickle", "hang"])
 async def test_a_receiver_that_never_finishes_answering_is_cut_off_by_the_total_deadline(
     raw: list[RawReceiver], behaviour: str

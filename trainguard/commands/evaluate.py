@@ -58,7 +58,8 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import config, supervise
+    from trainguard.local import supervise
+    from trainguard.sidecar import config
     from trainguard.sidecar.evaluator import Evaluator, Verdict
     from trainguard.store.reader import open_run
 

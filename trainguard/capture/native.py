@@ -5,7 +5,7 @@ each torch reduction is a dispatch of several microseconds and a pass over memor
 path needs a copy and about ten of them per saved step, and a background thread that would hide
 them competes with training for the same cores. `_cstats` (C, built by setup.py when a compiler
 is present) instead reads each tensor where it lies, once, and writes its row of statistic
-columns (`format.STAT_COLUMNS`, float32, as the run stores them); for a tracked parameter also
+columns (`run_format.STAT_COLUMNS`, float32, as the run stores them); for a tracked parameter also
 update and distance to its saved copies, the Tier-1 "moved" share per unit and the refreshed
 previous copy, in the same pass; optionally the log2 histogram. It holds no state and never
 sees anything but addresses and sizes checked here. `AVAILABLE` is False when the module was
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from trainguard.capture import torch_stats
-from trainguard.store import format
+from trainguard.store import run_format
 
 try:
     from trainguard.capture import _cstats
@@ -28,8 +28,8 @@ except ImportError:  # installed without a C compiler: torch ops reduce CPU tens
 AVAILABLE = _cstats is not None
 """Whether the C kernel was built (setup.py builds it when a C compiler is present)."""
 
-K = len(format.STAT_COLUMNS)
-_HIST_OFFSET = 127 + format.HIST_MIN_EXPONENT - 1
+K = len(run_format.STAT_COLUMNS)
+_HIST_OFFSET = 127 + run_format.HIST_MIN_EXPONENT - 1
 """Histogram bin = float32 exponent field - this (as `torch_stats._exponent_bins`)."""
 _F32 = torch.float32
 
@@ -126,7 +126,7 @@ class HostRows:
         if units and (not prev_at or n % units):
             raise ValueError(f"{units} units need a tracked tensor whose size they divide ({n})")
         row = self._room(1)
-        h = np.empty(format.HIST_BINS, np.float32) if hist else None
+        h = np.empty(run_format.HIST_BINS, np.float32) if hist else None
         moved = np.empty(units, np.float32) if units else None
         self.nonfinite |= _cstats.reduce(
             x_at,

@@ -111,7 +111,7 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
     from trainguard import report
     from trainguard.errors import TrainGuardError
     from trainguard.local import supervise
-    from trainguard.store import reader
+    from trainguard.store import runs
 
     if args.no_report:
         return None
@@ -128,7 +128,7 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
         else (local or Path(supervise.DEFAULT_RUNS_DIR) / outcome.run_id) / "report.html"
     )
     try:
-        run = reader.open_run(outcome.run_uri)
+        run = runs.open_run(outcome.run_uri)
         report.write_report(outcome.run_uri, path, findings=outcome.findings, outcome=doc, run=run)
     except TrainGuardError as err:
         progress.line(f"no report: {err}")

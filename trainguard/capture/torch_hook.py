@@ -47,7 +47,7 @@ from trainguard.capture import native, torch_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.capture.stats_worker import StatsWorker
-from trainguard.capture.stop import StopFlag
+from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
 

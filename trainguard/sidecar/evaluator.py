@@ -25,13 +25,13 @@ import prometheus_client
 
 from trainguard.api.enums import Action, Mode, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
-from trainguard.capture.stop import request_stop
 from trainguard.rules.base import Finding, Rule
 from trainguard.rules.view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
 from trainguard.sidecar.views import ViewBuilder
+from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.reader import Run

@@ -1,4 +1,4 @@
-"""The C kernel of the hook's CPU path (`trainguard.capture.native`) against the numpy reference.
+"""The C kernel of the hook's CPU path (`trainguard.capture.torch.native`) against the numpy reference.
 
 Every statistic column, update/distance over saved steps, the "moved" share per unit, the log2
 histogram and per-unit activity/saturation, on the same awkward tensors as the torch path's
@@ -20,7 +20,7 @@ import trainguard.torch as tg
 from tests.capture.test_torch_hook_cost import OpLog
 from tests.capture.test_torch_statistics import assert_columns_match, sample_tensors
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import native
+from trainguard.capture.torch import native
 from trainguard.store import run_format, stats
 
 

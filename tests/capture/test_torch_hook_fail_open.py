@@ -14,7 +14,8 @@ import pytest
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import native, torch_stats
+from trainguard.capture.torch import device_stats as torch_stats
+from trainguard.capture.torch import native
 from trainguard.store import run_format
 from trainguard.store.backends import open_store
 from trainguard.store.errors import StoreError

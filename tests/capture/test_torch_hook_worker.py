@@ -20,7 +20,7 @@ import torch
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import torch_stats
+from trainguard.capture.torch import device_stats as torch_stats
 from trainguard.store import run_format, stats
 from trainguard.store.backends import open_store
 

@@ -1,7 +1,7 @@
 """Capture: the training side. Computes statistics where the tensors live and hands them to the store.
 
-Owns the PyTorch hook (`torch_hook`, exposed as `trainguard.torch`), the framework-free
-`Recorder`, the on-device statistics and capture settings; re-exports `StopFlag`, which lives in
+Owns the PyTorch hook with its device statistics (`torch/`, exposed as `trainguard.torch`), the
+framework-free `Recorder`, prediction counting and capture settings; re-exports `StopFlag`, which lives in
 `trainguard.stop_flag` because the evaluator writes the same file. Writes only through
 `trainguard.store`; never imports rules, the evaluator or the operator. Never raises into the
 training loop: failures disable capture, are logged once and are recorded in the run.

@@ -18,7 +18,7 @@
  * 1e-6 of numpy's float64 result (the std within 1e-5).
  *
  * Python never hands this module anything but addresses and sizes it checked
- * (`trainguard/capture/native.py`); it allocates nothing and keeps no state.
+ * (`trainguard/capture/torch/native.py`); it allocates nothing and keeps no state.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,6 +1,6 @@
 """Writes one rank of a run: buffers saved steps, flushes segments, uploads in the background.
 
-Called by the capture layer (`capture.recorder`, `capture.torch_hook`) on the training thread.
+Called by the capture layer (`capture.recorder`, `capture.torch.hook`) on the training thread.
 `write_step` only appends small host arrays to a buffer; encoding and the PUT happen on one
 background thread fed by a bounded queue. The training thread never waits on the store for
 more than `max_block_seconds`; when the queue stays full or the store keeps failing, the

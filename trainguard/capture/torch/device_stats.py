@@ -1,6 +1,6 @@
 """Tier-0 and Tier-1 statistics of PyTorch tensors, computed on the tensors' own device.
 
-Called by `torch_hook.Hook` on saved steps only. Small tensors are copied into one padded
+Called by `hook.Hook` on saved steps only. Small tensors are copied into one padded
 float32 buffer per device (`Packed`) and reduced with a fixed number of kernels whatever their
 count; tensors above `pack_max_numel` are reduced one by one (`reduce_large`), where launch
 overhead is small next to the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the
@@ -133,7 +133,7 @@ class _Layout:
     def slot(self, i: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """The buffer of snapshot slot `i` and its per-tensor views (made on first use, then kept).
 
-        With a statistics worker (`torch_hook`), the training thread loads step k into slot
+        With a statistics worker (`hook`), the training thread loads step k into slot
         k mod N while the worker still reduces earlier steps from the other slots.
         """
         while len(self._slots) <= i:

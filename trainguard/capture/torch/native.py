@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from trainguard.capture import torch_stats
+from trainguard.capture.torch import device_stats
 from trainguard.store import run_format
 
 try:
@@ -30,7 +30,7 @@ AVAILABLE = _cstats is not None
 
 K = len(run_format.STAT_COLUMNS)
 _HIST_OFFSET = 127 + run_format.HIST_MIN_EXPONENT - 1
-"""Histogram bin = float32 exponent field - this (as `torch_stats._exponent_bins`)."""
+"""Histogram bin = float32 exponent field - this (as `device_stats._exponent_bins`)."""
 _F32 = torch.float32
 
 
@@ -40,18 +40,18 @@ def usable(t: torch.Tensor) -> bool:
 
 
 _UNIT_MODES = {
-    **{kind: (0, "active") for kind in torch_stats.RELU_FAMILY},
-    **{kind: (1, "saturated") for kind in torch_stats.SIGMOID_LIKE},
-    **{kind: (2, "saturated") for kind in torch_stats.TANH_LIKE},
+    **{kind: (0, "active") for kind in device_stats.RELU_FAMILY},
+    **{kind: (1, "saturated") for kind in device_stats.SIGMOID_LIKE},
+    **{kind: (2, "saturated") for kind in device_stats.TANH_LIKE},
 }
-"""Activation kind -> (the kernel's mode, the vector's kind), as `torch_stats.unit_vector` defines them."""
+"""Activation kind -> (the kernel's mode, the vector's kind), as `device_stats.unit_vector` defines them."""
 
 _EXACT_COUNTS = 1 << 24
 """The kernel counts a unit's flags in float32: exact up to here; beyond it `unit_vector` returns None."""
 
 
 def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, np.ndarray] | None:
-    """`torch_stats.unit_vector` for a `usable` activation: (kind, float32 [units]) per-unit activity or
+    """`device_stats.unit_vector` for a `usable` activation: (kind, float32 [units]) per-unit activity or
     saturation, units = dim 1; None for other activations (or a unit with over 2^24 values: use torch)."""
     mode = _UNIT_MODES.get(activation)
     assert _cstats is not None

@@ -142,6 +142,8 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     assert (
         "(the Job was suspended); earlier sign: rule loss-spike at step 35 on rank 0" in stopped[0]["message"]
     )
+    # The Event is posted from the handler; the status patch follows when the handler returns.
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
     conditions = {c["type"]: c for c in _status(kube)["conditions"]}
     assert conditions["Stopped"]["message"].endswith(
         "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"

@@ -33,6 +33,15 @@ DEFAULT_EVALUATOR_IMAGE = "ghcr.io/trainguard/trainguard:latest"
 POD_TEMPLATE_MARKER = "x-trainguard-pod-template"
 """Schema key on `spec.template`: the CRD generator puts the pinned core/v1 PodTemplateSpec there."""
 
+MAX_NPROC_PER_NODE = 64
+"""Processes per pod: one per accelerator, and no node has more than 64 of them."""
+MAX_GRACE_PERIOD_SECONDS = 3600
+"""Longest grace period of a stopped trainer: enough to write a checkpoint, short enough to free the GPUs."""
+MAX_WEBHOOKS = 10
+"""Webhooks per DebugJob; wider fan-out belongs in Alertmanager (docs/notifications.md)."""
+MAX_RULES = 100
+"""Rules per DebugJob (the built-in library has fewer than 40)."""
+
 _URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
 
 
@@ -105,9 +114,11 @@ class StopAction(_Model):
     grace_period_seconds: int = Field(
         default=30,
         ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
         description=(
             "Seconds the trainer gets between SIGTERM and SIGKILL when the Job is suspended "
-            "(the pods' terminationGracePeriodSeconds); 30 is Kubernetes' default."
+            "(the pods' terminationGracePeriodSeconds); 30 is Kubernetes' default, at most one hour "
+            "(enough to write a checkpoint; a stopped job should not hold its GPUs longer)."
         ),
     )
 
@@ -122,7 +133,9 @@ class WebhookFormat(str, enum.Enum):
 class Webhook(_Model):
     """An HTTP endpoint told about rule transitions; its URL is a secret."""
 
-    name: str = Field(min_length=1, description="Name of this webhook, used in events and metrics-free logs.")
+    name: str = Field(
+        min_length=1, max_length=63, description="Name of this webhook, used in events and metrics-free logs."
+    )
     url_secret_ref: SecretKeyRef = Field(
         description="Secret key holding the URL (URLs often carry tokens, so they never appear in the spec)."
     )
@@ -136,7 +149,9 @@ class NotifyAction(_Model):
     """Who hears about a notify verdict besides the Kubernetes Event."""
 
     webhooks: list[Webhook] = Field(
-        default_factory=list, description="Webhooks called once per rule transition."
+        default_factory=list,
+        max_length=MAX_WEBHOOKS,
+        description="Webhooks called once per rule transition (at most 10; route wider fan-out through Alertmanager).",
     )
 
 
@@ -187,7 +202,11 @@ class DebugJobSpec(_Model):
     nproc_per_node: int = Field(
         default=1,
         ge=1,
-        description="Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this.",
+        le=MAX_NPROC_PER_NODE,
+        description=(
+            "Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this. "
+            "At most 64: one process per accelerator, and no node has more."
+        ),
     )
     container_name: str = Field(
         default="trainer", description="Name of the training container in the template."
@@ -205,7 +224,8 @@ class DebugJobSpec(_Model):
     capture: CaptureSpec = Field(description="Where and how statistics are captured.")
     rules: list[RuleSpec] = Field(
         default_factory=list,
-        description="Rules to evaluate (the rules-file schema); empty means the default set.",
+        max_length=MAX_RULES,
+        description="Rules to evaluate (the rules-file schema); empty means the default set; at most 100.",
     )
     actions: ActionsSpec = Field(default_factory=ActionsSpec, description="Settings of stop and notify.")
     evaluator: EvaluatorSpec = Field(default_factory=EvaluatorSpec, description="The evaluator sidecar.")

@@ -195,7 +195,11 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     current = status.phase or Phase.PENDING
     stop = None
     if current not in TERMINAL_PHASES:
-        stop = next((r for r in transitions if r.action == Action.STOP), None)
+        # Level-based as well: a stop rule with issues stops the job even when the stored `rules` (which
+        # a pod could have written) already claim IssuesFound and so hide the transition.
+        stop = next((r for r in transitions if r.action == Action.STOP), None) or next(
+            (r for r in rules if r.action == Action.STOP and r.state == RuleState.ISSUES_FOUND), None
+        )
     notify = [r for r in transitions if r.action == Action.NOTIFY]
 
     if current in TERMINAL_PHASES:

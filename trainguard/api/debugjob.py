@@ -35,6 +35,42 @@ POD_TEMPLATE_MARKER = "x-trainguard-pod-template"
 
 _URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
 
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+"""A DebugJob's name is a DNS-1035 label: it names the Job, the headless Service and (with `-<index>`) each pod's hostname."""
+HOSTNAME_MAX_LENGTH = 63
+"""Kubernetes' limit on a hostname (a DNS label); the Job names each rank's pod `<name>-<index>`."""
+NAME_PATTERN_MESSAGE = (
+    "metadata.name must consist of lowercase letters, digits and '-', start with a letter and end with a "
+    "letter or digit (no dots): it names the DebugJob's Job, its headless Service and each rank's hostname"
+)
+
+
+def max_name_length(workers: int) -> int:
+    """Return the longest DebugJob name whose rank hostnames `<name>-<index>` fit in a DNS label."""
+    return HOSTNAME_MAX_LENGTH - 1 - len(str(max(workers, 1) - 1))
+
+
+def name_problem(name: str, workers: int) -> str | None:
+    """Return why the Job, Service or pods of a DebugJob could not take `name`, or None when they can.
+
+    The CRD carries the same checks as CEL rules (`crd.NAME_RULES`), so the API server refuses such
+    a DebugJob up front; the operator checks again for a CRD installed without them.
+    """
+    if not re.match(NAME_PATTERN, name):
+        return f"{NAME_PATTERN_MESSAGE}; {name!r} does not"
+    limit = max_name_length(workers)
+    if len(name) > limit:
+        return name_length_message(len(name), workers, limit)
+    return None
+
+
+def name_length_message(length: int, workers: int, limit: int) -> str:
+    """The message for a name too long for its rank hostnames (the CRD's CEL rule builds the same text)."""
+    return (
+        f"metadata.name has {length} characters; with {workers} workers it may have at most {limit}: "
+        f"each rank's hostname is <name>-<index> and a hostname has at most {HOSTNAME_MAX_LENGTH} characters"
+    )
+
 
 class _Model(BaseModel):
     """camelCase on the wire, snake_case in Python, unknown keys refused."""

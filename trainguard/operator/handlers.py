@@ -204,7 +204,7 @@ def reconcile(
     try:
         spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
         children = build.build_children(spec, owner, default_image=state.config.default_image)
-    except (pydantic.ValidationError, build.TemplateError) as err:
+    except (pydantic.ValidationError, build.TemplateError, build.InvalidName) as err:
         message = _explain(err)
         logger.warning("invalid DebugJob %s/%s, nothing created: %s", owner.namespace, owner.name, message)
         kopf.event(body, type="Warning", reason=status_logic.REASON_INVALID_SPEC, message=message)

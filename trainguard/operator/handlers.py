@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase
-from trainguard.operator import actions, build, client, end_marker, webhooks
+from trainguard.operator import actions, build, client, diffbase, end_marker, webhooks
 from trainguard.operator import status as status_logic
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
@@ -114,7 +114,7 @@ def startup(
     config: OperatorConfig = memo.get("config") or OperatorConfig()
     # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=api.GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = diffbase.SpecDigestStorage(
         prefix=api.GROUP, key="last-handled-configuration"
     )
     settings.persistence.finalizer = FINALIZER

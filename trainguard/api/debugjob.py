@@ -318,12 +318,24 @@ class JobSummary(_Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     active: int = Field(default=0, description="Pods running.")
+    terminating: int = Field(
+        default=0,
+        description="Pods terminating (in their grace period): not active, not gone yet (Kubernetes 1.29+).",
+    )
     ready: int = Field(default=0, description="Pods ready.")
     succeeded: int = Field(default=0, description="Indexes that succeeded.")
     failed: int = Field(default=0, description="Pods that failed.")
     suspended: bool = Field(default=False, description="The Job is suspended.")
-    complete: bool = Field(default=False, description="The Job has condition Complete=True.")
-    failed_condition: bool = Field(default=False, description="The Job has condition Failed=True.")
+    complete: bool = Field(
+        default=False,
+        description="The Job has condition Complete=True, or SuccessCriteriaMet=True (1.31+: it will complete "
+        "once its pods are gone).",
+    )
+    failed_condition: bool = Field(
+        default=False,
+        description="The Job has condition Failed=True, or FailureTarget=True (1.31+: it will fail once its pods "
+        "are gone).",
+    )
     deleted: bool = Field(default=False, description="The Job was deleted before it finished.")
     reason: str = Field(default="", description="Reason of the Job's terminal condition.")
     message: str = Field(default="", description="Message of the Job's terminal condition.")

@@ -311,9 +311,10 @@ def observe(
             metrics=state.metrics, emit=kopf.event, deliver=deliver,
         )  # fmt: skip
 
-    # END markers once the pods are gone: a stopped trainer may still close its run cleanly.
+    # END markers once the pods are gone, terminating ones included: a stopped trainer may still close its run
+    # cleanly within its grace period.
     job = dj.status.job
-    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active == 0):
+    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active + job.terminating == 0):
         with state.lock:
             first = owner.uid not in state.ended
             state.ended.add(owner.uid)

@@ -285,5 +285,5 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
         return Run(uri, store, kind="trainguard", ranks=[0], source_factory=lambda r: RankSource(store, r))
     raise errors.NotFound(
         f"no run at {uri}: expected run.json or rank-NNNNN/ (TrainGuard), index/ + events/ (smdebug) "
-        f"or *tfevents* files (TensorBoard); check the URI"
+        f"or *tfevents* files (TensorBoard); check the URI (`trainguard ls URI` lists the runs below a prefix)"
     )

@@ -255,7 +255,9 @@ def test_the_prometheus_rule_carries_every_alert_of_the_rules_file_unchanged() -
             assert rendered.get("for") == original.get("for")
             assert rendered["labels"] == {**original["labels"], "team": "ml-platform"}
             runbook = rendered["annotations"].pop("runbook_url")
-            assert runbook.endswith("README.md#" + original["alert"].lower())
+            page = original["alert"].lower()
+            assert runbook == f"https://trainguard.github.io/trainguard/runbooks/{page}/"
+            assert (ROOT / "docs" / "runbooks" / f"{page}.md").is_file()
             assert rendered["annotations"] == {k: v.strip() for k, v in original["annotations"].items()}
 
 

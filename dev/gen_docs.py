@@ -369,7 +369,34 @@ def chart_values_page() -> str:
     )
 
 
+# --- SageMaker rule table (a generated block inside a hand-written page) ------------------------------
+BLOCK_BEGIN = "<!-- BEGIN generated: sagemaker rules -->\n"
+BLOCK_END = "<!-- END generated -->\n"
+
+
+def sagemaker_rules_table() -> str:
+    from trainguard.api import sagemaker
+
+    rows = [
+        [code(theirs), f"[`{ours}`](reference/rules.md#{ours})"]
+        for theirs, ours in sorted(sagemaker.RULES.items())
+    ]
+    rows += [
+        [code(name), cell(f"not supported: {why}")]
+        for name, why in sorted(sagemaker.UNSUPPORTED_RULES.items())
+    ]
+    return table(["SageMaker Debugger rule", "TrainGuard"], rows)
+
+
+def migrating_page() -> str:
+    text = (ROOT / "docs" / "migrating-from-sagemaker.md").read_text()
+    head, rest = text.split(BLOCK_BEGIN, 1)
+    _, tail = rest.split(BLOCK_END, 1)
+    return head + BLOCK_BEGIN + sagemaker_rules_table() + BLOCK_END + tail
+
+
 PAGES = {
+    "docs/migrating-from-sagemaker.md": migrating_page,
     "docs/reference/rules.md": rules_page,
     "docs/reference/metrics.md": metrics_page,
     "docs/reference/configuration.md": configuration_page,

@@ -17,7 +17,7 @@ from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.operator.conftest import OperatorProcess
 from tests.sidecar.runs import RunBuilder, start_pod
 from trainguard.operator.actions import EVENT_REASON_RULE_TRIGGERED
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

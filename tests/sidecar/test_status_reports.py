@@ -12,7 +12,7 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.api.sidecar_config import DebugJobRef
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.report_status import StatusReporter
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),

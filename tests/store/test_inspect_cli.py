@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

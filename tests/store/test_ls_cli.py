@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.store.test_inspect_cli import FIXTURES, trainguard_cli, write_run
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 
 def ls(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,7 +34,7 @@ def prefix(run_uri: str) -> str:
     write_run(f"{run_uri}/trainguard-runs/20261122-051000-3fa2c1")
     write_run(f"{run_uri}/team-a/resnet/0b5c/", rank=0, world_size=2)
     write_run(f"{run_uri}/team-a/resnet/0b5c/", rank=1, world_size=2)
-    open_store(f"{run_uri}/team-a/resnet/0b5c").delete(format.end_key(1))  # rank 1 still writing
+    open_store(f"{run_uri}/team-a/resnet/0b5c").delete(run_format.end_key(1))  # rank 1 still writing
     upload(FIXTURES / "smdebug" / "mlp", f"{run_uri}/old/smdebug-mlp")
     upload(FIXTURES / "tensorboard" / "logs", f"{run_uri}/old/tb")
     return run_uri

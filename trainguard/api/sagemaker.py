@@ -1,6 +1,6 @@
 """SageMaker Debugger's names, and what each one is in TrainGuard.
 
-Data only, shared by three readers: the smdebug reader (`store/smdebug.py`: smdebug collection ->
+Data only, shared by three readers: the smdebug reader (`store/foreign/smdebug.py`: smdebug collection ->
 ours), the rules registry (a SageMaker rule TrainGuard does not have says why, not "did you mean")
 and the rule-entry schema and `trainguard rules convert` (a SageMaker key or parameter points to
 ours). Built-in rules that TrainGuard has keep their names: `VanishingGradient` is `vanishing_gradient`.

@@ -42,7 +42,7 @@ def _ended(entry: Any) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from trainguard.store import listing
-    from trainguard.store.backend import open_store
+    from trainguard.store.backends import open_store
 
     store = open_store(args.uri)
     root = store.uri.rstrip("/")

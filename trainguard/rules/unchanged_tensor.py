@@ -34,7 +34,7 @@ from trainguard.rules.view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 MOVED = "moved"
-"""The Tier-1 per-unit kind read here (`store.format.UNIT_KINDS`): share of each unit's row that changed."""
+"""The Tier-1 per-unit kind read here (`store.run_format.UNIT_KINDS`): share of each unit's row that changed."""
 _FIRST_UNITS = 5
 """How many indices of frozen units a finding names."""
 _ACTIVE = "active"

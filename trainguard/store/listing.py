@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
+from trainguard.store.runs import is_ours
 from trainguard.store.source import load_json_doc
 
 DEFAULT_MAX_DEPTH = 4
@@ -28,9 +29,9 @@ class RunEntry:
     """Its key prefix below the listed URI, ending in `/` ("" for the URI itself)."""
     kind: str
     """Its format: trainguard, smdebug or tensorboard."""
-    info: format.RunInfo | None = None
+    info: run_format.RunInfo | None = None
     """`run.json` (TrainGuard runs that have one)."""
-    ends: dict[int, format.EndInfo | None] = field(default_factory=dict)
+    ends: dict[int, run_format.EndInfo | None] = field(default_factory=dict)
     """Each rank's END marker, or None while the rank has none (still writing, or killed)."""
     problem: str | None = None
     """Why `run.json` or an END could not be read, if so."""
@@ -38,7 +39,7 @@ class RunEntry:
 
 def kind_of(entries: list[str]) -> str | None:
     """The format of a folder from its immediate entries (names relative to it), or None if not a run."""
-    if format.RUN_INFO_KEY in entries or any(format.parse_rank_prefix(e) is not None for e in entries):
+    if is_ours(entries):
         return "trainguard"
     if "index/" in entries and ("events/" in entries or "collections/" in entries):
         return "smdebug"
@@ -72,17 +73,17 @@ def _describe(store: Store, prefix: str, kind: str, names: list[str]) -> RunEntr
     if kind != "trainguard":
         return entry
     try:
-        if format.RUN_INFO_KEY in names:
-            info = load_json_doc(store, prefix + format.RUN_INFO_KEY, format.RunInfo)
-            assert isinstance(info, format.RunInfo)
+        if run_format.RUN_INFO_KEY in names:
+            info = load_json_doc(store, prefix + run_format.RUN_INFO_KEY, run_format.RunInfo)
+            assert isinstance(info, run_format.RunInfo)
             entry.info = info
         for name in names:
-            rank = format.parse_rank_prefix(name)
+            rank = run_format.parse_rank_prefix(name)
             if rank is None:
                 continue
-            key = prefix + format.end_key(rank)
-            end = load_json_doc(store, key, format.EndInfo) if store.exists(key) else None
-            assert end is None or isinstance(end, format.EndInfo)
+            key = prefix + run_format.end_key(rank)
+            end = load_json_doc(store, key, run_format.EndInfo) if store.exists(key) else None
+            assert end is None or isinstance(end, run_format.EndInfo)
             entry.ends[rank] = end
     except errors.StoreError as err:
         entry.problem = str(err)

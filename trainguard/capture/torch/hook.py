@@ -5,7 +5,7 @@ The step counter is the optimizer's step count. On steps that are not saved the 
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step
 the optimizer's pre-hook stages the gradients, its post-hook reduces gradients, parameters and
-activations on their device (`torch_stats`), and the step is finalised at the start of the
+activations on their device (`device_stats`), and the step is finalised at the start of the
 next iteration: then the step's results and its scalars reach the host in ONE copy. Prediction
 counts (`record_predictions`) accumulate on the device and follow in a second, small copy of
 their own right after it. Every hook body catches everything: a failure disables capture, is
@@ -43,11 +43,11 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from trainguard.capture import native, torch_stats
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
-from trainguard.capture.stats_worker import StatsWorker
-from trainguard.capture.stop import StopFlag
+from trainguard.capture.torch import device_stats, native
+from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
 
@@ -97,7 +97,7 @@ class _Param:
     """Catalogue id of the weight/bias itself, None when its collection is not captured."""
     want_grad: bool
     grad_tid: int | None = None
-    history: torch_stats._History | None = None
+    history: device_stats._History | None = None
     """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
 
 
@@ -131,13 +131,13 @@ class _Activation:
 class _Group:
     """One device's share of a saved step: packed slots in layout order, plus large tensors."""
 
-    packer: torch_stats.Packed
+    packer: device_stats.Packed
     ids: list[int] = field(default_factory=list)
     numels: list[int] = field(default_factory=list)
     tensors: list[torch.Tensor] = field(default_factory=list)
     tracked: int = 0
     n_params: int = 0
-    layout: torch_stats._Layout | None = None
+    layout: device_stats._Layout | None = None
     slot: int = 0
     """The layout's snapshot buffer this step is loaded into (see `StatsWorker`)."""
     units: tuple[int, ...] = ()
@@ -229,7 +229,7 @@ class Hook:
         """Forward pre-hooks that number the modules in the first training forward, then go (`_finish_order`)."""
         self._armed = False
         self._optimizer: torch.optim.Optimizer | None = None
-        self._packers: dict[torch.device, torch_stats.Packed] = {}
+        self._packers: dict[torch.device, device_stats.Packed] = {}
         self._staged: dict[torch.device, _Group] | None = None
         self._staged_step = -1
         self._acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
@@ -490,7 +490,7 @@ class Hook:
                 if self._native:
                     unit = native.unit_vector(output, act.kind)
                 if unit is None:
-                    unit = torch_stats.unit_vector(output, act.kind)
+                    unit = device_stats.unit_vector(output, act.kind)
                 if unit is not None:
                     self._units[(unit[0], act.tid)] = unit[1]
             self._reduce_now(act.tid, output, tier1)
@@ -559,10 +559,10 @@ class Hook:
             self._ship_predictions()  # no registered module: the steps end here
 
     # --- reduction ----------------------------------------------------------------------------------
-    def _packer(self, device: torch.device) -> torch_stats.Packed:
+    def _packer(self, device: torch.device) -> device_stats.Packed:
         p = self._packers.get(device)
         if p is None:
-            p = self._packers[device] = torch_stats.Packed(device)
+            p = self._packers[device] = device_stats.Packed(device)
         return p
 
     def _group(self, groups: dict[torch.device, _Group], device: torch.device) -> _Group:
@@ -576,7 +576,7 @@ class Hook:
         return t.numel() <= self.pack_max_numel and not (self._native and native.usable(t))
 
     def _reduce_now(
-        self, tid: int, t: torch.Tensor, tier1: bool, history: torch_stats._History | None = None
+        self, tid: int, t: torch.Tensor, tier1: bool, history: device_stats._History | None = None
     ) -> None:
         """Reduce one tensor that is not packed (large, or read in place by the C kernel) into this step."""
         hist: Result | None
@@ -590,10 +590,10 @@ class Hook:
             if not tier1:  # the common case: read with the other tensors of this hook in one kernel call
                 self._batch.append((tid, t, prev, first, fresh))
                 return
-            units = torch_stats.unit_count(t) if history is not None else 0
+            units = device_stats.unit_count(t) if history is not None else 0
             hist, moved = self._host.add(tid, t, prev=prev, first=first, fresh=fresh, hist=True, units=units)
         else:
-            raw, hist, moved = torch_stats.reduce_one(t, history, hist=tier1, moved=tier1)
+            raw, hist, moved = device_stats.reduce_one(t, history, hist=tier1, moved=tier1)
             self._reduced.append((tid, t.numel(), raw))
         if hist is not None:
             self._hists[tid] = hist
@@ -774,7 +774,7 @@ class Hook:
             track = self.config.track_updates
             for p in plan.params:
                 if p.history is None and track and p.param.requires_grad:
-                    p.history = torch_stats.new_history(p.param)
+                    p.history = device_stats.new_history(p.param)
             plan.spec = []
             for p in plan.params:
                 h = p.history
@@ -808,7 +808,7 @@ class Hook:
         groups: dict[torch.device, _Group] = {}
         tier1 = self._tier1(step)
         for device, ids, numels, tensors, tracked in self._param_plan:
-            units = tuple(torch_stats.unit_count(t) for t in tensors[:tracked]) if tier1 else ()
+            units = tuple(device_stats.unit_count(t) for t in tensors[:tracked]) if tier1 else ()
             groups[device] = _Group(
                 self._packer(device),
                 list(ids),
@@ -876,7 +876,7 @@ class Hook:
         for p in self._large_params:
             assert p.tid is not None  # only captured parameters are planned
             if p.history is None and self.config.track_updates and p.param.requires_grad:
-                p.history = torch_stats.new_history(p.param)
+                p.history = device_stats.new_history(p.param)
             self._reduce_now(p.tid, p.param, tier1, p.history)
         self._read_batch()
         for tid, n, raw in self._reduced:
@@ -931,7 +931,7 @@ class Hook:
                 for tid, h in zip(g.ids, g.packer.histograms(g.layout, raw, slot=g.slot).unbind(0)):
                     pending.hists[tid] = h
         for tid, kind, t in pending.unit_inputs:
-            unit = torch_stats.unit_vector(t, kind)
+            unit = device_stats.unit_vector(t, kind)
             if unit is not None:
                 pending.units[(unit[0], tid)] = unit[1]
         pending.groups = []
@@ -970,7 +970,7 @@ class Hook:
         results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
         host = iter(_to_host(results))
         if pending is not None:
-            parts = [next(host).reshape(-1, len(torch_stats.RAW_COLUMNS)) for _ in pending.parts]
+            parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
             units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
             hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
             ids, stats = pending.host_ids, pending.host_stats
@@ -978,7 +978,7 @@ class Hook:
                 pending.host_nonfinite
             )  # known for the kernel's rows; else the writer looks
             if pending.ids:
-                finished = torch_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
+                finished = device_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
@@ -1231,7 +1231,7 @@ def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:
         return np.zeros(0)
     first = tensors[0].device
     if all(t.device == first for t in tensors):  # the usual case: one device, one copy
-        return torch_stats.to_host(torch.cat([t.reshape(-1).to(torch.float64) for t in tensors]))
+        return device_stats.to_host(torch.cat([t.reshape(-1).to(torch.float64) for t in tensors]))
     by_device: dict[torch.device, list[torch.Tensor]] = {}
     order: list[tuple[torch.device, int]] = []
     for t in tensors:
@@ -1242,7 +1242,7 @@ def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:
         return np.zeros(0)
     blocks: dict[torch.device, list[np.ndarray]] = {}
     for device, lst in by_device.items():
-        host = torch_stats.to_host(torch.cat(lst))
+        host = device_stats.to_host(torch.cat(lst))
         sizes = [t.numel() for t in lst]
         blocks[device] = np.split(host, np.cumsum(sizes)[:-1])
     return np.concatenate([blocks[d][i] for d, i in order])

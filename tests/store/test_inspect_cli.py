@@ -25,8 +25,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def inspect(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return trainguard_cli("inspect", *args, env=env)
+
+
+def trainguard_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m trainguard ARGS...` as a user runs it, with `env` added to this process's environment."""
     return subprocess.run(
-        [sys.executable, "-m", "trainguard", "inspect", *args],
+        [sys.executable, "-m", "trainguard", *args],
         check=False,
         capture_output=True,
         text=True,

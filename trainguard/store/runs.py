@@ -27,7 +27,8 @@ def _ranks_of(store: Store) -> list[int]:
     return sorted(ranks)
 
 
-def _is_ours(top: list[str]) -> bool:
+def is_ours(top: list[str]) -> bool:
+    """Whether a root's top-level listing is one of our runs."""
     return run_format.RUN_INFO_KEY in top or any(run_format.parse_rank_prefix(e) is not None for e in top)
 
 
@@ -41,7 +42,7 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
 
     store = store or open_store(uri)
     top = store.list("", delimiter="/")
-    if _is_ours(top):
+    if is_ours(top):
         info = None
         if run_format.RUN_INFO_KEY in top:
             doc = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
@@ -62,4 +63,7 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
     if wait:
         return Run(uri, store, kind="trainguard", ranks=[0], source_factory=lambda r: RankSource(store, r))
     *others, last = [OURS] + [fmt.expects for fmt in foreign.FORMATS]
-    raise errors.NotFound(f"no run at {uri}: expected {', '.join(others)} or {last}; check the URI")
+    raise errors.NotFound(
+        f"no run at {uri}: expected {', '.join(others)} or {last}; check the URI "
+        "(`trainguard ls URI` lists the runs below a prefix)"
+    )

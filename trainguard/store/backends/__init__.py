@@ -42,7 +42,7 @@ class Store(Protocol):
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "file": ("trainguard.store.backends.local.FileStore", ""),
-    "s3": ("trainguard.store.backends.s3.S3Store", "pip install boto3"),
+    "s3": ("trainguard.store.backends.s3.S3Store", "pip install 'trainguard[s3]'"),
 }
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainguard.api import sagemaker
 from trainguard.api.enums import Collection, Mode
 from trainguard.store import errors, run_format, stats
 from trainguard.store.backends import Store
@@ -41,26 +42,8 @@ MODES: dict[str, Mode] = {"TRAIN": Mode.TRAIN, "EVAL": Mode.EVAL, "PREDICT": Mod
 """smdebug ModeKeys -> our modes. PREDICT counts as eval (held-out data); GLOBAL (no mode set) as train."""
 _MODE_KEYS = {"1": "TRAIN", "2": "EVAL", "3": "PREDICT", "4": "GLOBAL"}
 
-_COLLECTIONS: tuple[tuple[str, Collection], ...] = (
-    ("gradients", Collection.GRADIENTS),
-    ("weights", Collection.WEIGHTS),
-    ("biases", Collection.BIASES),
-    ("losses", Collection.LOSSES),
-    ("sm_metrics", Collection.METRICS),
-    ("metrics", Collection.METRICS),
-    ("scalars", Collection.METRICS),
-    ("optimizer_variables", Collection.OPTIMIZER),
-    ("inputs", Collection.INPUTS),
-    ("labels", Collection.LABELS),
-    ("predictions", Collection.PREDICTIONS),
-    ("outputs", Collection.ACTIVATIONS),
-    ("layers", Collection.ACTIVATIONS),
-    ("feature_importance", Collection.METRICS),
-    ("average_shap", Collection.METRICS),
-    ("hyperparameters", Collection.METRICS),
-    ("tensorflow_summaries", Collection.METRICS),
-)
-"""smdebug collection -> ours, most specific first: a tensor in several collections takes the first."""
+_COLLECTIONS = sagemaker.COLLECTIONS
+"""smdebug collection -> ours (kept with SageMaker's other names in `trainguard.api.sagemaker`)."""
 _SCALAR_COLLECTIONS = (Collection.LOSSES, Collection.METRICS)
 _PARAMETERS = (Collection.WEIGHTS, Collection.BIASES)
 

@@ -736,10 +736,7 @@ def evaluate_findings(uri: str, *, attempt: str | None = None) -> list[Any]:
         uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
     )
     try:
-        before = -1
-        while ev.segments_total != before and not ev.ended:  # until a poll brings nothing new
-            before = ev.segments_total
-            ev.poll()
+        ev.poll_until_idle()
     finally:
         ev.close()
     return list(ev.findings)

@@ -36,7 +36,7 @@ from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
 from trainguard.store.runs import open_run
 
-__all__ = ["Evaluator"]
+__all__ = ["Evaluator", "evaluate_stored"]
 
 log = logging.getLogger(__name__)
 
@@ -445,3 +445,16 @@ class Evaluator:
                         self._unsavable.add(name)
                         del position.rules[name]
             ckpt.save(self.store, ckpt.key_for(self.followed), state)
+
+
+def evaluate_stored(uri: str, *, attempt: str | None = None) -> list[Finding]:
+    """Evaluate a stored run once with the default rules and return every finding kept (with `attempt`: of
+    the writer attempts from that one on only), as `trainguard report` marks them."""
+    ev = Evaluator(
+        uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
+    )
+    try:
+        ev.poll_until_idle()
+    finally:
+        ev.close()
+    return ev.findings

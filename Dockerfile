@@ -19,7 +19,7 @@ WORKDIR /src
 COPY requirements/image.lock requirements/image.lock
 RUN python3 -m venv /opt/trainguard \
     && /opt/trainguard/bin/pip install --no-cache-dir --require-hashes --no-deps -r requirements/image.lock
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY trainguard ./trainguard
 # --no-deps: the locked set above is complete; --no-build-isolation: build with its setuptools, not a fresh
 # unpinned one. Then drop the installers from the venv.

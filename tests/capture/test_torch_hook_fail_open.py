@@ -14,9 +14,10 @@ import pytest
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import native, torch_stats
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.capture.torch import device_stats as torch_stats
+from trainguard.capture.torch import native
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 from trainguard.store.errors import StoreError
 
 
@@ -32,7 +33,7 @@ def wait_for_step(uri: str, step: int, *, timeout_seconds: float = 20.0) -> None
     """Poll the store until a segment holding `step` has landed."""
     deadline = time.monotonic() + timeout_seconds
     while True:
-        names = [format.parse_segment_name(k) for k in open_store(uri).list("rank-00000/seg-")]
+        names = [run_format.parse_segment_name(k) for k in open_store(uri).list("rank-00000/seg-")]
         if any(n is not None and n.last_step >= step for n in names):
             return
         assert time.monotonic() < deadline, f"no segment with step {step} landed in {timeout_seconds}s"
@@ -132,6 +133,6 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     ]
     assert trainguard_errors(caplog) == [f"trainguard: {hook.errors[0]}"]
     hook.close()
-    end = json.loads(open_store(file_uri).get(format.end_key(0)))
+    end = json.loads(open_store(file_uri).get(run_format.end_key(0)))
     assert end["status"] == "error" and end["errors"] == hook.errors
     assert trainguard.open_run(file_uri).steps().tolist() == [0, 2]

@@ -255,7 +255,9 @@ def test_the_prometheus_rule_carries_every_alert_of_the_rules_file_unchanged() -
             assert rendered.get("for") == original.get("for")
             assert rendered["labels"] == {**original["labels"], "team": "ml-platform"}
             runbook = rendered["annotations"].pop("runbook_url")
-            assert runbook.endswith("README.md#" + original["alert"].lower())
+            page = original["alert"].lower()
+            assert runbook == f"https://trainguard.github.io/trainguard/runbooks/{page}/"
+            assert (ROOT / "docs" / "runbooks" / f"{page}.md").is_file()
             assert rendered["annotations"] == {k: v.strip() for k, v in original["annotations"].items()}
 
 
@@ -331,11 +333,10 @@ def test_the_chart_version_matches_the_package_version() -> None:
     assert chart["kubeVersion"].startswith(">=1.29"), "native sidecars need Kubernetes 1.29"
 
 
-def test_ci_values_files_are_listed_in_the_readme_section() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Installing on a cluster (Helm)", 1)[1].split("\n## ", 1)[0]
+def test_ci_values_files_are_listed_on_the_helm_page() -> None:
+    page = (ROOT / "docs" / "helm.md").read_text()
     for path in CI_VALUES:
-        assert path.name in section, f"README's Helm section should mention {path.name}"
+        assert path.name in page, f"docs/helm.md should mention {path.name}"
 
 
 def test_rbac_is_an_inventory_one_resource_per_rule_each_with_a_reason_and_no_wildcards() -> None:

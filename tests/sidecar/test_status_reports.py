@@ -17,7 +17,7 @@ from trainguard.api.sidecar_config import DebugJobRef
 from trainguard.sidecar import report_status
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.report_status import StatusReporter
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 MAX_BLOCK_SECONDS = 0.05
 MARGIN_SECONDS = 0.25
@@ -112,7 +112,7 @@ def test_a_store_killed_mid_run_disables_capture_and_end_records_the_error_once_
     server.restart()
     rec.close()
     store = open_store(uri)
-    end = format.EndInfo.model_validate(json.loads(store.get(format.end_key(0))))
+    end = run_format.EndInfo.model_validate(json.loads(store.get(run_format.end_key(0))))
     assert end.status == "error" and end.errors and end.errors[0] == rec.errors[0]
     run = trainguard.open_run(uri)
     steps = run.series("fc.weight", "l2").steps
@@ -146,4 +146,4 @@ def test_a_missing_bucket_disables_capture_without_raising_and_says_which_bucket
     train_through_failure(rec, caplog, fail=lambda: None)
     rec.close()  # END.json cannot be written either; close must still return
     assert "bucket no-such-bucket-for-trainguard does not exist" in rec.errors[0]
-    assert any(format.END_KEY in e for e in rec.errors[1:])
+    assert any(run_format.END_KEY in e for e in rec.errors[1:])

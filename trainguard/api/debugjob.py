@@ -44,6 +44,42 @@ MAX_RULES = 100
 
 _URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
 
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+"""A DebugJob's name is a DNS-1035 label: it names the Job, the headless Service and (with `-<index>`) each pod's hostname."""
+HOSTNAME_MAX_LENGTH = 63
+"""Kubernetes' limit on a hostname (a DNS label); the Job names each rank's pod `<name>-<index>`."""
+NAME_PATTERN_MESSAGE = (
+    "metadata.name must consist of lowercase letters, digits and '-', start with a letter and end with a "
+    "letter or digit (no dots): it names the DebugJob's Job, its headless Service and each rank's hostname"
+)
+
+
+def max_name_length(workers: int) -> int:
+    """Return the longest DebugJob name whose rank hostnames `<name>-<index>` fit in a DNS label."""
+    return HOSTNAME_MAX_LENGTH - 1 - len(str(max(workers, 1) - 1))
+
+
+def name_problem(name: str, workers: int) -> str | None:
+    """Return why the Job, Service or pods of a DebugJob could not take `name`, or None when they can.
+
+    The CRD carries the same checks as CEL rules (`crd.NAME_RULES`), so the API server refuses such
+    a DebugJob up front; the operator checks again for a CRD installed without them.
+    """
+    if not re.match(NAME_PATTERN, name):
+        return f"{NAME_PATTERN_MESSAGE}; {name!r} does not"
+    limit = max_name_length(workers)
+    if len(name) > limit:
+        return name_length_message(len(name), workers, limit)
+    return None
+
+
+def name_length_message(length: int, workers: int, limit: int) -> str:
+    """The message for a name too long for its rank hostnames (the CRD's CEL rule builds the same text)."""
+    return (
+        f"metadata.name has {length} characters; with {workers} workers it may have at most {limit}: "
+        f"each rank's hostname is <name>-<index> and a hostname has at most {HOSTNAME_MAX_LENGTH} characters"
+    )
+
 
 class _Model(BaseModel):
     """camelCase on the wire, snake_case in Python, unknown keys refused."""
@@ -302,12 +338,24 @@ class JobSummary(_Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     active: int = Field(default=0, description="Pods running.")
+    terminating: int = Field(
+        default=0,
+        description="Pods terminating (in their grace period): not active, not gone yet (Kubernetes 1.29+).",
+    )
     ready: int = Field(default=0, description="Pods ready.")
     succeeded: int = Field(default=0, description="Indexes that succeeded.")
     failed: int = Field(default=0, description="Pods that failed.")
     suspended: bool = Field(default=False, description="The Job is suspended.")
-    complete: bool = Field(default=False, description="The Job has condition Complete=True.")
-    failed_condition: bool = Field(default=False, description="The Job has condition Failed=True.")
+    complete: bool = Field(
+        default=False,
+        description="The Job has condition Complete=True, or SuccessCriteriaMet=True (1.31+: it will complete "
+        "once its pods are gone).",
+    )
+    failed_condition: bool = Field(
+        default=False,
+        description="The Job has condition Failed=True, or FailureTarget=True (1.31+: it will fail once its pods "
+        "are gone).",
+    )
     deleted: bool = Field(default=False, description="The Job was deleted before it finished.")
     reason: str = Field(default="", description="Reason of the Job's terminal condition.")
     message: str = Field(default="", description="Message of the Job's terminal condition.")

@@ -343,6 +343,10 @@ class TemplateError(ValueError):
     """The pod template cannot be rendered (e.g. the training container is missing)."""
 
 
+class InvalidName(ValueError):
+    """The DebugJob's name cannot name its children (a dot, or too long for the ranks' hostnames)."""
+
+
 def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
     """Return the Indexed Job: the user's pod template plus rendezvous env, the hook's env and the sidecar."""
     names = Names.of(owner.name)
@@ -409,6 +413,9 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
 
 def build_children(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> list[dict[str, Any]]:
     """Return every child in creation order: RBAC and config before the Job that needs them."""
+    problem = api.name_problem(owner.name, spec.workers)
+    if problem is not None:
+        raise InvalidName(problem)
     children = [
         build_role(spec, owner),
         build_rolebinding(spec, owner),

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase
-from trainguard.operator import actions, build, client, delivery, end_marker, webhooks
+from trainguard.operator import actions, build, client, delivery, diffbase, end_marker, webhooks
 from trainguard.operator import status as status_logic
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
@@ -130,7 +130,7 @@ def startup(
     config: OperatorConfig = memo.get("config") or OperatorConfig()
     # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=api.GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = diffbase.SpecDigestStorage(
         prefix=api.GROUP, key="last-handled-configuration"
     )
     settings.persistence.finalizer = FINALIZER
@@ -245,7 +245,7 @@ def reconcile(
     try:
         spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
         children = build.build_children(spec, owner, default_image=state.config.default_image)
-    except (pydantic.ValidationError, build.TemplateError) as err:
+    except (pydantic.ValidationError, build.TemplateError, build.InvalidName) as err:
         message = _explain(err)
         logger.warning("invalid DebugJob %s/%s, nothing created: %s", owner.namespace, owner.name, message)
         kopf.event(body, type="Warning", reason=status_logic.REASON_INVALID_SPEC, message=message)
@@ -348,9 +348,10 @@ def observe(
             metrics=state.metrics, emit=_emitter(), dispatcher=state.dispatcher,
         )  # fmt: skip
 
-    # END markers once the pods are gone: a stopped trainer may still close its run cleanly.
+    # END markers once the pods are gone, terminating ones included: a stopped trainer may still close its run
+    # cleanly within its grace period.
     job = dj.status.job
-    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active == 0):
+    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active + job.terminating == 0):
         with state.lock:
             first = owner.uid not in state.ended
             state.ended.add(owner.uid)

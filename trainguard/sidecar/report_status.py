@@ -23,7 +23,8 @@ from typing import Any
 
 from trainguard.api import debugjob
 from trainguard.api.sidecar_config import DebugJobRef
-from trainguard.sidecar.evaluator import Evaluator, Verdict
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Writes one rank of a run: buffers saved steps, flushes segments, uploads in the background.
 
-Called by the capture layer (`capture.recorder`, `capture.torch_hook`) on the training thread.
+Called by the capture layer (`capture.recorder`, `capture.torch.hook`) on the training thread.
 `write_step` only appends small host arrays to a buffer; encoding and the PUT happen on one
 background thread fed by a bounded queue. The training thread never waits on the store for
 more than `max_block_seconds`; when the queue stays full or the store keeps failing, the
@@ -10,7 +10,7 @@ reaches the evaluator without waiting for the flush interval.
 The statistics themselves are computed by the caller; this module never sees a tensor.
 
 Keys are named on the upload thread, in upload order: each writer is one *attempt* of its rank
-(`format.attempt_id` of its start time, raised past any later attempt it finds in the store before
+(`run_format.attempt_id` of its start time, raised past any later attempt it finds in the store before
 its first upload), and numbers its segments in the order they are uploaded. A restarted rank thus
 never overwrites an earlier attempt's objects, and a follower listing after its last key misses no
 segment, whatever steps the segment holds.
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
 from trainguard.store.source import later_attempt
 
-_NONFINITE_COLUMNS = slice(format.COLUMN["nan"], format.COLUMN["inf"] + 1)
+_NONFINITE_COLUMNS = slice(run_format.COLUMN["nan"], run_format.COLUMN["inf"] + 1)
 assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf are neighbours: a view, no copy
 
 log = logging.getLogger(__name__)
@@ -115,10 +115,10 @@ class RankWriter:
         self._lock = threading.RLock()
         self._buf = _Buffer()
         self._seq = 0  # upload order of this attempt's segments; the upload thread's alone
-        self.attempt = format.attempt_id(self._clock())
+        self.attempt = run_format.attempt_id(self._clock())
         """This writer's attempt id; final once the first object is uploaded (see `_claim_attempt`)."""
         self._claimed = False
-        self._catalogue: list[format.TensorInfo] = []
+        self._catalogue: list[run_format.TensorInfo] = []
         self._ids: dict[tuple[str, str | None], int] = {}
         self._catalogue_version = -1
         self._catalogue_dirty = False
@@ -136,7 +136,7 @@ class RankWriter:
         self._thread = threading.Thread(target=self._run, name=f"trainguard-writer-{rank}", daemon=True)
         self._thread.start()
         if rank == 0:
-            info = format.RunInfo(
+            info = run_format.RunInfo(
                 run_id=run_id,
                 framework=framework,
                 world_size=world_size,
@@ -157,7 +157,7 @@ class RankWriter:
             if tid is None:
                 tid = len(self._catalogue)
                 self._catalogue.append(
-                    format.TensorInfo(id=tid, name=name, collection=collection, mode=mode, **attrs)  # type: ignore[arg-type]
+                    run_format.TensorInfo(id=tid, name=name, collection=collection, mode=mode, **attrs)  # type: ignore[arg-type]
                 )
                 self._ids[key] = tid
                 self._catalogue_dirty = True
@@ -172,7 +172,7 @@ class RankWriter:
                 self._catalogue[tensor_id] = info.model_copy(update=attrs)
                 self._catalogue_dirty = True
 
-    def info(self, tensor_id: int) -> format.TensorInfo:
+    def info(self, tensor_id: int) -> run_format.TensorInfo:
         """Return the catalogue entry of an id returned by `define`."""
         return self._catalogue[tensor_id]
 
@@ -180,7 +180,7 @@ class RankWriter:
         # The catalogue goes into the queue before the segment that refers to it (ordered PUTs).
         if self._catalogue_dirty:
             self._catalogue_version += 1
-            cat = format.Catalogue(
+            cat = run_format.Catalogue(
                 rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue)
             )
             self._submit("meta", (self._catalogue_version, cat.model_dump_json().encode()))
@@ -303,11 +303,13 @@ class RankWriter:
         for name, (rec_steps, arrays) in b.records.items():
             extra[name] = np.stack(arrays)
             extra[name + ".steps"] = np.asarray(rec_steps, np.int64)
-        seg = format.Segment(
+        seg = run_format.Segment(
             steps=np.asarray(b.steps, np.int64),
             wall_time=np.asarray(b.wall_time, np.float64),
             tensor_ids=b.tensor_ids if b.tensor_ids is not None else np.zeros(0, np.int32),
-            stats=np.stack(b.stats) if b.stats else np.zeros((0, n_t, len(format.STAT_COLUMNS)), np.float32),
+            stats=np.stack(b.stats)
+            if b.stats
+            else np.zeros((0, n_t, len(run_format.STAT_COLUMNS)), np.float32),
             scalar_steps=np.asarray(b.scalar_steps, np.int64),
             scalar_ids=np.asarray(b.scalar_ids, np.int32),
             scalar_values=np.asarray(b.scalar_values, np.float64),
@@ -379,28 +381,28 @@ class RankWriter:
             log.debug("trainguard: cannot list rank %d to check the attempt id (%s)", self.rank, err)
             return
         if later is not None:
-            self.attempt = f"{int(later) + 1:0{format.ATTEMPT_DIGITS}d}"
+            self.attempt = f"{int(later) + 1:0{run_format.ATTEMPT_DIGITS}d}"
 
     def _key(self, kind: str, payload: object) -> tuple[str, bytes]:
         """Name and serialise one queued object (on the upload thread, in upload order)."""
         if kind == "segment":
-            assert isinstance(payload, format.Segment)
-            key = format.segment_key(
+            assert isinstance(payload, run_format.Segment)
+            key = run_format.segment_key(
                 self.rank, self.attempt, self._seq, payload.first_step, payload.last_step
             )
             self._seq += 1
-            return key, format.encode_segment(payload)
+            return key, run_format.encode_segment(payload)
         if kind == "meta":
             assert isinstance(payload, tuple)
             version, data = payload
-            return format.meta_key(self.rank, int(version), attempt=self.attempt), bytes(data)
+            return run_format.meta_key(self.rank, int(version), attempt=self.attempt), bytes(data)
         if kind == "end":
-            assert isinstance(payload, format.EndInfo)
-            return format.end_key(self.rank), payload.model_copy(
+            assert isinstance(payload, run_format.EndInfo)
+            return run_format.end_key(self.rank), payload.model_copy(
                 update={"attempt": self.attempt}
             ).model_dump_json().encode()
         assert kind == "run" and isinstance(payload, bytes)
-        return format.RUN_INFO_KEY, payload
+        return run_format.RUN_INFO_KEY, payload
 
     def _upload(self, kind: str, payload: object) -> None:
         if self.disabled and kind != "end":
@@ -449,7 +451,7 @@ class RankWriter:
         with self._lock:
             self._flush_locked()
             self.closed = True
-        end = format.EndInfo(
+        end = run_format.EndInfo(
             status="error" if self.errors and status == "ok" else status,
             last_step=self._last_step,
             wall_time=self._clock(),

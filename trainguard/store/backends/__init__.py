@@ -41,8 +41,8 @@ class Store(Protocol):
 
 
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "file": ("trainguard.store.local.FileStore", ""),
-    "s3": ("trainguard.store.s3.S3Store", "pip install boto3"),
+    "file": ("trainguard.store.backends.local.FileStore", ""),
+    "s3": ("trainguard.store.backends.s3.S3Store", "pip install 'trainguard[s3]'"),
 }
 
 

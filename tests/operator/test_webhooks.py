@@ -116,6 +116,18 @@ async def test_retryable_failures_are_retried_with_growing_backoff_under_one_key
     assert "secret-token-123" not in caplog.text
 
 
+async def test_a_receiver_that_keeps_answering_500_is_tried_max_attempts_times(
+    raw: list[RawReceiver],
+) -> None:
+    receiver = RawReceiver("status:500")
+    raw.append(receiver)
+    settings = delivery.Settings(max_attempts=3, base_backoff_seconds=0)
+    assert await _deliver(receiver.url, settings) == delivery.Outcome(
+        False, 3, "gave up after 3 attempts: HTTP 500"
+    )
+    assert receiver.connections == 3
+
+
 async def test_client_errors_are_final(webhook_receiver: WebhookReceiver) -> None:
     webhook_receiver.statuses = [404]
     pauses: list[float] = []

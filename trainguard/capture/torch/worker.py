@@ -30,8 +30,9 @@ WORKER_DRAIN_SECONDS = 10.0
 
 WORKER_WAIT_SHARE = 0.02
 """Waiting for a busy statistics worker may take at most this share of the training time: the
-allowance accrues with wall time (up to `max_block_seconds`, which is also where it starts, so
-a start-up hiccup is absorbed); beyond it a saved step is skipped instead of waited for."""
+allowance accrues with wall time (up to `max_block_seconds`, the longest the hook may hold up one
+step, which is also where it starts, so a start-up hiccup is absorbed); beyond it a saved step is
+skipped instead of waited for."""
 
 
 class WorkerPath:
@@ -49,7 +50,9 @@ class WorkerPath:
         """Snapshot slots of the steps submitted to the worker, oldest first (it finishes them in order)."""
         self._slot = 0
         """The slot the step staged last was loaded into."""
-        self._wait_allowance = config.max_block_seconds
+        self._max_wait_seconds = config.max_block_seconds
+        """The longest one wait: `max_block_seconds`, the longest the hook may hold up a step at once."""
+        self._wait_allowance = self._max_wait_seconds
         self._wait_clock = time.monotonic()
         self._skipped_step = -1
         self.skipped_steps = 0
@@ -98,7 +101,7 @@ class WorkerPath:
         if worker.has_room():
             return True
         now = time.monotonic()
-        limit = self._config.max_block_seconds
+        limit = self._max_wait_seconds
         self._wait_allowance = min(limit, self._wait_allowance + WORKER_WAIT_SHARE * (now - self._wait_clock))
         room = worker.wait_for_room(self._wait_allowance)
         self._wait_clock = time.monotonic()

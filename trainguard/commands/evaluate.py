@@ -58,6 +58,7 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from trainguard.api.enums import RuleState
     from trainguard.local import supervise
     from trainguard.sidecar import config
     from trainguard.sidecar.evaluator import Evaluator
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint)
 
     def on_verdict(v: Verdict) -> None:
-        if v.state.value != "NoIssuesFound":
+        if v.state != RuleState.NO_ISSUES_FOUND:
             print(supervise.describe_verdict(v), file=sys.stderr, flush=True)
 
     try:

@@ -27,12 +27,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+import prometheus_client
+
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import TrainGuardError
 from trainguard.rules.base import Finding
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.sidecar.verdicts import Verdict
+from trainguard.sidecar.verdicts import RuleStatus, Verdict
 
 EXIT_STOPPED = 3
 """Exit status of `trainguard run` when a rule stopped the command (CMD's own status otherwise)."""
@@ -104,7 +106,7 @@ class Outcome:
     killed: bool
     """True when CMD ignored SIGTERM for the grace period and got SIGKILL."""
     findings: list[Finding]
-    rule_status: Mapping[str, Any]
+    rule_status: Mapping[str, RuleStatus]
     last_step: int | None
     duration_seconds: float
     stop_latency_seconds: float | None = None
@@ -173,7 +175,7 @@ def _value(x: object) -> object:
     return getattr(x, "value", x)
 
 
-def rule_status_dict(status: Any) -> dict[str, Any]:
+def rule_status_dict(status: RuleStatus) -> dict[str, Any]:
     """Return one `Evaluator.rule_status` entry as plain JSON values."""
     return {
         k: _value(getattr(status, k, None))
@@ -277,8 +279,8 @@ class Supervisor:
     """How long CMD may take to exit after SIGTERM before SIGKILL (time to save a checkpoint)."""
     poll_interval_seconds: float = 0.25
     """Pause between listings of the run when nothing is new; bounds detection latency."""
-    registry: Any = None
-    """A prometheus_client CollectorRegistry for the evaluator's metrics (served by the caller)."""
+    registry: prometheus_client.CollectorRegistry | None = None
+    """Where the evaluator's metrics collector is registered (served by the caller)."""
     env: Mapping[str, str] | None = None
     progress: Progress | None = None
     cwd: str | None = None
@@ -509,7 +511,7 @@ class Supervisor:
         return killed
 
 
-def verdict_table(rule_status: Mapping[str, Any], *, width: int = 120) -> str:
+def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120) -> str:
     """Return the end-of-run table: one row per rule with state, action, severity, step, message."""
     header = ("RULE", "STATE", "ACTION", "SEVERITY", "STEP", "MESSAGE")
     rows = []

@@ -7,7 +7,7 @@ Each `poll()` reads only what is new (listing after the last key), turns segment
 (`views.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
 others go on), hands findings to the verdict state machine (`verdicts.py`), emits each transition
 once, creates the stop file on a `stop` verdict, and checkpoints after each segment
-(`checkpoint.py`). Which ranks are followed, and what is held per rank, is `tracks.py`. Metrics
+(`checkpoint.py`). Which ranks are followed, and what is held per rank, is `_tracks.py`. Metrics
 are read from it at scrape time by `metrics.EvaluatorCollector`; the HTTP server and status
 reports live in `server.py` and `report_status.py`.
 """
@@ -27,8 +27,8 @@ from trainguard.rules.base import Finding
 from trainguard.rules.view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
+from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.predictions import StreamSummary
-from trainguard.sidecar.tracks import Ranks, RankTrack
 from trainguard.sidecar.verdicts import RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format

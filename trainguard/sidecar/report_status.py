@@ -74,11 +74,6 @@ def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -
     return doc
 
 
-def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
-    """Return the merge patch that sets this rank's report and leaves every other key alone."""
-    return reports_patch({rank: report})
-
-
 def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Return the merge patch that sets these ranks' reports and leaves every other key alone."""
     return {"status": {"reports": {rank_key(rank): report for rank, report in sorted(reports.items())}}}

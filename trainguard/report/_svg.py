@@ -2,7 +2,7 @@
 
 Axes, ticks (linear or log), thinned series (non-finite points always kept), error bands,
 dashed lines at each rule's first finding and triangles at the first NaN/Inf of a series. The
-data comes from `data`; the page around the charts is `html`.
+data comes from `_data`; the page around the charts is `_html`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from trainguard.report.data import Marker, Plot
+from trainguard.report._data import Marker, Plot
 
 MAX_SERIES_PER_PLOT = 12
 """More lines than this are unreadable; tensors named by findings are kept first, then execution order."""

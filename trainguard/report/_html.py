@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainguard.report.data import FindingLike, Marker, Plot, ReportError, collect_plots, collect_predictions
-from trainguard.report.svg import PALETTE, svg_plot, undrawn
+from trainguard.report._data import FindingLike, Marker, Plot, ReportError, collect_plots, collect_predictions
+from trainguard.report._svg import PALETTE, svg_plot, undrawn
 from trainguard.store import run_format
 from trainguard.store.reader import Run
 from trainguard.store.runs import open_run

@@ -3,8 +3,8 @@
 `collect_plots` picks the series of one rank (loss, gradient and weight norms, update ratios,
 dead or saturated units); `collect_predictions` turns prediction counts into ROC, PR, score
 distribution, calibration and AUC-over-steps plots per stream (`rules.auc`); `Marker` is a
-finding as the report shows it, from a `Finding` or a `--json` entry. Drawing is left to `svg`,
-the page to `html`.
+finding as the report shows it, from a `Finding` or a `--json` entry. Drawing is left to `_svg`,
+the page to `_html`.
 """
 
 from __future__ import annotations

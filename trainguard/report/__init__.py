@@ -35,6 +35,11 @@ MAX_SERIES_PER_PLOT = 12
 MAX_POINTS_PER_SERIES = 800
 """Longer series are thinned (non-finite points always kept) to keep the page small."""
 MAX_MARKERS_PER_PLOT = 40
+SPARSE_POINTS = 30
+"""A series with at most this many points gets a dot on each: two Tier-1 samples drawn as a bare line read as a
+trend that was never measured."""
+LABEL_ROWS = 3
+"""Rows of finding labels along a plot's top edge; labels that would overlap move down a row."""
 MAX_FINDING_ROWS = 200
 MAX_PREDICTION_STREAMS = 12
 """Prediction streams (a multi-class stream is one per class) drawn; the rest are listed as not drawn."""
@@ -150,7 +155,10 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             s.values,
         )
     plots.append(Plot("loss", "Loss (train and eval)", losses, log_y=_positive(losses), y_label="loss"))
+    metrics, constant = _split_constant(metrics)
     plots.append(Plot("metrics", "Other scalars (learning rate, metrics)", metrics))
+    # A scalar that never changes (a fixed learning rate) is one fact, not a plot: `render` lists it.
+    plots.append(Plot(CONSTANTS, "Scalars constant over the run", constant))
     plots.append(
         Plot(
             "grad_norm",
@@ -217,6 +225,22 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             nonfinite[name] = (s_nan.steps, s_nan.values + s_inf.values)
     plots.append(Plot("nonfinite", "Non-finite values (NaN + Inf count)", nonfinite, y_label="elements"))
     return [p for p in plots if p.series]
+
+
+CONSTANTS = "constants"
+"""Key of the pseudo-plot holding the scalars that never changed; shown as a line of facts."""
+
+
+def _split_constant(
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Split series into (varying, constant): constant ones hold one finite value at every step."""
+    varying: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    constant: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, (steps, values) in series.items():
+        flat = bool(values.size) and bool(np.isfinite(values).all()) and bool((values == values[0]).all())
+        (constant if flat else varying)[name] = (steps, values)
+    return varying, constant
 
 
 def _positive(series: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> bool:
@@ -351,14 +375,19 @@ def _fmt(v: float) -> str:
     if v == 0 or not math.isfinite(v):
         return "0" if v == 0 else str(v)
     a = abs(v)
+    if 1 <= a < 1e5 and abs(v - round(v)) < 1e-9 * a:
+        return str(round(v))  # 1000, not 1e+03
     return f"{v:.0e}" if a >= 1e5 or a < 1e-3 else f"{v:.3g}"
 
 
 def _ticks(lo: float, hi: float, *, log: bool, integer: bool = False, target: int = 5) -> list[float]:
-    """Return round tick positions in [lo, hi]: whole decades on a log axis, 1/2/5 x 10^k steps otherwise."""
+    """Return round tick positions in [lo, hi]: on a log axis (lo, hi in log10) whole decades, or 1, 2 and 5
+    times a power of ten when the axis spans less than two decades; 1/2/5 x 10^k steps otherwise."""
     if log and hi - lo >= 2:
         stride = max(1, math.ceil((hi - lo) / target))
         return [float(e) for e in range(math.ceil(lo), math.floor(hi) + 1) if e % stride == 0]
+    if log:
+        return [t for t in _log_candidates(lo, hi) if lo - 1e-9 <= t <= hi + 1e-9]
     raw = (hi - lo) / target
     mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
@@ -366,6 +395,22 @@ def _ticks(lo: float, hi: float, *, log: bool, integer: bool = False, target: in
         step = max(1.0, round(step))
     first = math.ceil(lo / step) * step
     return [first + i * step for i in range(int((hi - first) / step) + 1)]
+
+
+def _log_candidates(lo: float, hi: float) -> list[float]:
+    """log10 of 1, 2 and 5 times the powers of ten around [lo, hi]."""
+    return [k + math.log10(m) for k in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
+
+
+def _log_axis(lo: float, hi: float) -> tuple[float, float]:
+    """Widen a short log axis (log10 bounds) to the nearest round values below and above, so that it
+    has at least two ticks at 1, 2 or 5 times a power of ten."""
+    if len(_ticks(lo, hi, log=True)) >= 2:
+        return lo, hi
+    cands = _log_candidates(lo, hi)
+    below = max((c for c in cands if c <= lo), default=math.floor(lo))
+    above = min((c for c in cands if c >= hi), default=math.ceil(hi))
+    return below, above
 
 
 def _thin(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -387,10 +432,20 @@ def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]
 
 
 def svg_plot(
-    plot: Plot, markers: Sequence[Marker], *, width: int = 700, height: int = 260
+    plot: Plot,
+    markers: Sequence[Marker],
+    *,
+    width: int = 700,
+    height: int = 260,
+    x_range: tuple[float, float] | None = None,
 ) -> tuple[str, list[str]]:
-    """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
-    left, right, top, bottom = 64, 14, 14, 34
+    """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers.
+
+    A plot over steps starts at step 0 and, with `x_range`, spans it (the report gives every plot the
+    run's last step, so plots stacked on the page share one x-axis)."""
+    left, right, bottom = 64, 14, 34
+    marks = _plot_markers(markers)
+    top = 14 + (_label_rows(marks) * 11 if marks else 0)  # room for the findings' labels above the plot
     pw, ph = width - left - right, height - top - bottom
     labels, _ = _pick_series(plot, markers)
     data = {n: _thin(*plot.series[n]) for n in labels}
@@ -398,6 +453,10 @@ def svg_plot(
         [s for s, _ in data.values()] + [np.asarray([m.step for m in markers], np.int64)]
     )
     x0, x1 = float(all_steps.min()), float(all_steps.max())
+    if plot.x_label == "step":
+        x0 = min(x0, 0.0)
+        if x_range is not None:
+            x0, x1 = min(x0, x_range[0]), max(x1, x_range[1])
     x1 = x1 if x1 > x0 else x0 + 1
 
     def ty(v: np.ndarray) -> np.ndarray:
@@ -417,6 +476,8 @@ def svg_plot(
         y0, y1 = y0 - half, y1 + half
     pad = (y1 - y0) * 0.05
     y0, y1 = y0 - pad, y1 + pad
+    if plot.log_y:
+        y0, y1 = _log_axis(y0, y1)
 
     def px(s: float) -> float:
         return left + (s - x0) / (x1 - x0) * pw
@@ -481,6 +542,13 @@ def svg_plot(
             f'<path class="series" data-series="{html.escape(name)}" d="{" ".join(d)}" fill="none" '
             f'stroke="{colour}" stroke-width="1.5"><title>{html.escape(name)}</title></path>'
         )
+        if len(d) <= SPARSE_POINTS:  # few measurements: show each one, not only the line between them
+            dots = "".join(
+                f'<circle cx="{px(float(s)):.1f}" cy="{py(float(y)):.1f}" r="2.5"/>'
+                for s, y in zip(steps, yv)
+                if math.isfinite(y)
+            )
+            parts.append(f'<g class="points" data-series="{html.escape(name)}" fill="{colour}">{dots}</g>')
         bad = np.nonzero(~np.isfinite(values))[0]
         if bad.size:  # where the values went NaN/Inf: a triangle on the top edge
             s = float(steps[bad[0]])
@@ -488,7 +556,8 @@ def svg_plot(
                 f'<path class="nonfinite" d="M{px(s):.1f} {top} l-5 -8 h10 z" fill="{colour}">'
                 f"<title>{html.escape(name)}: {values[bad[0]]} at step {int(s)}</title></path>"
             )
-    for m in _plot_markers(markers):
+    layout = _label_layout(marks, px, width - 2)
+    for m, (row, flip) in zip(marks, layout):
         colour = SEVERITY_COLOURS.get(m.severity, "#555")
         x = px(m.step)
         tip = html.escape(
@@ -498,7 +567,9 @@ def svg_plot(
         )
         parts.append(
             f'<g class="finding finding-{html.escape(m.severity)}" data-rule="{html.escape(m.rule)}" data-step="{m.step}">'
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{11 + row * 11}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f'<text class="finding-label" x="{x - 3 if flip else x + 3:.1f}" y="{10 + row * 11}" '
+            f'text-anchor="{"end" if flip else "start"}" fill="{colour}">{html.escape(m.rule)}</text>'
             f"<title>{tip}</title>"
         )
         if m.tensor in data:
@@ -525,6 +596,31 @@ def _undrawn(plot: Plot, name: str) -> str:
     return ""
 
 
+LABEL_CHAR_WIDTH = 6.3
+"""Width of one character of a finding label (10 px system font), to keep labels from overlapping."""
+
+
+def _label_rows(marks: Sequence[Marker]) -> int:
+    return min(LABEL_ROWS, max(1, len(marks)))
+
+
+def _label_layout(marks: Sequence[Marker], px: Any, right_edge: float) -> list[tuple[int, bool]]:
+    """Where each marker's label goes: (row, whether it ends at the line instead of starting there). A label
+    that would run past the right edge ends at its line; a label overlapping one already placed in a row
+    moves down a row."""
+    ends = [-math.inf] * _label_rows(marks)
+    out = []
+    for m in marks:
+        x = float(px(m.step))
+        width = LABEL_CHAR_WIDTH * len(m.rule)
+        flip = x + 3 + width > right_edge
+        start = x - 3 - width if flip else x + 3
+        row = next((r for r, end in enumerate(ends) if start > end + 4), int(np.argmin(ends)))
+        ends[row] = start + width
+        out.append((row, flip))
+    return out
+
+
 def _plot_markers(markers: Sequence[Marker]) -> list[Marker]:
     """The first finding of each (rule, tensor), at most MAX_MARKERS_PER_PLOT: a marker per repeat would hide the plot."""
     seen: dict[tuple[str, str | None], Marker] = {}
@@ -535,29 +631,41 @@ def _plot_markers(markers: Sequence[Marker]) -> list[Marker]:
 
 # --- the page -------------------------------------------------------------------------------------
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1500px;color:#222;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:2400px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{color:#666}
 table{border-collapse:collapse;margin:8px 0} td,th{border-bottom:1px solid #e4e4e4;padding:4px 10px;text-align:left;vertical-align:top}
 th{background:#f6f6f6} .sev{font-weight:600} .sev-critical{color:#d62728} .sev-warning{color:#e65100} .sev-info{color:#1f77b4}
 .banner{padding:10px 14px;border-radius:6px;margin:12px 0} .banner.stopped{background:#fdecea;border:1px solid #f5c2c0}
 .banner.ok{background:#e8f5e9;border:1px solid #b9dfbb} .banner.warn{background:#fff4e5;border:1px solid #ffd59e}
-.grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa;max-width:700px}
-figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:700px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:18px}
+figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa;min-width:0}
+figure svg{width:100%;height:auto;display:block}
+figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px}
 .legend span::before{content:"";display:inline-block;width:12px;height:3px;margin-right:5px;vertical-align:middle;background:var(--c)}
-svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
+svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} svg .finding-label{font-size:10px;font-weight:600} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
 """
+
+
+def _groups(markers: Sequence[Marker]) -> dict[tuple[str, int, str | None], list[Marker]]:
+    """Findings grouped as the table shows them: by rule, rank and tensor, each group in step order."""
+    groups: dict[tuple[str, int, str | None], list[Marker]] = {}
+    for m in sorted(markers, key=lambda m: (m.step, m.rank)):
+        groups.setdefault((m.rule, m.rank, m.tensor), []).append(m)
+    return groups
+
+
+def _worst(ms: Sequence[Marker]) -> str:
+    return max(ms, key=lambda m: {"critical": 2, "warning": 1}.get(m.severity, 0)).severity
 
 
 def _findings_table(markers: Sequence[Marker]) -> str:
     if not markers:
         return '<p class="muted">No findings: every rule stayed quiet.</p>'
-    groups: dict[tuple[str, int, str | None], list[Marker]] = {}
-    for m in sorted(markers, key=lambda m: (m.step, m.rank)):
-        groups.setdefault((m.rule, m.rank, m.tensor), []).append(m)
+    groups = _groups(markers)
     rows = []
     for (rule, rank, tensor), ms in list(groups.items())[:MAX_FINDING_ROWS]:
         first = ms[0]
-        worst = max(ms, key=lambda m: {"critical": 2, "warning": 1}.get(m.severity, 0)).severity
+        worst = _worst(ms)
         steps = f"{first.step}" + (f" (and {len(ms) - 1} later, last {ms[-1].step})" if len(ms) > 1 else "")
         rows.append(
             f'<tr class="finding-row" data-rule="{html.escape(rule)}"><td>{html.escape(rule)}</td>'
@@ -589,8 +697,12 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
     if "critical" in worst or "warning" in worst:
-        n = sum(1 for m in markers if m.severity in ("critical", "warning"))
-        return f'<div class="banner warn">{n} warning or critical findings; see below.</div>'
+        # Count what the table shows: one row per rule, rank and tensor.
+        n = sum(1 for ms in _groups(markers).values() if _worst(ms) in ("critical", "warning"))
+        return (
+            f'<div class="banner warn">{n} warning or critical finding{"" if n == 1 else "s"} '
+            "(by rule, rank and tensor); see the table below.</div>"
+        )
     return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
 
 
@@ -604,8 +716,14 @@ def _earlier_sign(sign: Mapping[str, Any] | None) -> str:
     )
 
 
-def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -> str:
-    svg, labels = svg_plot(plot, markers)
+def _figure(
+    plot: Plot,
+    markers: Sequence[Marker],
+    *,
+    id_prefix: str = "plot",
+    x_range: tuple[float, float] | None = None,
+) -> str:
+    svg, labels = svg_plot(plot, markers, x_range=x_range)
     hidden = len(plot.series) - len(labels)
     legend = "".join(
         f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}{_undrawn(plot, n)}</span>'
@@ -616,6 +734,13 @@ def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -
     return (
         f'<figure id="{id_prefix}-{plot.key}"><figcaption>{html.escape(plot.title)}</figcaption>{svg}'
         f'<div class="legend">{legend}{extra}</div>{note}</figure>'
+    )
+
+
+def _constants_text(plot: Plot) -> str:
+    return "; ".join(
+        f"{name} = {_fmt(float(values[0]))} at all {values.size} steps from {int(steps[0])} to {int(steps[-1])}"
+        for name, (steps, values) in plot.series.items()
     )
 
 
@@ -684,7 +809,14 @@ def render(
         ))  # fmt: skip
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
-    figures = [_figure(plot, mine) for plot in collect_plots(run, rank=rank)]
+    plots = collect_plots(run, rank=rank)
+    for plot in plots:
+        if plot.key == CONSTANTS:
+            facts.append(("constant scalars", html.escape(_constants_text(plot))))
+    plots = [p for p in plots if p.key != CONSTANTS]
+    # Every plot over steps spans 0 to the run's last step, so plots read against each other.
+    last = max((float(s.max()) for p in plots for s, _ in p.series.values() if s.size), default=0.0)
+    figures = [_figure(plot, mine, x_range=(0.0, last)) for plot in plots]
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     page_title = title or f"TrainGuard report: {run_id}"
     return (
@@ -699,8 +831,9 @@ def render(
         + _findings_table(markers)
         + "<h2>Plots</h2>"
         + (
-            '<p class="muted">Dashed lines mark the first finding of each rule and tensor (hover for the message); '
-            "circles mark the tensor a finding names; triangles on the top edge mark the first NaN/Inf of a series.</p>"
+            '<p class="muted">Dashed lines, labelled with the rule, mark the first finding of each rule and tensor '
+            "(the table above has the message); open circles mark the tensor a finding names; dots are the measured "
+            "points of sparse series; triangles on the top edge mark the first NaN/Inf of a series.</p>"
         )
         + (
             f'<div class="grid">{"".join(figures)}</div>'

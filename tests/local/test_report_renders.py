@@ -13,6 +13,7 @@ from localmode import run_cli
 
 import trainguard
 from trainguard import report
+from trainguard.report import svg as report_svg
 from trainguard.rules import auc
 
 
@@ -200,9 +201,9 @@ def test_a_run_written_twice_on_one_uri_is_reported_for_its_newest_attempt(
 
 def test_log_ticks_are_round_values() -> None:
     # two decades or more: powers of ten; less: 1, 2 and 5 times them (never 0.398 or 0.251)
-    assert [10**t for t in report._ticks(-3.2, 1.1, log=True)] == pytest.approx([1e-3, 1e-2, 1e-1, 1, 10])
-    assert [10**t for t in report._ticks(-0.9, 0.1, log=True)] == pytest.approx([0.2, 0.5, 1])
-    lo, hi = report._log_axis(-0.35, -0.25)  # 0.45 to 0.56: widened to the round values around it
+    assert [10**t for t in report_svg._ticks(-3.2, 1.1, log=True)] == pytest.approx([1e-3, 1e-2, 1e-1, 1, 10])
+    assert [10**t for t in report_svg._ticks(-0.9, 0.1, log=True)] == pytest.approx([0.2, 0.5, 1])
+    lo, hi = report_svg._log_axis(-0.35, -0.25)  # 0.45 to 0.56: widened to the round values around it
     assert (10**lo, 10**hi) == pytest.approx((0.2, 1.0))
 
 

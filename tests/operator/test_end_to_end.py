@@ -44,6 +44,7 @@ async def _running_debugjob(kube: KubeEnv, tmp_path: Path, rules: list[dict[str,
     cm = await eventually(
         lambda: kube.get("v1/configmaps", "default", "train-trainguard"), what="the ConfigMap"
     )
+    await eventually(lambda: kube.get("batch/v1/jobs", "default", "train"), what="the Job")
     await kube.patch(
         "batch/v1/jobs", "default", "train", {"status": {"active": 1, "ready": 1}}, subresource="status"
     )

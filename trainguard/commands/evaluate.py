@@ -60,7 +60,8 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 def main(args: argparse.Namespace) -> int:
     from trainguard.local import supervise
     from trainguard.sidecar import config
-    from trainguard.sidecar.evaluator import Evaluator, Verdict
+    from trainguard.sidecar.evaluator import Evaluator
+    from trainguard.sidecar.verdicts import Verdict
     from trainguard.store.runs import open_run
 
     rules = config.load_rules_file(args.rules) if args.rules else None
@@ -81,10 +82,7 @@ def main(args: argparse.Namespace) -> int:
                 idle_timeout_seconds=args.idle_timeout_seconds,
             )
         else:
-            before = -1
-            while ev.segments_total != before and not ev.ended:
-                before = ev.segments_total
-                ev.poll(on_verdict=on_verdict)
+            ev.poll_until_idle(on_verdict=on_verdict)
         for v in ev.finish():
             on_verdict(v)
     finally:

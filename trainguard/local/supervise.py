@@ -31,7 +31,8 @@ from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import TrainGuardError
 from trainguard.rules.base import Finding
-from trainguard.sidecar.evaluator import Evaluator, Verdict
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.verdicts import Verdict
 
 EXIT_STOPPED = 3
 """Exit status of `trainguard run` when a rule stopped the command (CMD's own status otherwise)."""
@@ -405,6 +406,7 @@ class Supervisor:
                 # CMD starts after this: what an earlier run wrote on the same --out is not this run's
                 not_before=time.time(),
             )
+            self.evaluator.open()  # a run root that cannot be read is reported before CMD starts
             return self._supervise(self.evaluator)
         finally:
             self.progress.done()

@@ -1,31 +1,24 @@
-"""The PyTorch hook (`import trainguard.torch as tg; tg.Hook`): statistics of weights, gradients,
-activations and scalars, computed on the device and written through `store.writer.RankWriter`.
+"""The PyTorch hook (`import trainguard.torch as tg`; `tg.Hook`): its public API and lifecycle.
 
 The step counter is the optimizer's step count. On steps that are not saved the hook does
 nothing but count (activation hooks are only installed for saved iterations, the registered
-modules' forward pre-hook for saved iterations and the one after each). On a saved step
-the optimizer's pre-hook stages the gradients, its post-hook reduces gradients, parameters and
-activations on their device (`device_stats`), and the step is finalised at the start of the
-next iteration: then the step's results and its scalars reach the host in ONE copy. Prediction
-counts (`record_predictions`) accumulate on the device and follow in a second, small copy of
-their own right after it. Every hook body catches everything: a failure disables capture, is
-logged once and lands in END.json.
+modules' forward pre-hook for saved iterations and the one after each). On a saved step the
+optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
+handed on by one of three paths behind one interface (`step.Path`), chosen each time the
+capture plan is laid out (`plan.CapturePlan`: the first saved step, again when parameters move
+or modules are added):
 
-On CPU there are no asynchronous kernels to hide behind. Float32 CPU tensors are read in place
-by the C kernel (`native`, `native_stats` on by default), on the training thread, in the same
-hook bodies: each activation in its forward hook, the gradients in one call in the optimizer's
-pre-hook, the parameters in one call in its post-hook; their statistic rows are final and on the
-host, so the step is written there and then, and so is each scalar as it is recorded (a tensor
-scalar on the device waits for its step's one copy). Code that runs once per saved
-step runs with cold caches (a numpy call then costs 10-25 us, not 1), so when the kernel reads
-every parameter a saved step takes a short path (`_NativePlan`): the parameters' kernel spec is
-made once and kept while their storage stays put, and a step without Tier-1 extras makes one
-numpy call (the next step's row buffer) and no torch call beyond reading the loss. Without the kernel the hook
-gives the CPU a "stream" of its own (`stats_worker`, on by default): the pre- and post-hooks only
-snapshot the step's tensors into one of `stats_in_flight` packed buffers, and a background
-thread (`StatsWorker`) reduces, copies and writes the step, with the scalars recorded before it.
-A step that finds every buffer busy waits within a small allowance (`WORKER_WAIT_SHARE`), then
-is skipped and counted.
+- `packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
+  results and its scalars reach the host in ONE copy at the start of the next iteration
+  (`finalize.StepWriter`);
+- `kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
+  training thread and writes the step there and then;
+- `worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
+  reduces, copies and writes the step.
+
+Prediction counts (`record_predictions`, `streams`) accumulate on the device and follow in a
+second, small copy of their own. Every hook body runs its work inside one fail-open guard
+(`guard.FailOpen`): a failure disables capture, is logged once and lands in END.json.
 """
 
 from __future__ import annotations
@@ -33,146 +26,40 @@ from __future__ import annotations
 import atexit
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.predictions import PredictionCounter, write_counts
-from trainguard.capture.torch import device_stats, native
+from trainguard.capture.torch import native
+from trainguard.capture.torch.finalize import StepWriter
+from trainguard.capture.torch.guard import FailOpen
+from trainguard.capture.torch.kernel import KernelPath
+from trainguard.capture.torch.packed import PackedPath
+from trainguard.capture.torch.plan import (
+    ACTIVATION_KINDS,
+    DEFAULT_PACK_MAX_NUMEL,
+    Activation,
+    CapturePlan,
+    NativePlan,
+)
 from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch.step import MAX_HELD_SCALARS, Path, Pending, SavedStep, Scalars
+from trainguard.capture.torch.streams import PredictionStreams
+from trainguard.capture.torch.worker import WORKER_DRAIN_SECONDS, WorkerPath
 from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
-from trainguard.store.stats import MOVED
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = ["ACTIVATION_KINDS", "Hook"]
+
 log = logging.getLogger(__name__)
-
-ACTIVATION_KINDS: dict[type[nn.Module], str] = {
-    nn.ReLU: "relu",
-    nn.ReLU6: "relu6",
-    nn.LeakyReLU: "leaky_relu",
-    nn.ELU: "elu",
-    nn.GELU: "gelu",
-    nn.SiLU: "silu",
-    nn.PReLU: "prelu",
-    nn.SELU: "selu",
-    nn.Sigmoid: "sigmoid",
-    nn.Tanh: "tanh",
-}
-"""Module types whose outputs are captured as `act/<module name>` (exact types: ReLU6 is a Hardtanh)."""
-
-DEFAULT_PACK_MAX_NUMEL = 1 << 20
-"""Tensors up to this many elements are packed and reduced together; larger ones one by one."""
-
-WORKER_DRAIN_SECONDS = 10.0
-"""The longest `flush` and `close` wait for the statistics worker's saved steps in flight."""
-
-WORKER_WAIT_SHARE = 0.02
-"""Waiting for a busy statistics worker may take at most this share of the training time: the
-allowance accrues with wall time (up to `max_block_seconds`, which is also where it starts, so
-a start-up hiccup is absorbed); beyond it a saved step is skipped instead of waited for."""
-
-
-Result = torch.Tensor | np.ndarray
-"""A per-unit vector or histogram: a device tensor (its host copy still to come), or a host array from the C kernel."""
-HostUnits = dict[tuple[str, int], np.ndarray]
-HostHists = dict[int, np.ndarray]
-
-
-@dataclass
-class _Param:
-    name: str
-    param: nn.Parameter
-    module: str
-    tid: int | None
-    """Catalogue id of the weight/bias itself, None when its collection is not captured."""
-    want_grad: bool
-    grad_tid: int | None = None
-    history: device_stats._History | None = None
-    """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
-
-
-@dataclass
-class _NativePlan:
-    """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step reads
-    them from one spec, made on the first saved step and kept while their storage stays where it was
-    (`Hook._stage_native`, `Hook._complete_native`)."""
-
-    params: list[_Param]
-    addresses: list[int]
-    """Each parameter's data address when planned: a different one (moved, replaced) means plan again."""
-    ids: list[int] = field(default_factory=list)
-    spec: list[int] | None = None
-    """The parameters' `native.spec_row`s with their saved copies, concatenated; made with the copies."""
-    fresh: bool = True
-    """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
-
-
-@dataclass
-class _Activation:
-    name: str
-    module: nn.Module
-    kind: str
-    tid: int | None = None
-    handle: RemovableHandle | None = None
-    captured_step: int = -1
-
-
-@dataclass
-class _Group:
-    """One device's share of a saved step: packed slots in layout order, plus large tensors."""
-
-    packer: device_stats.Packed
-    ids: list[int] = field(default_factory=list)
-    numels: list[int] = field(default_factory=list)
-    tensors: list[torch.Tensor] = field(default_factory=list)
-    tracked: int = 0
-    n_params: int = 0
-    layout: device_stats._Layout | None = None
-    slot: int = 0
-    """The layout's snapshot buffer this step is loaded into (see `StatsWorker`)."""
-    units: tuple[int, ...] = ()
-    """Per tracked parameter: the units of its Tier-1 "moved" vector (0: none); set on Tier-1 steps only."""
-
-
-@dataclass
-class _Pending:
-    """A reduced saved step whose results still live on the device."""
-
-    step: int
-    ids: list[int]
-    counts: list[int]
-    parts: list[torch.Tensor]
-    """float64 device tensors: raw moments [T_i, RAW] of each group, in `ids` order."""
-    units: dict[tuple[str, int], Result]
-    hists: dict[int, Result]
-    host_ids: list[int] = field(default_factory=list)
-    host_stats: np.ndarray | None = None
-    """Finished float32 statistic rows [len(host_ids), K] of the tensors the C kernel read (`native`)."""
-    host_nonfinite: bool = False
-    """Whether one of `host_stats` counts a NaN or Inf (the kernel said so)."""
-    groups: list[_Group] = field(default_factory=list)
-    """Loaded packed buffers still to reduce (`Hook._reduce`): then their rows join `parts`."""
-    unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
-    """(tensor id, activation kind, float32 copy) of the Tier-1 per-unit vectors still to compute."""
-    tier1: bool = False
-
-
-@dataclass
-class _PredStream:
-    """One named prediction stream: counts on the device, and the step they belong to."""
-
-    counter: PredictionCounter
-    step: int
 
 
 class Hook:
@@ -198,12 +85,6 @@ class Hook:
         self._every = config.save_interval if config else 1
         """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
         self._native = bool(config and config.native_stats and native.AVAILABLE)
-        self._warned_native = False
-        self._kernel_reads_params = False
-        self._native_plan: _NativePlan | None = None
-        self._staged_native = -1
-        """The saved step whose gradients `_stage_native` read: `_complete_native` finishes it."""
-        """Whether the C kernel reads some captured parameter (planned per device set): then no worker is used."""
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
         """Optimizer steps completed; the step in progress has this number."""
@@ -213,60 +94,37 @@ class Hook:
         """The registered modules: their training forward starts an iteration (`_on_forward`)."""
         self._root_handles: list[RemovableHandle] = []
         """Their forward pre-hooks, installed only for iterations that need them (`_watch_forward`)."""
-        self._params: list[_Param] = []
-        self._small_params: list[_Param] | None = None
-        """The packed parameters in layout order, tracked ones first (built on the first saved step)."""
-        self._param_plan: list[tuple[torch.device, list[int], list[int], list[torch.Tensor], int]] = []
-        """Per device: ids, sizes, tensors and tracked count of the packed parameters (`_plan_params`)."""
-        self._param_devices: tuple[torch.device, ...] = ()
-        self._params_on_cpu = True
-        self._large_params: list[_Param] = []
-        self._grad_params: list[_Param] = []
-        self._activations: list[_Activation] = []
-        self._module_order: dict[str, int] = {}
-        """Module name -> its place in the first training forward (the catalogue's `order`, `_note_order`)."""
         self._order_handles: list[RemovableHandle] = []
         """Forward pre-hooks that number the modules in the first training forward, then go (`_finish_order`)."""
         self._armed = False
         self._optimizer: torch.optim.Optimizer | None = None
-        self._packers: dict[torch.device, device_stats.Packed] = {}
-        self._staged: dict[torch.device, _Group] | None = None
+        self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
+        self._pending: Pending | None = None
+        """A saved step reduced on the device, written at the start of the next iteration (`_finalize`)."""
+        self._staged_by: Path | None = None
         self._staged_step = -1
-        self._acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
-        self._reduced: list[tuple[int, int, torch.Tensor]] = []
-        """(tensor id, elements, raw moments) of the tensors reduced one by one with torch ops so far in this step."""
-        self._host = native.HostRows()
-        """Statistic rows of the tensors the C kernel read so far in this step."""
-        self._batch: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]] = []
-        """Tensors of the hook body in progress for one `HostRows.add_many` call (`_read_batch`)."""
-        self._ids: tuple[list[int], np.ndarray] | None = None
-        """The last saved step's tensor ids, and as written: usually the same every step."""
-        self._units: dict[tuple[str, int], Result] = {}
-        self._unit_inputs: list[tuple[int, str, torch.Tensor]] = []
-        self._hists: dict[int, Result] = {}
-        self._pending: _Pending | None = None
+        """The saved step a path staged in the optimizer's pre-hook, and which path: it completes the step."""
+        self._worker_path: WorkerPath | None = None
         self._worker: StatsWorker | None = None
-        """Reduces saved steps of CPU tensors off the training thread (created on the first such step)."""
-        self._slots_in_flight: list[int] = []
-        """Snapshot slots of the steps submitted to the worker, oldest first (it finishes them in order)."""
-        self._staged_slot = 0
-        self._staged_worker: StatsWorker | None = None
-        self._wait_allowance = config.max_block_seconds if config else 0.0
-        self._wait_clock = time.monotonic()
-        self._skipped_step = -1
-        self.skipped_steps = 0
-        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
-        self._scalars: list[tuple[int, int, float | torch.Tensor]] = []
-        self._predictions: dict[tuple[str, str], _PredStream] = {}
-        self._pred_ready: list[tuple[int, str, str, dict[int, Any]]] = []
-        """Counts of finished steps, still on the device: (step, name, mode, {class: counts})."""
+        """The statistics worker's thread, created when a plan first chooses its path."""
+        self._predictions: PredictionStreams | None = None
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
         self._closed = False
         self._failed = False
         if config is None:
             return
-        self._writer = config.open_writer(framework="pytorch")
+        # The parts below exist only for a configured hook; every method that reaches them first checks
+        # `enabled` or the writer.
+        w = self._writer = config.open_writer(framework="pytorch")
+        self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
+        self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
+        self._step_writer = StepWriter(w)
+        self._packed = PackedPath(self._plan, self._saved, self._scalars, w)
+        self._kernel = (
+            KernelPath(self._plan, self._saved, self._scalars, self._step_writer) if self._native else None
+        )
+        self._path: Path = self._packed
         atexit.register(self.close)
 
     @classmethod
@@ -285,6 +143,21 @@ class Hook:
     def errors(self) -> list[str]:
         return [] if self._writer is None else list(self._writer.errors)
 
+    @property
+    def skipped_steps(self) -> int:
+        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
+        return 0 if self._worker_path is None else self._worker_path.skipped_steps
+
+    @property
+    def worker_cpu_seconds(self) -> float:
+        """CPU seconds the statistics worker thread has spent so far (0 without one)."""
+        return 0.0 if self._worker is None else self._worker.cpu_seconds
+
+    @property
+    def _native_plan(self) -> NativePlan | None:
+        """The C kernel's plan of the parameters, while the kernel reads them all (`kernel.KernelPath`)."""
+        return self._plan.native_plan
+
     def is_saved_step(self, step: int | None = None) -> bool:
         """Return whether `step` (default: the step in progress) is a saved step."""
         return (
@@ -292,12 +165,9 @@ class Hook:
             and ((self.step if step is None else step) % self.config.save_interval) == 0
         )
 
-    def _tier1(self, step: int) -> bool:
-        assert self.config is not None
-        return (step // self.config.save_interval) % self.config.tier1_interval == 0
-
-    def _wants(self, collection: str) -> bool:
-        return self.config is not None and self.config.wants(collection)
+    def _guard(self, where: str, *args: object) -> FailOpen:
+        """The fail-open guard of a hook body: an exception inside disables capture (`_fail`)."""
+        return FailOpen(self._fail, where, *args)
 
     def _fail(self, where: str, err: BaseException) -> None:
         message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
@@ -309,16 +179,11 @@ class Hook:
             # writer stays up, so the steps written before the failure still land, and END.json
             # carries the error.
             self._writer.errors.append(message)
+            self._packed.drop()
         self._remove_handles()
         self._pending = None
-        self._staged = None
         if self._worker is not None:
             self._worker.stop()  # what it still holds is dropped; what it wrote stays
-
-    @property
-    def worker_cpu_seconds(self) -> float:
-        """CPU seconds the statistics worker thread has spent so far (0 without one)."""
-        return 0.0 if self._worker is None else self._worker.cpu_seconds
 
     def _check_worker(self) -> None:
         """On the training thread: turn a failure inside the statistics worker into a hook failure."""
@@ -331,42 +196,18 @@ class Hook:
         """Capture the module's weights, biases, gradients and activations (on saved steps)."""
         if not self.enabled:
             return
-        try:
-            w = self._writer
-            assert w is not None
-            modules = dict(module.named_modules())
-            self._small_params = self._native_plan = None
-            for name, p in module.named_parameters():
-                owner = name.rsplit(".", 1)[0] if "." in name else ""
-                collection = "biases" if name.endswith("bias") else "weights"
-                tid = None
-                if self._wants(collection):
-                    tid = w.define(
-                        name,
-                        collection=collection,
-                        shape=list(p.shape),
-                        dtype=str(p.dtype).removeprefix("torch."),
-                        module=owner or None,
-                        trainable=p.requires_grad,
-                    )
-                self._params.append(
-                    _Param(name, p, owner, tid, want_grad=p.requires_grad and self._wants("gradients"))
-                )
-            if self._wants("activations"):
-                for name, m in modules.items():
-                    kind = ACTIVATION_KINDS.get(type(m))
-                    if kind is not None and name:
-                        self._activations.append(_Activation(name, m, kind))
+        with self._guard("register_module"):
+            assert self._writer is not None
+            modules = self._plan.add_module(module, self._writer)
             self._roots.append(module)
             self._watch_forward(False)
             self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
-            owners = {p.module for p in self._params} | {a.name for a in self._activations}
+            order = self._plan.module_order
+            owners = {p.module for p in self._plan.params} | {a.name for a in self._plan.activations}
             for name, m in modules.items():
-                if name in owners and name not in self._module_order:
+                if name in owners and name not in order:
                     self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
             self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
-        except Exception as err:  # noqa: BLE001 - never raise into training
-            self._fail("register_module", err)
 
     def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
@@ -375,19 +216,17 @@ class Hook:
         if self._optimizer is not None:
             log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
             return
-        try:
+        with self._guard("register_optimizer"):
             self._optimizer = optimizer
             self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
             self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
-        except Exception as err:  # noqa: BLE001
-            self._fail("register_optimizer", err)
 
     def _arm_activations(self, on: bool, *, force: bool = False) -> None:
         """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
         if on == self._armed and not force:
             return
         self._armed = on
-        for act in self._activations:
+        for act in self._plan.activations:
             if on and act.handle is None:
                 act.handle = act.module.register_forward_hook(self._activation_hook(act))
             elif not on and act.handle is not None:
@@ -428,78 +267,12 @@ class Hook:
         self._watch_forward(False)
         self._arm_activations(False, force=True)
 
-    # --- hook bodies ------------------------------------------------------------------------------
-    def _on_forward(self, module: nn.Module, args: object) -> None:
-        if not module.training:
-            return
-        self._in_iteration = True
-        if self._order_handles and self._module_order:
-            self._finish_order()  # a second training forward (no optimizer step registered in between)
-        if self._pending is not None:
-            try:
-                self._finalize()
-            except Exception as err:  # noqa: BLE001
-                self._fail("finalising a saved step", err)
-        if self._predictions:
-            self._ship_predictions()
-
-    def _activation_hook(self, act: _Activation) -> Callable[[nn.Module, object, object], None]:
-        def hook(module: nn.Module, inputs: object, output: object) -> None:
-            if not module.training or act.captured_step == self.step or not self.is_saved_step():
-                return
-            try:
-                self._capture_activation(act, output)
-            except Exception as err:  # noqa: BLE001
-                self._fail(f"capturing act/{act.name}", err)
-
-        return hook
-
-    def _capture_activation(self, act: _Activation, output: object) -> None:
-        if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
-            return
-        act.captured_step = self.step
-        w = self._writer
-        assert w is not None
-        if act.tid is None:
-            act.tid = w.define(
-                f"act/{act.name}",
-                collection="activations",
-                shape=list(output.shape),
-                dtype=str(output.dtype).removeprefix("torch."),
-                module=act.name,
-                activation=act.kind,
-                order=self._module_order.get(act.name),
-                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
-            )
-        tier1 = self._tier1(self.step)
-        row = native.plain_row(output) if not tier1 and self._native else None
-        if row is not None:  # read now, in one call: a later in-place op may change it
-            self._host.add_read([act.tid], [*row])
-            return
-        if self._packs(output):
-            # detached, so no graph (and no no_grad context) is needed; a copy, as later in-place ops
-            # must not change it
-            copy = output.detach().to(torch.float32, copy=True)
-            self._acts_small.setdefault(output.device, []).append((act.tid, copy))
-            if tier1:
-                self._unit_inputs.append((act.tid, act.kind, copy))  # computed with the reductions
-            return
-        with torch.no_grad():
-            if tier1:
-                unit: tuple[str, Result] | None = None
-                if self._native:
-                    unit = native.unit_vector(output, act.kind)
-                if unit is None:
-                    unit = device_stats.unit_vector(output, act.kind)
-                if unit is not None:
-                    self._units[(unit[0], act.tid)] = unit[1]
-            self._reduce_now(act.tid, output, tier1)
-            self._read_batch()
-
     def _note_order(self, name: str) -> Callable[[nn.Module, object], None]:
+        order = self._plan.module_order
+
         def hook(module: nn.Module, args: object) -> None:
-            if module.training and name not in self._module_order:
-                self._module_order[name] = len(self._module_order)
+            if module.training and name not in order:
+                order[name] = len(order)
 
         return hook
 
@@ -510,27 +283,59 @@ class Hook:
         for h in self._order_handles:
             h.remove()
         self._order_handles = []
-        w = self._writer
-        if w is None:
+        if self._writer is not None:
+            self._plan.annotate_order(self._writer)
+
+    # --- hook bodies ------------------------------------------------------------------------------
+    def _on_forward(self, module: nn.Module, args: object) -> None:
+        if not module.training:
             return
-        for p in self._params:
-            order = self._module_order.get(p.module)
-            if p.tid is not None and order is not None:
-                w.annotate(p.tid, order=order)
+        self._in_iteration = True
+        if self._order_handles and self._plan.module_order:
+            self._finish_order()  # a second training forward (no optimizer step registered in between)
+        if self._pending is not None:
+            with self._guard("finalising a saved step"):
+                self._finalize()
+        if self._predictions:
+            self._ship_predictions()
+
+    def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
+        def hook(module: nn.Module, inputs: object, output: object) -> None:
+            if not module.training or act.captured_step == self.step or not self.is_saved_step():
+                return
+            with self._guard("capturing act/%s", act.name):
+                self._capture_activation(act, output)
+
+        return hook
+
+    def _capture_activation(self, act: Activation, output: object) -> None:
+        if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
+            return
+        act.captured_step = self.step
+        if act.tid is None:
+            assert self._writer is not None
+            act.tid = self._writer.define(
+                f"act/{act.name}",
+                collection="activations",
+                shape=list(output.shape),
+                dtype=str(output.dtype).removeprefix("torch."),
+                module=act.name,
+                activation=act.kind,
+                order=self._plan.module_order.get(act.name),
+                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
+            )
+        self._saved.add_activation(act.tid, act.kind, output, self._plan.tier1(self.step))
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
-        if self._order_handles and self._module_order:
+        if self._order_handles and self._plan.module_order:
             self._finish_order()
         if self._pending is None and self.step % self._every:
             return  # a step that is not saved, with nothing left to write
-        try:
+        with self._guard("optimizer step %d (gradients)", self.step):
             if self._pending is not None:
                 self._finalize()
-            if self.enabled and self.is_saved_step() and not self._stage_native(self.step):
-                with torch.no_grad():
-                    self._stage(self.step)
-        except Exception as err:  # noqa: BLE001
-            self._fail(f"optimizer step {self.step} (gradients)", err)
+            if self.enabled and self.is_saved_step():
+                self._stage(self.step)
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         step = self.step
@@ -545,481 +350,56 @@ class Hook:
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
-        try:
-            if self._staged_native == step:
-                self._complete_native(step, optimizer)
-            elif self.is_saved_step(step):
-                with torch.no_grad():
-                    self._complete(step, optimizer)
+        with self._guard("optimizer step %d (weights)", step):
+            if self.is_saved_step(step):
+                self._complete(step, optimizer)
             self._arm_activations(self.is_saved_step())
             self._watch_forward(self._needs_forward(self.step))
-        except Exception as err:  # noqa: BLE001
-            self._fail(f"optimizer step {step} (weights)", err)
         if self._predictions:
             self._ship_predictions()  # no registered module: the steps end here
 
-    # --- reduction ----------------------------------------------------------------------------------
-    def _packer(self, device: torch.device) -> device_stats.Packed:
-        p = self._packers.get(device)
-        if p is None:
-            p = self._packers[device] = device_stats.Packed(device)
-        return p
-
-    def _group(self, groups: dict[torch.device, _Group], device: torch.device) -> _Group:
-        g = groups.get(device)
-        if g is None:
-            g = groups[device] = _Group(self._packer(device))
-        return g
-
-    def _packs(self, t: torch.Tensor) -> bool:
-        """Whether `t` is copied into the packed buffer; else it is reduced where it lies, now (`_reduce_now`)."""
-        return t.numel() <= self.pack_max_numel and not (self._native and native.usable(t))
-
-    def _reduce_now(
-        self, tid: int, t: torch.Tensor, tier1: bool, history: device_stats._History | None = None
-    ) -> None:
-        """Reduce one tensor that is not packed (large, or read in place by the C kernel) into this step."""
-        hist: Result | None
-        moved: Result | None
-        if self._native and native.usable(t) and (history is None or native.usable(history.prev)):
-            prev, first, fresh = (
-                (None, None, False) if history is None else (history.prev, history.first, history.fresh)
-            )
-            if history is not None:
-                history.fresh = False
-            if not tier1:  # the common case: read with the other tensors of this hook in one kernel call
-                self._batch.append((tid, t, prev, first, fresh))
-                return
-            units = device_stats.unit_count(t) if history is not None else 0
-            hist, moved = self._host.add(tid, t, prev=prev, first=first, fresh=fresh, hist=True, units=units)
-        else:
-            raw, hist, moved = device_stats.reduce_one(t, history, hist=tier1, moved=tier1)
-            self._reduced.append((tid, t.numel(), raw))
-        if hist is not None:
-            self._hists[tid] = hist
-        if moved is not None:
-            self._units[(MOVED, tid)] = moved
-
-    def _read_batch(self) -> None:
-        """Read the tensors `_reduce_now` set aside for the C kernel in one call (the end of each hook body)."""
-        if self._batch:
-            batch, self._batch = self._batch, []
-            self._host.add_many(batch)
-
-    def _use_worker(self) -> StatsWorker | None:
-        """The statistics worker when this step's tensors are all on CPU and the config allows one."""
-        assert self.config is not None
-        if not self.config.stats_worker or not self._params_on_cpu or self._kernel_reads_params:
-            return None
-        if self._worker is None:
-            self._worker = StatsWorker(self.config.stats_in_flight)
-        return self._worker
-
-    def _worker_room(self, worker: StatsWorker) -> bool:
-        """Whether a snapshot buffer is free, waiting for one within the wait allowance (`WORKER_WAIT_SHARE`)."""
-        if worker.has_room():
-            return True
-        assert self.config is not None
-        now = time.monotonic()
-        limit = self.config.max_block_seconds
-        self._wait_allowance = min(limit, self._wait_allowance + WORKER_WAIT_SHARE * (now - self._wait_clock))
-        room = worker.wait_for_room(self._wait_allowance)
-        self._wait_clock = time.monotonic()
-        self._wait_allowance = max(0.0, self._wait_allowance - (self._wait_clock - now))
-        return room
-
-    def _free_slot(self, worker: StatsWorker) -> int:
-        """The lowest snapshot slot the worker is done with: the same, cache-warm buffer while it keeps up."""
-        busy = self._slots_in_flight
-        del busy[: len(busy) - worker.in_flight]  # the worker finishes slot jobs in submission order
-        return min(set(range(worker.max_in_flight)).difference(busy))
-
-    def _skip(self, step: int) -> None:
-        """Drop saved step `step`: every snapshot buffer is still with the worker, and training must not wait."""
-        assert self._writer is not None
-        if not self.skipped_steps:
-            log.warning(
-                "trainguard: statistics worker still busy with %d saved steps; step %d skipped "
-                "(further skips are only counted: END.json skipped_steps)",
-                self.config.stats_in_flight if self.config else 0,
-                step,
-            )
-        self.skipped_steps += 1
-        self._writer.skipped_steps = self.skipped_steps
-        self._skipped_step = step
-        self._acts_small = {}
-        self._reset_step()
-
-    def _reset_step(self) -> None:
-        """Forget what was gathered for the saved step in progress (handed on, or skipped)."""
-        self._staged = None
-        self._reduced = []
-        self._batch = []
-        self._host.clear()
-        self._units = {}
-        self._unit_inputs = []
-        self._hists = {}
-
-    def _plan_params(self, devices: tuple[torch.device, ...]) -> None:
-        """Lay out the packed parameters per device once (tracked ones first: their rows are compared
-        with the copies kept from earlier steps); redone when modules are added or moved."""
-        assert self.config is not None
-        track = self.config.track_updates
-        small = [p for p in self._params if p.tid is not None and self._packs(p.param)]
-        small.sort(key=lambda p: not (track and p.param.requires_grad))
-        self._small_params = small
-        self._large_params = [p for p in self._params if p.tid is not None and not self._packs(p.param)]
-        self._grad_params = [p for p in self._params if p.want_grad]
-        plan: dict[torch.device, tuple[list[int], list[int], list[torch.Tensor], int]] = {}
-        for p in small:
-            ids, numels, tensors, tracked = plan.get(p.param.device, ([], [], [], 0))
-            ids.append(p.tid)  # type: ignore[arg-type]
-            numels.append(p.param.numel())
-            tensors.append(p.param)
-            plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.param.requires_grad))
-        self._param_plan = [(device, *entry) for device, entry in plan.items()]
-        self._param_devices = devices
-        self._params_on_cpu = all(d.type == "cpu" for d in devices)
-        self._kernel_reads_params = self._native and any(native.usable(p.param) for p in self._params)
-        large = self._large_params
-        self._native_plan = (
-            _NativePlan(list(large), [p.param.data_ptr() for p in large])
-            if self._kernel_reads_params and not small and all(native.usable(p.param) for p in large)
-            else None
-        )
-        if (
-            self._params_on_cpu
-            and self.config.native_stats
-            and not native.AVAILABLE
-            and not self._warned_native
-        ):
-            self._warned_native = True
-            log.warning(
-                "trainguard: the hook's C kernel was not built (no C compiler when trainguard was installed?); "
-                "CPU statistics take the slower torch path. Reinstall with gcc present, or set "
-                "TRAINGUARD_NATIVE_STATS=false to silence this"
-            )
-
-    def _stage_native(self, step: int) -> bool:
-        """`_stage` for a saved step the C kernel reads whole (`_NativePlan`; nothing packed or reduced by torch
-        so far): the gradients, in one call (with a Tier-1 histogram each: one call each). False, having
-        done nothing, when `_stage` must take the step."""
-        if self._native_plan is None or self._acts_small or self._reduced:
-            return False  # the parameters' plan itself is checked when they are read (`_complete_native`)
-        ids: list[int] = []
-        grads: list[torch.Tensor] = []
-        spec: list[int] = []
-        for p in self._grad_params:
-            grad = p.param.grad
-            if grad is None:
-                continue
-            tid = p.grad_tid
-            row = None if tid is None or grad.is_sparse else native.plain_row(grad)
-            if row is None:
-                return False  # a gradient new to the catalogue, or one the kernel cannot read
-            ids.append(tid)  # type: ignore[arg-type]  # not None when row is not
-            grads.append(grad)
-            spec += row
-        if self._tier1(step):
-            for tid, grad in zip(ids, grads):
-                self._reduce_now(tid, grad, True)
-        else:
-            self._host.add_read(ids, spec)
-        self._staged_native = step
-        return True
-
-    def _plan_holds(self, plan: _NativePlan) -> bool:
-        """Whether the plan still serves: a parameter given new storage (moved, `p.data = ...`, also inside a
-        custom optimizer's step) gets its spec made again; if the kernel cannot read one now, the plan
-        is dropped, and the next saved step plans again on the general path."""
-        addresses = [p.param.data_ptr() for p in plan.params]
-        if addresses == plan.addresses:
-            return True
-        if not all(native.usable(p.param) for p in plan.params):
-            self._native_plan = self._small_params = None
-            return False
-        plan.addresses, plan.spec = addresses, None
-        return True
-
-    def _complete_native(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """`_complete` after `_stage_native`: the parameters (unless the optimizer step moved them where the
-        kernel cannot read them: then they wait for the next saved step); the rows go to the writer now
-        (only a per-unit vector the torch path computed makes them wait for `_finalize`)."""
-        assert self.config is not None
-        self._staged_native = -1
-        plan = self._native_plan
-        assert plan is not None
-        tier1 = self._tier1(step)
-        if self._plan_holds(plan):
-            self._read_params(plan, tier1)
-        if self._wants("optimizer") and optimizer.param_groups:
-            lr = optimizer.param_groups[0].get("lr")
-            if lr is not None:
-                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        ids, stats, nonfinite = self._host.take()
-        units, hists = self._units, self._hists
-        if tier1:
-            self._units, self._hists = {}, {}
-        if all(isinstance(v, np.ndarray) for v in (*units.values(), *hists.values())):
-            # on the host already: nothing to copy, so nothing waits for the next iteration
-            self._write_rows(step, ids, stats, cast(HostUnits, units), cast(HostHists, hists), nonfinite)
-        else:  # a per-unit vector the torch path computed: it joins the step's one copy
-            self._pending = _Pending(step, [], [], [], units, hists, ids, stats, nonfinite, tier1=tier1)
-
-    def _read_params(self, plan: _NativePlan, tier1: bool) -> None:
-        """The plan's parameters in one kernel call from its spec (made here when missing, with the saved
-        copies); on a Tier-1 step one call each, with histogram and "moved" shares."""
-        assert self.config is not None
-        if plan.spec is None:
-            track = self.config.track_updates
-            for p in plan.params:
-                if p.history is None and track and p.param.requires_grad:
-                    p.history = device_stats.new_history(p.param)
-            plan.spec = []
-            for p in plan.params:
-                h = p.history
-                plan.spec += native.spec_row(p.param, *((h.prev, h.first, h.fresh) if h else ()))
-            plan.ids = [p.tid for p in plan.params]  # type: ignore[misc]  # planned parameters are captured
-        elif plan.fresh:
-            plan.spec[4::5] = [int(p.history is not None and p.history.fresh) for p in plan.params]
-        if tier1:
-            for p in plan.params:
-                self._reduce_now(p.tid, p.param, True, p.history)  # type: ignore[arg-type]
-        else:
-            self._host.add_read(plan.ids, plan.spec)
-        if plan.fresh:
-            for p in plan.params:
-                if p.history is not None:
-                    p.history.fresh = False
-            plan.spec[4::5] = [0] * len(plan.params)
-            plan.fresh = False
-
+    # --- saved steps --------------------------------------------------------------------------------
     def _stage(self, step: int) -> None:
-        """Lay out this step's small tensors per device and load gradients and activations."""
-        assert self.config is not None and self._writer is not None
-        devices = tuple(p.param.device for p in self._params)
-        if self._small_params is None or self._param_devices != devices:
-            self._plan_params(devices)
-        worker = self._staged_worker = self._use_worker()
-        if worker is not None and not self._worker_room(worker):
-            self._skip(step)
-            return
-        self._staged_slot = self._free_slot(worker) if worker is not None else 0
-        groups: dict[torch.device, _Group] = {}
-        tier1 = self._tier1(step)
-        for device, ids, numels, tensors, tracked in self._param_plan:
-            units = tuple(device_stats.unit_count(t) for t in tensors[:tracked]) if tier1 else ()
-            groups[device] = _Group(
-                self._packer(device),
-                list(ids),
-                list(numels),
-                list(tensors),
-                tracked=tracked,
-                n_params=len(ids),
-                units=units,
-            )
-        for p in self._grad_params:
-            grad = p.param.grad
-            if grad is None or grad.is_sparse:
-                continue
-            if p.grad_tid is None:
-                p.grad_tid = self._writer.define(
-                    f"grad/{p.name}",
-                    collection="gradients",
-                    shape=list(grad.shape),
-                    dtype=str(grad.dtype).removeprefix("torch."),
-                    module=p.module or None,
-                    order=self._module_order.get(p.module),
-                )
-            if not self._packs(grad):
-                self._reduce_now(p.grad_tid, grad, tier1)
-                continue
-            g = self._group(groups, grad.device)
-            g.ids.append(p.grad_tid)
-            g.numels.append(grad.numel())
-            g.tensors.append(grad)
-        self._read_batch()
-        for device, acts in self._acts_small.items():
-            g = self._group(groups, device)
-            for tid, t in acts:
-                g.ids.append(tid)
-                g.numels.append(t.numel())
-                g.tensors.append(t)
-        self._acts_small = {}
-        for g in groups.values():
-            g.slot = self._staged_slot
-            g.layout = g.packer.layout(tuple(g.numels))
-            g.packer.load(g.layout, g.tensors[g.n_params :], start=g.n_params, slot=g.slot)
-            g.tensors = g.tensors[: g.n_params]
-        self._staged = groups
-        self._staged_step = step
+        """Stage saved step `step`. The kernel's whole-step path goes first and does not look at the plan (that
+        keeps it cheap); any other step has the plan brought up to date, which may choose another path,
+        and the path in use stages it."""
+        kernel = self._kernel
+        path: Path
+        if kernel is not None and kernel.stage(step):
+            path = kernel
+        else:
+            if self._plan.refresh():
+                self._path = self._choose_path()
+            path = self._path
+            path.stage(step)
+        self._staged_by, self._staged_step = path, step
 
     def _complete(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """Snapshot the weights and reduce the saved step: on the device (the results stay there until
-        `_finalize`), or for CPU tensors on the statistics worker, which also writes the step."""
-        assert self.config is not None
-        if self._skipped_step == step:
-            return
-        if self._staged is None or self._staged_step != step:
+        """Complete saved step `step` on the path that staged it; keep what it leaves for the next iteration."""
+        if self._staged_step != step:
             self._stage(step)
-            if self._skipped_step == step:
-                return
-        assert self._staged is not None
-        tier1 = self._tier1(step)
-        ids: list[int] = []
-        counts: list[int] = []
-        parts: list[torch.Tensor] = []
-        for g in self._staged.values():
-            assert g.layout is not None
-            g.packer.load(g.layout, g.tensors, start=0, slot=g.slot)
-            g.tensors = []
-        for p in self._large_params:
-            assert p.tid is not None  # only captured parameters are planned
-            if p.history is None and self.config.track_updates and p.param.requires_grad:
-                p.history = device_stats.new_history(p.param)
-            self._reduce_now(p.tid, p.param, tier1, p.history)
-        self._read_batch()
-        for tid, n, raw in self._reduced:
-            parts.append(raw[None, :])
-            ids.append(tid)
-            counts.append(n)
-        if self._wants("optimizer") and optimizer.param_groups:
-            lr = optimizer.param_groups[0].get("lr")
-            if lr is not None:
-                self._add_scalar(step, "lr", lr, mode="train", collection="optimizer")
-        host_ids, host_stats, host_nonfinite = self._host.take()
-        pending = _Pending(
-            step,
-            ids,
-            counts,
-            parts,
-            self._units,
-            self._hists,
-            host_ids=host_ids,
-            host_stats=host_stats,
-            host_nonfinite=host_nonfinite,
-            groups=list(self._staged.values()),
-            unit_inputs=self._unit_inputs,
-            tier1=tier1,
-        )
-        self._reset_step()
-        worker = self._staged_worker
-        if worker is None:
-            self._reduce(pending)
-            self._pending = pending
-            return
-        scalars, self._scalars = self._scalars, []
-        self._slots_in_flight.append(self._staged_slot)
-        worker.submit(f"step {step}", lambda: self._reduce_and_write(pending, scalars), slot=True)
+        path = self._staged_by
+        assert path is not None
+        self._staged_by, self._staged_step = None, -1
+        self._pending = path.complete(step, optimizer)
 
-    def _reduce(self, pending: _Pending) -> None:
-        """Reduce the pending step's packed buffers (histograms and per-unit vectors on Tier-1 steps: activity
-        or saturation of activations, and the share of each parameter unit's row that moved)."""
-        for g in pending.groups:
-            assert g.layout is not None
-            if pending.tier1 and any(g.units):  # before `reduce`, which moves the previous copies on
-                moved, first = g.packer.moved(g.layout, g.tracked, g.units, slot=g.slot), 0
-                for tid, u in zip(g.ids, g.units):
-                    if u:
-                        pending.units[(MOVED, tid)] = moved[first : first + u]
-                        first += u
-            raw = g.packer.reduce(g.layout, tracked=g.tracked, slot=g.slot)
-            pending.parts.append(raw)
-            pending.ids += g.ids
-            pending.counts += g.numels
-            if pending.tier1:
-                for tid, h in zip(g.ids, g.packer.histograms(g.layout, raw, slot=g.slot).unbind(0)):
-                    pending.hists[tid] = h
-        for tid, kind, t in pending.unit_inputs:
-            unit = device_stats.unit_vector(t, kind)
-            if unit is not None:
-                pending.units[(unit[0], tid)] = unit[1]
-        pending.groups = []
-        pending.unit_inputs = []
-
-    def _reduce_and_write(
-        self, pending: _Pending, scalars: list[tuple[int, int, float | torch.Tensor]]
-    ) -> None:
-        """The statistics worker's job: reduce one saved step, then write it with the scalars recorded before it.
-
-        Touches only the step's own objects, its packer (whose buffers and update history are the
-        worker's while it runs: steps come in order, each in its own slot) and the thread-safe writer.
-        """
-        with torch.no_grad():
-            self._reduce(pending)
-            self._write(pending, scalars)
+    def _choose_path(self) -> Path:
+        """The path for the plan just laid out (`kernel.KernelPath`, when the plan has one, goes first on its
+        own): the statistics worker for CPU tensors the kernel does not read, when `stats_worker` is on;
+        else the packed path."""
+        assert self.config is not None and self._writer is not None
+        plan = self._plan
+        if not self.config.stats_worker or not plan.on_cpu or plan.kernel_reads_params:
+            return self._packed
+        if self._worker_path is None:
+            self._worker_path = WorkerPath(self._packed, self._step_writer, self._writer, self.config)
+            self._worker = self._worker_path.worker
+        return self._worker_path
 
     def _finalize(self) -> None:
         """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
         pending, self._pending = self._pending, None
-        scalars, self._scalars = self._scalars, []
-        self._write(pending, scalars)
-
-    def _write(self, pending: _Pending | None, scalars: list[tuple[int, int, float | torch.Tensor]]) -> None:
-        """Copy a reduced step and scalars to the host in one copy and write them (training thread or worker).
-
-        Results the C kernel already left on the host (numpy) are taken as they are.
-        """
-        w = self._writer
-        if w is None or w.disabled:
-            return
-        results: list[Result] = []
-        if pending is not None:
-            results += pending.parts
-            results += list(pending.units.values()) + list(pending.hists.values())
-        results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
-        host = iter(_to_host(results))
-        if pending is not None:
-            parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
-            units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
-            hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
-            ids, stats = pending.host_ids, pending.host_stats
-            nonfinite: bool | None = (
-                pending.host_nonfinite
-            )  # known for the kernel's rows; else the writer looks
-            if pending.ids:
-                finished = device_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
-                ids = ids + pending.ids
-                stats = finished if stats is None else np.concatenate([stats, finished])
-                nonfinite = None
-            self._write_rows(pending.step, ids, stats, units, hists, nonfinite)
-        by_step: dict[int, tuple[list[int], list[float]]] = {}
-        for step, tid, value in scalars:
-            v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
-            ids, values = by_step.setdefault(step, ([], []))
-            ids.append(tid)
-            values.append(v)
-        for step, (ids, values) in sorted(by_step.items()):
-            w.write_scalars(step, ids, values)
-
-    def _write_rows(
-        self,
-        step: int,
-        ids: list[int],
-        stats: np.ndarray | None,
-        units: HostUnits,
-        hists: HostHists,
-        nonfinite: bool | None,
-    ) -> None:
-        """Hand a saved step's host rows (and Tier-1 extras) to the writer; `nonfinite` as `write_step` takes it."""
-        w = self._writer
-        if ids and stats is not None and w is not None:
-            w.write_step(
-                step,
-                self._ids_array(ids),
-                stats,
-                wall_time=time.time(),
-                units=units or None,
-                hists=hists or None,
-                nonfinite=nonfinite,
-            )
-
-    def _ids_array(self, ids: list[int]) -> np.ndarray:
-        """The step's tensor ids as written: the last step's array when they are the same (usually: every saved
-        step reduces its tensors in the same order), so the writer need not compare them."""
-        if self._ids is None or self._ids[0] != ids:
-            self._ids = (ids, np.asarray(ids, np.int32))
-        return self._ids[1]
+        self._step_writer.write(pending, self._scalars.take())
 
     # --- scalars and control --------------------------------------------------------------------------
     def record_scalar(
@@ -1032,43 +412,21 @@ class Hook:
         scalars are kept on saved steps only; eval scalars always. On an iteration where neither
         its step nor the one before is saved the forward is not watched (`_watch_forward`), so a
         value recorded during it belongs to the step just completed: no train scalar is kept
-        either way; an eval scalar recorded mid-iteration lands one step back.
+        either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
+        means "losses" for a name with "loss" in it, else "metrics".
         """
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
-        try:
-            self._add_scalar(step, name, value, mode=mode, collection=collection)
-            if self._pending is None and len(self._scalars) >= 4096:
+        with self._guard("record_scalar(%r)", name):
+            self._scalars.add(step, name, value, mode=mode, collection=collection)
+            if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
                 self._finalize()  # a long eval loop between saved steps: bound what is held
-        except Exception as err:  # noqa: BLE001
-            self._fail(f"record_scalar({name!r})", err)
-
-    def _add_scalar(
-        self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str | None
-    ) -> None:
-        """Write a scalar now (on the host) or with the step's copy (on a device); `collection` None: "losses" for a
-        name with "loss" in it, else "metrics" (the catalogue keeps a name's first)."""
-        assert self._writer is not None
-        if isinstance(value, torch.Tensor):
-            if self._native and value.is_cpu and value.numel() == 1:
-                value = float(value.item())  # on CPU reading it is no transfer, no sync and no graph
-            else:
-                value = value.detach()
-        else:
-            value = float(value)
-        coll = collection or ("losses" if "loss" in name.lower() else "metrics")
-        tid = self._writer.define(name, collection=coll, mode=mode)
-        if isinstance(value, float):
-            self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
-        else:
-            self._scalars.append((step, tid, value))  # on the device: it joins the step's one copy
 
     def _record_step(self) -> int:
         """The step a value recorded now belongs to: the iteration in progress, else the step just completed."""
         return self.step if self._in_iteration or self.step == 0 else self.step - 1
 
-    # --- predictions ----------------------------------------------------------------------------------
     def record_predictions(
         self,
         scores: Any,
@@ -1093,48 +451,30 @@ class Hook:
         has just synchronised: they do not ride in the step's one copy. A failure (e.g. scores and
         labels of different lengths) never raises: it disables capture like any hook failure.
         """
-        if not self.enabled or not self._wants("predictions"):
+        if not self.enabled or self.config is None or not self.config.wants("predictions"):
             return
-        try:
-            step = self._record_step()
-            stream = self._predictions.get((name, mode))
-            if stream is None:
-                counter = PredictionCounter(logits=logits, max_classes=max_classes)
-                stream = self._predictions[(name, mode)] = _PredStream(counter, step)
-            elif step > stream.step:
-                self._close_predictions(name, mode, stream, step)
-            stream.counter.add(scores, labels)
-        except Exception as err:  # noqa: BLE001 - never raise into training
-            self._fail(f"record_predictions({name!r})", err)
-
-    def _close_predictions(
-        self, name: str, mode: str, stream: _PredStream, step: int, *, final: bool = False
-    ) -> None:
-        """The counts of `stream.step` are complete: queue them if that step writes them, then go on at `step`."""
-        if final or mode != "train" or self.is_saved_step(stream.step):
-            raw = stream.counter.take_raw()  # still on the device
-            if raw:
-                self._pred_ready.append((stream.step, name, mode, raw))
-        stream.step = step
+        with self._guard("record_predictions(%r)", name):
+            streams = self._predictions
+            if streams is None:
+                assert self._writer is not None
+                streams = self._predictions = PredictionStreams(
+                    self._writer, is_saved_step=self.is_saved_step
+                )
+            streams.add(
+                self._record_step(),
+                scores,
+                labels,
+                name=name,
+                mode=mode,
+                logits=logits,
+                max_classes=max_classes,
+            )
 
     def _ship_predictions(self, *, final: bool = False) -> None:
-        """Close the streams whose step is over (all of them when `final`) and write their counts in one copy."""
-        try:
-            now = self._record_step()
-            for (name, mode), stream in self._predictions.items():
-                if final or stream.step < now:
-                    self._close_predictions(name, mode, stream, now, final=final)
-            ready, self._pred_ready = self._pred_ready, []
-            if not ready or self._writer is None:
-                return
-            flat = [torch.as_tensor(t) for *_, raw in ready for t in raw.values()]
-            host = _gather_to_host(flat)
-            parts = iter(np.split(host, np.cumsum([t.numel() for t in flat])[:-1]))
-            for step, name, mode, raw in ready:
-                counts = {cls: next(parts).reshape(tuple(t.shape)) for cls, t in raw.items()}
-                write_counts(self._writer, step, name, mode, counts)
-        except Exception as err:  # noqa: BLE001
-            self._fail("writing prediction counts", err)
+        """Write the counts of the streams whose step is over (all of them when `final`), in one copy."""
+        with self._guard("writing prediction counts"):
+            assert self._predictions is not None
+            self._predictions.ship(self._record_step(), final=final)
 
     def should_stop(self) -> bool:
         """True once the evaluator asked this job to stop (cooperative stop)."""
@@ -1151,22 +491,13 @@ class Hook:
         """
         if self._writer is None:
             return
-        try:
-            worker = self._worker
-            if worker is not None and self.enabled:
-                if self._scalars:
-                    scalars, self._scalars = self._scalars, []
-                    worker.submit("scalars", lambda: self._write(None, scalars), slot=False)
-                if not worker.drain(WORKER_DRAIN_SECONDS):
-                    log.warning(
-                        "trainguard: statistics worker still busy after %.0fs at flush", WORKER_DRAIN_SECONDS
-                    )
+        with self._guard("flush"):
+            if self._worker_path is not None and self.enabled:
+                self._worker_path.flush(self._scalars.take())
                 self._check_worker()
-            if self.enabled and (self._pending is not None or self._scalars):
+            if self.enabled and (self._pending is not None or self._scalars.held):
                 self._finalize()
             self._writer.flush()
-        except Exception as err:  # noqa: BLE001
-            self._fail("flush", err)
 
     def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:
         """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
@@ -1204,45 +535,3 @@ class Hook:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _to_host(results: list[Result]) -> list[np.ndarray]:
-    """Each result as a flat host array, in order: the device tensors among them in one copy (`_gather_to_host`)."""
-    tensors = [t for t in results if isinstance(t, torch.Tensor)]
-    if not tensors:
-        return [np.asarray(r).reshape(-1) for r in results]
-    host = _gather_to_host(tensors)
-    out: list[np.ndarray] = []
-    offset = 0
-    for r in results:
-        if isinstance(r, torch.Tensor):
-            n = r.numel()
-            out.append(host[offset : offset + n])
-            offset += n
-        else:
-            out.append(r.reshape(-1))
-    return out
-
-
-def _gather_to_host(tensors: Iterable[torch.Tensor]) -> np.ndarray:
-    """Concatenate float tensors per device and copy each device's block once (one copy on one device)."""
-    tensors = list(tensors)
-    if not tensors:
-        return np.zeros(0)
-    first = tensors[0].device
-    if all(t.device == first for t in tensors):  # the usual case: one device, one copy
-        return device_stats.to_host(torch.cat([t.reshape(-1).to(torch.float64) for t in tensors]))
-    by_device: dict[torch.device, list[torch.Tensor]] = {}
-    order: list[tuple[torch.device, int]] = []
-    for t in tensors:
-        lst = by_device.setdefault(t.device, [])
-        order.append((t.device, len(lst)))
-        lst.append(t.reshape(-1).to(torch.float64))
-    if not order:
-        return np.zeros(0)
-    blocks: dict[torch.device, list[np.ndarray]] = {}
-    for device, lst in by_device.items():
-        host = device_stats.to_host(torch.cat(lst))
-        sizes = [t.numel() for t in lst]
-        blocks[device] = np.split(host, np.cumsum(sizes)[:-1])
-    return np.concatenate([blocks[d][i] for d, i in order])

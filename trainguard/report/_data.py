@@ -136,7 +136,10 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             s.values,
         )
     plots.append(Plot("loss", "Loss (train and eval)", losses, log_y=_positive(losses), y_label="loss"))
+    metrics, constant = _split_constant(metrics)
     plots.append(Plot("metrics", "Other scalars (learning rate, metrics)", metrics))
+    # A scalar that never changes (a fixed learning rate) is one fact, not a plot: the page lists it.
+    plots.append(Plot(CONSTANTS, "Scalars constant over the run", constant))
     plots.append(
         Plot(
             "grad_norm",
@@ -203,6 +206,22 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             nonfinite[name] = (s_nan.steps, s_nan.values + s_inf.values)
     plots.append(Plot("nonfinite", "Non-finite values (NaN + Inf count)", nonfinite, y_label="elements"))
     return [p for p in plots if p.series]
+
+
+CONSTANTS = "constants"
+"""Key of the pseudo-plot holding the scalars that never changed; the page shows it as a line of facts."""
+
+
+def _split_constant(
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Split series into (varying, constant): constant ones hold one finite value at every step."""
+    varying: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    constant: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, (steps, values) in series.items():
+        flat = bool(values.size) and bool(np.isfinite(values).all()) and bool((values == values[0]).all())
+        (constant if flat else varying)[name] = (steps, values)
+    return varying, constant
 
 
 def _positive(series: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> bool:

@@ -16,8 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainguard.report._data import FindingLike, Marker, Plot, ReportError, collect_plots, collect_predictions
-from trainguard.report._svg import PALETTE, svg_plot, undrawn
+from trainguard.report._data import (
+    CONSTANTS,
+    FindingLike,
+    Marker,
+    Plot,
+    ReportError,
+    collect_plots,
+    collect_predictions,
+)
+from trainguard.report._svg import PALETTE, fmt, svg_plot, undrawn
 from trainguard.store import run_format
 from trainguard.store.reader import Run
 from trainguard.store.runs import open_run
@@ -26,29 +34,41 @@ MAX_FINDING_ROWS = 200
 
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1500px;color:#222;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:2400px;color:#222;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{color:#666}
 table{border-collapse:collapse;margin:8px 0} td,th{border-bottom:1px solid #e4e4e4;padding:4px 10px;text-align:left;vertical-align:top}
 th{background:#f6f6f6} .sev{font-weight:600} .sev-critical{color:#d62728} .sev-warning{color:#e65100} .sev-info{color:#1f77b4}
 .banner{padding:10px 14px;border-radius:6px;margin:12px 0} .banner.stopped{background:#fdecea;border:1px solid #f5c2c0}
 .banner.ok{background:#e8f5e9;border:1px solid #b9dfbb} .banner.warn{background:#fff4e5;border:1px solid #ffd59e}
-.grid{display:flex;flex-wrap:wrap;gap:18px} figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa;max-width:700px}
-figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;max-width:700px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:18px}
+figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:10px;background:#fafafa;min-width:0}
+figure svg{width:100%;height:auto;display:block}
+figcaption{font-weight:600;margin-bottom:4px} .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px}
 .legend span::before{content:"";display:inline-block;width:12px;height:3px;margin-right:5px;vertical-align:middle;background:var(--c)}
-svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
+svg .tick{font-size:10px;fill:#555} svg .axis{font-size:11px;fill:#333} svg .finding-label{font-size:10px;font-weight:600} code{background:#f2f2f2;padding:0 3px;border-radius:3px}
 """
+
+
+def _groups(markers: Sequence[Marker]) -> dict[tuple[str, int, str | None], list[Marker]]:
+    """Findings grouped as the table shows them: by rule, rank and tensor, each group in step order."""
+    groups: dict[tuple[str, int, str | None], list[Marker]] = {}
+    for m in sorted(markers, key=lambda m: (m.step, m.rank)):
+        groups.setdefault((m.rule, m.rank, m.tensor), []).append(m)
+    return groups
+
+
+def _worst(ms: Sequence[Marker]) -> str:
+    return max(ms, key=lambda m: {"critical": 2, "warning": 1}.get(m.severity, 0)).severity
 
 
 def _findings_table(markers: Sequence[Marker]) -> str:
     if not markers:
         return '<p class="muted">No findings: every rule stayed quiet.</p>'
-    groups: dict[tuple[str, int, str | None], list[Marker]] = {}
-    for m in sorted(markers, key=lambda m: (m.step, m.rank)):
-        groups.setdefault((m.rule, m.rank, m.tensor), []).append(m)
+    groups = _groups(markers)
     rows = []
     for (rule, rank, tensor), ms in list(groups.items())[:MAX_FINDING_ROWS]:
         first = ms[0]
-        worst = max(ms, key=lambda m: {"critical": 2, "warning": 1}.get(m.severity, 0)).severity
+        worst = _worst(ms)
         steps = f"{first.step}" + (f" (and {len(ms) - 1} later, last {ms[-1].step})" if len(ms) > 1 else "")
         rows.append(
             f'<tr class="finding-row" data-rule="{html.escape(rule)}"><td>{html.escape(rule)}</td>'
@@ -80,8 +100,12 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
     if "critical" in worst or "warning" in worst:
-        n = sum(1 for m in markers if m.severity in ("critical", "warning"))
-        return f'<div class="banner warn">{n} warning or critical findings; see below.</div>'
+        # Count what the table shows: one row per rule, rank and tensor.
+        n = sum(1 for ms in _groups(markers).values() if _worst(ms) in ("critical", "warning"))
+        return (
+            f'<div class="banner warn">{n} warning or critical finding{"" if n == 1 else "s"} '
+            "(by rule, rank and tensor); see the table below.</div>"
+        )
     return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
 
 
@@ -95,8 +119,14 @@ def _earlier_sign(sign: Mapping[str, Any] | None) -> str:
     )
 
 
-def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -> str:
-    svg, labels = svg_plot(plot, markers)
+def _figure(
+    plot: Plot,
+    markers: Sequence[Marker],
+    *,
+    id_prefix: str = "plot",
+    x_range: tuple[float, float] | None = None,
+) -> str:
+    svg, labels = svg_plot(plot, markers, x_range=x_range)
     hidden = len(plot.series) - len(labels)
     legend = "".join(
         f'<span style="--c:{PALETTE[i % len(PALETTE)]}">{html.escape(n)}{undrawn(plot, n)}</span>'
@@ -107,6 +137,13 @@ def _figure(plot: Plot, markers: Sequence[Marker], *, id_prefix: str = "plot") -
     return (
         f'<figure id="{id_prefix}-{plot.key}"><figcaption>{html.escape(plot.title)}</figcaption>{svg}'
         f'<div class="legend">{legend}{extra}</div>{note}</figure>'
+    )
+
+
+def _constants_text(plot: Plot) -> str:
+    return "; ".join(
+        f"{name} = {fmt(float(values[0]))} at all {values.size} steps from {int(steps[0])} to {int(steps[-1])}"
+        for name, (steps, values) in plot.series.items()
     )
 
 
@@ -175,7 +212,14 @@ def render(
         ))  # fmt: skip
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
-    figures = [_figure(plot, mine) for plot in collect_plots(run, rank=rank)]
+    plots = collect_plots(run, rank=rank)
+    for plot in plots:
+        if plot.key == CONSTANTS:
+            facts.append(("constant scalars", html.escape(_constants_text(plot))))
+    plots = [p for p in plots if p.key != CONSTANTS]
+    # Every plot over steps spans 0 to the run's last step, so plots read against each other.
+    last = max((float(s.max()) for p in plots for s, _ in p.series.values() if s.size), default=0.0)
+    figures = [_figure(plot, mine, x_range=(0.0, last)) for plot in plots]
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     page_title = title or f"TrainGuard report: {run_id}"
     return (
@@ -190,8 +234,9 @@ def render(
         + _findings_table(markers)
         + "<h2>Plots</h2>"
         + (
-            '<p class="muted">Dashed lines mark the first finding of each rule and tensor (hover for the message); '
-            "circles mark the tensor a finding names; triangles on the top edge mark the first NaN/Inf of a series.</p>"
+            '<p class="muted">Dashed lines, labelled with the rule, mark the first finding of each rule and tensor '
+            "(the table above has the message); open circles mark the tensor a finding names; dots are the measured "
+            "points of sparse series; triangles on the top edge mark the first NaN/Inf of a series.</p>"
         )
         + (
             f'<div class="grid">{"".join(figures)}</div>'

@@ -1,15 +1,16 @@
 """Inline SVG charts: one `Plot` with its finding markers as an `<svg>` element, no library needed.
 
 Axes, ticks (linear or log), thinned series (non-finite points always kept), error bands,
-dashed lines at each rule's first finding and triangles at the first NaN/Inf of a series. The
-data comes from `_data`; the page around the charts is `_html`.
+dashed lines labelled with the rule at each rule's first finding, dots on sparse series and
+triangles at the first NaN/Inf of a series. The data comes from `_data`; the page around the
+charts is `_html`.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -20,6 +21,13 @@ MAX_SERIES_PER_PLOT = 12
 MAX_POINTS_PER_SERIES = 800
 """Longer series are thinned (non-finite points always kept) to keep the page small."""
 MAX_MARKERS_PER_PLOT = 40
+SPARSE_POINTS = 30
+"""A series with at most this many points gets a dot on each: two Tier-1 samples drawn as a bare line read as a
+trend that was never measured."""
+LABEL_ROWS = 3
+"""Rows of finding labels along a plot's top edge; labels that would overlap move down a row."""
+LABEL_CHAR_WIDTH = 6.3
+"""Width of one character of a finding label (10 px bold system font), to keep labels from overlapping."""
 PALETTE = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79",
     "#637939", "#8c6d31",
@@ -27,18 +35,23 @@ PALETTE = (
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff9800", "info": "#1f77b4"}
 
 
-def _fmt(v: float) -> str:
+def fmt(v: float) -> str:
     if v == 0 or not math.isfinite(v):
         return "0" if v == 0 else str(v)
     a = abs(v)
+    if 1 <= a < 1e5 and abs(v - round(v)) < 1e-9 * a:
+        return str(round(v))  # 1000, not 1e+03
     return f"{v:.0e}" if a >= 1e5 or a < 1e-3 else f"{v:.3g}"
 
 
 def _ticks(lo: float, hi: float, *, log: bool, integer: bool = False, target: int = 5) -> list[float]:
-    """Return round tick positions in [lo, hi]: whole decades on a log axis, 1/2/5 x 10^k steps otherwise."""
+    """Return round tick positions in [lo, hi]: on a log axis (lo, hi in log10) whole decades, or 1, 2 and 5
+    times a power of ten when the axis spans less than two decades; 1/2/5 x 10^k steps otherwise."""
     if log and hi - lo >= 2:
         stride = max(1, math.ceil((hi - lo) / target))
         return [float(e) for e in range(math.ceil(lo), math.floor(hi) + 1) if e % stride == 0]
+    if log:
+        return [t for t in _log_candidates(lo, hi) if lo - 1e-9 <= t <= hi + 1e-9]
     raw = (hi - lo) / target
     mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
@@ -46,6 +59,22 @@ def _ticks(lo: float, hi: float, *, log: bool, integer: bool = False, target: in
         step = max(1.0, round(step))
     first = math.ceil(lo / step) * step
     return [first + i * step for i in range(int((hi - first) / step) + 1)]
+
+
+def _log_candidates(lo: float, hi: float) -> list[float]:
+    """log10 of 1, 2 and 5 times the powers of ten around [lo, hi]."""
+    return [k + math.log10(m) for k in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
+
+
+def _log_axis(lo: float, hi: float) -> tuple[float, float]:
+    """Widen a short log axis (log10 bounds) to the nearest round values below and above, so that it
+    has at least two ticks at 1, 2 or 5 times a power of ten."""
+    if len(_ticks(lo, hi, log=True)) >= 2:
+        return lo, hi
+    cands = _log_candidates(lo, hi)
+    below = max((c for c in cands if c <= lo), default=math.floor(lo))
+    above = min((c for c in cands if c >= hi), default=math.ceil(hi))
+    return below, above
 
 
 def _thin(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,10 +96,20 @@ def _pick_series(plot: Plot, markers: Sequence[Marker]) -> tuple[list[str], int]
 
 
 def svg_plot(
-    plot: Plot, markers: Sequence[Marker], *, width: int = 700, height: int = 260
+    plot: Plot,
+    markers: Sequence[Marker],
+    *,
+    width: int = 700,
+    height: int = 260,
+    x_range: tuple[float, float] | None = None,
 ) -> tuple[str, list[str]]:
-    """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers."""
-    left, right, top, bottom = 64, 14, 14, 34
+    """Return (svg markup, the labels drawn, in colour order) for one plot with finding markers.
+
+    A plot over steps starts at step 0 and, with `x_range`, spans it (the page gives every plot the
+    run's last step, so plots side by side share one x-axis)."""
+    left, right, bottom = 64, 14, 34
+    marks = _plot_markers(markers)
+    top = 14 + (_label_rows(marks) * 11 if marks else 0)  # room for the findings' labels above the plot
     pw, ph = width - left - right, height - top - bottom
     labels, _ = _pick_series(plot, markers)
     data = {n: _thin(*plot.series[n]) for n in labels}
@@ -78,6 +117,10 @@ def svg_plot(
         [s for s, _ in data.values()] + [np.asarray([m.step for m in markers], np.int64)]
     )
     x0, x1 = float(all_steps.min()), float(all_steps.max())
+    if plot.x_label == "step":
+        x0 = min(x0, 0.0)
+        if x_range is not None:
+            x0, x1 = min(x0, x_range[0]), max(x1, x_range[1])
     x1 = x1 if x1 > x0 else x0 + 1
 
     def ty(v: np.ndarray) -> np.ndarray:
@@ -97,6 +140,8 @@ def svg_plot(
         y0, y1 = y0 - half, y1 + half
     pad = (y1 - y0) * 0.05
     y0, y1 = y0 - pad, y1 + pad
+    if plot.log_y:
+        y0, y1 = _log_axis(y0, y1)
 
     def px(s: float) -> float:
         return left + (s - x0) / (x1 - x0) * pw
@@ -112,7 +157,7 @@ def svg_plot(
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>',
     ]
     for y in _ticks(y0, y1, log=plot.log_y):
-        label = _fmt(10**y) if plot.log_y else _fmt(y)
+        label = fmt(10**y) if plot.log_y else fmt(y)
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
         parts.append(
             f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end" class="tick">{label}</text>'
@@ -124,7 +169,7 @@ def svg_plot(
         )
         parts.append(
             f'<text x="{px(s):.1f}" y="{top + ph + 15}" text-anchor="middle" class="tick">'
-            f"{int(s) if over_steps else _fmt(s)}</text>"
+            f"{int(s) if over_steps else fmt(s)}</text>"
         )
     parts.append(
         f'<text x="{left + pw}" y="{height - 2}" text-anchor="end" class="axis">{html.escape(plot.x_label)}</text>'
@@ -161,6 +206,13 @@ def svg_plot(
             f'<path class="series" data-series="{html.escape(name)}" d="{" ".join(d)}" fill="none" '
             f'stroke="{colour}" stroke-width="1.5"><title>{html.escape(name)}</title></path>'
         )
+        if len(d) <= SPARSE_POINTS:  # few measurements: show each one, not only the line between them
+            dots = "".join(
+                f'<circle cx="{px(float(s)):.1f}" cy="{py(float(y)):.1f}" r="2.5"/>'
+                for s, y in zip(steps, yv)
+                if math.isfinite(y)
+            )
+            parts.append(f'<g class="points" data-series="{html.escape(name)}" fill="{colour}">{dots}</g>')
         bad = np.nonzero(~np.isfinite(values))[0]
         if bad.size:  # where the values went NaN/Inf: a triangle on the top edge
             s = float(steps[bad[0]])
@@ -168,7 +220,8 @@ def svg_plot(
                 f'<path class="nonfinite" d="M{px(s):.1f} {top} l-5 -8 h10 z" fill="{colour}">'
                 f"<title>{html.escape(name)}: {values[bad[0]]} at step {int(s)}</title></path>"
             )
-    for m in _plot_markers(markers):
+    layout = _label_layout(marks, px, width - 2)
+    for m, (row, flip) in zip(marks, layout):
         colour = SEVERITY_COLOURS.get(m.severity, "#555")
         x = px(m.step)
         tip = html.escape(
@@ -178,7 +231,9 @@ def svg_plot(
         )
         parts.append(
             f'<g class="finding finding-{html.escape(m.severity)}" data-rule="{html.escape(m.rule)}" data-step="{m.step}">'
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{11 + row * 11}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
+            f'<text class="finding-label" x="{x - 3 if flip else x + 3:.1f}" y="{10 + row * 11}" '
+            f'text-anchor="{"end" if flip else "start"}" fill="{colour}">{html.escape(m.rule)}</text>'
             f"<title>{tip}</title>"
         )
         if m.tensor in data:
@@ -203,6 +258,29 @@ def undrawn(plot: Plot, name: str) -> str:
     if plot.log_y and not (finite > 0).any():
         return ' <i class="muted">(zero throughout, not drawn on the log axis)</i>'
     return ""
+
+
+def _label_rows(marks: Sequence[Marker]) -> int:
+    return min(LABEL_ROWS, max(1, len(marks)))
+
+
+def _label_layout(
+    marks: Sequence[Marker], px: Callable[[float], float], right_edge: float
+) -> list[tuple[int, bool]]:
+    """Where each marker's label goes: (row, whether it ends at the line instead of starting there). A label
+    that would run past the right edge ends at its line; a label overlapping one already placed in a row
+    moves down a row."""
+    ends = [-math.inf] * _label_rows(marks)
+    out = []
+    for m in marks:
+        x = float(px(m.step))
+        width = LABEL_CHAR_WIDTH * len(m.rule)
+        flip = x + 3 + width > right_edge
+        start = x - 3 - width if flip else x + 3
+        row = next((r for r, end in enumerate(ends) if start > end + 4), int(np.argmin(ends)))
+        ends[row] = start + width
+        out.append((row, flip))
+    return out
 
 
 def _plot_markers(markers: Sequence[Marker]) -> list[Marker]:

@@ -715,7 +715,7 @@ def load_json_findings(path: str | Path) -> tuple[list[dict[str, Any]], dict[str
     """Return (findings, the whole document) of a `trainguard run/evaluate --json` file."""
     try:
         doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise ReportError(
             f"cannot read findings from {path}: {err}; pass the file written by --json"
         ) from err

@@ -146,10 +146,15 @@ class RecordingStore:
         return self.inner.get(key)
 
     def list(
-        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+        self,
+        prefix: str = "",
+        *,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        limit: int | None = None,
     ) -> list[str]:
         self.list_calls.append((prefix, start_after, delimiter))
-        keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter)
+        keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter, limit=limit)
         self.list_results.append(keys)
         return keys
 

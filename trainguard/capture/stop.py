@@ -37,7 +37,12 @@ class StopFlag:
             return None
         try:
             return str(json.loads(Path(self.path).read_text()).get("message", ""))
-        except (OSError, ValueError):
+        except (
+            OSError,
+            ValueError,
+            RecursionError,
+            AttributeError,
+        ):  # a damaged file: the stop stands, unexplained
             return None
 
 

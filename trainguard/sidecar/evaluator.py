@@ -34,7 +34,7 @@ from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
 from trainguard.sidecar.views import ViewBuilder
 from trainguard.store import errors, format
 from trainguard.store.backend import Store, open_store
-from trainguard.store.reader import Run, open_run
+from trainguard.store.reader import Run, list_ranks, open_run
 from trainguard.store.source import RankSource, Source, load_json_doc
 
 log = logging.getLogger(__name__)
@@ -410,12 +410,11 @@ class Evaluator:
     def _trainguard_ranks(self) -> list[int]:
         if self._world_size is not None and len(self._tracks) >= self._world_size:
             return list(self._tracks)
-        top = self.store.list("", delimiter="/")
-        if self._world_size is None and format.RUN_INFO_KEY in top:
+        if self._world_size is None and self.store.exists(format.RUN_INFO_KEY):
             doc = load_json_doc(self.store, format.RUN_INFO_KEY, format.RunInfo)
             assert isinstance(doc, format.RunInfo)
             self._world_size = doc.world_size
-        return sorted(r for r in (format.parse_rank_prefix(e) for e in top) if r is not None)
+        return list_ranks(self.store)
 
     def _open_track(self, rank: int) -> _RankTrack:
         saved = self._saved.ranks.get(str(rank)) if self._saved else None

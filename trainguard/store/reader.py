@@ -241,43 +241,68 @@ class Run:
         )
 
 
-def _ranks_of(store: Store) -> list[int]:
-    ranks = []
-    for entry in store.list("", delimiter="/"):
-        r = format.parse_rank_prefix(entry)
-        if r is not None:
-            ranks.append(r)
-    return sorted(ranks)
+def list_ranks(store: Store) -> list[int]:
+    """Return the ranks that have a `rank-NNNNN/` folder, listing only names that start `rank-`."""
+    return sorted(
+        r for r in map(format.parse_rank_prefix, store.list("rank-", delimiter="/")) if r is not None
+    )
+
+
+def _run_info(store: Store) -> format.RunInfo | None:
+    """Return `run.json`, or None when there is none."""
+    try:
+        doc = load_json_doc(store, format.RUN_INFO_KEY, format.RunInfo)
+    except errors.NotFound:
+        return None
+    assert isinstance(doc, format.RunInfo)
+    return doc
+
+
+PROBE_KEYS = 1000
+"""Keys a format probe looks at per listing (one S3 request): a root that also holds many unrelated objects
+is told apart from a run in a few requests, whatever it holds."""
+PROBE_FOLDERS = 16
+"""Folders below the root that the TensorBoard probe looks into (`logs/train/`, `logs/eval/`, a run's name)."""
+
+
+def _has_event_files(store: Store) -> bool:
+    """Whether TensorBoard event files lie at the root or one folder below it (among the first `PROBE_KEYS`)."""
+    from trainguard.store import tensorboard
+
+    top = store.list("", delimiter="/", limit=PROBE_KEYS)
+    if any(tensorboard.is_event_file(k) for k in top if not k.endswith("/")):
+        return True
+    folders = [k for k in top if k.endswith("/")][:PROBE_FOLDERS]
+    return any(any(map(tensorboard.is_event_file, store.list(f, limit=PROBE_KEYS))) for f in folders)
 
 
 def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run:
     """Open a run at `uri` in our format, an smdebug output directory, or a TensorBoard log directory.
 
     With `wait=True` a root that holds nothing yet is opened as an empty TrainGuard run (rank 0),
-    so a follower can start before the writer; otherwise an empty root raises `NotFound`.
+    so a follower can start before the writer; otherwise an empty root raises `NotFound`. Only the
+    names each format uses are listed (`rank-`, `index/`, ...), so a root that also holds many
+    unrelated objects opens in a few requests.
     """
     store = store or open_store(uri)
-    top = store.list("", delimiter="/")
-    if format.RUN_INFO_KEY in top or any(format.parse_rank_prefix(e) is not None for e in top):
-        info = None
-        if format.RUN_INFO_KEY in top:
-            doc = load_json_doc(store, format.RUN_INFO_KEY, format.RunInfo)
-            assert isinstance(doc, format.RunInfo)
-            info = doc
-        ranks = _ranks_of(store) or [0]
+    ranks = list_ranks(store)
+    info = _run_info(store)
+    if info is not None or ranks:
         return Run(
             uri,
             store,
             kind="trainguard",
-            ranks=ranks,
+            ranks=ranks or [0],
             info=info,
             source_factory=lambda r: RankSource(store, r),
         )
-    if "index/" in top and ("events/" in top or "collections/" in top):
+    if store.list("index/", delimiter="/", limit=1) and any(
+        store.list(p, delimiter="/", limit=1) for p in ("events/", "collections/")
+    ):
         from trainguard.store import smdebug
 
         return smdebug.open_smdebug(uri, store)
-    if any("tfevents" in k for k in store.list("")):
+    if _has_event_files(store):
         from trainguard.store import tensorboard
 
         return tensorboard.open_tensorboard(uri, store)
@@ -285,5 +310,5 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
         return Run(uri, store, kind="trainguard", ranks=[0], source_factory=lambda r: RankSource(store, r))
     raise errors.NotFound(
         f"no run at {uri}: expected run.json or rank-NNNNN/ (TrainGuard), index/ + events/ (smdebug) "
-        f"or *tfevents* files (TensorBoard); check the URI"
+        f"or *tfevents* files at the top or one folder down (TensorBoard); check the URI"
     )

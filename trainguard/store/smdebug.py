@@ -28,6 +28,9 @@ from trainguard.store.reader import Run
 
 log = logging.getLogger(__name__)
 
+_BAD_DOCUMENT = (UnicodeDecodeError, json.JSONDecodeError, ValidationError, RecursionError, errors.RefusedObject)
+"""What a damaged index or collections JSON raises (RecursionError: nested too deeply for json)."""
+
 END_MARKER = "training_job_end.ts"
 INDEX_PREFIX = "index/"
 COLLECTIONS_PREFIX = "collections/"
@@ -286,7 +289,7 @@ def read_step(store: Store, index_key: str) -> StepRead:
     except errors.NotFound as err:
         out.problems.append(f"{where} was listed but is gone ({err}); step {step} of {worker} skipped")
         return out
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except _BAD_DOCUMENT as err:
         out.problems.append(
             f"{where} is not a valid smdebug index ({_first_line(err)}); step {step} of {worker} skipped"
         )
@@ -298,6 +301,9 @@ def read_step(store: Store, index_key: str) -> StepRead:
         out.problems.append(
             f"{where} points to {store.uri}/{event_key}, which does not exist; step {step} of {worker} skipped"
         )
+        return out
+    except errors.RefusedObject as err:
+        out.problems.append(f"{err}; step {step} of {worker} skipped")
         return out
     out.bytes_read += len(data)
     mv = memoryview(data)
@@ -602,7 +608,7 @@ def load_collections(
     key = (mine or keys)[0]
     try:
         return CollectionsDoc.model_validate(json.loads(store.get(key)))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except _BAD_DOCUMENT as err:
         message = f"{store.uri}/{key} is not a valid smdebug collections file ({_first_line(err)}); collections are guessed from tensor names"
         log.warning("trainguard: %s", message)
         if problems is not None:

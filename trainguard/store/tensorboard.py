@@ -84,6 +84,11 @@ class TensorBoardSource:
                 data = self.store.get(key)
             except errors.NotFound:
                 continue  # removed between listing and reading
+            except errors.RefusedObject as err:
+                self._dead.add(key)
+                self.problems.append(str(err))
+                log.warning("trainguard: %s", err)
+                continue
             except errors.StoreError:
                 if points:
                     break  # return what was read; this file is read again by the next poll

@@ -285,6 +285,12 @@ class Hook:
     def errors(self) -> list[str]:
         return [] if self._writer is None else list(self._writer.errors)
 
+    @property
+    def lost_steps(self) -> int:
+        """Steps whose data never reached the store: the store failed for longer than the pending segments'
+        memory (`max_pending_bytes`) covers, or `close()` ran out of time; also END.json `lost_steps`."""
+        return 0 if self._writer is None else self._writer.lost_steps
+
     def is_saved_step(self, step: int | None = None) -> bool:
         """Return whether `step` (default: the step in progress) is a saved step."""
         return (

@@ -28,7 +28,13 @@ from trainguard.store.reader import Run
 
 log = logging.getLogger(__name__)
 
-_BAD_DOCUMENT = (UnicodeDecodeError, json.JSONDecodeError, ValidationError, RecursionError, errors.RefusedObject)
+_BAD_DOCUMENT = (
+    UnicodeDecodeError,
+    json.JSONDecodeError,
+    ValidationError,
+    RecursionError,
+    errors.RefusedObject,
+)
 """What a damaged index or collections JSON raises (RecursionError: nested too deeply for json)."""
 
 END_MARKER = "training_job_end.ts"

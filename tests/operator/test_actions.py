@@ -142,8 +142,12 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     assert (
         "(the Job was suspended); earlier sign: rule loss-spike at step 35 on rank 0" in stopped[0]["message"]
     )
-    conditions = {c["type"]: c for c in _status(kube)["conditions"]}
-    assert conditions["Stopped"]["message"].endswith(
+    # the Event may be posted before the status patch that writes the condition: wait for the condition too
+    condition = await eventually(
+        lambda: next((c for c in _status(kube).get("conditions", []) if c["type"] == "Stopped"), None),
+        what="the Stopped condition",
+    )
+    assert condition["message"].endswith(
         "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"
     )
     await eventually(lambda: len(webhook_receiver.calls) == 2, what="the stop's webhook call")

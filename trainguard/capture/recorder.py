@@ -159,8 +159,9 @@ class Recorder:
         w = self._writer
         try:
             if w is not None and not w.disabled:
-                self._write_current(w)
-                self._write_predictions(w, self.current_step)
+                with w.together():  # the step's scalars, statistics and counts in one segment
+                    self._write_current(w)
+                    self._write_predictions(w, self.current_step)
         except Exception as err:  # noqa: BLE001
             self._fail(f"step {self.current_step} failed: {type(err).__name__}: {err}")
         self._pending.clear()

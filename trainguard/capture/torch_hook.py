@@ -975,28 +975,31 @@ class Hook:
             results += list(pending.units.values()) + list(pending.hists.values())
         results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
         host = iter(_to_host(results))
-        if pending is not None:
-            parts = [next(host).reshape(-1, len(torch_stats.RAW_COLUMNS)) for _ in pending.parts]
-            units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
-            hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
-            ids, stats = pending.host_ids, pending.host_stats
-            nonfinite: bool | None = (
-                pending.host_nonfinite
-            )  # known for the kernel's rows; else the writer looks
-            if pending.ids:
-                finished = torch_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
-                ids = ids + pending.ids
-                stats = finished if stats is None else np.concatenate([stats, finished])
-                nonfinite = None
-            self._write_rows(pending.step, ids, stats, units, hists, nonfinite)
-        by_step: dict[int, tuple[list[int], list[float]]] = {}
-        for step, tid, value in scalars:
-            v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
-            ids, values = by_step.setdefault(step, ([], []))
-            ids.append(tid)
-            values.append(v)
-        for step, (ids, values) in sorted(by_step.items()):
-            w.write_scalars(step, ids, values)
+        with (
+            w.together()
+        ):  # the step's rows and its scalars in one segment (the copy above is outside the lock)
+            if pending is not None:
+                parts = [next(host).reshape(-1, len(torch_stats.RAW_COLUMNS)) for _ in pending.parts]
+                units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
+                hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
+                ids, stats = pending.host_ids, pending.host_stats
+                nonfinite: bool | None = (
+                    pending.host_nonfinite
+                )  # known for the kernel's rows; else the writer looks
+                if pending.ids:
+                    finished = torch_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
+                    ids = ids + pending.ids
+                    stats = finished if stats is None else np.concatenate([stats, finished])
+                    nonfinite = None
+                self._write_rows(pending.step, ids, stats, units, hists, nonfinite)
+            by_step: dict[int, tuple[list[int], list[float]]] = {}
+            for step, tid, value in scalars:
+                v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
+                ids, values = by_step.setdefault(step, ([], []))
+                ids.append(tid)
+                values.append(v)
+            for step, (ids, values) in sorted(by_step.items()):
+                w.write_scalars(step, ids, values)
 
     def _write_rows(
         self,

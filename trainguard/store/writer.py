@@ -28,12 +28,13 @@ segment, whatever steps the segment holds.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,8 +79,10 @@ class WriterConfig:
     second, so 64 MiB hold some twenty minutes of it (`benchmarks/store_faults.py` prints the rate of its run)."""
     retry_min_seconds: float = 0.5
     """The first pause before an upload that failed is tried again; each further failure doubles it."""
-    retry_max_seconds: float = 5.0
-    """The longest pause between two tries: a store that comes back is used again within this (plus one try)."""
+    retry_max_seconds: float = 2.0
+    """The longest pause between two tries: a store that comes back is used again within this (plus one try,
+    which on S3 is the backend's own few quick attempts). Short, because while the pending memory is full
+    every second of delay is a second of dropped steps; one try every 2 s costs a down store nothing."""
     close_timeout_seconds: float = 10.0
     """The longest `close()` takes. Pending uploads get all of it but `end_timeout_seconds`; what is still
     pending then is counted lost."""
@@ -189,6 +192,8 @@ class RankWriter:
         self._catalogue_dirty = False
         self._last_step: int | None = None
         self._nonfinite_sent = False  # the first NaN/Inf leaves at once (see _flush_first_nonfinite)
+        self._together = 0
+        self._flush_wanted = False
         self.errors: list[str] = []
         self.skipped_steps = 0
         """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
@@ -205,6 +210,8 @@ class RankWriter:
         """monotonic() of the first failure of the outage in progress, None while the store works."""
         self._outage_lost = 0
         """Steps dropped during the outage in progress (for its log lines)."""
+        self._dropping = False
+        """The pending list was full: new segments are dropped until an upload succeeds again."""
         self._gap: list[int] | None = None
         """[first step, last step, steps] of the segments dropped since the last one accepted."""
         self._pending: collections.deque[_Item] = collections.deque()
@@ -319,7 +326,7 @@ class RankWriter:
                 # on time, here too: the uploader, which flushes idle buffers, may be held in a PUT that hangs
                 or self._clock() - b.opened_at >= self.config.flush_interval_seconds
             ):
-                self._flush_locked()
+                self._flush_or_defer()
 
     def write_scalars(self, step: int, ids: Sequence[int], values: Sequence[float]) -> None:
         """Buffer scalar values recorded at `step` (any step, saved or not)."""
@@ -354,7 +361,29 @@ class RankWriter:
         pay one comparison.
         """
         self._nonfinite_sent = True
-        self._flush_locked()
+        self._flush_or_defer()
+
+    def _flush_or_defer(self) -> None:
+        """Flush now, or at the end of the `together()` block in progress (called with the lock held)."""
+        if self._together:
+            self._flush_wanted = True
+        else:
+            self._flush_locked()
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Keep the writes made inside the block in one segment: one step's statistics and scalars then never
+        straddle two segments (a flush they call for waits for the end of the block, and the uploader's
+        flush on time waits for the lock), so a dropped segment loses whole steps and counts each once."""
+        with self._lock:
+            self._together += 1
+            try:
+                yield
+            finally:
+                self._together -= 1
+                if not self._together and self._flush_wanted:
+                    self._flush_wanted = False
+                    self._flush_locked()
 
     def write_record(self, step: int, name: str, array: np.ndarray) -> None:
         """Buffer one array of a per-step record stream (e.g. prediction counts `pred.<id>`).
@@ -422,7 +451,11 @@ class RankWriter:
         with self._cond:
             if isinstance(payload, format.Segment):
                 item.nbytes = _segment_nbytes(payload)
-                if self._pending_bytes and self._pending_bytes + item.nbytes > self.config.max_pending_bytes:
+                if self._dropping or (
+                    self._pending_bytes and self._pending_bytes + item.nbytes > self.config.max_pending_bytes
+                ):
+                    # once full, drop every new segment until the store takes one again: one gap per outage,
+                    # not a smaller segment squeezed in here and there
                     self._drop(payload)
                     return
                 if self._gap is not None:  # the segment after a gap says which steps are missing
@@ -448,6 +481,7 @@ class RankWriter:
                 max(self._gap[1], int(steps[-1])),
                 self._gap[2] + n,
             ]
+        self._dropping = True
         if not self._outage_lost:
             log.warning(
                 "trainguard: %s of segments wait for the store at %s: newer segments are dropped until it "
@@ -597,6 +631,7 @@ class RankWriter:
             return False
         if item.kind == "segment":
             self._seq += 1  # a failed PUT keeps its number: the retry writes the same key
+        self._dropping = False
         self.bytes_written += len(data)
         self.objects_written += 1
         if self._outage_since is not None:

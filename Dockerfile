@@ -18,7 +18,7 @@ WORKDIR /src
 COPY requirements/runtime.txt requirements/runtime.txt
 RUN python3 -m venv /opt/trainguard \
     && /opt/trainguard/bin/pip install --no-cache-dir -r requirements/runtime.txt
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY trainguard ./trainguard
 # --no-deps: the pinned set above is complete; then drop the installers from the venv.
 RUN /opt/trainguard/bin/pip install --no-cache-dir --no-deps . \

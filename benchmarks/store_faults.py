@@ -48,8 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import trainguard  # after the sys.path line above
-from trainguard.store import format, writer
-from trainguard.store.backend import open_store
+from trainguard.store import run_format, writer
+from trainguard.store.backends import open_store
 
 STEPS_PER_SECOND = 100
 TENSORS = 20
@@ -220,7 +220,7 @@ def read_back(uri: str, store: Any, trained: Trained, row: Row) -> Row:
     row.steps, row.stored = trained.steps, len(stored & set(range(trained.steps)))
     row.lost = trained.steps - row.stored
     try:
-        end = format.EndInfo.model_validate(json.loads(store.get(format.end_key(0))))
+        end = run_format.EndInfo.model_validate(json.loads(store.get(run_format.end_key(0))))
         row.end_written, row.reported = True, end.lost_steps
     except Exception:  # noqa: BLE001 - END.json missing or unreadable: the recorder's own count stands
         row.reported = trained.lost_reported

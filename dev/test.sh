@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 dev/setup.sh --full
 export PATH="$PWD/.tools/bin:$PWD/.venv/bin:$PATH"
 echo "==> lint: ruff, mypy --strict, import contracts"
-.venv/bin/ruff check trainguard tests benchmarks examples
-.venv/bin/ruff format --check -q trainguard tests benchmarks examples
+.venv/bin/ruff check trainguard tests benchmarks examples dev
+.venv/bin/ruff format --check -q trainguard tests benchmarks examples dev
 .venv/bin/mypy trainguard
 .venv/bin/lint-imports
 set +e

@@ -14,7 +14,7 @@ from torch import nn
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 

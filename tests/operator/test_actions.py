@@ -76,9 +76,14 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
     assert "rule exploding_tensor found issues at step 110 on rank 1" in stopped[0]["message"]
     assert all(p["metadata"]["name"] != "dj1-0" for p in kube.list("v1/pods", "default")), "no pod is deleted"
 
-    # The Job controller terminates the pods; then the operator writes END for rank 1 only.
-    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0}}, subresource="status")
+    # The Job controller deletes the pods: they leave `active` for `terminating` during their grace period, when
+    # a trainer may still close its run; only once they are gone does the operator write END, for rank 1 only.
     end1 = run / "rank-00001" / "END.json"
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0, "terminating": 2}},
+                     subresource="status")  # fmt: skip
+    await eventually(lambda: (_status(kube).get("job") or {}).get("terminating") == 2, what="terminating 2")
+    assert not end1.exists(), "no END while the pods are still terminating"
+    await kube.patch(JOBS, "default", "dj1", {"status": {"terminating": 0}}, subresource="status")
     await eventually(end1.exists, what="rank 1's END.json")
     assert (
         json.loads(end1.read_text())["status"] == "crashed"
@@ -142,12 +147,10 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     assert (
         "(the Job was suspended); earlier sign: rule loss-spike at step 35 on rank 0" in stopped[0]["message"]
     )
-    # the Event may be posted before the status patch that writes the condition: wait for the condition too
-    condition = await eventually(
-        lambda: next((c for c in _status(kube).get("conditions", []) if c["type"] == "Stopped"), None),
-        what="the Stopped condition",
-    )
-    assert condition["message"].endswith(
+    # The Event is posted from the handler; the status patch follows when the handler returns.
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+    conditions = {c["type"]: c for c in _status(kube)["conditions"]}
+    assert conditions["Stopped"]["message"].endswith(
         "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"
     )
     await eventually(lambda: len(webhook_receiver.calls) == 2, what="the stop's webhook call")

@@ -152,6 +152,18 @@ def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> N
     assert status.job_phase(summary) == Phase.FAILED
 
 
+def test_the_interim_conditions_of_kubernetes_1_31_decide_the_phase_while_the_pods_wind_down() -> None:
+    def job(kind: str, **counts: int) -> dict[str, Any]:
+        condition = {"type": kind, "status": "True", "reason": "R", "message": "m"}
+        return {"spec": {}, "status": {"conditions": [condition], **counts}}
+
+    done = status.summarize_job(job("SuccessCriteriaMet", succeeded=2, terminating=1))
+    assert done.complete and done.terminating == 1 and status.job_phase(done) == Phase.SUCCEEDED
+    failing = status.summarize_job(job("FailureTarget", failed=1, terminating=1))
+    assert failing.failed_condition and failing.reason == "R" and status.job_phase(failing) == Phase.FAILED
+    assert not status.summarize_job(job("SuccessCriteriaMet"), deleted=True).deleted
+
+
 def test_condition_transition_time_moves_only_when_status_changes() -> None:
     first = status.set_condition([], type=ConditionType.RUNNING, status=True, reason="Running", message="a",
                                  now="t1", generation=1)  # fmt: skip

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from trainguard.store.backend import Store
+from trainguard.store.backends import Store
 
 
 @dataclass

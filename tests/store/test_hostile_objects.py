@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import errors, format, reader
-from trainguard.store.backend import open_store
-from trainguard.store.s3 import S3Store
+from trainguard.store import backends, errors, run_format, runs
+from trainguard.store.backends import open_store
+from trainguard.store.backends.s3 import S3Store
 
 MAX_RSS_BYTES = 600 * 2**20
 """A command that reads a bomb in full takes 2 GB and more; the interpreter with numpy, boto3 and the
@@ -139,7 +139,8 @@ def test_a_decompression_bomb_is_refused_before_it_is_unpacked(run_uri: str) -> 
     keys = write_run(run_uri)
     store = open_store(run_uri)
     store.put(
-        keys[1], bomb_segment(arrays_of(store.get(keys[1])), unpacked_bytes=format.MAX_SEGMENT_BYTES + 2**24)
+        keys[1],
+        bomb_segment(arrays_of(store.get(keys[1])), unpacked_bytes=run_format.MAX_SEGMENT_BYTES + 2**24),
     )
     assert len(store.get(keys[1])) < 2**23  # stored in a few megabytes
     code, _out, err, rss = cli("inspect", run_uri)
@@ -182,16 +183,16 @@ def test_scalar_arrays_of_different_lengths_are_a_damaged_segment_for_inspect_an
 )
 def test_other_parallel_arrays_are_checked_too(member: str, value: np.ndarray, message: str) -> None:
     buf = io.BytesIO()
-    seg = format.Segment(
+    seg = run_format.Segment(
         steps=np.array([1, 2], np.int64),
         wall_time=np.array([1.0, 2.0]),
         tensor_ids=np.array([0], np.int32),
-        stats=np.zeros((2, 1, len(format.STAT_COLUMNS)), np.float32),
+        stats=np.zeros((2, 1, len(run_format.STAT_COLUMNS)), np.float32),
     )
-    arrays = arrays_of(format.encode_segment(seg))
+    arrays = arrays_of(run_format.encode_segment(seg))
     buf.write(segment_bytes({**arrays, member: value}))
     with pytest.raises(errors.SegmentCorrupt, match=message.replace("(", r"\(").replace(")", r"\)")):
-        format.decode_segment(buf.getvalue(), key="k")
+        run_format.decode_segment(buf.getvalue(), key="k")
 
 
 # --- documents --------------------------------------------------------------------------------------
@@ -251,13 +252,13 @@ def test_the_store_refuses_a_fifo_without_opening_it_for_reading(tmp_path: Path)
 UNRELATED = 120
 PAGE = 4
 """120 unrelated objects in pages of 4: listing them all takes 30 requests per pass. The format probes
-are made one page long too (`reader.PROBE_KEYS`, one page of 1000 on a real store)."""
+are made one page long too (`backends.PROBE_KEYS`, one page of 1000 on a real store)."""
 
 
 @pytest.fixture
 def crowded_prefix(s3_server: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """`data/` in a bucket, holding many objects that belong to no run."""
-    monkeypatch.setattr(reader, "PROBE_KEYS", PAGE)
+    monkeypatch.setattr(backends, "PROBE_KEYS", PAGE)
     client = s3_server.client()
     for i in range(UNRELATED):
         client.put_object(Bucket=s3_bucket, Key=f"data/unrelated-{i:05d}.bin", Body=b"x")
@@ -283,7 +284,7 @@ def test_a_prefix_full_of_unrelated_objects_is_no_run_after_a_few_list_requests(
 ) -> None:
     store = proxied_store(crowded_prefix, fault_proxy, s3_server)
     with pytest.raises(errors.NotFound, match="no run at"):
-        reader.open_run(crowded_prefix, store=store)
+        runs.open_run(crowded_prefix, store=store)
     assert list_requests(fault_proxy) <= 5, fault_proxy.requests
 
 
@@ -292,7 +293,7 @@ def test_a_run_beside_many_unrelated_objects_opens_and_reads_in_a_few_list_reque
 ) -> None:
     write_run(crowded_prefix)
     store = proxied_store(crowded_prefix, fault_proxy, s3_server)
-    run = reader.open_run(crowded_prefix, store=store)
+    run = runs.open_run(crowded_prefix, store=store)
     assert run.format == "trainguard" and run.ranks == [0]
     assert run.steps().tolist() == [0, 1, 2, 3, 4, 5]
     assert list_requests(fault_proxy) <= 8, fault_proxy.requests

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 MAX_BLOCK_SECONDS = 0.05
 MARGIN_SECONDS = 0.25
@@ -101,8 +101,11 @@ def assert_every_step_landed(rec: trainguard.Recorder, uri: str) -> None:
     w = rec._writer
     assert w is not None
     total = w._last_step + 1 if w._last_step is not None else 0
+    # a restarted SeaweedFS may take seconds before it stores objects again (its volumes load after S3
+    # answers): the writer keeps retrying; close() once it caught up, so its deadline is not what is tested
+    assert w.wait_idle(120), "the writer never caught up with the restarted store"
     rec.close()
-    end = format.EndInfo.model_validate(json.loads(open_store(uri).get(format.end_key(0))))
+    end = run_format.EndInfo.model_validate(json.loads(open_store(uri).get(run_format.end_key(0))))
     assert (end.status, end.lost_steps, end.errors) == ("ok", 0, [])
     assert end.store_outage_seconds > 0
     assert trainguard.open_run(uri).series("fc.weight", "l2").steps.tolist() == list(range(total))
@@ -144,7 +147,7 @@ def test_a_frozen_store_never_holds_a_step_up_and_gets_every_step_once_it_thaws(
     assert max(durations) <= MAX_BLOCK_SECONDS + MARGIN_SECONDS, f"a step took {max(durations):.3f}s"
     assert w.wait_idle(60)
     rec.close()
-    end = format.EndInfo.model_validate(json.loads(open_store(uri).get(format.end_key(0))))
+    end = run_format.EndInfo.model_validate(json.loads(open_store(uri).get(run_format.end_key(0))))
     assert (end.status, end.lost_steps) == ("ok", 0)
     total = w._last_step + 1 if w._last_step is not None else 0
     assert trainguard.open_run(uri).series("fc.weight", "l2").steps.tolist() == list(range(total))
@@ -158,4 +161,4 @@ def test_a_missing_bucket_disables_capture_without_raising_and_says_which_bucket
     train_through_failure(rec, caplog, fail=lambda: None)
     rec.close()  # END.json cannot be written either; close must still return
     assert "bucket no-such-bucket-for-trainguard does not exist" in rec.errors[0]
-    assert any(format.END_KEY in e for e in rec.errors[1:])
+    assert any(run_format.END_KEY in e for e in rec.errors[1:])

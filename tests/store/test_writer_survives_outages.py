@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 MARGIN_SECONDS = 0.3
 """Room for a step's own work on a busy CI machine; an upload that blocked would take seconds."""
@@ -71,9 +71,9 @@ def recorder(uri: str, **settings: Any) -> trainguard.Recorder:
     return trainguard.Recorder(uri, save_interval=1, flush_interval_seconds=0.05, **settings)
 
 
-def end_of(uri: str, direct_env: dict[str, str]) -> format.EndInfo:
+def end_of(uri: str, direct_env: dict[str, str]) -> run_format.EndInfo:
     store = open_store(uri, endpoint_url=direct_env["AWS_ENDPOINT_URL"])
-    return format.EndInfo.model_validate(json.loads(store.get(format.end_key(0))))
+    return run_format.EndInfo.model_validate(json.loads(store.get(run_format.end_key(0))))
 
 
 def stored_steps(uri: str, direct_env: dict[str, str]) -> list[int]:

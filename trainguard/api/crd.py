@@ -51,6 +51,32 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
 ]
 """`kubectl get dj` columns; `Job` shows with `-o wide`."""
 
+NAME_RULES: list[dict[str, str]] = [
+    {
+        "rule": f"self.metadata.name.matches('{debugjob.NAME_PATTERN}')",
+        "message": debugjob.NAME_PATTERN_MESSAGE,
+        "reason": "FieldValueInvalid",
+        "fieldPath": ".metadata.name",
+    },
+    {
+        "rule": (
+            f"size(self.metadata.name) + 1 + size(string(self.spec.workers - 1)) <= {debugjob.HOSTNAME_MAX_LENGTH}"
+        ),
+        # the text of debugjob.name_length_message, built in CEL
+        "messageExpression": (
+            "'metadata.name has ' + string(size(self.metadata.name)) + ' characters; with ' + "
+            "string(self.spec.workers) + ' workers it may have at most ' + "
+            f"string({debugjob.HOSTNAME_MAX_LENGTH - 1} - size(string(self.spec.workers - 1))) + "
+            "': each rank\\'s hostname is <name>-<index> and a hostname has at most "
+            f"{debugjob.HOSTNAME_MAX_LENGTH} characters'"
+        ),
+        "reason": "FieldValueInvalid",
+        "fieldPath": ".metadata.name",
+    },
+]
+"""CEL rules on the whole object: names the Job, Service and pod hostnames could not take are refused at once
+(`debugjob.name_problem` is the same check in Python)."""
+
 _KEEP = {
     "type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
     "maxLength", "pattern", "required", "minItems", "maxItems", "nullable",
@@ -75,6 +101,7 @@ def build_crd() -> dict[str, Any]:
             "status": status_schema,
         },
         "required": ["spec"],
+        "x-kubernetes-validations": copy.deepcopy(NAME_RULES),
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

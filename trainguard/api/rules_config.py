@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainguard.api import sagemaker
 from trainguard.api.enums import Action
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
@@ -39,6 +40,18 @@ class RuleSpec(BaseModel):
     tensors: list[str] | None = Field(
         default=None, description="Regular expressions of tensor names the rule watches."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sagemaker_keys(cls, data: Any) -> Any:
+        # A ported SageMaker Debugger entry: point at our field instead of "Extra inputs are not permitted".
+        if isinstance(data, dict):
+            for key, hint in sagemaker.ENTRY_KEY_HINTS.items():
+                if key in data:
+                    raise ValueError(
+                        f"`{key}` is SageMaker Debugger's name: {hint} ({sagemaker.CONVERT_HINT})"
+                    )
+        return data
 
     @field_validator("type")
     @classmethod

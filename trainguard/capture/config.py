@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
-from trainguard.store import backend, writer
+from trainguard.store import backends, writer
 
 DEFAULT_COLLECTIONS = (
     "weights",
@@ -87,7 +87,7 @@ class CaptureConfig(BaseModel):
     native_stats: bool = Field(
         default=True,
         description="PyTorch hook, tensors on CPU: read float32 tensors in place with the one-pass C kernel "
-        "on the training thread (when it was built: trainguard.capture.native.AVAILABLE); the statistics "
+        "on the training thread (when it was built: trainguard.capture.torch.native.AVAILABLE); the statistics "
         "worker is then not used unless the kernel reads none of the parameters. false: the packed torch path.",
     )
     stats_worker: bool = Field(
@@ -160,7 +160,7 @@ class CaptureConfig(BaseModel):
             {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
         )
         return writer.RankWriter(
-            backend.open_store(self.out, **options),
+            backends.open_store(self.out, **options),
             rank=self.rank,
             world_size=self.world_size,
             run_id=self.run_id,

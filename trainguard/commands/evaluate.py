@@ -58,9 +58,10 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import config, supervise
+    from trainguard.local import supervise
+    from trainguard.sidecar import config
     from trainguard.sidecar.evaluator import Evaluator, Verdict
-    from trainguard.store.reader import open_run
+    from trainguard.store.runs import open_run
 
     rules = config.load_rules_file(args.rules) if args.rules else None
     if not args.follow:

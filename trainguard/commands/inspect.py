@@ -28,7 +28,7 @@ class StepsSummary(BaseModel):
 
 
 class EndSummary(BaseModel):
-    status: str = Field(description="ok, error or crashed (see format.EndInfo).")
+    status: str = Field(description="ok, error or crashed (see run_format.EndInfo).")
     last_step: int | None = None
     written_by: str
     errors: list[str] = Field(default_factory=list)
@@ -212,14 +212,14 @@ def _data_line(end: EndSummary) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.store import reader
+    from trainguard.store import runs
 
     if not getattr(args, "verbose", False):
         # Readers log each damaged segment as a warning; here the report lists them instead.
         # botocore announces where it found credentials at INFO: noise on a one-screen report.
         for name in ("trainguard.store", "botocore"):
             logging.getLogger(name).setLevel(logging.ERROR)
-    summary = summarize(reader.open_run(args.uri))
+    summary = summarize(runs.open_run(args.uri))
     print(summary.model_dump_json(indent=2) if args.json else render_text(summary))
     problems = summary.problems
     if problems:

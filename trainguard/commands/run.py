@@ -60,7 +60,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import config, supervise
+    from trainguard.local import supervise
+    from trainguard.sidecar import config
 
     if not args.verbose:  # the evaluator's own log lines repeat the verdict lines printed here
         logging.getLogger("trainguard.sidecar").setLevel(logging.ERROR)
@@ -109,8 +110,8 @@ def main(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progress: Any) -> str | None:
     from trainguard import report
     from trainguard.errors import TrainGuardError
-    from trainguard.sidecar import supervise
-    from trainguard.store import reader
+    from trainguard.local import supervise
+    from trainguard.store import runs
 
     if args.no_report:
         return None
@@ -127,7 +128,7 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
         else (local or Path(supervise.DEFAULT_RUNS_DIR) / outcome.run_id) / "report.html"
     )
     try:
-        run = reader.open_run(outcome.run_uri)
+        run = runs.open_run(outcome.run_uri)
         report.write_report(outcome.run_uri, path, findings=outcome.findings, outcome=doc, run=run)
     except TrainGuardError as err:
         progress.line(f"no report: {err}")
@@ -140,7 +141,7 @@ def _finding_line(label: str, f: Any) -> str:
 
 
 def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
-    from trainguard.sidecar import supervise
+    from trainguard.local import supervise
 
     out = sys.stderr
     if outcome.rule_status:

@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     from trainguard.sidecar.evaluator import Evaluator, Verdict
     from trainguard.sidecar.report_status import StatusReporter
     from trainguard.sidecar.server import MetricsServer
-    from trainguard.store.backend import open_store
+    from trainguard.store.backends import open_store
 
     cfg = sidecar_config.load_sidecar_config(args.config)
     ranks: list[int] | None = None

@@ -2,19 +2,22 @@
 
 Stop suspends the whole Job: the Job controller sends SIGTERM to every rank's pod and waits the
 grace period; no single rank is ever killed, so collectives cannot hang. Notify posts a Kubernetes
-Event on the DebugJob and calls each webhook once; a stop is announced the same way. The handler
-decides which transitions need an action (`status.decide`) and calls these once per transition.
+Event on the DebugJob and hands one delivery per webhook to the `delivery.Dispatcher`, which sends
+them from its own thread: a receiver never holds up the handler. A stop is announced the same way,
+after the Job is suspended. The handler decides which transitions need an action (`status.decide`)
+and calls these once per transition.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action
-from trainguard.operator import build, client, webhooks
+from trainguard.operator import build, client, delivery, webhooks
 from trainguard.operator.metrics import OperatorMetrics
 
 log = logging.getLogger(__name__)
@@ -24,8 +27,7 @@ EVENT_REASON_STOPPED = "Stopped"
 EVENT_REASON_WEBHOOK_FAILED = "WebhookFailed"
 
 EmitEvent = Callable[..., None]
-"""`kopf.event`-shaped: emit(body, type=..., reason=..., message=...)."""
-Deliver = Callable[..., bool]
+"""`kopf.event`-shaped: emit(body, type=..., reason=..., message=...); must work from any thread."""
 
 
 def stop(kube: client.Kube, owner: build.Owner) -> bool:
@@ -47,11 +49,16 @@ def announce(
     hooks: list[api.Webhook],
     metrics: OperatorMetrics,
     emit: EmitEvent,
-    deliver: Deliver = webhooks.deliver,
+    dispatcher: delivery.Dispatcher,
 ) -> None:
-    """Post one Event on the DebugJob and call every webhook once for one rule transition."""
+    """Post one Event on the DebugJob and queue one delivery per webhook for one rule transition.
+
+    A webhook that is not delivered in the end (refused, given up, dropped) gets a WebhookFailed
+    Event from the dispatcher's thread; `emit` must allow that.
+    """
     reason = EVENT_REASON_STOPPED if event.action == Action.STOP else EVENT_REASON_RULE_TRIGGERED
     emit(body, type="Warning", reason=reason, message=webhooks.summary(event))
+    key = webhooks.idempotency_key(event)
     for hook in hooks:
         try:
             url = kube.secret_value(event.namespace, hook.url_secret_ref.name, hook.url_secret_ref.key)
@@ -65,12 +72,22 @@ def announce(
             )
             metrics.webhook_deliveries.labels(result="failure").inc()
             continue
-        ok = deliver(url, webhooks.payload(event, hook.format), name=hook.name)
-        metrics.webhook_deliveries.labels(result="success" if ok else "failure").inc()
-        if not ok:
+
+        def failed(why: str, name: str = hook.name) -> None:
             emit(
                 body,
                 type="Warning",
                 reason=EVENT_REASON_WEBHOOK_FAILED,
-                message=f"webhook {hook.name}: not delivered after retries (see the operator log)",
+                message=f"webhook {name}: not delivered, {why}",
             )
+
+        dispatcher.submit(
+            delivery.Delivery(
+                receiver=f"{event.namespace}/{event.debugjob}/{hook.name}",
+                name=hook.name,
+                url=url,
+                body=json.dumps(webhooks.payload(event, hook.format)).encode(),
+                key=key,
+                failed=failed,
+            )
+        )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -30,6 +30,7 @@ _ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
 
 class DeadRelu(base.Rule):
     name = "dead_relu"
+    category = RuleCategory.ACTIVATIONS
     summary = (
         "Layers where more than half the ReLU-family units are inactive on almost every sample (per unit)."
     )

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from trainguard.api import default_rules as default_rule_set
+from trainguard.api import sagemaker
 from trainguard.api.enums import Collection
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
@@ -40,7 +41,7 @@ from trainguard.rules import (
     vanishing_gradient,
     weight_update_ratio,
 )
-from trainguard.rules.base import Rule
+from trainguard.rules.base import Params, Rule
 
 BUILTINS: dict[str, type[Rule]] = {
     cls.name: cls
@@ -72,7 +73,7 @@ BUILTINS: dict[str, type[Rule]] = {
 # SageMaker Debugger's CamelCase rule names, so `type: VanishingGradient` from a ported config works.
 SAGEMAKER_ALIASES: dict[str, str] = {
     "".join(part.title() for part in name.split("_")): name for name in BUILTINS
-} | {"StalledTrainingRule": "stalled_training"}
+} | sagemaker.RULES
 
 DEFAULT_SET = default_rule_set.DEFAULT_SET
 """The rules that run without a rules file, and their actions. The list lives in
@@ -85,6 +86,11 @@ def get(name: str) -> type[Rule]:
     cls = BUILTINS.get(SAGEMAKER_ALIASES.get(name, name))
     if cls is not None:
         return cls
+    unsupported = sagemaker.unsupported_rule(name)
+    if unsupported is not None:
+        raise ConfigError(
+            f"{unsupported[0]} is a SageMaker Debugger rule that TrainGuard does not support: {unsupported[1]}"
+        )
     close = difflib.get_close_matches(name, [*BUILTINS, *SAGEMAKER_ALIASES], n=1, cutoff=0.5)
     maybe = f"; did you mean {SAGEMAKER_ALIASES.get(close[0], close[0])!r}?" if close else "."
     raise ConfigError(
@@ -131,6 +137,11 @@ def build(spec: RuleSpec, *, rule_class: type[Rule] | None = None, index: int | 
             raise ConfigError(
                 f"{entry}: tensors pattern {pattern!r} is not a valid regular expression ({err})"
             ) from err
+    for key in spec.params:
+        if key in sagemaker.PARAMETER_HINTS and key not in cls.Params.model_fields:
+            raise ConfigError(
+                f"{entry}: parameter {key!r} is SageMaker Debugger's: {sagemaker.PARAMETER_HINTS[key]}"
+            )
     try:
         params = cls.Params.model_validate(spec.params)
     except ValidationError as err:
@@ -140,3 +151,44 @@ def build(spec: RuleSpec, *, rule_class: type[Rule] | None = None, index: int | 
             f"{entry} of type {cls.name or spec.type}: {problems}. Parameters it takes: {fields}"
         ) from err
     return cls(params, instance_name=spec.key, collections=spec.collections, tensors=spec.tensors)
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """Every built-in rule as plain data: name, category, summary, severity, default action, SageMaker's
+    name, and its own parameters with their defaults and descriptions (the ones every rule takes,
+    such as `start_step`, are left out unless the rule changes their default).
+
+    `trainguard rules list` prints it and the docs' rules reference is generated from it."""
+    actions = dict(DEFAULT_SET)
+    sagemaker_names = {ours: theirs for theirs, ours in sagemaker.RULES.items()}
+    common = Params.model_fields
+    out = []
+    for name, cls in BUILTINS.items():
+        params = []
+        for pname, field in cls.Params.model_fields.items():
+            required = field.is_required()
+            default = None if required else field.get_default(call_default_factory=True)
+            if pname in common and default == common[pname].get_default(call_default_factory=True):
+                continue
+            params.append(
+                {
+                    "name": pname,
+                    "default": default,
+                    "required": required,
+                    "description": field.description or "",
+                }
+            )
+        action = actions.get(name)
+        out.append(
+            {
+                "name": name,
+                "category": cls.category.value,
+                "summary": cls.summary,
+                "severity": cls.default_severity.value,
+                "default_action": action.value if action else None,
+                "sagemaker_name": sagemaker_names.get(name),
+                "hint": cls.hint,
+                "params": params,
+            }
+        )
+    return out

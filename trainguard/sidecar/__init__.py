@@ -4,6 +4,6 @@ Owns `evaluator` (Evaluator, Verdict, RuleStatus), `views` (segments -> StepView
 (position and rule state in the store), `metrics` (a collector read at scrape time), `server`
 (/metrics, /healthz), `custom` (user rule classes, smdebug-style rules), `config` (rules and
 sidecar files -> rule instances) and `report_status` (DebugJob status patches).
-May import `store`, `rules`, `api` and the stop-file writer of `capture.stop`; never torch, never
+May import `store`, `rules`, `api` and the stop-file writer of `trainguard.stop_flag`; never torch, never
 the operator. User rule code is imported here and nowhere else.
 """

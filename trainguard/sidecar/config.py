@@ -9,6 +9,7 @@ custom ones from `custom.py`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.errors import ConfigError, TrainGuardError
 from trainguard.rules.base import Rule
 from trainguard.sidecar import custom
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,8 @@ def _validate(model: type[BaseModel], doc: Any, *, what: str) -> Any:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<top level>"
-        raise ConfigError(f"{what}: {where}: {first['msg']}") from err
+        # pydantic prefixes a validator's own message with "Value error, "; ours read as sentences already.
+        raise ConfigError(f"{what}: {where}: {first['msg'].removeprefix('Value error, ')}") from err
 
 
 def load_sidecar_config(path: str | Path) -> SidecarConfig:
@@ -69,8 +73,23 @@ def load_sidecar_config(path: str | Path) -> SidecarConfig:
 
 
 def load_rules_file(path: str | Path) -> list[RuleSpec]:
-    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs."""
+    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs.
+
+    A SageMaker Debugger rule configuration (JSON or YAML, see `trainguard.rules.convert`) is read as
+    it is when every rule in it converts; otherwise the first rule that does not is the error."""
     doc = _read_yaml(path, what="rules file")
+    from trainguard.rules import convert  # imports every built-in rule: only for such a file
+
+    if convert.is_sagemaker_config(doc):
+        result = convert.convert(doc)
+        if result.dropped:
+            raise ConfigError(
+                f"rules file {path} (a SageMaker Debugger configuration): {result.dropped[0]}; "
+                "`trainguard rules convert` shows the whole conversion"
+            )
+        for note in result.notes:
+            log.info("rules file %s: %s", path, note)
+        return result.rules
     if isinstance(doc, list):
         doc = {"rules": doc}
     config: RulesConfig = _validate(RulesConfig, doc or {}, what=f"rules file {path}")

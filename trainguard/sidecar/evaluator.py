@@ -25,16 +25,18 @@ import prometheus_client
 
 from trainguard.api.enums import Action, Mode, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
-from trainguard.capture.stop import request_stop
 from trainguard.rules.base import Finding, Rule
 from trainguard.rules.view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
 from trainguard.sidecar.views import ViewBuilder
-from trainguard.store import errors, format
-from trainguard.store.backend import Store, open_store
-from trainguard.store.reader import Run, list_ranks, open_run
+from trainguard.stop_flag import request_stop
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store, open_store
+from trainguard.store.reader import Run
+from trainguard.store.run_format import Segment
+from trainguard.store.runs import list_ranks, open_run
 from trainguard.store.source import RankSource, Source, load_json_doc
 
 log = logging.getLogger(__name__)
@@ -154,7 +156,7 @@ class Evaluator:
         self.checkpoint_enabled = checkpoint
         self.clock = clock
         self.stop_file = stop_file
-        self._not_before = format.attempt_id(not_before) if not_before is not None else None
+        self._not_before = run_format.attempt_id(not_before) if not_before is not None else None
         self.compiled = config.compile_rules(config.default_specs() if rules is None else list(rules))
         self.rule_names = [c.name for c in self.compiled]
         self._lock = threading.RLock()
@@ -410,9 +412,9 @@ class Evaluator:
     def _trainguard_ranks(self) -> list[int]:
         if self._world_size is not None and len(self._tracks) >= self._world_size:
             return list(self._tracks)
-        if self._world_size is None and self.store.exists(format.RUN_INFO_KEY):
-            doc = load_json_doc(self.store, format.RUN_INFO_KEY, format.RunInfo)
-            assert isinstance(doc, format.RunInfo)
+        if self._world_size is None and self.store.exists(run_format.RUN_INFO_KEY):
+            doc = load_json_doc(self.store, run_format.RUN_INFO_KEY, run_format.RunInfo)
+            assert isinstance(doc, run_format.RunInfo)
             self._world_size = doc.world_size
         return list_ranks(self.store)
 
@@ -518,7 +520,7 @@ class Evaluator:
                 for name, fresh in self._fresh_statuses().items()
             }
 
-    def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
+    def _evaluate_segment(self, track: _RankTrack, seg: Segment) -> list[Verdict]:
         started = time.perf_counter()
         verdicts: list[Verdict] = []
         with self._lock:

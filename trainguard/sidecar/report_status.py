@@ -7,8 +7,8 @@ operator aggregates the reports and decides what to do from the DebugJob's own s
 sent at once after each verdict transition and otherwise at most every `interval_seconds` while
 the last step moves (a heartbeat). The report is rebuilt from the evaluator's current state each
 time, so a report lost to a crash or an API error is repaired by the next one. The official
-`kubernetes` client is configured at call time: `KUBECONFIG` when set, else the in-cluster
-service account, else `~/.kube/config`.
+`kubernetes` client is configured at call time (`custom_objects_api`): on a cluster from the
+projected token the operator mounts into the sidecar alone.
 """
 
 from __future__ import annotations
@@ -83,9 +83,15 @@ def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {"status": {"reports": {rank_key(rank): report for rank, report in sorted(reports.items())}}}
 
 
-def custom_objects_api() -> Any:
-    """Return a CustomObjectsApi configured now (not at import): KUBECONFIG, in-cluster, or ~/.kube/config."""
+def custom_objects_api(service_account_dir: str | None = None) -> Any:
+    """Return a CustomObjectsApi configured now (not at import).
+
+    In order: `KUBECONFIG` when set (tests, local runs); the token and CA in `service_account_dir`
+    (the projected token the operator mounts into the sidecar alone, re-read as the kubelet rotates
+    it); the standard in-cluster path; `~/.kube/config`.
+    """
     from kubernetes import client, config
+    from kubernetes.config import incluster_config
 
     configuration = client.Configuration()
     kubeconfig = os.environ.get("KUBECONFIG")
@@ -93,6 +99,12 @@ def custom_objects_api() -> Any:
         config.load_kube_config(
             config_file=kubeconfig, client_configuration=configuration, persist_config=False
         )
+    elif service_account_dir:
+        incluster_config.InClusterConfigLoader(
+            token_filename=os.path.join(service_account_dir, "token"),
+            cert_filename=os.path.join(service_account_dir, "ca.crt"),
+            try_refresh_token=True,
+        ).load_and_set(configuration)
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config(client_configuration=configuration)
     else:
@@ -176,7 +188,7 @@ class StatusReporter:
     def _connect(self) -> Any:
         """Return the API client; the first time, check that the DebugJob is the one configured (uid)."""
         if self._api is None:
-            api = custom_objects_api()
+            api = custom_objects_api(self.ref.service_account_dir)
             try:
                 obj = api.get_namespaced_custom_object(
                     debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name

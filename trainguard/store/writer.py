@@ -1,6 +1,6 @@
 """Writes one rank of a run: buffers saved steps, flushes segments, uploads in the background.
 
-Called by the capture layer (`capture.recorder`, `capture.torch_hook`) on the training thread.
+Called by the capture layer (`capture.recorder`, `capture.torch.hook`) on the training thread.
 `write_step` only appends small host arrays to a buffer; encoding and the PUT happen on one
 background thread, which takes segments from a pending list bounded in bytes
 (`max_pending_bytes`). The training thread never waits on the store. When the store fails
@@ -19,7 +19,7 @@ reaches the evaluator without waiting for the flush interval.
 The statistics themselves are computed by the caller; this module never sees a tensor.
 
 Keys are named on the upload thread, in upload order: each writer is one *attempt* of its rank
-(`format.attempt_id` of its start time, raised past any later attempt it finds in the store before
+(`run_format.attempt_id` of its start time, raised past any later attempt it finds in the store before
 its first upload), and numbers its segments in the order they are uploaded. A restarted rank thus
 never overwrites an earlier attempt's objects, and a follower listing after its last key misses no
 segment, whatever steps the segment holds.
@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
 from trainguard.store.source import later_attempt
 
-_NONFINITE_COLUMNS = slice(format.COLUMN["nan"], format.COLUMN["inf"] + 1)
+_NONFINITE_COLUMNS = slice(run_format.COLUMN["nan"], run_format.COLUMN["inf"] + 1)
 assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf are neighbours: a view, no copy
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ def _size(n: int) -> str:
     return f"{n / MIB:g} MiB" if n >= MIB else f"{n / 1000:.1f} kB"
 
 
-def _segment_nbytes(seg: format.Segment) -> int:
+def _segment_nbytes(seg: run_format.Segment) -> int:
     arrays = [seg.steps, seg.wall_time, seg.tensor_ids, seg.stats, seg.scalar_steps, seg.scalar_ids]
     arrays += [
         seg.scalar_values,
@@ -136,7 +136,7 @@ def _segment_nbytes(seg: format.Segment) -> int:
     return sum(a.nbytes for a in arrays)
 
 
-def _segment_steps(seg: format.Segment) -> np.ndarray:
+def _segment_steps(seg: run_format.Segment) -> np.ndarray:
     """The distinct steps a segment holds anything of (statistics, scalars, records)."""
     parts = [seg.steps, seg.scalar_steps] + [a for n, a in seg.extra.items() if n.endswith(".steps")]
     return np.unique(np.concatenate([np.asarray(p, np.int64).ravel() for p in parts]))
@@ -183,10 +183,10 @@ class RankWriter:
         self._lock = threading.RLock()
         self._buf = _Buffer()
         self._seq = 0  # upload order of this attempt's segments; the upload thread's alone
-        self.attempt = format.attempt_id(self._clock())
+        self.attempt = run_format.attempt_id(self._clock())
         """This writer's attempt id; final once the first object is uploaded (see `_claim_attempt`)."""
         self._claimed = False
-        self._catalogue: list[format.TensorInfo] = []
+        self._catalogue: list[run_format.TensorInfo] = []
         self._ids: dict[tuple[str, str | None], int] = {}
         self._catalogue_version = -1
         self._catalogue_dirty = False
@@ -224,7 +224,7 @@ class RankWriter:
         self._thread = threading.Thread(target=self._run, name=f"trainguard-writer-{rank}", daemon=True)
         self._thread.start()
         if rank == 0:
-            info = format.RunInfo(
+            info = run_format.RunInfo(
                 run_id=run_id,
                 framework=framework,
                 world_size=world_size,
@@ -245,7 +245,7 @@ class RankWriter:
             if tid is None:
                 tid = len(self._catalogue)
                 self._catalogue.append(
-                    format.TensorInfo(id=tid, name=name, collection=collection, mode=mode, **attrs)  # type: ignore[arg-type]
+                    run_format.TensorInfo(id=tid, name=name, collection=collection, mode=mode, **attrs)  # type: ignore[arg-type]
                 )
                 self._ids[key] = tid
                 self._catalogue_dirty = True
@@ -260,7 +260,7 @@ class RankWriter:
                 self._catalogue[tensor_id] = info.model_copy(update=attrs)
                 self._catalogue_dirty = True
 
-    def info(self, tensor_id: int) -> format.TensorInfo:
+    def info(self, tensor_id: int) -> run_format.TensorInfo:
         """Return the catalogue entry of an id returned by `define`."""
         return self._catalogue[tensor_id]
 
@@ -268,7 +268,7 @@ class RankWriter:
         # The catalogue goes into the queue before the segment that refers to it (ordered PUTs).
         if self._catalogue_dirty:
             self._catalogue_version += 1
-            cat = format.Catalogue(
+            cat = run_format.Catalogue(
                 rank=self.rank, version=self._catalogue_version, tensors=list(self._catalogue)
             )
             self._submit("meta", (self._catalogue_version, cat.model_dump_json().encode()))
@@ -417,11 +417,13 @@ class RankWriter:
         for name, (rec_steps, arrays) in b.records.items():
             extra[name] = np.stack(arrays)
             extra[name + ".steps"] = np.asarray(rec_steps, np.int64)
-        seg = format.Segment(
+        seg = run_format.Segment(
             steps=np.asarray(b.steps, np.int64),
             wall_time=np.asarray(b.wall_time, np.float64),
             tensor_ids=b.tensor_ids if b.tensor_ids is not None else np.zeros(0, np.int32),
-            stats=np.stack(b.stats) if b.stats else np.zeros((0, n_t, len(format.STAT_COLUMNS)), np.float32),
+            stats=np.stack(b.stats)
+            if b.stats
+            else np.zeros((0, n_t, len(run_format.STAT_COLUMNS)), np.float32),
             scalar_steps=np.asarray(b.scalar_steps, np.int64),
             scalar_ids=np.asarray(b.scalar_ids, np.int32),
             scalar_values=np.asarray(b.scalar_values, np.float64),
@@ -449,7 +451,7 @@ class RankWriter:
             return
         item = _Item(kind, payload)
         with self._cond:
-            if isinstance(payload, format.Segment):
+            if isinstance(payload, run_format.Segment):
                 item.nbytes = _segment_nbytes(payload)
                 if self._dropping or (
                     self._pending_bytes and self._pending_bytes + item.nbytes > self.config.max_pending_bytes
@@ -467,7 +469,7 @@ class RankWriter:
             self._pending.append(item)
             self._cond.notify_all()
 
-    def _drop(self, seg: format.Segment) -> None:
+    def _drop(self, seg: run_format.Segment) -> None:
         """Count a segment that cannot be kept as lost (called with the condition held)."""
         steps = _segment_steps(seg)
         if not steps.size:
@@ -500,7 +502,7 @@ class RankWriter:
         self.errors.append(message)
         with self._cond:
             for item in self._pending:
-                if isinstance(item.payload, format.Segment):
+                if isinstance(item.payload, run_format.Segment):
                     self._drop(item.payload)
             self._pending.clear()
             self._pending_bytes = 0
@@ -584,27 +586,27 @@ class RankWriter:
             log.debug("trainguard: cannot list rank %d to check the attempt id (%s)", self.rank, err)
             return
         if later is not None:
-            self.attempt = f"{int(later) + 1:0{format.ATTEMPT_DIGITS}d}"
+            self.attempt = f"{int(later) + 1:0{run_format.ATTEMPT_DIGITS}d}"
 
     def _key(self, kind: str, payload: object) -> tuple[str, bytes]:
         """Name and serialise one queued object (on the upload thread, in upload order)."""
         if kind == "segment":
-            assert isinstance(payload, format.Segment)
-            key = format.segment_key(
+            assert isinstance(payload, run_format.Segment)
+            key = run_format.segment_key(
                 self.rank, self.attempt, self._seq, payload.first_step, payload.last_step
             )
-            return key, format.encode_segment(payload)
+            return key, run_format.encode_segment(payload)
         if kind == "meta":
             assert isinstance(payload, tuple)
             version, data = payload
-            return format.meta_key(self.rank, int(version), attempt=self.attempt), bytes(data)
+            return run_format.meta_key(self.rank, int(version), attempt=self.attempt), bytes(data)
         if kind == "end":
-            assert isinstance(payload, format.EndInfo)
-            return format.end_key(self.rank), payload.model_copy(
+            assert isinstance(payload, run_format.EndInfo)
+            return run_format.end_key(self.rank), payload.model_copy(
                 update={"attempt": self.attempt}
             ).model_dump_json().encode()
         assert kind == "run" and isinstance(payload, bytes)
-        return format.RUN_INFO_KEY, payload
+        return run_format.RUN_INFO_KEY, payload
 
     def _upload(self, item: _Item) -> bool:
         """PUT one object; return True when it is stored. A store error starts (or continues) an outage,
@@ -704,10 +706,10 @@ class RankWriter:
             self._cond.notify_all()
             while (self._pending or self._busy) and time.monotonic() < drain_until:
                 self._cond.wait(min(drain_until - time.monotonic(), 0.05))
-            left = [item for item in self._pending if isinstance(item.payload, format.Segment)]
+            left = [item for item in self._pending if isinstance(item.payload, run_format.Segment)]
             lost_before = self.lost_steps
             for item in left:
-                assert isinstance(item.payload, format.Segment)
+                assert isinstance(item.payload, run_format.Segment)
                 self._drop(item.payload)
             self._pending.clear()
             self._pending_bytes = 0
@@ -728,7 +730,7 @@ class RankWriter:
                 if not left
                 else f"{self.lost_steps} steps lost in all (the store failed for {self.outage_seconds:.1f}s)"
             )
-        end = format.EndInfo(
+        end = run_format.EndInfo(
             status="error" if self.errors and status == "ok" else status,
             last_step=self._last_step,
             wall_time=self._clock(),
@@ -751,10 +753,10 @@ class RankWriter:
             self.errors.append(message)
         self._thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _write_end(self, end: format.EndInfo, deadline: float) -> None:
+    def _write_end(self, end: run_format.EndInfo, deadline: float) -> None:
         """PUT END.json, trying again while `deadline` (monotonic) leaves time (a store just back may still
         answer errors for a moment)."""
-        key = format.end_key(self.rank)
+        key = run_format.end_key(self.rank)
         while True:
             try:
                 if not self._claimed:

@@ -1,10 +1,10 @@
 """Tier-0 and Tier-1 statistics of PyTorch tensors, computed on the tensors' own device.
 
-Called by `torch_hook.Hook` on saved steps only. Small tensors are copied into one padded
+Called by `hook.Hook` on saved steps only. Small tensors are copied into one padded
 float32 buffer per device (`Packed`) and reduced with a fixed number of kernels whatever their
 count; tensors above `pack_max_numel` are reduced one by one (`reduce_large`), where launch
 overhead is small next to the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the
-device); the host turns them into `format.STAT_COLUMNS` after the step's single transfer
+device); the host turns them into `run_format.STAT_COLUMNS` after the step's single transfer
 (`to_host`), so nothing here waits on the device. On CPU, where the device is the host, the
 packed path instead reduces its per-row moments per tensor in numpy and runs the element-wise
 corrections (NaN/Inf counts, an exact variance pass, padding masked out of min/max) only where
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from trainguard.store import format
+from trainguard.store import run_format
 
 RAW_COLUMNS = (
     "nan", "inf", "zero", "min", "max", "sum", "abs_sum", "sq_sum", "dev_sq_sum", "update_sq_sum", "distance_sq_sum",
@@ -133,7 +133,7 @@ class _Layout:
     def slot(self, i: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """The buffer of snapshot slot `i` and its per-tensor views (made on first use, then kept).
 
-        With a statistics worker (`torch_hook`), the training thread loads step k into slot
+        With a statistics worker (`hook`), the training thread loads step k into slot
         k mod N while the worker still reduces earlier steps from the other slots.
         """
         while len(self._slots) <= i:
@@ -357,9 +357,11 @@ class Packed:
 
     def histograms(self, lay: _Layout, raw: torch.Tensor, *, slot: int = 0) -> torch.Tensor:
         """Return float64 [T, HIST_BINS] log2-magnitude histograms of the tensors in `slot`; `raw` is `reduce`'s result."""
-        codes = _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * format.HIST_BINS)[:, None]
-        counts = bin_counts(codes, lay.count * format.HIST_BINS, host=self._on_host())
-        return _fix_bins(counts.reshape(lay.count, format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
+        codes = (
+            _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * run_format.HIST_BINS)[:, None]
+        )
+        counts = bin_counts(codes, lay.count * run_format.HIST_BINS, host=self._on_host())
+        return _fix_bins(counts.reshape(lay.count, run_format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
 
 
 def bin_counts(codes: torch.Tensor, length: int, *, host: bool) -> torch.Tensor:
@@ -403,7 +405,7 @@ def _exponent_bins(x: torch.Tensor) -> torch.Tensor:
     NaN/Inf (exponent 255) in bin 63; `_fix_bins` moves or drops them using known counts.
     """
     exponent = (x.contiguous().view(torch.int32) >> 23) & 0xFF
-    return (exponent - (127 + format.HIST_MIN_EXPONENT - 1)).clamp_(1, format.HIST_BINS - 1)
+    return (exponent - (127 + run_format.HIST_MIN_EXPONENT - 1)).clamp_(1, run_format.HIST_BINS - 1)
 
 
 def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | float = 0.0) -> torch.Tensor:
@@ -411,13 +413,13 @@ def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | floa
     zeros = raw[..., ZERO]
     hist[..., 1] -= zeros + pad
     hist[..., 0] = zeros
-    hist[..., format.HIST_BINS - 1] -= raw[..., NAN] + raw[..., INF]
+    hist[..., run_format.HIST_BINS - 1] -= raw[..., NAN] + raw[..., INF]
     return hist
 
 
 def histogram(x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
     """Return float64 [HIST_BINS] log2-magnitude histogram of one tensor; `raw` is `reduce_large(x)`."""
-    counts = bin_counts(_exponent_bins(as_float32(x)), format.HIST_BINS, host=x.device.type == "cpu")
+    counts = bin_counts(_exponent_bins(as_float32(x)), run_format.HIST_BINS, host=x.device.type == "cpu")
     return _fix_bins(counts.to(torch.float64), raw)
 
 
@@ -511,7 +513,7 @@ def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, torch.Tensor] | 
 
 
 def finish(raw: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Turn host float64 raw moments [T, RAW] into float32 [T, K] statistic columns (`format.STAT_COLUMNS` order)."""
+    """Turn host float64 raw moments [T, RAW] into float32 [T, K] statistic columns (`run_format.STAT_COLUMNS` order)."""
     n = counts.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.stack(
@@ -532,5 +534,5 @@ def finish(raw: np.ndarray, counts: np.ndarray) -> np.ndarray:
             1,
         )
     if not n.all():  # an empty tensor has counts but no moments
-        out[n == 0, format.COLUMN["min"] : format.COLUMN["l2"] + 1] = np.nan
+        out[n == 0, run_format.COLUMN["min"] : run_format.COLUMN["l2"] + 1] = np.nan
     return out.astype(np.float32)

@@ -48,9 +48,13 @@ class Store(Protocol):
         """Remove an object if it exists."""
 
 
+PROBE_KEYS = 1000
+"""Entries a format probe asks for in one listing (`limit=`; one S3 request): a root that also holds many
+unrelated objects is told apart from a run in a few requests, whatever it holds."""
+
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "file": ("trainguard.store.local.FileStore", ""),
-    "s3": ("trainguard.store.s3.S3Store", "pip install boto3"),
+    "file": ("trainguard.store.backends.local.FileStore", ""),
+    "s3": ("trainguard.store.backends.s3.S3Store", "pip install 'trainguard[s3]'"),
 }
 
 

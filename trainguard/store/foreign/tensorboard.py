@@ -1,6 +1,6 @@
 """Reads a TensorBoard log directory as a TrainGuard run: its scalars, as rank 0.
 
-`open_run` calls `open_tensorboard` for a root holding `*tfevents*` files. `TensorBoardSource` reads
+`runs.open_run` calls `open_tensorboard` for a root `detect` recognises (`*tfevents*` files). `TensorBoardSource` reads
 every event file below the root (subdirectories included), remembers how far it has read each one
 (TensorBoard appends to a file while training runs) and returns only records it has not returned
 before; a record cut off at the end of a file is left for the next poll. Scalars are `simple_value`
@@ -25,8 +25,9 @@ import re
 import numpy as np
 
 from trainguard.api.enums import Collection, Mode
-from trainguard.store import errors, format, stats, tfevent, tfrecord
-from trainguard.store.backend import Store
+from trainguard.store import backends, errors, run_format, stats
+from trainguard.store.backends import Store
+from trainguard.store.foreign import tfevent, tfrecord
 from trainguard.store.reader import Run
 
 log = logging.getLogger(__name__)
@@ -71,11 +72,11 @@ class TensorBoardSource:
         self.bytes_read = 0
         self._offsets: dict[str, int] = {}
         self._dead: set[str] = set()
-        self._catalogue: dict[int, format.TensorInfo] = {}
+        self._catalogue: dict[int, run_format.TensorInfo] = {}
         self._ids: dict[tuple[str, str], int] = {}
         self._ignored: set[str] = set()
 
-    def poll(self) -> list[format.Segment]:
+    def poll(self) -> list[run_format.Segment]:
         points: list[tuple[int, int, float, float]] = []  # (step, tensor id, value, wall time)
         for key in self.store.list(""):
             if not is_event_file(key) or key in self._dead:
@@ -105,7 +106,7 @@ class TensorBoardSource:
         wall = np.zeros(steps.size)
         np.maximum.at(wall, np.searchsorted(steps, [p[0] for p in points]), [p[3] for p in points])
         return [
-            format.Segment(
+            run_format.Segment(
                 steps=steps,
                 wall_time=wall,
                 tensor_ids=np.zeros(0, np.int32),
@@ -156,7 +157,7 @@ class TensorBoardSource:
         if tid is None:
             tid = self._ids[(name, mode.value)] = len(self._ids)
             collection = Collection.LOSSES if "loss" in name.lower() else Collection.METRICS
-            self._catalogue[tid] = format.TensorInfo(
+            self._catalogue[tid] = run_format.TensorInfo(
                 id=tid, name=name, collection=collection.value, mode=mode.value
             )
         return tid
@@ -165,10 +166,10 @@ class TensorBoardSource:
         log.warning("trainguard: %s", message)
         self.problems.append(message)
 
-    def catalogue(self) -> dict[int, format.TensorInfo]:
+    def catalogue(self) -> dict[int, run_format.TensorInfo]:
         return self._catalogue
 
-    def ended(self) -> format.EndInfo | None:
+    def ended(self) -> run_format.EndInfo | None:
         return None
 
 
@@ -179,10 +180,24 @@ def _start_time(store: Store, key: str) -> float:
         return 0.0
 
 
+PROBE_FOLDERS = 16
+"""Folders below the root that `detect` looks into (`logs/train/`, `logs/eval/`, a run's name)."""
+
+
+def detect(store: Store, top: list[str]) -> bool:
+    """Whether a root holds a TensorBoard log: event files among `top` (the root's first entries) or in
+    one of its first `PROBE_FOLDERS` folders (first page of each). Bounded, so a root that holds many
+    other objects is not listed whole."""
+    if any(is_event_file(k) for k in top if not k.endswith("/")):
+        return True
+    folders = [k for k in top if k.endswith("/")][:PROBE_FOLDERS]
+    return any(any(map(is_event_file, store.list(f, limit=backends.PROBE_KEYS))) for f in folders)
+
+
 def open_tensorboard(uri: str, store: Store) -> Run:
     """Open a TensorBoard log directory as a `reader.Run` of kind `tensorboard` with one rank, 0."""
     files = [k for k in store.list("") if is_event_file(k)]
-    info = format.RunInfo(
+    info = run_format.RunInfo(
         run_id=uri.rstrip("/").rsplit("/", 1)[-1],
         framework="tensorboard",
         start_time=_start_time(store, files[0]) if files else 0.0,

@@ -26,8 +26,9 @@ import numpy as np
 from trainguard.errors import TrainGuardError
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDropParams
-from trainguard.store import format, predictions
-from trainguard.store.reader import Run, open_run
+from trainguard.store import predictions, run_format
+from trainguard.store.reader import Run
+from trainguard.store.runs import open_run
 
 MAX_SERIES_PER_PLOT = 12
 """More lines than this are unreadable; tensors named by findings are kept first, then execution order."""
@@ -676,7 +677,7 @@ def render(
         ),
     ]
     if run.attempt:
-        started = datetime.datetime.fromtimestamp(format.attempt_time(run.attempt), datetime.timezone.utc)
+        started = datetime.datetime.fromtimestamp(run_format.attempt_time(run.attempt), datetime.timezone.utc)
         facts.append((
             "attempt",
             f"the newest, started {started:%Y-%m-%d %H:%M:%S} UTC: the rank was written more than once on this URI",
@@ -732,7 +733,7 @@ def evaluate_findings(uri: str, *, attempt: str | None = None) -> list[Any]:
     from trainguard.sidecar.evaluator import Evaluator
 
     ev = Evaluator(
-        uri, checkpoint=False, not_before=None if attempt is None else format.attempt_time(attempt)
+        uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
     )
     try:
         before = -1

@@ -5,7 +5,7 @@ each torch reduction is a dispatch of several microseconds and a pass over memor
 path needs a copy and about ten of them per saved step, and a background thread that would hide
 them competes with training for the same cores. `_cstats` (C, built by setup.py when a compiler
 is present) instead reads each tensor where it lies, once, and writes its row of statistic
-columns (`format.STAT_COLUMNS`, float32, as the run stores them); for a tracked parameter also
+columns (`run_format.STAT_COLUMNS`, float32, as the run stores them); for a tracked parameter also
 update and distance to its saved copies, the Tier-1 "moved" share per unit and the refreshed
 previous copy, in the same pass; optionally the log2 histogram. It holds no state and never
 sees anything but addresses and sizes checked here. `AVAILABLE` is False when the module was
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from trainguard.capture import torch_stats
-from trainguard.store import format
+from trainguard.capture.torch import device_stats
+from trainguard.store import run_format
 
 try:
     from trainguard.capture import _cstats
@@ -28,9 +28,9 @@ except ImportError:  # installed without a C compiler: torch ops reduce CPU tens
 AVAILABLE = _cstats is not None
 """Whether the C kernel was built (setup.py builds it when a C compiler is present)."""
 
-K = len(format.STAT_COLUMNS)
-_HIST_OFFSET = 127 + format.HIST_MIN_EXPONENT - 1
-"""Histogram bin = float32 exponent field - this (as `torch_stats._exponent_bins`)."""
+K = len(run_format.STAT_COLUMNS)
+_HIST_OFFSET = 127 + run_format.HIST_MIN_EXPONENT - 1
+"""Histogram bin = float32 exponent field - this (as `device_stats._exponent_bins`)."""
 _F32 = torch.float32
 
 
@@ -40,18 +40,18 @@ def usable(t: torch.Tensor) -> bool:
 
 
 _UNIT_MODES = {
-    **{kind: (0, "active") for kind in torch_stats.RELU_FAMILY},
-    **{kind: (1, "saturated") for kind in torch_stats.SIGMOID_LIKE},
-    **{kind: (2, "saturated") for kind in torch_stats.TANH_LIKE},
+    **{kind: (0, "active") for kind in device_stats.RELU_FAMILY},
+    **{kind: (1, "saturated") for kind in device_stats.SIGMOID_LIKE},
+    **{kind: (2, "saturated") for kind in device_stats.TANH_LIKE},
 }
-"""Activation kind -> (the kernel's mode, the vector's kind), as `torch_stats.unit_vector` defines them."""
+"""Activation kind -> (the kernel's mode, the vector's kind), as `device_stats.unit_vector` defines them."""
 
 _EXACT_COUNTS = 1 << 24
 """The kernel counts a unit's flags in float32: exact up to here; beyond it `unit_vector` returns None."""
 
 
 def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, np.ndarray] | None:
-    """`torch_stats.unit_vector` for a `usable` activation: (kind, float32 [units]) per-unit activity or
+    """`device_stats.unit_vector` for a `usable` activation: (kind, float32 [units]) per-unit activity or
     saturation, units = dim 1; None for other activations (or a unit with over 2^24 values: use torch)."""
     mode = _UNIT_MODES.get(activation)
     assert _cstats is not None
@@ -126,7 +126,7 @@ class HostRows:
         if units and (not prev_at or n % units):
             raise ValueError(f"{units} units need a tracked tensor whose size they divide ({n})")
         row = self._room(1)
-        h = np.empty(format.HIST_BINS, np.float32) if hist else None
+        h = np.empty(run_format.HIST_BINS, np.float32) if hist else None
         moved = np.empty(units, np.float32) if units else None
         self.nonfinite |= _cstats.reduce(
             x_at,

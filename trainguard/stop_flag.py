@@ -3,6 +3,8 @@
 The file lives on a volume both processes see (a shared emptyDir in a pod, a temp dir in
 local mode). `StopFlag.is_set()` costs one `stat` at most every `check_interval_seconds`, so
 calling `hook.should_stop()` on every step is free. `request_stop` is the evaluator's side.
+A module of its own under `trainguard` (it imports nothing of ours), so that capture and the
+evaluator share it without either importing the other.
 """
 
 from __future__ import annotations

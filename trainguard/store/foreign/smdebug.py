@@ -1,6 +1,6 @@
 """Reads smdebug (SageMaker Debugger) output as a TrainGuard run: one rank per worker, statistics computed on read.
 
-`open_run` calls `open_smdebug` for a root holding `index/` and `events/`. `SmdebugSource` follows one
+`runs.open_run` calls `open_smdebug` for a root `detect` recognises (`index/` and `events/`). `SmdebugSource` follows one
 worker: it lists `index/` after the last key seen (an index JSON is smdebug's "step N of worker W is
 complete" signal, written after the event file), fetches that step's event file once, cuts out each
 record at the offsets the index gives, and turns raw tensors into Tier-0 rows with `stats.tier0`
@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainguard.api import sagemaker
 from trainguard.api.enums import Collection, Mode
-from trainguard.store import errors, format, stats, tfevent, tfrecord
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format, stats
+from trainguard.store.backends import Store
+from trainguard.store.foreign import tfevent, tfrecord
 from trainguard.store.reader import Run
 
 log = logging.getLogger(__name__)
@@ -49,26 +51,8 @@ MODES: dict[str, Mode] = {"TRAIN": Mode.TRAIN, "EVAL": Mode.EVAL, "PREDICT": Mod
 """smdebug ModeKeys -> our modes. PREDICT counts as eval (held-out data); GLOBAL (no mode set) as train."""
 _MODE_KEYS = {"1": "TRAIN", "2": "EVAL", "3": "PREDICT", "4": "GLOBAL"}
 
-_COLLECTIONS: tuple[tuple[str, Collection], ...] = (
-    ("gradients", Collection.GRADIENTS),
-    ("weights", Collection.WEIGHTS),
-    ("biases", Collection.BIASES),
-    ("losses", Collection.LOSSES),
-    ("sm_metrics", Collection.METRICS),
-    ("metrics", Collection.METRICS),
-    ("scalars", Collection.METRICS),
-    ("optimizer_variables", Collection.OPTIMIZER),
-    ("inputs", Collection.INPUTS),
-    ("labels", Collection.LABELS),
-    ("predictions", Collection.PREDICTIONS),
-    ("outputs", Collection.ACTIVATIONS),
-    ("layers", Collection.ACTIVATIONS),
-    ("feature_importance", Collection.METRICS),
-    ("average_shap", Collection.METRICS),
-    ("hyperparameters", Collection.METRICS),
-    ("tensorflow_summaries", Collection.METRICS),
-)
-"""smdebug collection -> ours, most specific first: a tensor in several collections takes the first."""
+_COLLECTIONS = sagemaker.COLLECTIONS
+"""smdebug collection -> ours (kept with SageMaker's other names in `trainguard.api.sagemaker`)."""
 _SCALAR_COLLECTIONS = (Collection.LOSSES, Collection.METRICS)
 _PARAMETERS = (Collection.WEIGHTS, Collection.BIASES)
 
@@ -217,7 +201,7 @@ def stats_from_reductions(reductions: dict[str, float], *, count: int | None) ->
     (unknown), not 0.
     """
     row = np.full(stats.K, np.nan, np.float32)
-    col = format.COLUMN
+    col = run_format.COLUMN
     if count is not None:
         row[col["count"]] = count
     l2 = reductions.get("l2", reductions.get("abs_l2"))
@@ -402,18 +386,18 @@ class SmdebugSource:
         self.problems: list[str] = []
         self.bytes_read = 0
         self.last_key = start_after
-        self._catalogue: dict[int, format.TensorInfo] = {}
+        self._catalogue: dict[int, run_format.TensorInfo] = {}
         self._ids: dict[tuple[str, str | None], int] = {}
         self._prev: dict[int, np.ndarray] = {}
         self._first: dict[int, np.ndarray] = {}
         self._classifier: Classifier | None = None
         self._skipped_names: set[str] = set()
-        self._end: format.EndInfo | None = None
+        self._end: run_format.EndInfo | None = None
         self._last_step: int | None = None
         self._last_wall_time = 0.0
 
     # Source protocol
-    def poll(self) -> list[format.Segment]:
+    def poll(self) -> list[run_format.Segment]:
         """Return the steps whose index appeared since the last call, as segments in step order.
 
         A storage failure (after the backend's retries) ends the poll: the steps read before it
@@ -444,10 +428,10 @@ class SmdebugSource:
             self.last_key = key
         return _segments(steps)
 
-    def catalogue(self) -> dict[int, format.TensorInfo]:
+    def catalogue(self) -> dict[int, run_format.TensorInfo]:
         return self._catalogue
 
-    def ended(self) -> format.EndInfo | None:
+    def ended(self) -> run_format.EndInfo | None:
         """Return an EndInfo once `training_job_end.ts` exists (smdebug writes it at hook close)."""
         if self._end is None and self.store.exists(END_MARKER):
             last_step = self._last_step
@@ -458,7 +442,7 @@ class SmdebugSource:
                     if (p := parse_index_key(k)) and p[1] == self.worker
                 ]
                 last_step = max(steps, default=None)
-            self._end = format.EndInfo(
+            self._end = run_format.EndInfo(
                 status="ok", last_step=last_step, wall_time=self._last_wall_time, written_by="hook"
             )
         return self._end
@@ -480,7 +464,7 @@ class SmdebugSource:
             tid = len(self._ids)
             self._ids[key] = tid
             base = naming.name.removeprefix("grad/")
-            self._catalogue[tid] = format.TensorInfo(
+            self._catalogue[tid] = run_format.TensorInfo(
                 id=tid,
                 name=naming.name,
                 collection=naming.collection.value,
@@ -554,7 +538,7 @@ class SmdebugSource:
             )
 
 
-def _segments(steps: list[_StepRows]) -> list[format.Segment]:
+def _segments(steps: list[_StepRows]) -> list[run_format.Segment]:
     """Group consecutive steps with the same tensors (and the same raw/reduction split) into segments.
 
     Steps that carry only scalars (e.g. EVAL steps) join the current segment, whose `scalar_steps`
@@ -573,7 +557,7 @@ def _segments(steps: list[_StepRows]) -> list[format.Segment]:
     return [_segment(g) for g in groups]
 
 
-def _segment(group: list[_StepRows]) -> format.Segment:
+def _segment(group: list[_StepRows]) -> run_format.Segment:
     with_rows = [s for s in group if s.rows]
     tids = sorted(r.tid for r in with_rows[0].rows) if with_rows else []
     stat_rows = []
@@ -587,7 +571,7 @@ def _segment(group: list[_StepRows]) -> format.Segment:
                 hists.setdefault(t, []).append(hist)
     scalars = [(s.step, tid, value) for s in group for tid, value in s.scalars]
     steps = np.asarray([s.step for s in with_rows], np.int64)
-    return format.Segment(
+    return run_format.Segment(
         steps=steps,
         wall_time=np.asarray([s.wall_time for s in with_rows], np.float64),
         tensor_ids=np.asarray(tids, np.int32),
@@ -645,6 +629,16 @@ def _start_time(store: Store, index_key: str | None) -> float:
     return min((v.wall_time for v in read.values), default=0.0)
 
 
+def detect(store: Store, top: list[str]) -> bool:
+    """Whether a root holds smdebug output: `index/` beside `events/` or `collections/`.
+
+    Asks for those prefixes by name (one short listing each) rather than trusting `top`, which may be cut
+    short on a root that also holds many other objects."""
+    return bool(store.list(INDEX_PREFIX, delimiter="/", limit=1)) and any(
+        store.list(p, delimiter="/", limit=1) for p in ("events/", COLLECTIONS_PREFIX)
+    )
+
+
 def open_smdebug(uri: str, store: Store) -> Run:
     """Open an smdebug output directory as a `reader.Run` of kind `smdebug`, one rank per worker."""
     index_keys = [k for k in store.list(INDEX_PREFIX) if parse_index_key(k)]
@@ -655,7 +649,7 @@ def open_smdebug(uri: str, store: Store) -> Run:
         # Workers that have not written yet still count: `_meta.num_workers` is the world size.
         workers |= {f"worker_{i}" for i in range(doc.meta.num_workers)}
     ranks = worker_ranks(workers or {"worker_0"})
-    info = format.RunInfo(
+    info = run_format.RunInfo(
         run_id=uri.rstrip("/").rsplit("/", 1)[-1],
         framework="smdebug",
         world_size=max(doc.meta.num_workers if doc else 1, len(ranks)),

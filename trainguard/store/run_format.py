@@ -3,7 +3,7 @@
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with
 `allow_pickle=False`, so nothing from storage is ever unpickled. Moving bytes is left to the
-backends (`backend.py`); buffering and uploading to `writer.py`; listing and parsing a whole
+backends (`backends/`); buffering and uploading to `writer.py`; listing and parsing a whole
 run to `reader.py` and `follow.py`.
 
 Layout under a run root:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
 from trainguard.stop_flag import StopFlag
@@ -52,6 +53,7 @@ class Recorder:
         if config is None:
             return
         self._writer = config.open_writer(framework="numpy")
+        exit_watch.install()
         atexit.register(self.close)
 
     # --- recording ----------------------------------------------------------------------------
@@ -232,7 +234,7 @@ class Recorder:
                     self._write_predictions(self._writer, max(self.current_step - 1, 0), final=True)
                 except Exception as err:  # noqa: BLE001
                     self._fail(f"writing the last prediction counts failed: {type(err).__name__}: {err}")
-            self._writer.close()
+            self._writer.close(exception=exit_watch.uncaught())
             atexit.unregister(self.close)
 
     @property

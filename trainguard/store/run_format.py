@@ -232,11 +232,13 @@ class EndInfo(_Doc):
 
     format_version: str = FORMAT_VERSION
     status: str = Field(
-        description="ok (closed cleanly), error (capture failed), crashed (written by the operator)."
+        description="ok (closed cleanly), error (capture failed, steps lost, or the script failed: see "
+        "`exception`, `exit_code`), crashed (the process died without closing: written by the operator or "
+        "local mode), stopped (a stop rule ended it; written by local mode for a rank that did not close)."
     )
     last_step: int | None = None
     wall_time: float
-    written_by: str = Field(default="hook", description="hook or operator")
+    written_by: str = Field(default="hook", description="hook, operator, or supervisor (local mode)")
     attempt: str | None = Field(
         default=None,
         description="The writer attempt this END closes; None (the operator, format 1): whichever is current. "
@@ -255,6 +257,30 @@ class EndInfo(_Doc):
     store_outage_seconds: float = Field(
         default=0.0, description="Time during which the store refused or failed uploads, summed (format 2.1)."
     )
+    exception: str | None = Field(
+        default=None,
+        description="The uncaught exception that ended the script (`Type: message`), as the hook saw it at exit.",
+    )
+    exit_code: int | None = Field(
+        default=None,
+        description="The training command's exit status, where the supervisor saw it (local mode): 128+N for "
+        "signal N.",
+    )
+    signal: str | None = Field(
+        default=None, description="The signal that ended the command (SIGKILL, ...), if one did."
+    )
+
+    def outcome(self) -> str:
+        """One phrase on how the rank ended: `ok`, `error: exited with status 1 (ZeroDivisionError: ...)`."""
+        parts = [self.status]
+        how = []
+        if self.signal:
+            how.append(f"killed by {self.signal}")
+        elif self.exit_code is not None and self.exit_code != 0:
+            how.append(f"exited with status {self.exit_code}")
+        if self.exception:
+            how.append(self.exception)
+        return parts[0] + (": " + "; ".join(how) if how else "")
 
 
 def check_version(found: str, *, what: str) -> None:

@@ -688,7 +688,7 @@ class RankWriter:
         """Bytes of segments waiting for upload now."""
         return self._pending_bytes
 
-    def close(self, *, status: str = "ok") -> None:
+    def close(self, *, status: str = "ok", exception: str | None = None) -> None:
         """Flush, wait (bounded) for pending uploads, write END.json. Idempotent; at most `close_timeout_seconds`.
 
         What is still pending when the time for it runs out is counted lost (the object being uploaded at
@@ -731,13 +731,14 @@ class RankWriter:
                 else f"{self.lost_steps} steps lost in all (the store failed for {self.outage_seconds:.1f}s)"
             )
         end = run_format.EndInfo(
-            status="error" if self.errors and status == "ok" else status,
+            status="error" if (self.errors or exception) and status == "ok" else status,
             last_step=self._last_step,
             wall_time=self._clock(),
             errors=self.errors[-20:],
             skipped_steps=self.skipped_steps,
             lost_steps=self.lost_steps,
             store_outage_seconds=round(self.outage_seconds, 3),
+            exception=exception,
         )
         writer = threading.Thread(
             target=self._write_end, args=(end, deadline), name=f"trainguard-end-{self.rank}", daemon=True

@@ -212,6 +212,7 @@ def test_a_catalogue_nested_too_deeply_is_one_error_line_for_evaluate(run_uri: s
     code, out, err, _ = cli("evaluate", run_uri)
     assert "Traceback" not in err and "RecursionError" not in err, err
     assert "nests arrays or objects too deeply" in err, (code, out, err)
+    assert code == 1 and "data_gap" in out, (code, out)  # the steps it could not read are a finding
 
 
 # --- files that are not objects (file:// only) ---------------------------------------------------------

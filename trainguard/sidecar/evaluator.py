@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,13 @@ MAX_FINDINGS_PER_RULE = 100
 """Findings kept per rule (the first ones; later ones are counted in metrics only). Bounds memory
 and the checkpoint of a rule that fires on every step of a long run."""
 
+
+DATA_GAP = "data_gap"
+"""The evaluator's own check, shown beside the rules: steps the store never got (the hook's END.json
+`lost_steps`, a gap before a segment) or that could not be read (a damaged segment). A warning finding,
+so no verdict says "no issues" over data that was never looked at."""
+
+_SEGMENT_NAME = re.compile(r"seg-[0-9-]+\.npz")
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 """While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
@@ -111,6 +119,11 @@ class _RankTrack:
     end_seen: bool = False
     last_heartbeat: float = float("-inf")
     problems_seen: int = 0
+    lost_seen: int = 0
+    end_damaged: bool = False
+    patterns_checked: bool = False
+    """Whether the rules' `tensors` patterns were checked against this rank's catalogue (at its first saved step)."""
+    """Steps of the current writer attempt reported lost so far (the newest segment's `lost.total`)."""
 
 
 @dataclass
@@ -138,10 +151,13 @@ class Evaluator:
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
         not_before: float | None = None,
+        strict: bool = False,
     ) -> None:
         """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
         attempts started before it are an earlier pod's of a retried Job: their segments are left to that
         pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
+        """
+        """`strict`: a rule whose `tensors` patterns match no tensor of a rank is an Error (else a warning).
         """
         if rank is not None and ranks is not None:
             raise ValueError("pass rank or ranks, not both")
@@ -173,6 +189,17 @@ class Evaluator:
         self.timed_out = False
         self.last_error: str | None = None
         self.segments_total = 0
+        self.views_total = 0
+        """Steps given to the rules, with anything recorded (statistics or scalars)."""
+        self.stats_views_total = 0
+        """Of those, steps with tensor statistics (a saved step of the hook)."""
+        self.lost_steps_total = 0
+        """Steps the followed ranks' hooks report lost (segments after a gap, END.json)."""
+        self._gap_findings: list[Finding] = []
+        self.strict = strict
+        self.warnings: list[str] = []
+        """Configuration warnings met while evaluating (a rule's `tensors` that match nothing), once each."""
+        self._checks_nothing: dict[str, str] = {}
         self.corrupt_segments_total = 0
         self.lag_seconds: float | None = None
         self.last_evaluation_time: float | None = None
@@ -191,8 +218,45 @@ class Evaluator:
     def findings(self) -> list[Finding]:
         """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), by step and rank."""
         with self._lock:
-            out = [f for c in self._counters for f in c.kept_findings]
+            out = [f for c in self._counters for f in c.kept_findings] + self._gap_findings
         return sorted(out, key=lambda f: (f.step, f.rank))
+
+    @property
+    def tensors_declared(self) -> bool:
+        """Whether a followed rank's catalogue names tensors (not only scalars): a hook registered a model."""
+        return any(
+            not t.is_scalar for tr in list(self._tracks.values()) for t in tr.source.catalogue().values()
+        )
+
+    @property
+    def nothing_evaluated(self) -> str | None:
+        """Why no step was evaluated, or None when some were: nothing was read at all, or tensors were
+        registered but no step with their statistics was saved (a PyTorch hook without an optimizer)."""
+        if self.views_total == 0:
+            return "the run holds no step"
+        if self.stats_views_total == 0 and self.tensors_declared:
+            return (
+                "the run holds no saved step with tensor statistics, only scalars (a PyTorch script must call "
+                "hook.register_optimizer(optimizer): its steps count the saved steps)"
+            )
+        return None
+
+    def attempt_of(self, rank: int) -> str | None:
+        """The writer attempt of the newest segment read from `rank` (None before its first one)."""
+        track = self._tracks.get(rank)
+        return None if track is None else track.attempt
+
+    def ends(self) -> dict[int, run_format.EndInfo]:
+        """The END.json of each followed rank that has one."""
+        out = {}
+        for rank, track in sorted(self._tracks.items()):
+            try:
+                end = track.source.ended()
+            except errors.StoreError:
+                end = None
+            if end is not None:
+                out[rank] = end
+        return out
 
     @property
     def rule_status(self) -> dict[str, RuleStatus]:
@@ -280,7 +344,7 @@ class Evaluator:
         self._discover()
         for track in [t for _, t in sorted(self._tracks.items()) if not t.ended]:
             segments = track.source.poll()
-            if not segments and track.source.ended() is not None:
+            if not segments and self._ended(track, out, on_verdict):
                 # END is written after the last segment; one more listing picks up any segment listed late.
                 segments = track.source.poll()
                 track.end_seen = True
@@ -294,8 +358,9 @@ class Evaluator:
                 if beat:
                     out.extend(self._emit(beat, on_verdict))
                     self._save()
-            self._note_problems(track)
+            out.extend(self._emit(self._note_problems(track), on_verdict))
             if track.end_seen:
+                out.extend(self._emit(self._trailing_gap(track), on_verdict))
                 track.ended = True
                 self._finish_rank(track)
                 self._save()
@@ -365,7 +430,8 @@ class Evaluator:
                             step=step,
                             rank=self.followed[0] if self.followed else 0,
                             severity=Severity.INFO,
-                            message=f"{c.name}: no issues found up to step {step}",
+                            message=self._checks_nothing.get(c.name)
+                            or f"{c.name}: no issues found up to step {step}",
                             finding=None,
                             action=Action.NONE,
                         )
@@ -477,6 +543,12 @@ class Evaluator:
                     statuses[name] = self._status_from_doc(name, doc)
             self._rank_status[int(r)] = statuses
         for name, doc in saved.statuses.items():
+            if name == DATA_GAP:
+                self._status[name] = RuleStatus(
+                    state=RuleState(doc.state), action=Action.NONE, severity=Severity(doc.severity or "warning"),
+                    step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
+                )  # fmt: skip
+                continue
             if name not in index:
                 continue  # a rule no longer configured
             self._status[name] = self._status_from_doc(name, doc)
@@ -488,6 +560,8 @@ class Evaluator:
             i = index.get(str(d.get("rule")))
             if i is not None:
                 self._counters[i].kept_findings.append(_finding_from_dict(d))
+            elif d.get("rule") == DATA_GAP:
+                self._gap_findings.append(_finding_from_dict(d))
         self.stop_requested = saved.stop_requested
 
     def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:
@@ -508,6 +582,7 @@ class Evaluator:
         track.predictions = PredictionTracker()
         track.last_stats_view = None
         track.last_step = None
+        track.lost_seen = 0
         self._reopen_rank(track.rank)
 
     def _reopen_rank(self, rank: int) -> None:
@@ -528,9 +603,23 @@ class Evaluator:
                 if track.attempt is not None:
                     self._new_attempt(track, seg.attempt)
                 track.attempt = seg.attempt
+            if seg.lost_before.size:
+                first, last, n = (int(x) for x in seg.lost_before)
+                track.lost_seen = seg.lost_steps_total
+                self.lost_steps_total += n
+                verdicts += self._data_gap(
+                    track.rank, first,
+                    f"steps {first}-{last} of rank {track.rank} never reached the store ({n} steps lost: it "
+                    "failed for longer than the hook's pending memory covers); the rules did not see them",
+                )  # fmt: skip
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]
+            self.views_total += len(views)
+            self.stats_views_total += sum(1 for v in views if v.names)
+            if not track.patterns_checked and any(v.names for v in views):
+                track.patterns_checked = True
+                verdicts += self._check_patterns(track, next(v for v in views if v.names))
             for view in views:
                 for i, rule in enumerate(track.rules):
                     try:
@@ -557,6 +646,28 @@ class Evaluator:
             self.segments_total += 1
             self.durations.observe(time.perf_counter() - started)
         return verdicts
+
+    def _check_patterns(self, track: _RankTrack, view: StepView) -> list[Verdict]:
+        """At a rank's first saved step: a rule whose `tensors` patterns match none of the rank's tensors and
+        scalars checks nothing there. Say so once (a warning), or with `strict` make the rule an Error."""
+        names = {t.name for t in track.source.catalogue().values()} | set(view.names)
+        out: list[Verdict] = []
+        for c, rule in zip(self.compiled, track.rules):
+            pattern = rule.pattern
+            if pattern is None or any(pattern.search(n) for n in names) or c.name in self._checks_nothing:
+                continue
+            shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            message = (
+                f"{c.name}: its tensors pattern {pattern.pattern!r} matches none of the {len(names)} tensors "
+                f"and scalars of rank {track.rank} ({shown}); it checks nothing. Fix `tensors` in the rules file"
+            )
+            self._checks_nothing[c.name] = message
+            self.warnings.append(message)
+            log.warning("trainguard: %s", message)
+            if self.strict:
+                v = self._rule_error(self.compiled.index(c), track.rank, view, _ChecksNothing(message))
+                out += [v] if v is not None else []
+        return out
 
     def _heartbeat(self, track: _RankTrack) -> list[Verdict]:
         """Send a heartbeat view to the rules that want one, at most every HEARTBEAT_INTERVAL_SECONDS."""
@@ -616,7 +727,11 @@ class Evaluator:
     def _rule_error(self, i: int, rank: int, view: StepView, err: Exception) -> Verdict | None:
         c = self.compiled[i]
         self._counters[i].errors += 1
-        message = f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        message = (
+            str(err)
+            if isinstance(err, _ChecksNothing)
+            else f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        )
         on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
         if on_rank[c.name].state == RuleState.ERROR:
             on_rank[c.name] = dataclasses.replace(on_rank[c.name], message=message)
@@ -666,11 +781,84 @@ class Evaluator:
             request_stop(self.stop_file, rule=verdict.rule, message=verdict.message)
         log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
 
-    def _note_problems(self, track: _RankTrack) -> None:
-        n = len(track.source.problems)
-        if n > track.problems_seen:
-            self.corrupt_segments_total += n - track.problems_seen
-            track.problems_seen = n
+    def _note_problems(self, track: _RankTrack) -> list[Verdict]:
+        """Each object the rank's reader skipped (damaged, gone) is a data gap: its steps went unchecked."""
+        problems = track.source.problems
+        new = problems[track.problems_seen :]
+        self.corrupt_segments_total += len(new)
+        track.problems_seen = len(problems)
+        out: list[Verdict] = []
+        with self._lock:
+            for message in new:
+                found = _SEGMENT_NAME.search(message)
+                name = run_format.parse_segment_name(found.group(0)) if found else None
+                step = name.first_step if name else (track.last_step or 0)
+                span = f"steps {name.first_step}-{name.last_step}" if name else "its steps"
+                out += self._data_gap(
+                    track.rank, step, f"{message} ({span} of rank {track.rank} went unchecked)"
+                )
+        return out
+
+    def _ended(
+        self, track: _RankTrack, out: list[Verdict], on_verdict: Callable[[Verdict], None] | None
+    ) -> bool:
+        """Whether the rank has an END; a damaged one ends it too (the writer got that far), as a data gap."""
+        try:
+            return track.source.ended() is not None
+        except errors.FormatError as err:
+            if not track.end_damaged:
+                track.end_damaged = True
+                step = track.last_step or 0
+                with self._lock:
+                    gap = self._data_gap(track.rank, step, f"{err}; how rank {track.rank} ended is unknown")
+                out.extend(self._emit(gap, on_verdict))
+            return True
+
+    def _trailing_gap(self, track: _RankTrack) -> list[Verdict]:
+        """Steps END.json counts as lost beyond the last gap a segment announced: lost at the end of the run."""
+        try:
+            end = track.source.ended()
+        except errors.FormatError:
+            return []  # reported as damaged by `_ended`
+        missing = 0 if end is None else end.lost_steps - track.lost_seen
+        if missing <= 0:
+            return []
+        self.lost_steps_total += missing
+        after = track.last_step if track.last_step is not None else 0
+        with self._lock:
+            return self._data_gap(
+                track.rank, after,
+                f"{missing} steps of rank {track.rank} after step {after} never reached the store (END.json "
+                "lost_steps: the store failed until the rank closed); the rules did not see them",
+            )  # fmt: skip
+
+    def _data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+        """Record a data-gap finding (a warning); return its verdict when `data_gap` first turns IssuesFound."""
+        finding = Finding(
+            rule=DATA_GAP, severity=Severity.WARNING, step=step, rank=rank, message=message,
+            hint="check the store's health (capacity, errors) and the hook's log; raise max_pending_bytes to ride "
+            "out longer outages",
+        )  # fmt: skip
+        if len(self._gap_findings) < MAX_FINDINGS_PER_RULE:
+            self._gap_findings.append(finding)
+        log.warning("trainguard: %s", message)
+        now = self.clock()
+        status = RuleStatus(
+            state=RuleState.ISSUES_FOUND, action=Action.NONE, severity=Severity.WARNING, step=step, rank=rank,
+            message=message, time=now,
+        )  # fmt: skip
+        on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
+        if DATA_GAP not in on_rank:
+            on_rank[DATA_GAP] = status
+        if DATA_GAP in self._status:
+            return []
+        self._status[DATA_GAP] = status
+        return [
+            Verdict(
+                rule=DATA_GAP, action=Action.NONE, state=RuleState.ISSUES_FOUND, step=step, rank=rank,
+                severity=Severity.WARNING, message=message, finding=finding, time=now,
+            )
+        ]  # fmt: skip
 
     def _all_ended(self) -> bool:
         if not self._tracks or not all(t.ended for t in self._tracks.values()):
@@ -702,7 +890,8 @@ class Evaluator:
                     name: _status_doc(s, stop_emitted=name in self._stop_emitted)
                     for name, s in self._status.items()
                 },
-                findings=[f.to_dict() for c in self._counters for f in c.kept_findings],
+                findings=[f.to_dict() for c in self._counters for f in c.kept_findings]
+                + [f.to_dict() for f in self._gap_findings],
                 stop_requested=self.stop_requested,
             )
         try:
@@ -721,6 +910,10 @@ class Evaluator:
                         self._unsavable.add(name)
                         del position.rules[name]
             ckpt.save(self.store, ckpt.key_for(self.followed), state)
+
+
+class _ChecksNothing(Exception):
+    """A rule whose `tensors` match nothing, made an Error by `strict` (reported through `_rule_error`)."""
 
 
 def _status_doc(s: RuleStatus, *, stop_emitted: bool = False) -> ckpt.StatusDoc:

@@ -37,6 +37,12 @@ class EndSummary(BaseModel):
         default=0, description="Saved steps the hook skipped (a busy statistics worker)."
     )
     store_outage_seconds: float = Field(default=0.0, description="Time the store failed uploads, summed.")
+    exception: str | None = Field(default=None, description="The uncaught exception that ended the script.")
+    exit_code: int | None = Field(default=None, description="The command's exit status (local mode).")
+    signal: str | None = Field(default=None, description="The signal that ended the command, if one did.")
+    outcome: str = Field(
+        default="", description="How the rank ended, in words: `error: exited with status 1; ...`."
+    )
 
 
 class RankSummary(BaseModel):
@@ -123,6 +129,10 @@ def summarize(run: object) -> RunSummary:
                     lost_steps=end.lost_steps,
                     skipped_steps=end.skipped_steps,
                     store_outage_seconds=end.store_outage_seconds,
+                    exception=end.exception,
+                    exit_code=end.exit_code,
+                    signal=end.signal,
+                    outcome=end.outcome(),
                 ),
                 attempts=[a for a in run.attempts(rank) if a],
                 problems=problems,
@@ -171,7 +181,7 @@ def render_text(summary: RunSummary) -> str:
         if r.ended is None:
             ended = "no (still writing, or stopped without an end marker)"
         else:
-            ended = f"yes: {r.ended.status} at step {r.ended.last_step}, written by {r.ended.written_by}"
+            ended = f"yes: {r.ended.outcome} at step {r.ended.last_step}, written by {r.ended.written_by}"
             if r.ended.errors:
                 ended += f"; capture error: {r.ended.errors[0]}"
         lines.append(row("ended", ended, "  "))

@@ -26,7 +26,7 @@ import numpy as np
 from trainguard.errors import TrainGuardError
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDropParams
-from trainguard.store import predictions, run_format
+from trainguard.store import errors, predictions, run_format
 from trainguard.store.reader import Run
 from trainguard.store.runs import open_run
 
@@ -579,7 +579,27 @@ def _findings_table(markers: Sequence[Marker]) -> str:
     )
 
 
-def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str:
+def nothing_evaluated(run: Run, rank: int) -> str | None:
+    """Why the rules had nothing to look at on `rank`, or None: no step at all, or tensors registered but no saved
+    step with their statistics (a PyTorch hook whose optimizer was never registered)."""
+    steps = run.steps(rank=rank)
+    if steps.size:
+        return None
+    tensors = [t for t in run.tensors(rank=rank) if not t.is_scalar]
+    scalars = [t for t in run.tensors(rank=rank) if t.is_scalar]
+    if not tensors and scalars:
+        return None  # a run of scalars only (a TensorBoard log, a Recorder of losses) is evaluated on them
+    if tensors:
+        return (
+            "the run holds no saved step with tensor statistics (a PyTorch script must call "
+            "hook.register_optimizer(optimizer): its steps count the saved steps)"
+        )
+    return "the run holds no step"
+
+
+def _banner(
+    outcome: Mapping[str, Any] | None, markers: Sequence[Marker], *, nothing: str | None = None
+) -> str:
     worst = {m.severity for m in markers}
     if outcome and outcome.get("stopped"):
         stop = outcome.get("stop") or {}
@@ -588,6 +608,8 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
             f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
+    if nothing is not None:
+        return f'<div class="banner warn"><b>Nothing was evaluated</b>: {html.escape(nothing)}.</div>'
     if "critical" in worst or "warning" in worst:
         n = sum(1 for m in markers if m.severity in ("critical", "warning"))
         return f'<div class="banner warn">{n} warning or critical findings; see below.</div>'
@@ -682,6 +704,19 @@ def render(
             "attempt",
             f"the newest, started {started:%Y-%m-%d %H:%M:%S} UTC: the rank was written more than once on this URI",
         ))  # fmt: skip
+    try:
+        end = run.ended(rank=rank)
+    except errors.StoreError as err:
+        facts.append(("ended", html.escape(f"unknown: {err}")))
+    else:
+        ended = "no END.json (still writing, or killed before it closed)" if end is None else end.outcome()
+        if end is not None and end.lost_steps:
+            ended += f"; {end.lost_steps} steps never reached the store"
+        facts.append(("ended", html.escape(ended)))
+    if run.problems:
+        facts.append(
+            ("unreadable", html.escape(f"{len(run.problems)} objects skipped; first: {run.problems[0]}"))
+        )
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
     figures = [_figure(plot, mine) for plot in collect_plots(run, rank=rank)]
@@ -692,7 +727,7 @@ def render(
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(page_title)}</title>'
         f"<style>{_CSS}</style></head><body>"
         f'<h1>{html.escape(page_title)}</h1><div class="muted">generated {generated}</div>'
-        + _banner(outcome, markers)
+        + _banner(outcome, markers, nothing=nothing_evaluated(run, rank))
         + "<table>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
         + "</table><h2>Findings</h2>"

@@ -657,9 +657,10 @@ class Evaluator:
             if pattern is None or any(pattern.search(n) for n in names) or c.name in self._checks_nothing:
                 continue
             shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            asked = c.spec.tensors or rule.params.tensor_regex or [pattern.pattern]
             message = (
-                f"{c.name}: its tensors pattern {pattern.pattern!r} matches none of the {len(names)} tensors "
-                f"and scalars of rank {track.rank} ({shown}); it checks nothing. Fix `tensors` in the rules file"
+                f"{c.name}: its tensors {list(asked)} match none of the {len(names)} tensors and scalars of "
+                f"rank {track.rank} ({shown}); it checks nothing. Fix `tensors` in the rules file"
             )
             self._checks_nothing[c.name] = message
             self.warnings.append(message)

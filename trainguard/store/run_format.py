@@ -271,7 +271,7 @@ class EndInfo(_Doc):
     )
 
     def outcome(self) -> str:
-        """One phrase on how the rank ended: `ok`, `error: exited with status 1 (ZeroDivisionError: ...)`."""
+        """One phrase on how the rank ended: `ok`, `error: exited with status 1; ZeroDivisionError: ...`."""
         parts = [self.status]
         how = []
         if self.signal:
@@ -280,6 +280,8 @@ class EndInfo(_Doc):
             how.append(f"exited with status {self.exit_code}")
         if self.exception:
             how.append(self.exception)
+        if not how and self.status != "ok" and self.errors:
+            how.append(self.errors[0])
         return parts[0] + (": " + "; ".join(how) if how else "")
 
 

@@ -116,6 +116,18 @@ async def test_retryable_failures_are_retried_with_growing_backoff_under_one_key
     assert "secret-token-123" not in caplog.text
 
 
+async def test_a_receiver_that_keeps_answering_500_is_tried_max_attempts_times(
+    raw: list[RawReceiver],
+) -> None:
+    receiver = RawReceiver("status:500")
+    raw.append(receiver)
+    settings = delivery.Settings(max_attempts=3, base_backoff_seconds=0)
+    assert await _deliver(receiver.url, settings) == delivery.Outcome(
+        False, 3, "gave up after 3 attempts: HTTP 500"
+    )
+    assert receiver.connections == 3
+
+
 async def test_client_errors_are_final(webhook_receiver: WebhookReceiver) -> None:
     webhook_receiver.statuses = [404]
     pauses: list[float] = []
@@ -137,6 +149,18 @@ async def test_attempts_are_bounded_and_the_url_never_reaches_the_log(
     assert "attempt 1 of 3 failed: cannot connect (Connection refused)" in caplog.text
     assert "gave up after 3 attempts" in caplog.text
     assert "secret-token-123" not in caplog.text and "127.0.0.1" not in caplog.text
+
+
+@pytest.mark.parametrize("refuse_internal", [False, True], ids=["direct", "checked-first"])
+async def test_a_host_that_does_not_resolve_is_named_as_such_without_its_name(refuse_internal: bool) -> None:
+    settings = delivery.Settings(
+        max_attempts=1, policy=addresses.AddressPolicy(refuse_internal=refuse_internal)
+    )
+    outcome = await _deliver(
+        "http://hooks.trainguard.invalid/secret-token-123", settings
+    )  # RFC 6761: never resolves
+    assert not outcome.delivered and "the host name does not resolve" in outcome.reason
+    assert "trainguard.invalid" not in outcome.reason
 
 
 @pytest.mark.parametrize("behaviour", ["trickle", "hang"])

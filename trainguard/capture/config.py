@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from trainguard.api import debugjob
 from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
 from trainguard.store import backends, writer
@@ -40,9 +41,8 @@ class CaptureConfig(BaseModel):
     run_id: str = Field(
         default_factory=lambda: uuid.uuid4().hex[:12], description="Run id recorded in run.json."
     )
-    save_interval: int = Field(
-        default=10,
-        ge=1,
+    save_interval: debugjob.SaveInterval = Field(
+        default=debugjob.DEFAULT_SAVE_INTERVAL,
         description="Save statistics every N steps. 10 keeps overhead near 1% and latency low.",
     )
     collections: tuple[str, ...] = Field(default=DEFAULT_COLLECTIONS, description="Collections to capture.")

@@ -69,9 +69,11 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from trainguard.api.enums import RuleState
     from trainguard.local import supervise
     from trainguard.sidecar import config
-    from trainguard.sidecar.evaluator import Evaluator, Verdict
+    from trainguard.sidecar.evaluator import Evaluator
+    from trainguard.sidecar.verdicts import Verdict
     from trainguard.store.runs import open_run
 
     rules = config.load_rules_file(args.rules) if args.rules else None
@@ -80,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint, strict=args.strict)
 
     def on_verdict(v: Verdict) -> None:
-        if v.state.value != "NoIssuesFound":
+        if v.state != RuleState.NO_ISSUES_FOUND:
             print(supervise.describe_verdict(v), file=sys.stderr, flush=True)
 
     try:
@@ -92,10 +94,7 @@ def main(args: argparse.Namespace) -> int:
                 idle_timeout_seconds=args.idle_timeout_seconds,
             )
         else:
-            before = -1
-            while ev.segments_total != before and not ev.ended:
-                before = ev.segments_total
-                ev.poll(on_verdict=on_verdict)
+            ev.poll_until_idle(on_verdict=on_verdict)
         for v in ev.finish():
             on_verdict(v)
     finally:

@@ -86,9 +86,10 @@ def main(args: argparse.Namespace) -> int:
 
     from trainguard.errors import ConfigError
     from trainguard.sidecar import config as sidecar_config
-    from trainguard.sidecar.evaluator import Evaluator, Verdict
+    from trainguard.sidecar.evaluator import Evaluator
     from trainguard.sidecar.report_status import StatusReporter
     from trainguard.sidecar.server import MetricsServer
+    from trainguard.sidecar.verdicts import Verdict
     from trainguard.store.backends import open_store
 
     cfg = sidecar_config.load_sidecar_config(args.config)
@@ -121,6 +122,7 @@ def main(args: argparse.Namespace) -> int:
         stop_file=cfg.stop_file,
         not_before=not_before,
     )
+    evaluator.open()  # the run and the checkpoint, before anything reports the restored statuses
     stop = threading.Event()
     running = threading.Event()
 

@@ -31,11 +31,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+import prometheus_client
+
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import TrainGuardError
 from trainguard.rules.base import Finding
-from trainguard.sidecar.evaluator import Evaluator, Verdict
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.stop_flag import watched
 from trainguard.store import errors as store_errors
 from trainguard.store import run_format
@@ -115,7 +118,7 @@ class Outcome:
     killed: bool
     """True when CMD ignored SIGTERM for the grace period and got SIGKILL."""
     findings: list[Finding]
-    rule_status: Mapping[str, Any]
+    rule_status: Mapping[str, RuleStatus]
     last_step: int | None
     duration_seconds: float
     stop_latency_seconds: float | None = None
@@ -202,7 +205,7 @@ def _value(x: object) -> object:
     return getattr(x, "value", x)
 
 
-def rule_status_dict(status: Any) -> dict[str, Any]:
+def rule_status_dict(status: RuleStatus) -> dict[str, Any]:
     """Return one `Evaluator.rule_status` entry as plain JSON values."""
     return {
         k: _value(getattr(status, k, None))
@@ -311,8 +314,8 @@ class Supervisor:
     """A rule whose `tensors` match no tensor is an Error, not a warning (`Evaluator(strict=...)`)."""
     poll_interval_seconds: float = 0.25
     """Pause between listings of the run when nothing is new; bounds detection latency."""
-    registry: Any = None
-    """A prometheus_client CollectorRegistry for the evaluator's metrics (served by the caller)."""
+    registry: prometheus_client.CollectorRegistry | None = None
+    """Where the evaluator's metrics collector is registered (served by the caller)."""
     env: Mapping[str, str] | None = None
     progress: Progress | None = None
     cwd: str | None = None
@@ -467,6 +470,7 @@ class Supervisor:
                 # CMD starts after this: what an earlier run wrote on the same --out is not this run's
                 not_before=self._started_at,
             )
+            self.evaluator.open()  # a run root that cannot be read is reported before CMD starts
             return self._supervise(self.evaluator)
         finally:
             self.progress.done()
@@ -670,7 +674,7 @@ def _importance(status: Mapping[str, Any]) -> int:
     return {RuleState.ERROR.value: 2, RuleState.IN_PROGRESS.value: 3}.get(str(state), 4)
 
 
-def verdict_table(rule_status: Mapping[str, Any], *, width: int = 120, quiet: bool = False) -> str:
+def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120, quiet: bool = False) -> str:
     """Return the end-of-run table: one row per rule with state, action, severity, step, message.
 
     Rows that need attention come first: issues (critical, then warning), errors, rules still in progress,

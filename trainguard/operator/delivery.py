@@ -131,7 +131,9 @@ async def _attempt(
         return True, f"cannot connect ({_without_address(err.os_error)})"
     except (aiohttp.InvalidURL, ValueError) as err:
         return False, f"invalid URL ({type(err).__name__})"
-    except (aiohttp.ClientError, OSError) as err:
+    except OSError as err:  # a name that does not resolve, a reset connection
+        return True, _without_address(err)
+    except aiohttp.ClientError as err:
         # Broken or truncated answers (ServerDisconnectedError, ClientPayloadError, ...): the text may name the host.
         return True, type(err).__name__
     if 200 <= status < 300:
@@ -304,6 +306,8 @@ class Dispatcher:
 
 def _without_address(err: OSError) -> str:
     """Describe a socket error by its errno alone (asyncio's texts name the host and port)."""
+    if err.errno is not None and err.errno < 0:  # getaddrinfo's codes
+        return "the host name does not resolve"
     return os.strerror(err.errno) if err.errno else type(err).__name__
 
 

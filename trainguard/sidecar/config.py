@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from trainguard.api import rules_config
 from trainguard.api.enums import Severity
 from trainguard.api.rules_config import RulesConfig, RuleSpec
 from trainguard.api.sidecar_config import SidecarConfig
@@ -103,14 +104,13 @@ def _entry(i: int, spec: RuleSpec) -> str:
 def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
     """Validate rule entries and return their factories; raise ConfigError naming the first bad entry."""
     out: list[CompiledRule] = []
-    seen: dict[str, int] = {}
+    duplicate = rules_config.first_duplicate(specs)
     for i, spec in enumerate(specs):
         entry = _entry(i, spec)
-        if spec.key in seen:
+        if duplicate is not None and i == duplicate[0]:
             raise ConfigError(
-                f"{entry}: duplicate rule name {spec.key!r} (also rules[{seen[spec.key]}]); give each entry a unique `name`"
+                f"{entry}: duplicate rule name {spec.key!r} (also rules[{duplicate[1]}]); give each entry a unique `name`"
             )
-        seen[spec.key] = i
         make = _factory(spec, index=i, entry=entry)
         try:
             probe = make()  # build once now, so a bad parameter fails at startup and not at the first step

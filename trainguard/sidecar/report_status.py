@@ -23,7 +23,8 @@ from typing import Any
 
 from trainguard.api import debugjob
 from trainguard.api.sidecar_config import DebugJobRef
-from trainguard.sidecar.evaluator import Evaluator, Verdict
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.verdicts import Verdict
 from trainguard.stop_flag import watched
 
 log = logging.getLogger(__name__)
@@ -73,11 +74,6 @@ def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -
     )
     doc: dict[str, Any] = report.model_dump(mode="json", by_alias=True, exclude_none=True)
     return doc
-
-
-def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
-    """Return the merge patch that sets this rank's report and leaves every other key alone."""
-    return reports_patch({rank: report})
 
 
 def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:

@@ -4,21 +4,21 @@ The step counter is the optimizer's step count. On steps that are not saved the 
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
 optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
-handed on by one of three paths behind one interface (`step.Path`), chosen each time the
-capture plan is laid out (`plan.CapturePlan`: the first saved step, again when parameters move
+handed on by one of three paths behind one interface (`_step.Path`), chosen each time the
+capture plan is laid out (`_plan.CapturePlan`: the first saved step, again when parameters move
 or modules are added):
 
-- `packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
+- `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
   results and its scalars reach the host in ONE copy at the start of the next iteration
-  (`finalize.StepWriter`);
-- `kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
+  (`_finalize.StepWriter`);
+- `_kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
   training thread and writes the step there and then;
-- `worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
+- `_worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
   reduces, copies and writes the step.
 
-Prediction counts (`record_predictions`, `streams`) accumulate on the device and follow in a
+Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
 second, small copy of their own. Every hook body runs its work inside one fail-open guard
-(`guard.FailOpen`): a failure disables capture, is logged once and lands in END.json.
+(`_guard.FailOpen`): a failure disables capture, is logged once and lands in END.json.
 """
 
 from __future__ import annotations
@@ -37,21 +37,21 @@ from torch.utils.hooks import RemovableHandle
 from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import native
-from trainguard.capture.torch.finalize import StepWriter
-from trainguard.capture.torch.guard import FailOpen
-from trainguard.capture.torch.kernel import KernelPath
-from trainguard.capture.torch.packed import PackedPath
-from trainguard.capture.torch.plan import (
+from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._guard import FailOpen
+from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._packed import PackedPath
+from trainguard.capture.torch._plan import (
     ACTIVATION_KINDS,
     DEFAULT_PACK_MAX_NUMEL,
     Activation,
     CapturePlan,
     NativePlan,
 )
+from trainguard.capture.torch._step import MAX_HELD_SCALARS, Path, Pending, SavedStep, Scalars
+from trainguard.capture.torch._streams import PredictionStreams
+from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS, WorkerPath
 from trainguard.capture.torch.stats_worker import StatsWorker
-from trainguard.capture.torch.step import MAX_HELD_SCALARS, Path, Pending, SavedStep, Scalars
-from trainguard.capture.torch.streams import PredictionStreams
-from trainguard.capture.torch.worker import WORKER_DRAIN_SECONDS, WorkerPath
 from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
 
@@ -165,7 +165,7 @@ class Hook:
 
     @property
     def _native_plan(self) -> NativePlan | None:
-        """The C kernel's plan of the parameters, while the kernel reads them all (`kernel.KernelPath`)."""
+        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel.KernelPath`)."""
         return self._plan.native_plan
 
     def is_saved_step(self, step: int | None = None) -> bool:
@@ -413,7 +413,7 @@ class Hook:
         self._pending = path.complete(step, optimizer)
 
     def _choose_path(self) -> Path:
-        """The path for the plan just laid out (`kernel.KernelPath`, when the plan has one, goes first on its
+        """The path for the plan just laid out (`_kernel.KernelPath`, when the plan has one, goes first on its
         own): the statistics worker for CPU tensors the kernel does not read, when `stats_worker` is on;
         else the packed path."""
         assert self.config is not None and self._writer is not None

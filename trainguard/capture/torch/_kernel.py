@@ -6,7 +6,7 @@ not 1), so this path is short: `stage` reads the gradients in one kernel call (o
 histogram, on a Tier-1 step) without looking at the plan; `complete` reads the parameters from
 the spec made once and kept while their storage stays put, and hands the rows to the writer
 then and there. A step the kernel cannot read whole (an activation or gradient it cannot read)
-is declined at `stage` and goes the general way (`packed.PackedPath`); a parameter that moved
+is declined at `stage` and goes the general way (`_packed.PackedPath`); a parameter that moved
 where the kernel cannot read it drops the plan (`CapturePlan.native_plan_holds`).
 """
 
@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 from trainguard.capture.torch import device_stats, native
-from trainguard.capture.torch.finalize import StepWriter
-from trainguard.capture.torch.plan import CapturePlan, NativePlan
-from trainguard.capture.torch.step import HostHists, HostUnits, Pending, SavedStep, Scalars
+from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._plan import CapturePlan, NativePlan
+from trainguard.capture.torch._step import HostHists, HostUnits, Pending, SavedStep, Scalars
 
 
 class KernelPath:

@@ -2,7 +2,7 @@
 
 On CPU there are no asynchronous kernels to hide behind, so the optimizer's hooks only snapshot
 the step's tensors into one of `stats_in_flight` packed buffers (staged and collected by
-`packed.PackedPath`), and a background thread (`stats_worker.StatsWorker`) reduces, copies and
+`_packed.PackedPath`), and a background thread (`stats_worker.StatsWorker`) reduces, copies and
 writes the step, with the scalars recorded before it. A step that finds every buffer busy waits
 within a small allowance (`WORKER_WAIT_SHARE` of the training time), then is skipped and counted
 (END.json `skipped_steps`). Failures inside the worker reach the hook through `StatsWorker.error`,
@@ -17,10 +17,10 @@ import time
 import torch
 
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch.finalize import StepWriter
-from trainguard.capture.torch.packed import PackedPath
+from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._packed import PackedPath
+from trainguard.capture.torch._step import Pending, ScalarValue
 from trainguard.capture.torch.stats_worker import StatsWorker
-from trainguard.capture.torch.step import Pending, ScalarValue
 from trainguard.store import writer
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,9 @@ WORKER_DRAIN_SECONDS = 10.0
 
 WORKER_WAIT_SHARE = 0.02
 """Waiting for a busy statistics worker may take at most this share of the training time: the
-allowance accrues with wall time (up to `max_block_seconds`, which is also where it starts, so
-a start-up hiccup is absorbed); beyond it a saved step is skipped instead of waited for."""
+allowance accrues with wall time (up to `max_block_seconds`, the longest the hook may hold up one
+step, which is also where it starts, so a start-up hiccup is absorbed); beyond it a saved step is
+skipped instead of waited for."""
 
 
 class WorkerPath:
@@ -49,7 +50,9 @@ class WorkerPath:
         """Snapshot slots of the steps submitted to the worker, oldest first (it finishes them in order)."""
         self._slot = 0
         """The slot the step staged last was loaded into."""
-        self._wait_allowance = config.max_block_seconds
+        self._max_wait_seconds = config.max_block_seconds
+        """The longest one wait: `max_block_seconds`, the longest the hook may hold up a step at once."""
+        self._wait_allowance = self._max_wait_seconds
         self._wait_clock = time.monotonic()
         self._skipped_step = -1
         self.skipped_steps = 0
@@ -98,7 +101,7 @@ class WorkerPath:
         if worker.has_room():
             return True
         now = time.monotonic()
-        limit = self._config.max_block_seconds
+        limit = self._max_wait_seconds
         self._wait_allowance = min(limit, self._wait_allowance + WORKER_WAIT_SHARE * (now - self._wait_clock))
         room = worker.wait_for_room(self._wait_allowance)
         self._wait_clock = time.monotonic()

@@ -6,7 +6,7 @@ change or a module is added, `refresh` lays the parameters out: the small ones (
 each device's packed buffer, tracked ones first; the large ones are reduced one by one; when the
 C kernel reads every parameter, a `NativePlan` lets a saved step read them all from one spec.
 The hook chooses its path from the result (`Hook._choose_path`); reading the tensors is left to
-the paths (`packed`, `kernel`, `worker`) and `step.SavedStep`.
+the paths (`_packed`, `_kernel`, `_worker`) and `_step.SavedStep`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Activation:
 class NativePlan:
     """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step reads
     them from one spec, made on the first saved step and kept while their storage stays where it was
-    (`kernel.KernelPath`)."""
+    (`_kernel.KernelPath`)."""
 
     params: list[Param]
     addresses: list[int]

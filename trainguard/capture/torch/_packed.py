@@ -6,7 +6,7 @@ device's packed buffer (`device_stats.Packed`; large tensors and those the C ker
 reduced one by one, `SavedStep.reduce_now`); in the post-hook `complete` loads the weights,
 reduces everything with a fixed number of asynchronous kernels and returns the step as a
 `Pending`, whose results reach the host in one copy at the start of the next iteration
-(`Hook._finalize`). `worker.WorkerPath` stages and collects through this path too, and reduces
+(`Hook._finalize`). `_worker.WorkerPath` stages and collects through this path too, and reduces
 on its thread instead.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 
 from trainguard.capture.torch import device_stats
-from trainguard.capture.torch.plan import CapturePlan
-from trainguard.capture.torch.step import Group, Pending, SavedStep, Scalars
+from trainguard.capture.torch._plan import CapturePlan
+from trainguard.capture.torch._step import Group, Pending, SavedStep, Scalars
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from trainguard.capture.predictions import PredictionCounter, write_counts
-from trainguard.capture.torch.finalize import gather_to_host
+from trainguard.capture.torch._finalize import gather_to_host
 from trainguard.store import writer
 
 

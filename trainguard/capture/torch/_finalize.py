@@ -1,11 +1,11 @@
 """Step finalisation: a saved step's results reach the host in one copy and go to the writer.
 
-`StepWriter.write` takes a `step.Pending` (raw moments, Tier-1 vectors and histograms still on
+`StepWriter.write` takes a `_step.Pending` (raw moments, Tier-1 vectors and histograms still on
 the device, plus the rows the C kernel already left on the host) and the scalars waiting for a
 copy, concatenates every device tensor, copies it to the host once per device
 (`device_stats.to_host`, the single transfer function), finishes the statistic rows in numpy and
 hands them to `RankWriter.write_step`. Called on the training thread at the start of the next
-iteration, or on the statistics worker (`worker`); what to reduce is left to the paths.
+iteration, or on the statistics worker (`_worker`); what to reduce is left to the paths.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from trainguard.capture.torch import device_stats
-from trainguard.capture.torch.step import HostHists, HostUnits, Pending, Result, ScalarValue
+from trainguard.capture.torch._step import HostHists, HostUnits, Pending, Result, ScalarValue
 from trainguard.store import writer
 
 
@@ -43,9 +43,8 @@ class StepWriter:
             results += list(pending.units.values()) + list(pending.hists.values())
         results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
         host = iter(to_host(results))
-        with (
-            w.together()
-        ):  # the step's rows and its scalars in one segment (the copy above is outside the lock)
+        # the step's rows and its scalars in one segment (the copy above stays outside the writer's lock)
+        with w.together():
             self._write_host(host, pending, scalars)
 
     def _write_host(

@@ -5,8 +5,8 @@ how it is read: in place by the C kernel (rows final, on the host), copied into 
 buffer (`plan.CapturePlan.packs`), or reduced where it lies with torch ops. `Scalars` holds the
 scalars recorded for saved steps: a float is written at once, a device tensor waits for its
 step's one copy. `Pending` is a step reduced on the device whose results still have to come
-to the host (`finalize.StepWriter`). Which path hands a step on is left to `packed`, `kernel`
-and `worker`.
+to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_packed`, `_kernel`
+and `_worker`.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class Pending:
 
 
 class Path(Protocol):
-    """How a saved step is read and handed on: `packed.PackedPath` (accelerators, and the general path),
-    `worker.WorkerPath` (CPU tensors no kernel reads) or `kernel.KernelPath` (the C kernel reads it all).
+    """How a saved step is read and handed on: `_packed.PackedPath` (accelerators, and the general path),
+    `_worker.WorkerPath` (CPU tensors no kernel reads) or `_kernel.KernelPath` (the C kernel reads it all).
     The hook chooses one each time the capture plan is laid out (`Hook._choose_path`)."""
 
     def stage(self, step: int) -> bool:
@@ -86,7 +86,7 @@ class Path(Protocol):
 
     def complete(self, step: int, optimizer: torch.optim.Optimizer) -> Pending | None:
         """Optimizer post-hook: take the weights and hand the step on; return it when its results still
-        have to come to the host at the next iteration (`finalize.StepWriter`), else None."""
+        have to come to the host at the next iteration (`_finalize.StepWriter`), else None."""
         ...
 
 

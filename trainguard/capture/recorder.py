@@ -228,13 +228,16 @@ class Recorder:
 
     def close(self) -> None:
         """Flush, write END.json and stop the uploader. Idempotent; also runs at interpreter exit."""
+        self._close(exception=exit_watch.uncaught())
+
+    def _close(self, *, exception: str | None) -> None:
         if self._writer is not None:
             if not self._writer.closed and not self._writer.disabled:
                 try:  # counts added since the last saved step still belong to the run
                     self._write_predictions(self._writer, max(self.current_step - 1, 0), final=True)
                 except Exception as err:  # noqa: BLE001
                     self._fail(f"writing the last prediction counts failed: {type(err).__name__}: {err}")
-            self._writer.close(exception=exit_watch.uncaught())
+            self._writer.close(exception=exception)
             atexit.unregister(self.close)
 
     @property
@@ -253,4 +256,5 @@ class Recorder:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        # an exception ending the block is what ended the capture (the excepthook, if any, comes too late)
+        self._close(exception=exit_watch.describe(exc) if exc is not None else exit_watch.uncaught())

@@ -538,6 +538,9 @@ class Hook:
 
     def close(self) -> None:
         """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
+        self._close(exception=exit_watch.uncaught())
+
+    def _close(self, *, exception: str | None) -> None:
         if self._closed:
             return
         if self.enabled and self._predictions:
@@ -556,7 +559,7 @@ class Hook:
         if self._writer is not None:
             if self._roots and self._optimizer is None and not self._failed:
                 self._no_optimizer("at close")
-            self._writer.close(exception=exit_watch.uncaught())
+            self._writer.close(exception=exception)
             atexit.unregister(self.close)
 
     def __enter__(self) -> Self:
@@ -565,4 +568,5 @@ class Hook:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        # an exception ending the block is what ended the capture (the excepthook, if any, comes too late)
+        self._close(exception=exit_watch.describe(exc) if exc is not None else exit_watch.uncaught())

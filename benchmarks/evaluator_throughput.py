@@ -92,7 +92,7 @@ def write_run(root: Path, stats: np.ndarray, tensors: list[dict[str, object]]) -
     """Write the run with RankWriter (one segment per 50 saved steps, as the hook's default) and return its URI."""
     uri = "file://" + str(root)
     w = RankWriter(FileStore(uri), run_id="throughput", framework="benchmark",
-                   config=WriterConfig(flush_every_steps=50, flush_interval_seconds=1e9, max_block_seconds=600))  # fmt: skip
+                   config=WriterConfig(flush_every_steps=50, flush_interval_seconds=1e9, max_pending_bytes=2**40))  # fmt: skip
     ids = np.array([w.define(**x) for x in tensors], np.int32)  # type: ignore[arg-type]
     loss_id = w.define("loss", collection="losses", mode="train")
     val_id = w.define("val_loss", collection="losses", mode="eval")

@@ -14,6 +14,15 @@ import os
 import time
 from pathlib import Path
 
+WATCHED_SUFFIX = ".watched"
+"""`<stop file>.watched` exists once a training process has polled the stop file: it will see a stop and
+can end by itself (save a checkpoint), so the supervisor gives it a grace period before SIGTERM."""
+
+
+def watched(path: str) -> bool:
+    """Whether a training process has polled the stop file at `path` (`StopFlag.is_set` was called)."""
+    return os.path.exists(path + WATCHED_SUFFIX)
+
 
 class StopFlag:
     """Reads the stop file; sticky once set."""
@@ -23,10 +32,17 @@ class StopFlag:
         self.check_interval_seconds = check_interval_seconds
         self._next_check = 0.0
         self._set = False
+        self._announced = False
 
     def is_set(self) -> bool:
         if self._set or not self.path:
             return self._set
+        if not self._announced:
+            self._announced = True
+            try:  # once: this process polls the stop file, so a stop can wait for it to end by itself
+                Path(self.path + WATCHED_SUFFIX).touch()
+            except OSError:
+                pass  # a read-only or missing directory: the supervisor then does not wait for us
         now = time.monotonic()
         if now >= self._next_check:
             self._next_check = now + self.check_interval_seconds
@@ -39,7 +55,12 @@ class StopFlag:
             return None
         try:
             return str(json.loads(Path(self.path).read_text()).get("message", ""))
-        except (OSError, ValueError):
+        except (
+            OSError,
+            ValueError,
+            RecursionError,
+            AttributeError,
+        ):  # a damaged file: the stop stands, unexplained
             return None
 
 

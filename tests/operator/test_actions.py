@@ -160,3 +160,44 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
         "rank": 0,
         "message": "loss-spike fired at 35",
     }
+
+
+async def _watched_stop(kube: KubeEnv, tmp_path: Path, *, cooperative_seconds: int) -> None:
+    """A running DebugJob whose rank 1 reports a stop verdict, and that its trainer polls the stop file."""
+    await _running_debugjob(kube, tmp_path, actions={"stop": {"cooperativeSeconds": cooperative_seconds}})
+    rules = [{"name": "exploding_tensor", "state": "IssuesFound", "step": 110, "severity": "critical",
+              "message": "nan", "action": "none"}]  # fmt: skip
+    report = {
+        "lastStep": 110,
+        "time": "2026-11-22T05:10:00Z",
+        "ended": False,
+        "stopWatched": True,
+        "rules": rules,
+    }
+    await kube.patch(DEBUGJOB_RESOURCE, "default", "dj1", {"status": {"reports": {"rank-00001": report}}},
+                     subresource="status")  # fmt: skip
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+
+
+async def test_a_trainer_that_polls_the_stop_file_gets_the_cooperative_seconds_before_the_suspension(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    # The sidecar wrote the stop file with the verdict and reports that its trainer reads it (stopWatched):
+    # the trainer has cooperativeSeconds to save its work and exit before the Job is suspended.
+    await _watched_stop(kube, tmp_path, cooperative_seconds=3600)
+    condition = next(c for c in _status(kube)["conditions"] if c["type"] == "Stopped")
+    assert (
+        "the trainer polls the stop file: the Job is suspended in 3600 s unless it exits first"
+        in condition["message"]
+    )
+    assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False  # type: ignore[index]
+
+
+async def test_the_job_is_suspended_once_the_cooperative_seconds_are_over(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    await _watched_stop(kube, tmp_path, cooperative_seconds=1)
+    await eventually(
+        lambda: kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is True,  # type: ignore[index]
+        timeout_seconds=30, what="the suspension after the cooperative seconds",
+    )  # fmt: skip

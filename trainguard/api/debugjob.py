@@ -163,6 +163,17 @@ class StopAction(_Model):
             "(enough to write a checkpoint; a stopped job should not hold its GPUs longer)."
         ),
     )
+    cooperative_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
+        description=(
+            "Seconds between a stop verdict and the Job's suspension when the trainer polls the stop file "
+            "(hook.should_stop(); the sidecar writes the file at once and reports that the trainer reads it): "
+            "time to save a checkpoint and exit by itself. A trainer that does not poll it is suspended at "
+            "once; 0 always suspends at once. Then SIGTERM, and SIGKILL after gracePeriodSeconds."
+        ),
+    )
 
 
 class WebhookFormat(str, enum.Enum):
@@ -335,6 +346,11 @@ class RankReport(_Model):
     last_step: int | None = Field(default=None, description="Last step the sidecar evaluated.")
     time: str | None = Field(default=None, description="When the report was written (RFC 3339).")
     ended: bool = Field(default=False, description="The rank wrote END and the sidecar evaluated everything.")
+    stop_watched: bool = Field(
+        default=False,
+        description="The trainer polls the stop file (hook.should_stop()): after a stop verdict it can save its "
+        "work and exit by itself, so the operator waits actions.stop.cooperativeSeconds before suspending.",
+    )
     rules: list[RankRuleReport] = Field(default_factory=list, description="One entry per configured rule.")
 
 

@@ -63,8 +63,21 @@ class CaptureConfig(BaseModel):
     max_block_seconds: float = Field(
         default=0.05,
         ge=0,
-        description="Longest the hook may hold up one training step at once, whatever it waits for: a full "
-        "upload queue (then capture disables itself) or a busy statistics worker (then the saved step is skipped).",
+        description="PyTorch hook: the longest a saved step may wait at once for a busy statistics worker before "
+        "it is skipped (uploads never hold a step up: see max_pending_bytes).",
+    )
+    max_pending_bytes: int = Field(
+        default=writer.WriterConfig.max_pending_bytes,
+        ge=1,
+        description="Memory for segments waiting for upload. While the store fails they wait here and are "
+        "retried; when it is full, new segments are dropped and their steps counted (END.json lost_steps). "
+        "64 MiB hold some twenty minutes of a model of 1,000 tensors saving one step a second.",
+    )
+    close_timeout_seconds: float = Field(
+        default=writer.WriterConfig.close_timeout_seconds,
+        ge=0,
+        description="The longest close() (and so the script's exit) waits for pending uploads and END.json; "
+        "what is still pending then is counted lost.",
     )
     track_updates: bool = Field(
         default=True,
@@ -156,6 +169,10 @@ class CaptureConfig(BaseModel):
             config=writer.WriterConfig(
                 flush_every_steps=self.flush_every_steps,
                 flush_interval_seconds=self.flush_interval_seconds,
-                max_block_seconds=self.max_block_seconds,
+                max_pending_bytes=self.max_pending_bytes,
+                close_timeout_seconds=self.close_timeout_seconds,
+                end_timeout_seconds=min(
+                    writer.WriterConfig.end_timeout_seconds, self.close_timeout_seconds / 2
+                ),
             ),
         )

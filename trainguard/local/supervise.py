@@ -2,10 +2,14 @@
 
 `Supervisor.run()` starts CMD in its own process group with `TRAINGUARD_OUT`, `TRAINGUARD_RUN_ID`
 and `TRAINGUARD_STOP_FILE` set, follows what it writes with an `Evaluator` (all ranks) on a
-thread, shows progress on stderr, and on a `stop` verdict writes the stop file (cooperative) and
-sends SIGTERM to the whole group, then SIGKILL after the grace period. The verdict table and the
-HTML report are left to the command. Invariant: CMD's exit status is passed through unless a rule
-stopped it, which gives `EXIT_STOPPED` (3).
+thread and shows progress on stderr. A `stop` verdict writes the stop file first (cooperative):
+when CMD polls it (`hook.should_stop()`), CMD gets `cooperative_seconds` to save its work and end by
+itself; then, or at once when nothing polls the file, SIGTERM goes to the whole group, and SIGKILL
+after `grace_period_seconds`. When CMD has exited, every rank gets an END.json that says how: the
+supervisor writes one for a rank that has none (killed, stopped) and adds CMD's exit status to the
+others. The verdict table and the HTML report are left to the command. Invariant: CMD's exit status
+is passed through unless a rule stopped it (`EXIT_STOPPED`, 3) or it ended well but TrainGuard
+checked nothing (`EXIT_NOTHING_CHECKED`, 4).
 """
 
 from __future__ import annotations
@@ -35,9 +39,17 @@ from trainguard.errors import TrainGuardError
 from trainguard.rules.base import Finding
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
+from trainguard.stop_flag import watched
+from trainguard.store import errors as store_errors
+from trainguard.store import run_format
+from trainguard.store.runs import list_ranks
+from trainguard.store.source import load_json_doc
 
 EXIT_STOPPED = 3
 """Exit status of `trainguard run` when a rule stopped the command (CMD's own status otherwise)."""
+EXIT_NOTHING_CHECKED = 4
+"""Exit status of `trainguard run` when the command exited 0 but nothing was evaluated: it wrote no
+TrainGuard data (no hook or Recorder was created), or no saved step (no optimizer registered)."""
 
 DEFAULT_RUNS_DIR = "trainguard-runs"
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -114,6 +126,18 @@ class Outcome:
     evaluation_error: str | None = None
     interrupted_by: str | None = None
     """Name of the signal (SIGINT, ...) that `trainguard run` received and passed on, if any."""
+    nothing_evaluated: str | None = None
+    """Why no step was evaluated (`Evaluator.nothing_evaluated`), or None when some were."""
+    recorded: bool = True
+    """Whether CMD wrote any TrainGuard data at all."""
+    sigterm_sent: bool = False
+    """Whether CMD got SIGTERM; a cooperative stop (CMD ended by itself after the stop file) sends none."""
+    ends: Mapping[int, run_format.EndInfo] = field(default_factory=dict)
+    """Each rank's END.json after the supervisor completed them."""
+    lost_steps: int = 0
+    """Steps the ranks' hooks report lost (never stored)."""
+    warnings: list[str] = field(default_factory=list)
+    """Configuration warnings of the evaluation (a rule whose `tensors` match nothing)."""
 
     @property
     def stopped_by(self) -> str | None:
@@ -168,6 +192,12 @@ class Outcome:
             },
             "rules": {name: rule_status_dict(st) for name, st in self.rule_status.items()},
             "evaluation_error": self.evaluation_error,
+            "recorded": self.recorded,
+            "nothing_evaluated": self.nothing_evaluated,
+            "sigterm_sent": self.sigterm_sent,
+            "lost_steps": self.lost_steps,
+            "ranks_ended": {str(r): end.outcome() for r, end in sorted(self.ends.items())},
+            "warnings": list(self.warnings),
         }
 
 
@@ -276,7 +306,12 @@ class Supervisor:
     run_id: str | None = None
     rules: list[RuleSpec] | None = None
     grace_period_seconds: float = 10.0
-    """How long CMD may take to exit after SIGTERM before SIGKILL (time to save a checkpoint)."""
+    """How long CMD may take to exit after SIGTERM before SIGKILL."""
+    cooperative_seconds: float = 30.0
+    """After a stop verdict, how long CMD may take to end by itself (the stop file is written at once) before
+    SIGTERM, when it polls the stop file (`hook.should_stop()`); 0: SIGTERM with the stop file."""
+    strict: bool = False
+    """A rule whose `tensors` match no tensor is an Error, not a warning (`Evaluator(strict=...)`)."""
     poll_interval_seconds: float = 0.25
     """Pause between listings of the run when nothing is new; bounds detection latency."""
     registry: prometheus_client.CollectorRegistry | None = None
@@ -286,6 +321,9 @@ class Supervisor:
     cwd: str | None = None
     tick_seconds: float = 0.1
     _stop_verdict: Verdict | None = field(default=None, init=False)
+    _stop_at: float | None = field(default=None, init=False)
+    _started_at: float = field(default=0.0, init=False)
+    """Unix time just before CMD started: what the store holds from before is an earlier run's."""
     _term_sent_at: float | None = field(default=None, init=False)
     _exited: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -299,6 +337,10 @@ class Supervisor:
         if not self.command:
             raise SuperviseError(
                 "no command to run: give it after `--`, e.g. trainguard run -- python train.py"
+            )
+        if self.cooperative_seconds < 0:
+            raise SuperviseError(
+                f"cooperative_seconds (--grace) must not be negative, got {self.cooperative_seconds}"
             )
         if self.grace_period_seconds < 0:
             raise SuperviseError(
@@ -333,7 +375,8 @@ class Supervisor:
             return False
 
     def _on_verdict(self, v: Verdict) -> None:
-        """Show a verdict; on the first STOP while CMD runs, SIGTERM its group (the evaluator wrote the stop file)."""
+        """Show a verdict; on the first STOP while CMD runs, give CMD time to end by itself if it polls the stop
+        file (which the evaluator wrote), else SIGTERM its group at once."""
         assert self.progress is not None
         if v.state in (RuleState.ISSUES_FOUND, RuleState.ERROR):
             self.progress.line(describe_verdict(v))
@@ -342,14 +385,31 @@ class Supervisor:
         with self._lock:
             if self._stop_verdict is not None or self._exited.is_set():
                 return
-            if not self._signal_group(signal.SIGTERM):
+            if not self._signal_group(0):
                 return  # CMD's group is gone: it ended on its own, and its exit status stands
             self._stop_verdict = v
+            self._stop_at = time.monotonic()
+            cooperative = (
+                self.cooperative_seconds > 0 and self.stop_file is not None and watched(self.stop_file)
+            )
+            if not cooperative:
+                self._terminate()
+        if cooperative:
+            self.progress.line(
+                f"stopping the run: rule {v.rule} asked for a stop; the stop file is written and the command polls "
+                f"it (hook.should_stop()): it has {self.cooperative_seconds:g}s to save its work and exit, then "
+                f"SIGTERM, then SIGKILL {self.grace_period_seconds:g}s later"
+            )
+        else:
+            self.progress.line(
+                f"stopping the run: rule {v.rule} asked for a stop; sent SIGTERM to process group {self._pgid}"
+                f" (SIGKILL in {self.grace_period_seconds:g}s if it is still running)"
+            )
+
+    def _terminate(self) -> None:
+        """SIGTERM CMD's group (once) and start the grace period before SIGKILL."""
+        if self._term_sent_at is None and self._signal_group(signal.SIGTERM):
             self._term_sent_at = time.monotonic()
-        self.progress.line(
-            f"stopping the run: rule {v.rule} asked for a stop; sent SIGTERM to process group {self._pgid}"
-            f" (SIGKILL in {self.grace_period_seconds:g}s if it is still running)"
-        )
 
     @contextlib.contextmanager
     def _forward_signals(self) -> Iterator[None]:
@@ -396,6 +456,7 @@ class Supervisor:
         if path is not None:
             path.mkdir(parents=True, exist_ok=True)
         stop_dir = tempfile.mkdtemp(prefix="trainguard-stop-")
+        self._started_at = time.time()
         self.stop_file = os.path.join(stop_dir, "stop")
         try:
             self.evaluator = Evaluator(
@@ -405,8 +466,9 @@ class Supervisor:
                 registry=self.registry,
                 checkpoint=False,
                 stop_file=self.stop_file,
+                strict=self.strict,
                 # CMD starts after this: what an earlier run wrote on the same --out is not this run's
-                not_before=time.time(),
+                not_before=self._started_at,
             )
             self.evaluator.open()  # a run root that cannot be read is reported before CMD starts
             return self._supervise(self.evaluator)
@@ -447,20 +509,29 @@ class Supervisor:
             eval_stop.set()
             if thread.is_alive():
                 thread.join()
-        # One last read after CMD exited: everything it wrote is in the store by now. Then the
-        # evaluation is complete, whether or not every rank wrote END (a killed CMD does not).
+        stopped = self._stop_verdict is not None
+        ends: dict[int, run_format.EndInfo] = {}
+        try:
+            ends = self._close_ranks(ev, proc.returncode, stopped=stopped)
+        except store_errors.StoreError as err:
+            self.progress.line(f"cannot write the ranks' END.json: {err}")
+        # One last read after CMD exited: everything it wrote is in the store by now, and every rank has its
+        # END. Then the evaluation is complete.
         if not eval_errors:
             try:
                 ev.poll(on_verdict=self._on_verdict)
                 ev.finish()
             except Exception as err:  # noqa: BLE001 - report what we have rather than nothing
                 eval_errors.append(f"{type(err).__name__}: {err}")
-        stopped = self._stop_verdict is not None
+        nothing = ev.nothing_evaluated
+        code = EXIT_STOPPED if stopped else exit_status(proc.returncode)
+        if code == 0 and nothing is not None and not eval_errors:
+            code = EXIT_NOTHING_CHECKED
         return Outcome(
             command=tuple(self.command),
             run_id=self.run_id,
             run_uri=self.run_uri,
-            exit_code=EXIT_STOPPED if stopped else exit_status(proc.returncode),
+            exit_code=code,
             returncode=proc.returncode,
             stopped=stopped,
             stop_verdict=self._stop_verdict,
@@ -469,12 +540,84 @@ class Supervisor:
             rule_status=dict(ev.rule_status),
             last_step=ev.last_step,
             duration_seconds=self._exit_at - started,
-            stop_latency_seconds=None
-            if self._term_sent_at is None
-            else round(self._exit_at - self._term_sent_at, 3),
+            stop_latency_seconds=None if self._stop_at is None else round(self._exit_at - self._stop_at, 3),
             evaluation_error=eval_errors[0] if eval_errors else None,
             interrupted_by=self._interrupted_by,
+            nothing_evaluated=nothing,
+            recorded=bool(ends) or ev.views_total > 0,
+            sigterm_sent=self._term_sent_at is not None,
+            ends=ends,
+            lost_steps=ev.lost_steps_total,
+            warnings=list(ev.warnings),
         )
+
+    def _close_ranks(self, ev: Evaluator, returncode: int, *, stopped: bool) -> dict[int, run_format.EndInfo]:
+        """Give every rank of CMD's run an END.json that says how it ended, and return them by rank.
+
+        A rank without one (killed by the stop or a signal, or crashed before its hook closed) gets one written
+        by the supervisor: `stopped`, `crashed` or `ok` by how CMD ended. A rank whose hook wrote one gets
+        CMD's exit status added (and `error` instead of `ok` when CMD failed). So `evaluate --follow` and
+        readers see every rank end, and `inspect` and the report say how."""
+        store = ev.store
+        ours = run_format.attempt_id(self._started_at)
+        # this run's ranks: those it wrote segments for, and every rank of its run.json (a rank that died
+        # before its first segment); not the ranks an earlier run left on the same --out
+        attempts = {r: ev.attempt_of(r) for r in list_ranks(store)}
+        ranks = {r for r, a in attempts.items() if a is not None and a >= ours}
+        info = self._run_info(store)
+        if info is not None and info.start_time >= self._started_at:
+            ranks |= set(range(info.world_size))
+        code = exit_status(returncode)
+        sig = (
+            signal.Signals(-returncode).name
+            if returncode < 0 and -returncode in signal.valid_signals()
+            else None
+        )
+        out: dict[int, run_format.EndInfo] = {}
+        for rank in sorted(ranks):
+            key = run_format.end_key(rank)
+            try:
+                end = load_json_doc(store, key, run_format.EndInfo)
+            except store_errors.NotFound:
+                end = None
+            except store_errors.FormatError:
+                end = None  # a damaged END is replaced: the supervisor knows how the rank ended
+            if isinstance(end, run_format.EndInfo) and end.attempt is not None and end.attempt < ours:
+                end = None  # an earlier run's: this run's rank ended without one
+            if end is None:
+                status = "stopped" if stopped else ("ok" if code == 0 else "crashed")
+                reason = (
+                    f"the command was stopped by rule {self._stop_verdict.rule}"
+                    if stopped and self._stop_verdict is not None
+                    else f"the command ended (exit status {code}) before the rank's hook closed"
+                )
+                new = run_format.EndInfo(
+                    status=status, last_step=ev.rank_progress(rank)[0], wall_time=time.time(),
+                    written_by="supervisor", errors=[reason], exit_code=code, signal=sig,
+                    # this run's attempt: a later run on the same --out sees it as stale, not as its own end
+                    attempt=ev.attempt_of(rank) or ours,
+                )  # fmt: skip
+            else:
+                assert isinstance(end, run_format.EndInfo)
+                if end.exit_code is not None:
+                    out[rank] = end
+                    continue
+                failed = code != 0 and not stopped
+                new = end.model_copy(
+                    update={"exit_code": code, "signal": sig, "status": "error" if failed and end.status == "ok" else end.status}
+                )  # fmt: skip
+            store.put(key, new.model_dump_json().encode())
+            out[rank] = new
+        return out
+
+    @staticmethod
+    def _run_info(store: Any) -> run_format.RunInfo | None:
+        try:
+            info = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
+        except store_errors.StoreError:
+            return None
+        assert isinstance(info, run_format.RunInfo)
+        return info
 
     def _wait(self, proc: subprocess.Popen[bytes], started: float) -> bool:
         """Wait for CMD, updating progress and enforcing the grace period; return True if SIGKILL was sent."""
@@ -494,6 +637,15 @@ class Supervisor:
                 critical=sum(1 for f in findings if _value(f.severity) == Severity.CRITICAL.value),
                 elapsed_seconds=time.monotonic() - started,
             )
+            with self._lock:
+                due = (
+                    self._stop_at is not None and time.monotonic() - self._stop_at >= self.cooperative_seconds
+                )
+                if due and self._term_sent_at is None:
+                    self.progress.line(
+                        f"the command is still running {self.cooperative_seconds:g}s after the stop file: SIGTERM"
+                    )
+                    self._terminate()
             sent = self._term_sent_at
             if sent is not None and not killed and time.monotonic() - sent >= self.grace_period_seconds:
                 self.progress.line(
@@ -502,6 +654,9 @@ class Supervisor:
                 killed = self._signal_group(signal.SIGKILL)
         self._exit_at = time.monotonic()
         # Processes CMD started in its group that outlive it after a stop get the same treatment.
+        with self._lock:
+            if self._stop_at is not None and self._signal_group(0):
+                self._terminate()  # CMD ended by itself (cooperative); what it left running gets SIGTERM now
         if self._term_sent_at is not None and not killed:
             deadline = self._term_sent_at + self.grace_period_seconds
             while self._signal_group(0) and time.monotonic() < deadline:
@@ -511,12 +666,30 @@ class Supervisor:
         return killed
 
 
-def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120) -> str:
-    """Return the end-of-run table: one row per rule with state, action, severity, step, message."""
+def _importance(status: Mapping[str, Any]) -> int:
+    """Sort key of a verdict row: what needs attention first (critical, warning, error, still open, quiet)."""
+    state, severity = status["state"], status["severity"]
+    if state == RuleState.ISSUES_FOUND.value:
+        return 0 if severity == Severity.CRITICAL.value else 1
+    return {RuleState.ERROR.value: 2, RuleState.IN_PROGRESS.value: 3}.get(str(state), 4)
+
+
+def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120, quiet: bool = False) -> str:
+    """Return the end-of-run table: one row per rule with state, action, severity, step, message.
+
+    Rows that need attention come first: issues (critical, then warning), errors, rules still in progress,
+    then the quiet ones in their configured order. With `quiet` the quiet rules are one closing line.
+    """
     header = ("RULE", "STATE", "ACTION", "SEVERITY", "STEP", "MESSAGE")
+    ordered = sorted(
+        ((name, rule_status_dict(st)) for name, st in rule_status.items()),
+        key=lambda item: _importance(item[1]),
+    )  # sorted() keeps the configured order within each group
+    quiet_names = [name for name, d in ordered if _importance(d) == 4]
     rows = []
-    for name, st in rule_status.items():
-        d = rule_status_dict(st)
+    for name, d in ordered:
+        if quiet and _importance(d) == 4:
+            continue
         triggered = d["state"] == RuleState.ISSUES_FOUND.value
         rows.append(
             (
@@ -528,11 +701,19 @@ def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120) ->
                 str(d["message"] or ""),
             )
         )
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
     lines = []
-    for r in [header, *rows]:
-        left = "  ".join(c.ljust(w) if i != 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r[:5], widths)))
-        room = max(width - len(left) - 2, 20)
-        msg = r[5] if len(r[5]) <= room else r[5][: room - 3] + "..."
-        lines.append((left + "  " + msg).rstrip())
+    if rows:
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
+        for r in [header, *rows]:
+            left = "  ".join(
+                c.ljust(w) if i != 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r[:5], widths))
+            )
+            room = max(width - len(left) - 2, 20)
+            msg = r[5] if len(r[5]) <= room else r[5][: room - 3] + "..."
+            lines.append((left + "  " + msg).rstrip())
+    if quiet and quiet_names:
+        lines.append(
+            f"{'all ' if not rows else ''}{len(quiet_names)} rules found no issues"
+            + (f": {', '.join(quiet_names)}" if len(quiet_names) <= 5 else " (--quiet hides them)")
+        )
     return "\n".join(lines)

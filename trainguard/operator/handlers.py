@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import dataclasses
+import datetime
 import functools
 import json
 import logging
@@ -48,6 +49,8 @@ annotation names the same phase (a phase the operator did not write is worked ou
 END_MARKER_THREADS = 2
 """Threads that write END markers of finished DebugJobs, off the handlers (a run may have thousands of ranks)."""
 
+log = logging.getLogger(__name__)
+
 
 @dataclasses.dataclass
 class OperatorState:
@@ -65,6 +68,8 @@ class OperatorState:
     """DebugJob uids being deleted: their Jobs' deletion is ours, not a failure to report."""
     ended: set[str] = dataclasses.field(default_factory=set)
     """DebugJob uids whose END markers were checked (after a restart they are checked once more)."""
+    suspending: set[str] = dataclasses.field(default_factory=set)
+    """DebugJob uids whose Job's suspension is done or scheduled (a cooperative stop waits before it)."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     metrics_server: Any = None
     dispatcher: delivery.Dispatcher | None = None
@@ -332,7 +337,7 @@ def observe(
         state.metrics.rule_triggered(owner.namespace, owner.name, rule.name)
         action = Action.STOP if rule is decision.stop else Action.NOTIFY
         if action == Action.STOP:
-            actions.stop(state.kube, owner)
+            _suspend(state, dj, owner, since=_now())
         state.metrics.actions.labels(action=action.value).inc()
         sign = decision.earlier_sign if action == Action.STOP else None
         event = webhooks.RuleEvent(
@@ -348,9 +353,19 @@ def observe(
             metrics=state.metrics, emit=_emitter(), dispatcher=state.dispatcher,
         )  # fmt: skip
 
+    job = dj.status.job
+    if (
+        decision.stop is None
+        and decision.phase == Phase.STOPPED
+        and job is not None
+        and job.active
+        and not job.suspended
+    ):
+        # stopped earlier and not suspended yet (a cooperative stop whose timer an operator restart lost)
+        stopped = next((c for c in dj.status.conditions if c.type == ConditionType.STOPPED), None)
+        _suspend(state, dj, owner, since=stopped.last_transition_time if stopped else None)
     # END markers once the pods are gone, terminating ones included: a stopped trainer may still close its run
     # cleanly within its grace period.
-    job = dj.status.job
     if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active + job.terminating == 0):
         with state.lock:
             first = owner.uid not in state.ended
@@ -370,6 +385,34 @@ def observe(
         )  # the stored phase is not the one acted on (someone else wrote it)
     _write(state, owner.uid, patch, fields)
     state.metrics.observe(owner.namespace, owner.name, {**status, **fields})
+
+
+def _suspend(state: OperatorState, dj: api.DebugJob, owner: build.Owner, *, since: str | None) -> None:
+    """Suspend the Job for a stop verdict given at `since` (RFC 3339): at once, or, when a trainer polls the stop
+    file (its sidecar reports `stopWatched`), `cooperativeSeconds` after the verdict, so that it can save its work
+    and exit first. Once per DebugJob per operator process; the suspension is idempotent anyway."""
+    with state.lock:
+        if owner.uid in state.suspending:
+            return
+        state.suspending.add(owner.uid)
+    wait = dj.spec.actions.stop.cooperative_seconds
+    if wait and any(r.stop_watched for r in dj.status.reports.values()):
+        started = _parse_time(since) if since else time.time()
+        left = started + wait - time.time()
+        if left > 0:
+            log.info(
+                "DebugJob %s/%s: a trainer polls the stop file; suspending the Job in %.0f s",
+                owner.namespace, owner.name, left,
+            )  # fmt: skip
+            timer = threading.Timer(left, actions.stop, args=(state.kube, owner))
+            timer.daemon = True
+            timer.start()
+            return
+    actions.stop(state.kube, owner)
+
+
+def _parse_time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def _reference(data: dict[str, Any]) -> dict[str, Any]:

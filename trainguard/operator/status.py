@@ -243,9 +243,12 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     )
     sign = earlier_sign(rules, stop) if stop is not None else None
     if stop is not None:
-        message = (
-            f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; the Job was suspended"
-        )
+        wait = spec.actions.stop.cooperative_seconds
+        if wait and any(r.stop_watched for r in status.reports.values()):
+            how = f"the trainer polls the stop file: the Job is suspended in {wait} s unless it exits first"
+        else:
+            how = "the Job was suspended"
+        message = f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; {how}"
         if sign is not None:
             message += (
                 f"; earlier sign: rule {sign.name} at step {sign.step} on rank {sign.rank}: {sign.message}"

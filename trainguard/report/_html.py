@@ -26,7 +26,7 @@ from trainguard.report._data import (
     collect_predictions,
 )
 from trainguard.report._svg import PALETTE, fmt, svg_plot, undrawn
-from trainguard.store import run_format
+from trainguard.store import errors, run_format
 from trainguard.store.reader import Run
 from trainguard.store.runs import open_run
 
@@ -90,7 +90,37 @@ def _findings_table(markers: Sequence[Marker]) -> str:
     )
 
 
-def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str:
+def nothing_evaluated(run: Run, rank: int) -> str | None:
+    """Why the rules had nothing to look at on `rank`, or None: no step at all, or tensors registered but no saved
+    step with their statistics (a PyTorch hook whose optimizer was never registered)."""
+    if run.steps(rank=rank).size:
+        return None
+    catalogue = run.tensors(rank=rank)
+    tensors = [t for t in catalogue if not t.is_scalar]
+    if not tensors and any(t.is_scalar for t in catalogue):
+        return None  # a run of scalars only (a TensorBoard log, a Recorder of losses) is evaluated on them
+    if tensors:
+        return (
+            "the run holds no saved step with tensor statistics (a PyTorch script must call "
+            "hook.register_optimizer(optimizer): its steps count the saved steps)"
+        )
+    return "the run holds no step"
+
+
+def _ended(run: Run, rank: int) -> str:
+    """How the rank ended, from its END.json, with the steps it lost."""
+    try:
+        end = run.ended(rank=rank)
+    except errors.StoreError as err:
+        return f"unknown: {err}"
+    if end is None:
+        return "no END.json (still writing, or killed before it closed)"
+    return end.outcome() + (f"; {end.lost_steps} steps never reached the store" if end.lost_steps else "")
+
+
+def _banner(
+    outcome: Mapping[str, Any] | None, markers: Sequence[Marker], *, nothing: str | None = None
+) -> str:
     worst = {m.severity for m in markers}
     if outcome and outcome.get("stopped"):
         stop = outcome.get("stop") or {}
@@ -99,6 +129,8 @@ def _banner(outcome: Mapping[str, Any] | None, markers: Sequence[Marker]) -> str
             f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
+    if nothing is not None:
+        return f'<div class="banner warn"><b>Nothing was evaluated</b>: {html.escape(nothing)}.</div>'
     if "critical" in worst or "warning" in worst:
         # Count what the table shows: one row per rule, rank and tensor.
         n = sum(1 for ms in _groups(markers).values() if _worst(ms) in ("critical", "warning"))
@@ -210,6 +242,11 @@ def render(
             "attempt",
             f"the newest, started {started:%Y-%m-%d %H:%M:%S} UTC: the rank was written more than once on this URI",
         ))  # fmt: skip
+    facts.append(("ended", html.escape(_ended(run, rank))))
+    if run.problems:
+        facts.append(
+            ("unreadable", html.escape(f"{len(run.problems)} objects skipped; first: {run.problems[0]}"))
+        )
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
     plots = collect_plots(run, rank=rank)
@@ -227,7 +264,7 @@ def render(
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(page_title)}</title>'
         f"<style>{_CSS}</style></head><body>"
         f'<h1>{html.escape(page_title)}</h1><div class="muted">generated {generated}</div>'
-        + _banner(outcome, markers)
+        + _banner(outcome, markers, nothing=nothing_evaluated(run, rank))
         + "<table>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
         + "</table><h2>Findings</h2>"
@@ -252,7 +289,7 @@ def load_json_findings(path: str | Path) -> tuple[list[dict[str, Any]], dict[str
     """Return (findings, the whole document) of a `trainguard run/evaluate --json` file."""
     try:
         doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise ReportError(
             f"cannot read findings from {path}: {err}; pass the file written by --json"
         ) from err

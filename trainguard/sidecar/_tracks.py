@@ -25,6 +25,7 @@ from trainguard.sidecar.views import ViewBuilder
 from trainguard.store import run_format
 from trainguard.store.backends import Store
 from trainguard.store.reader import Run
+from trainguard.store.runs import list_ranks
 from trainguard.store.source import RankSource, Source, load_json_doc
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,12 @@ class RankTrack:
     end_seen: bool = False
     last_heartbeat: float = float("-inf")
     problems_seen: int = 0
+    lost_seen: int = 0
+    """Steps of the current writer attempt reported lost so far (the newest segment's `lost.total`)."""
+    end_damaged: bool = False
+    """The rank's END.json could not be read (reported once as a data gap; the rank counts as ended)."""
+    patterns_checked: bool = False
+    """Whether the rules' `tensors` were checked against this rank's catalogue (at its first saved step)."""
 
     def restart(self, compiled: Sequence[CompiledRule]) -> None:
         """The rank was restarted on the same URI (a new writer attempt): views and rules start over."""
@@ -57,6 +64,7 @@ class RankTrack:
         self.predictions = PredictionTracker()
         self.last_stats_view = None
         self.last_step = None
+        self.lost_seen = 0
 
 
 class Ranks:
@@ -90,12 +98,11 @@ class Ranks:
     def _trainguard_ranks(self) -> list[int]:
         if self._world_size is not None and len(self.tracks) >= self._world_size:
             return list(self.tracks)
-        top = self.store.list("", delimiter="/")
-        if self._world_size is None and run_format.RUN_INFO_KEY in top:
+        if self._world_size is None and self.store.exists(run_format.RUN_INFO_KEY):
             doc = load_json_doc(self.store, run_format.RUN_INFO_KEY, run_format.RunInfo)
             assert isinstance(doc, run_format.RunInfo)
             self._world_size = doc.world_size
-        return sorted(r for r in (run_format.parse_rank_prefix(e) for e in top) if r is not None)
+        return list_ranks(self.store)  # only the `rank-` names: the root may hold much else
 
     def follow(self, rank: int, saved: ckpt.RankPosition | None) -> bool:
         """Open `rank`'s track, resuming from its checkpoint position; return whether that checkpoint is of an

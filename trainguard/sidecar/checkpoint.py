@@ -81,7 +81,7 @@ def load(store: Store, key: str) -> EvaluatorState | None:
         return None
     try:
         state = EvaluatorState.model_validate(json.loads(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError, RecursionError) as err:
         log.warning(
             "trainguard: checkpoint %s/%s is damaged (%s); evaluating from the start", store.uri, key, err
         )

@@ -52,6 +52,8 @@ def _read_yaml(path: str | Path, *, what: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"the {what} {path} is not valid YAML: {err}") from err
+    except RecursionError as err:
+        raise ConfigError(f"the {what} {path} nests too deeply to parse") from err
 
 
 def _validate(model: type[BaseModel], doc: Any, *, what: str) -> Any:

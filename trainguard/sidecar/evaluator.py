@@ -15,6 +15,7 @@ reports live in `server.py` and `report_status.py`.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,16 +30,19 @@ from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.predictions import StreamSummary
-from trainguard.sidecar.verdicts import RuleCounters, RuleStatus, Verdict, Verdicts
+from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
 from trainguard.store.runs import open_run
 
-__all__ = ["Evaluator", "evaluate_stored"]
+__all__ = ["DATA_GAP", "Evaluator", "evaluate_stored"]
 
 log = logging.getLogger(__name__)
+
+_SEGMENT_NAME = re.compile(r"seg-[0-9-]+\.npz")
+"""A segment's key inside a reader's problem message: it names the steps that went unchecked."""
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 """While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
@@ -61,11 +65,13 @@ class Evaluator:
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
         not_before: float | None = None,
+        strict: bool = False,
     ) -> None:
         """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
         attempts started before it are an earlier pod's of a retried Job: their segments are left to that
         pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
         `registry`: an `EvaluatorCollector` of this evaluator is registered there (`close` unregisters it).
+        `strict`: a rule whose `tensors` match no tensor of a rank is an Error there (else a warning).
         """
         if rank is not None and ranks is not None:
             raise ValueError("pass rank or ranks, not both")
@@ -94,6 +100,15 @@ class Evaluator:
         self.timed_out = False
         self.last_error: str | None = None
         self.segments_total = 0
+        self.views_total = 0
+        """Steps given to the rules, with anything recorded (statistics or scalars)."""
+        self.stats_views_total = 0
+        """Of those, steps with tensor statistics (a saved step of the hook)."""
+        self.lost_steps_total = 0
+        """Steps the followed ranks' hooks report lost (segments after a gap, END.json)."""
+        self.strict = strict
+        self.warnings: list[str] = []
+        """Configuration warnings met while evaluating (a rule's `tensors` that match nothing), once each."""
         self.corrupt_segments_total = 0
         self.lag_seconds: float | None = None
         self.last_evaluation_time: float | None = None
@@ -151,6 +166,43 @@ class Evaluator:
             return track.last_step, track.ended
         saved = self._saved.ranks.get(str(rank)) if self._saved else None  # restarted, not polled yet
         return (None, False) if saved is None else (saved.last_step, saved.ended)
+
+    @property
+    def tensors_declared(self) -> bool:
+        """Whether a followed rank's catalogue names tensors (not only scalars): a hook registered a model."""
+        return any(
+            not t.is_scalar for tr in list(self._tracks.values()) for t in tr.source.catalogue().values()
+        )
+
+    @property
+    def nothing_evaluated(self) -> str | None:
+        """Why no step was evaluated, or None when some were: nothing was read at all, or tensors were
+        registered but no step with their statistics was saved (a PyTorch hook without an optimizer)."""
+        if self.views_total == 0:
+            return "the run holds no step"
+        if self.stats_views_total == 0 and self.tensors_declared:
+            return (
+                "the run holds no saved step with tensor statistics, only scalars (a PyTorch script must call "
+                "hook.register_optimizer(optimizer): its steps count the saved steps)"
+            )
+        return None
+
+    def attempt_of(self, rank: int) -> str | None:
+        """The writer attempt of the newest segment evaluated from `rank` (None before its first one)."""
+        track = self._tracks.get(rank)
+        return None if track is None else track.attempt
+
+    def ends(self) -> dict[int, run_format.EndInfo]:
+        """The END.json of each followed rank that has a readable one."""
+        out = {}
+        for rank, track in sorted(self._tracks.items()):
+            try:
+                end = track.source.ended()
+            except errors.StoreError:
+                end = None
+            if end is not None:
+                out[rank] = end
+        return out
 
     @property
     def stop_requested(self) -> bool:
@@ -212,7 +264,7 @@ class Evaluator:
         self._discover(ranks)
         for track in [t for t in ranks.in_order() if not t.ended]:
             segments = track.source.poll()
-            if not segments and track.source.ended() is not None:
+            if not segments and self._ended(track, out, on_verdict):
                 # END is written after the last segment; one more listing picks up any segment listed late.
                 segments = track.source.poll()
                 track.end_seen = True
@@ -226,8 +278,9 @@ class Evaluator:
                 if beat:
                     out.extend(self._emit(beat, on_verdict))
                     self._save()
-            self._note_problems(track)
+            out.extend(self._emit(self._note_problems(track), on_verdict))
             if track.end_seen:
+                out.extend(self._emit(self._trailing_gap(track), on_verdict))
                 track.ended = True
                 self._finish_rank(track)
                 self._save()
@@ -343,9 +396,23 @@ class Evaluator:
                 if track.attempt is not None:
                     self._new_attempt(track, seg.attempt)
                 track.attempt = seg.attempt
+            if seg.lost_before.size:
+                first, last, n = (int(x) for x in seg.lost_before)
+                track.lost_seen = seg.lost_steps_total
+                self.lost_steps_total += n
+                verdicts += self._data_gap(
+                    track.rank, first,
+                    f"steps {first}-{last} of rank {track.rank} never reached the store ({n} steps lost: it "
+                    "failed for longer than the hook's pending memory covers); the rules did not see them",
+                )  # fmt: skip
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]
+            self.views_total += len(views)
+            self.stats_views_total += sum(1 for v in views if v.names)
+            if not track.patterns_checked and any(v.names for v in views):
+                track.patterns_checked = True
+                verdicts += self._check_patterns(track, next(v for v in views if v.names))
             for view in views:
                 verdicts.extend(self._update_rules(track, view))
                 if view.names:
@@ -400,11 +467,84 @@ class Evaluator:
             request_stop(self.stop_file, rule=verdict.rule, message=verdict.message)
         log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
 
-    def _note_problems(self, track: RankTrack) -> None:
-        n = len(track.source.problems)
-        if n > track.problems_seen:
-            self.corrupt_segments_total += n - track.problems_seen
-            track.problems_seen = n
+    def _check_patterns(self, track: RankTrack, view: StepView) -> list[Verdict]:
+        """At a rank's first saved step: a rule whose `tensors` match none of the rank's tensors and scalars
+        checks nothing there. Say so once (a warning), or with `strict` make the rule an Error."""
+        names = {t.name for t in track.source.catalogue().values()} | set(view.names)
+        out: list[Verdict] = []
+        for i, (c, rule) in enumerate(zip(self.compiled, track.rules)):
+            pattern = rule.pattern
+            if (
+                pattern is None
+                or any(pattern.search(n) for n in names)
+                or c.name in self._verdicts.checks_nothing
+            ):
+                continue
+            shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            asked = c.spec.tensors or rule.params.tensor_regex or [pattern.pattern]
+            message = (
+                f"{c.name}: its tensors {list(asked)} match none of the {len(names)} tensors and scalars of "
+                f"rank {track.rank} ({shown}); it checks nothing. Fix `tensors` in the rules file"
+            )
+            self._verdicts.checks_nothing[c.name] = message
+            self.warnings.append(message)
+            log.warning("trainguard: %s", message)
+            if self.strict:
+                v = self._verdicts.on_error(i, track.rank, view, ChecksNothing(message))
+                out += [v] if v is not None else []
+        return out
+
+    def _ended(
+        self, track: RankTrack, out: list[Verdict], on_verdict: Callable[[Verdict], None] | None
+    ) -> bool:
+        """Whether the rank has an END; a damaged one ends it too (the writer got that far), as a data gap."""
+        try:
+            return track.source.ended() is not None
+        except errors.FormatError as err:
+            if not track.end_damaged:
+                track.end_damaged = True
+                gap = self._data_gap(
+                    track.rank, track.last_step or 0, f"{err}; how rank {track.rank} ended is unknown"
+                )
+                out.extend(self._emit(gap, on_verdict))
+            return True
+
+    def _note_problems(self, track: RankTrack) -> list[Verdict]:
+        """Each object the rank's reader skipped (damaged, gone) is a data gap: its steps went unchecked."""
+        problems = track.source.problems
+        new = problems[track.problems_seen :]
+        self.corrupt_segments_total += len(new)
+        track.problems_seen = len(problems)
+        out: list[Verdict] = []
+        for message in new:
+            found = _SEGMENT_NAME.search(message)
+            name = run_format.parse_segment_name(found.group(0)) if found else None
+            step = name.first_step if name else (track.last_step or 0)
+            span = f"steps {name.first_step}-{name.last_step}" if name else "its steps"
+            out += self._data_gap(track.rank, step, f"{message} ({span} of rank {track.rank} went unchecked)")
+        return out
+
+    def _trailing_gap(self, track: RankTrack) -> list[Verdict]:
+        """Steps END.json counts as lost beyond the last gap a segment announced: lost at the end of the run."""
+        try:
+            end = track.source.ended()
+        except errors.FormatError:
+            return []  # reported as damaged by `_ended`
+        missing = 0 if end is None else end.lost_steps - track.lost_seen
+        if missing <= 0:
+            return []
+        self.lost_steps_total += missing
+        after = track.last_step if track.last_step is not None else 0
+        return self._data_gap(
+            track.rank, after,
+            f"{missing} steps of rank {track.rank} after step {after} never reached the store (END.json "
+            "lost_steps: the store failed until the rank closed); the rules did not see them",
+        )  # fmt: skip
+
+    def _data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+        log.warning("trainguard: %s", message)
+        with self._lock:
+            return self._verdicts.data_gap(rank, step, message)
 
     def _save(self) -> None:
         if not self.checkpoint_enabled:

@@ -107,6 +107,8 @@ class EvaluatorState(Protocol):
     @property
     def corrupt_segments_total(self) -> int: ...
     @property
+    def lost_steps_total(self) -> int: ...
+    @property
     def stop_requested(self) -> bool: ...
     @property
     def last_evaluation_time(self) -> float | None: ...
@@ -213,6 +215,11 @@ class EvaluatorCollector(Collector):
             labels=["mode"],
         )
         stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
+        lost = GaugeMetricFamily(
+            "trainguard_capture_lost_steps",
+            "Steps the followed ranks' hooks report lost: they never reached the store (an outage longer than "
+            "the hook's pending memory, or one at its close).",
+        )
         last_eval = GaugeMetricFamily(
             "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
         )
@@ -244,6 +251,7 @@ class EvaluatorCollector(Collector):
             segments.add_metric([], float(ev.segments_total))
             corrupt.add_metric([], float(ev.corrupt_segments_total))
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
+            lost.add_metric([], float(ev.lost_steps_total))
             if ev.last_evaluation_time is not None:
                 last_eval.add_metric([], ev.last_evaluation_time)
             for pred_mode, summ in ev.prediction_summary().items():
@@ -267,5 +275,5 @@ class EvaluatorCollector(Collector):
             findings,
             last_trigger,
         )
-        yield from (duration, lag, read_bytes, segments, corrupt, stop, last_eval)
+        yield from (duration, lag, read_bytes, segments, corrupt, stop, lost, last_eval)
         yield from (auc_decayed, auc_se, auc_total, pos_rate)

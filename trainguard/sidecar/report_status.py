@@ -25,6 +25,7 @@ from trainguard.api import debugjob
 from trainguard.api.sidecar_config import DebugJobRef
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import Verdict
+from trainguard.stop_flag import watched
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -
         last_step=last_step,
         time=_iso(now),
         ended=ended,
+        stop_watched=bool(evaluator.stop_file and watched(evaluator.stop_file)),
         rules=[
             debugjob.RankRuleReport(
                 name=name,

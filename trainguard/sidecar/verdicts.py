@@ -26,6 +26,16 @@ MAX_FINDINGS_PER_RULE = 100
 and the checkpoint of a rule that fires on every step of a long run."""
 
 
+DATA_GAP = "data_gap"
+"""The evaluator's own check, shown beside the rules: steps the store never got (the hook's END.json
+`lost_steps`, a gap before a segment) or that could not be read (a damaged segment or END). A warning
+finding, so no verdict says "no issues" over data that was never looked at."""
+
+
+class ChecksNothing(Exception):
+    """A rule whose `tensors` match nothing on a rank, made an Error by `strict` (reported through `on_error`)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A rule's state transition. `action` is STOP/NOTIFY only on a transition to IssuesFound."""
@@ -88,6 +98,10 @@ class Verdicts:
         """Each rule's state over every followed rank (the first transition wins)."""
         self.rank_status: dict[int, dict[str, RuleStatus]] = {}
         self.counters = [RuleCounters() for _ in self.compiled]
+        self.gap_findings: list[Finding] = []
+        """Findings of the evaluator's own `data_gap` check (kept apart from the rules' counters)."""
+        self.checks_nothing: dict[str, str] = {}
+        """Rules whose `tensors` match nothing on some rank, with the message saying so."""
         self.stop_emitted: set[str] = set()
         """Rules whose STOP verdict was acted on (once per rule, also across restarts)."""
         self.stop_requested = False
@@ -105,8 +119,34 @@ class Verdicts:
 
     def findings(self) -> list[Finding]:
         """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), by step and rank."""
-        out = [f for c in self.counters for f in c.kept_findings]
+        out = [f for c in self.counters for f in c.kept_findings] + self.gap_findings
         return sorted(out, key=lambda f: (f.step, f.rank))
+
+    def data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+        """Record a `data_gap` finding (a warning: data the rules never saw); return its verdict when `data_gap`
+        first turns IssuesFound. It sits beside the rules in the statuses, with no action."""
+        finding = Finding(
+            rule=DATA_GAP, severity=Severity.WARNING, step=step, rank=rank, message=message,
+            hint="check the store's health (capacity, errors) and the hook's log; raise max_pending_bytes to ride "
+            "out longer outages",
+        )  # fmt: skip
+        if len(self.gap_findings) < MAX_FINDINGS_PER_RULE:
+            self.gap_findings.append(finding)
+        now = self.clock()
+        status = RuleStatus(
+            state=RuleState.ISSUES_FOUND, action=Action.NONE, severity=Severity.WARNING, step=step, rank=rank,
+            message=message, time=now,
+        )  # fmt: skip
+        self.on_rank(rank).setdefault(DATA_GAP, status)
+        if DATA_GAP in self.status:
+            return []
+        self.status[DATA_GAP] = status
+        return [
+            Verdict(
+                rule=DATA_GAP, action=Action.NONE, state=RuleState.ISSUES_FOUND, step=step, rank=rank,
+                severity=Severity.WARNING, message=message, finding=finding, time=now,
+            )
+        ]  # fmt: skip
 
     def all_decided(self) -> bool:
         """Whether no rule is InProgress any more."""
@@ -154,7 +194,11 @@ class Verdicts:
         """Rule `i` raised on `view`: it goes to Error (unless it found issues); return the transition, if any."""
         c = self.compiled[i]
         self.counters[i].errors += 1
-        message = f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        message = (
+            str(err)
+            if isinstance(err, ChecksNothing)
+            else f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
+        )
         on_rank = self.on_rank(rank)
         if on_rank[c.name].state == RuleState.ERROR:
             on_rank[c.name] = dataclasses.replace(on_rank[c.name], message=message)
@@ -202,7 +246,8 @@ class Verdicts:
                         step=step,
                         rank=rank,
                         severity=Severity.INFO,
-                        message=f"{c.name}: no issues found up to step {step}",
+                        message=self.checks_nothing.get(c.name)
+                        or f"{c.name}: no issues found up to step {step}",
                         finding=None,
                         action=Action.NONE,
                     )
@@ -257,6 +302,12 @@ class Verdicts:
                     statuses[name] = self._status_from_doc(name, doc)
             self.rank_status[int(r)] = statuses
         for name, doc in saved.statuses.items():
+            if name == DATA_GAP:
+                self.status[name] = RuleStatus(
+                    state=RuleState(doc.state), action=Action.NONE, severity=Severity(doc.severity or "warning"),
+                    step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
+                )  # fmt: skip
+                continue
             if name not in index:
                 continue  # a rule no longer configured
             self.status[name] = self._status_from_doc(name, doc)
@@ -268,6 +319,8 @@ class Verdicts:
             i = index.get(str(d.get("rule")))
             if i is not None:
                 self.counters[i].kept_findings.append(_finding_from_dict(d))
+            elif d.get("rule") == DATA_GAP:
+                self.gap_findings.append(_finding_from_dict(d))
         self.stop_requested = saved.stop_requested
 
     def rank_docs(self, rank: int) -> dict[str, ckpt.StatusDoc]:
@@ -281,7 +334,9 @@ class Verdicts:
         }
 
     def finding_docs(self) -> list[dict[str, object]]:
-        return [f.to_dict() for c in self.counters for f in c.kept_findings]
+        return [f.to_dict() for c in self.counters for f in c.kept_findings] + [
+            f.to_dict() for f in self.gap_findings
+        ]
 
     def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:
         c = next(c for c in self.compiled if c.name == name)

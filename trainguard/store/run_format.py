@@ -1,4 +1,4 @@
-"""The run format, version 2: key names, the JSON documents and the segment codec.
+"""The run format, version 2 (2.1): key names, the JSON documents and the segment codec.
 
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with
@@ -42,8 +42,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.0"
-"""Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor."""
+FORMAT_VERSION = "2.1"
+"""Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
+2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""
 
@@ -231,11 +232,13 @@ class EndInfo(_Doc):
 
     format_version: str = FORMAT_VERSION
     status: str = Field(
-        description="ok (closed cleanly), error (capture failed), crashed (written by the operator)."
+        description="ok (closed cleanly), error (capture failed, steps lost, or the script failed: see "
+        "`exception`, `exit_code`), crashed (the process died without closing: written by the operator or "
+        "local mode), stopped (a stop rule ended it; written by local mode for a rank that did not close)."
     )
     last_step: int | None = None
     wall_time: float
-    written_by: str = Field(default="hook", description="hook or operator")
+    written_by: str = Field(default="hook", description="hook, operator, or supervisor (local mode)")
     attempt: str | None = Field(
         default=None,
         description="The writer attempt this END closes; None (the operator, format 1): whichever is current. "
@@ -246,6 +249,40 @@ class EndInfo(_Doc):
         default=0,
         description="Saved steps the hook skipped: its statistics worker still held every snapshot buffer.",
     )
+    lost_steps: int = Field(
+        default=0,
+        description="Steps whose data never reached the store: dropped while it failed and the writer's pending "
+        "segments filled their memory, or still pending when the rank closed (format 2.1).",
+    )
+    store_outage_seconds: float = Field(
+        default=0.0, description="Time during which the store refused or failed uploads, summed (format 2.1)."
+    )
+    exception: str | None = Field(
+        default=None,
+        description="The uncaught exception that ended the script (`Type: message`), as the hook saw it at exit.",
+    )
+    exit_code: int | None = Field(
+        default=None,
+        description="The training command's exit status, where the supervisor saw it (local mode): 128+N for "
+        "signal N.",
+    )
+    signal: str | None = Field(
+        default=None, description="The signal that ended the command (SIGKILL, ...), if one did."
+    )
+
+    def outcome(self) -> str:
+        """One phrase on how the rank ended: `ok`, `error: exited with status 1; ZeroDivisionError: ...`."""
+        parts = [self.status]
+        how = []
+        if self.signal:
+            how.append(f"killed by {self.signal}")
+        elif self.exit_code is not None and self.exit_code != 0:
+            how.append(f"exited with status {self.exit_code}")
+        if self.exception:
+            how.append(self.exception)
+        if not how and self.status != "ok" and self.errors:
+            how.append(self.errors[0])
+        return parts[0] + (": " + "; ".join(how) if how else "")
 
 
 def check_version(found: str, *, what: str) -> None:
@@ -283,6 +320,12 @@ class Segment:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     attempt: str = ""
     """The writer attempt, from the segment's key (set by the reader; not stored in the object)."""
+    lost_before: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Steps of this writer attempt that never reached the store, just before this segment: empty, or
+    int64[3] (first step, last step, number of steps) of the segments the writer dropped while the store
+    failed and its pending buffer was full. Stored as `lost.before` (format 2.1)."""
+    lost_steps_total: int = 0
+    """Steps this writer attempt lost so far, this gap included (`lost.total`; 0 when there is no gap)."""
 
     @property
     def first_step(self) -> int:
@@ -328,6 +371,9 @@ def encode_segment(seg: Segment) -> bytes:
         arrays[f"hist.{tid}"] = np.asarray(hist, np.float32)
     for name, arr in seg.extra.items():
         arrays[f"extra.{name}"] = np.asarray(arr)
+    if seg.lost_before.size:
+        arrays["lost.before"] = np.asarray(seg.lost_before, np.int64)
+        arrays["lost.total"] = np.array(seg.lost_steps_total, np.int64)
     buf = io.BytesIO()
     # np.savez_compressed's layout, at deflate level 1: a segment is small float statistics that
     # compress about 3x at any level, and level 6 costs the writer thread (which shares the GIL
@@ -344,7 +390,7 @@ _CORRUPT_ERRORS = (
     zlib.error,  # damaged deflate data
     NotImplementedError,  # a damaged header naming an unknown compression method
     RuntimeError,  # a damaged header claiming encryption
-    ValueError,  # a damaged .npy header, or an object array refused by allow_pickle=False
+    ValueError,  # a damaged .npy header
     OSError,
     EOFError,
     KeyError,
@@ -352,18 +398,98 @@ _CORRUPT_ERRORS = (
 )
 """What a damaged segment can raise while it is unpacked; each becomes `SegmentCorrupt`."""
 
+MAX_SEGMENT_BYTES = 256 * 2**20
+"""The most a segment may unpack to, all arrays together. A segment holds statistics: 500 saved steps of
+3,000 tensors are 72 MB. The sizes the archive declares are checked before anything is unpacked, and
+each array's declared shape against its member's size before it is allocated, so a member that
+claims (or inflates to) more, a decompression bomb, is refused without taking the memory."""
 
-def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
-    """Parse the bytes of a segment; raise SegmentCorrupt naming `key` on any damage."""
+
+def _read_member(zf: zipfile.ZipFile, member: zipfile.ZipInfo) -> np.ndarray:
+    """Read one `.npy` member whole (so zipfile checks its CRC), allocating only what its header declares,
+    once that is known to match the member's size. Raises ValueError on any mismatch."""
+    with zf.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"member {member.filename} has .npy version {version}, which segments never use")
+        if dtype.hasobject:
+            raise ValueError(
+                f"member {member.filename} holds Python objects, which allow_pickle=False refuses"
+            )
+        count = 1
+        for n in shape:
+            count *= n  # Python ints: a declared (10**12,) stays a number, never an allocation
+        body = member.file_size - f.tell()
+        if count * dtype.itemsize != body:
+            raise ValueError(
+                f"member {member.filename} declares shape {tuple(shape)} of {dtype} "
+                f"({count * dtype.itemsize} bytes) but holds {body} bytes"
+            )
+        out = np.empty(count, dtype)
+        if body and f.readinto(out.data.cast("B")) != body:  # type: ignore[attr-defined]  # a ZipExtFile
+            raise EOFError(f"member {member.filename} ends early")
+        if f.read(1):
+            raise ValueError(f"member {member.filename} holds more bytes than its header says")
+    return out.reshape(shape, order="F" if fortran else "C")
+
+
+def _unpack(data: bytes, key: str, max_bytes: int) -> dict[str, np.ndarray]:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = zf.infolist()
+        declared = sum(m.file_size for m in members)
+        if declared > max_bytes:
+            raise errors.SegmentCorrupt(
+                f"segment {key} unpacks to {declared} bytes, more than the {max_bytes} a segment may hold "
+                f"(format.MAX_SEGMENT_BYTES); it is not read, later segments are"
+            )
+        return {m.filename.removesuffix(".npy"): _read_member(zf, m) for m in members}
+
+
+def _check_lengths(key: str, arrays: dict[str, np.ndarray], seg: Segment) -> None:
+    """Raise SegmentCorrupt unless the arrays that run in parallel have matching lengths."""
+    problems: list[str] = []
+
+    def same(what: str, a: np.ndarray, n: int, ndim: int = 1) -> None:
+        if a.ndim != ndim or a.shape[0] != n:
+            problems.append(f"{what} has shape {a.shape}, expected {n} rows")
+
+    n_steps, n_scalars, n_tier1 = seg.steps.shape[0], seg.scalar_steps.shape[0], seg.tier1_steps.shape[0]
+    for name in ("steps", "tensor_ids", "scalar_steps", "tier1_steps"):
+        if arrays[name].ndim != 1:
+            problems.append(f"{name} has shape {arrays[name].shape}, expected one dimension")
+    same("wall_time", seg.wall_time, n_steps)
+    same("scalar_ids", seg.scalar_ids, n_scalars)
+    same("scalar_values", seg.scalar_values, n_scalars)
+    for (kind, tid), vec in seg.units.items():
+        same(f"units.{kind}.{tid}", vec, n_tier1, 2)
+    for tid, hist in seg.hists.items():
+        same(f"hist.{tid}", hist, n_tier1, 2)
+    for name, arr in seg.extra.items():
+        steps = seg.extra.get(name + ".steps")
+        if steps is not None and (steps.ndim != 1 or arr.ndim < 1 or arr.shape[0] != steps.shape[0]):
+            problems.append(f"extra.{name} has shape {arr.shape}, its steps {steps.shape}")
+    if seg.lost_before.shape not in ((0,), (3,)):
+        problems.append(f"lost.before has shape {seg.lost_before.shape}, expected (3,)")
+    if problems:
+        raise errors.SegmentCorrupt(
+            f"segment {key}: {'; '.join(problems)}; it is skipped, later segments are read"
+        )
+
+
+def decode_segment(data: bytes, *, key: str = "<segment>", max_bytes: int = MAX_SEGMENT_BYTES) -> Segment:
+    """Parse the bytes of a segment; raise SegmentCorrupt naming `key` on any damage.
+
+    Nothing larger than `max_bytes` is unpacked, no array is allocated before its declared size is checked
+    against what its member holds, and arrays that run in parallel must have the same length: a damaged or
+    hostile segment is refused with one message, never a traceback or an exhausted memory."""
     try:
         # Each member is read whole, which makes zipfile check its CRC (np.load on the archive reads
         # only the bytes an array needs and can miss damage); then parsed as .npy without pickle.
-        arrays: dict[str, np.ndarray] = {}
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            for member in zf.infolist():
-                arrays[member.filename.removesuffix(".npy")] = np.load(
-                    io.BytesIO(zf.read(member)), allow_pickle=False
-                )
+        arrays = _unpack(data, key, max_bytes)
     except _CORRUPT_ERRORS as err:
         raise errors.SegmentCorrupt(
             f"segment {key} is truncated or corrupt ({type(err).__name__}: {err}); it is skipped, later segments are read"
@@ -388,7 +514,7 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
                 hists[int(name.split(".", 1)[1])] = arr
             elif name.startswith("extra."):
                 extra[name.split(".", 1)[1]] = arr
-        return Segment(
+        seg = Segment(
             steps=steps,
             wall_time=arrays["wall_time"].astype(np.float64, copy=False),
             tensor_ids=tensor_ids,
@@ -401,7 +527,11 @@ def decode_segment(data: bytes, *, key: str = "<segment>") -> Segment:
             hists=hists,
             catalogue_version=int(arrays["catalogue_version"]),
             extra=extra,
+            lost_before=arrays.get("lost.before", np.zeros(0, np.int64)).astype(np.int64, copy=False),
+            lost_steps_total=int(arrays.get("lost.total", 0)),
         )
+        _check_lengths(key, arrays, seg)
+        return seg
     except KeyError as err:
         raise errors.SegmentCorrupt(f"segment {key} lacks the array {err}; it is skipped") from err
     except (ValueError, TypeError) as err:

@@ -9,7 +9,7 @@ stays light.
 
 from __future__ import annotations
 
-from trainguard.store import errors, run_format
+from trainguard.store import backends, errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.reader import Run
 from trainguard.store.source import RankSource, load_json_doc
@@ -18,13 +18,20 @@ OURS = "run.json or rank-NNNNN/ (TrainGuard)"
 """What a root of ours holds, as the error for an unrecognised root lists it."""
 
 
-def _ranks_of(store: Store) -> list[int]:
-    ranks = []
-    for entry in store.list("", delimiter="/"):
-        r = run_format.parse_rank_prefix(entry)
-        if r is not None:
-            ranks.append(r)
-    return sorted(ranks)
+def list_ranks(store: Store) -> list[int]:
+    """Return the ranks that have a `rank-NNNNN/` folder, listing only names that start `rank-`."""
+    found = map(run_format.parse_rank_prefix, store.list("rank-", delimiter="/"))
+    return sorted(r for r in found if r is not None)
+
+
+def _run_info(store: Store) -> run_format.RunInfo | None:
+    """Return `run.json`, or None when there is none."""
+    try:
+        doc = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
+    except errors.NotFound:
+        return None
+    assert isinstance(doc, run_format.RunInfo)
+    return doc
 
 
 def is_ours(top: list[str]) -> bool:
@@ -41,22 +48,20 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
     from trainguard.store import foreign
 
     store = store or open_store(uri)
-    top = store.list("", delimiter="/")
-    if is_ours(top):
-        info = None
-        if run_format.RUN_INFO_KEY in top:
-            doc = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
-            assert isinstance(doc, run_format.RunInfo)
-            info = doc
-        ranks = _ranks_of(store) or [0]
+    # Only the names our format uses are listed (`rank-`, `run.json`), and foreign formats are probed with
+    # bounded listings, so a root that also holds many unrelated objects opens in a few requests.
+    ranks = list_ranks(store)
+    info = _run_info(store)
+    if info is not None or ranks:
         return Run(
             uri,
             store,
             kind="trainguard",
-            ranks=ranks,
+            ranks=ranks or [0],
             info=info,
             source_factory=lambda r: RankSource(store, r),
         )
+    top = store.list("", delimiter="/", limit=backends.PROBE_KEYS)
     for fmt in foreign.FORMATS:
         if fmt.detect(store, top):
             return fmt.open(uri, store)

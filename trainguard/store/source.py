@@ -54,6 +54,10 @@ def load_json_doc(store: Store, key: str, model: type[run_format._Doc]) -> run_f
         raise errors.FormatError(
             f"{store.uri}/{key} is not valid JSON ({err}); the object is damaged"
         ) from err
+    except RecursionError as err:  # json's parser recurses once per nesting level
+        raise errors.FormatError(
+            f"{store.uri}/{key} nests arrays or objects too deeply to parse; the object is damaged"
+        ) from err
     if isinstance(doc, dict) and "format_version" in doc:
         run_format.check_version(str(doc["format_version"]), what=f"{store.uri}/{key}")
     try:

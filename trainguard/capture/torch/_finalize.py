@@ -11,7 +11,7 @@ iteration, or on the statistics worker (`_worker`); what to reduce is left to th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import torch
@@ -43,6 +43,15 @@ class StepWriter:
             results += list(pending.units.values()) + list(pending.hists.values())
         results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
         host = iter(to_host(results))
+        # the step's rows and its scalars in one segment (the copy above stays outside the writer's lock)
+        with w.together():
+            self._write_host(host, pending, scalars)
+
+    def _write_host(
+        self, host: Iterator[np.ndarray], pending: Pending | None, scalars: list[ScalarValue]
+    ) -> None:
+        """Write a step's rows and scalars from their host copies (`host`, in the order `write` gathered them)."""
+        w = self._writer
         if pending is not None:
             parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
             units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import native
 from trainguard.capture.torch._finalize import StepWriter
@@ -112,6 +113,8 @@ class Hook:
         self._stop = StopFlag(config.stop_file if config else None)
         self._closed = False
         self._failed = False
+        self._forwards_without_optimizer = 0
+        self._warned_no_optimizer = False
         if config is None:
             return
         # The parts below exist only for a configured hook; every method that reaches them first checks
@@ -125,6 +128,7 @@ class Hook:
             KernelPath(self._plan, self._saved, self._scalars, self._step_writer) if self._native else None
         )
         self._path: Path = self._packed
+        exit_watch.install()
         atexit.register(self.close)
 
     @classmethod
@@ -142,6 +146,12 @@ class Hook:
     @property
     def errors(self) -> list[str]:
         return [] if self._writer is None else list(self._writer.errors)
+
+    @property
+    def lost_steps(self) -> int:
+        """Steps whose data never reached the store: the store failed for longer than the pending segments'
+        memory (`max_pending_bytes`) covers, or `close()` ran out of time; also END.json `lost_steps`."""
+        return 0 if self._writer is None else self._writer.lost_steps
 
     @property
     def skipped_steps(self) -> int:
@@ -208,6 +218,19 @@ class Hook:
                 if name in owners and name not in order:
                     self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
             self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
+
+    def _no_optimizer(self, when: str) -> None:
+        """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
+        if self._warned_no_optimizer:
+            return
+        self._warned_no_optimizer = True
+        message = (
+            f"no optimizer registered {when}: no step is counted and nothing is saved; call "
+            "hook.register_optimizer(optimizer) after creating the optimizer"
+        )
+        log.warning("trainguard: %s", message)
+        if self._writer is not None:
+            self._writer.errors.append(message)
 
     def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
@@ -290,6 +313,12 @@ class Hook:
     def _on_forward(self, module: nn.Module, args: object) -> None:
         if not module.training:
             return
+        if self._optimizer is None:
+            self._forwards_without_optimizer += 1
+            if (
+                self._forwards_without_optimizer == 2
+            ):  # one may come before the optimizer exists (shape checks)
+                self._no_optimizer("after two training forwards")
         self._in_iteration = True
         if self._order_handles and self._plan.module_order:
             self._finish_order()  # a second training forward (no optimizer step registered in between)
@@ -509,6 +538,9 @@ class Hook:
 
     def close(self) -> None:
         """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
+        self._close(exception=exit_watch.uncaught())
+
+    def _close(self, *, exception: str | None) -> None:
         if self._closed:
             return
         if self.enabled and self._predictions:
@@ -525,7 +557,9 @@ class Hook:
                 )
             self._worker.stop()
         if self._writer is not None:
-            self._writer.close()
+            if self._roots and self._optimizer is None and not self._failed:
+                self._no_optimizer("at close")
+            self._writer.close(exception=exception)
             atexit.unregister(self.close)
 
     def __enter__(self) -> Self:
@@ -534,4 +568,5 @@ class Hook:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        # an exception ending the block is what ended the capture (the excepthook, if any, comes too late)
+        self._close(exception=exit_watch.describe(exc) if exc is not None else exit_watch.uncaught())

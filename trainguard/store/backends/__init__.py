@@ -23,14 +23,22 @@ class Store(Protocol):
         """Write an object whole; a reader sees all of it or none of it."""
 
     def get(self, key: str) -> bytes:
-        """Return an object's bytes; raise `errors.NotFound` if it does not exist."""
+        """Return an object's bytes; raise `errors.NotFound` if it does not exist, `errors.RefusedObject` if
+        it is not something to read (a FIFO, a device, a link out of the root)."""
 
     def list(
-        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+        self,
+        prefix: str = "",
+        *,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        limit: int | None = None,
     ) -> list[str]:
         """Return the keys under `prefix` that sort after `start_after`, in order.
 
         With `delimiter="/"` return the immediate "sub-folders" (ending in `/`) and objects only.
+        With `limit`, return the first `limit` entries at most: a probe of a prefix that may hold many
+        unrelated objects then costs one request, not one per thousand objects.
         """
 
     def exists(self, key: str) -> bool:
@@ -39,6 +47,10 @@ class Store(Protocol):
     def delete(self, key: str) -> None:
         """Remove an object if it exists."""
 
+
+PROBE_KEYS = 1000
+"""Entries a format probe asks for in one listing (`limit=`; one S3 request): a root that also holds many
+unrelated objects is told apart from a run in a few requests, whatever it holds."""
 
 _REGISTRY: dict[str, tuple[str, str]] = {
     "file": ("trainguard.store.backends.local.FileStore", ""),

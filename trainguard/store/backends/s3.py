@@ -245,13 +245,18 @@ class S3Store:
         return self._call("get", full, get_body)
 
     def list(
-        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+        self,
+        prefix: str = "",
+        *,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        limit: int | None = None,
     ) -> list[str]:
         full_prefix = self._key(prefix, allow_empty=True)
         request: dict[str, Any] = {
             "Bucket": self.bucket,
             "Prefix": full_prefix,
-            "MaxKeys": self.list_page_size,
+            "MaxKeys": self.list_page_size if limit is None else max(1, min(limit, self.list_page_size)),
         }
         if start_after is not None:
             request["StartAfter"] = self._key(start_after, allow_empty=True)
@@ -263,7 +268,7 @@ class S3Store:
             out.extend(o["Key"][len(self.root) :] for o in page.get("Contents", ()))
             out.extend(p["Prefix"][len(self.root) :] for p in page.get("CommonPrefixes", ()))
             token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
+            if not page.get("IsTruncated") or not token or (limit is not None and len(out) >= limit):
                 break
             request["ContinuationToken"] = token
         out.sort()
@@ -271,7 +276,7 @@ class S3Store:
             # S3 rolls keys after StartAfter into their common prefix even when the prefix itself
             # sorts before StartAfter; the protocol promises only entries after it.
             out = [k for k in out if k > start_after]
-        return out
+        return out if limit is None else out[:limit]
 
     def exists(self, key: str) -> bool:
         full = self._key(key)

@@ -30,6 +30,15 @@ from trainguard.store.reader import Run
 
 log = logging.getLogger(__name__)
 
+_BAD_DOCUMENT = (
+    UnicodeDecodeError,
+    json.JSONDecodeError,
+    ValidationError,
+    RecursionError,
+    errors.RefusedObject,
+)
+"""What a damaged index or collections JSON raises (RecursionError: nested too deeply for json)."""
+
 END_MARKER = "training_job_end.ts"
 INDEX_PREFIX = "index/"
 COLLECTIONS_PREFIX = "collections/"
@@ -270,7 +279,7 @@ def read_step(store: Store, index_key: str) -> StepRead:
     except errors.NotFound as err:
         out.problems.append(f"{where} was listed but is gone ({err}); step {step} of {worker} skipped")
         return out
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except _BAD_DOCUMENT as err:
         out.problems.append(
             f"{where} is not a valid smdebug index ({_first_line(err)}); step {step} of {worker} skipped"
         )
@@ -282,6 +291,9 @@ def read_step(store: Store, index_key: str) -> StepRead:
         out.problems.append(
             f"{where} points to {store.uri}/{event_key}, which does not exist; step {step} of {worker} skipped"
         )
+        return out
+    except errors.RefusedObject as err:
+        out.problems.append(f"{err}; step {step} of {worker} skipped")
         return out
     out.bytes_read += len(data)
     mv = memoryview(data)
@@ -586,7 +598,7 @@ def load_collections(
     key = (mine or keys)[0]
     try:
         return CollectionsDoc.model_validate(json.loads(store.get(key)))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except _BAD_DOCUMENT as err:
         message = f"{store.uri}/{key} is not a valid smdebug collections file ({_first_line(err)}); collections are guessed from tensor names"
         log.warning("trainguard: %s", message)
         if problems is not None:
@@ -618,8 +630,13 @@ def _start_time(store: Store, index_key: str | None) -> float:
 
 
 def detect(store: Store, top: list[str]) -> bool:
-    """Whether a root holds smdebug output: `index/` beside `events/` or `collections/`."""
-    return INDEX_PREFIX in top and ("events/" in top or "collections/" in top)
+    """Whether a root holds smdebug output: `index/` beside `events/` or `collections/`.
+
+    Asks for those prefixes by name (one short listing each) rather than trusting `top`, which may be cut
+    short on a root that also holds many other objects."""
+    return bool(store.list(INDEX_PREFIX, delimiter="/", limit=1)) and any(
+        store.list(p, delimiter="/", limit=1) for p in ("events/", COLLECTIONS_PREFIX)
+    )
 
 
 def open_smdebug(uri: str, store: Store) -> Run:

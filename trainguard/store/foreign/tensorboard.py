@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from trainguard.api.enums import Collection, Mode
-from trainguard.store import errors, run_format, stats
+from trainguard.store import backends, errors, run_format, stats
 from trainguard.store.backends import Store
 from trainguard.store.foreign import tfevent, tfrecord
 from trainguard.store.reader import Run
@@ -85,6 +85,11 @@ class TensorBoardSource:
                 data = self.store.get(key)
             except errors.NotFound:
                 continue  # removed between listing and reading
+            except errors.RefusedObject as err:
+                self._dead.add(key)
+                self.problems.append(str(err))
+                log.warning("trainguard: %s", err)
+                continue
             except errors.StoreError:
                 if points:
                     break  # return what was read; this file is read again by the next poll
@@ -175,9 +180,18 @@ def _start_time(store: Store, key: str) -> float:
         return 0.0
 
 
+PROBE_FOLDERS = 16
+"""Folders below the root that `detect` looks into (`logs/train/`, `logs/eval/`, a run's name)."""
+
+
 def detect(store: Store, top: list[str]) -> bool:
-    """Whether a root holds a TensorBoard log: any `*tfevents*` file below it."""
-    return any("tfevents" in k for k in store.list(""))
+    """Whether a root holds a TensorBoard log: event files among `top` (the root's first entries) or in
+    one of its first `PROBE_FOLDERS` folders (first page of each). Bounded, so a root that holds many
+    other objects is not listed whole."""
+    if any(is_event_file(k) for k in top if not k.endswith("/")):
+        return True
+    folders = [k for k in top if k.endswith("/")][:PROBE_FOLDERS]
+    return any(any(map(is_event_file, store.list(f, limit=backends.PROBE_KEYS))) for f in folders)
 
 
 def open_tensorboard(uri: str, store: Store) -> Run:

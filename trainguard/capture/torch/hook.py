@@ -165,10 +165,6 @@ class Hook:
             and ((self.step if step is None else step) % self.config.save_interval) == 0
         )
 
-    def _guard(self, where: str, *args: object) -> FailOpen:
-        """The fail-open guard of a hook body: an exception inside disables capture (`_fail`)."""
-        return FailOpen(self._fail, where, *args)
-
     def _fail(self, where: str, err: BaseException) -> None:
         message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
         if not self._failed:
@@ -196,7 +192,7 @@ class Hook:
         """Capture the module's weights, biases, gradients and activations (on saved steps)."""
         if not self.enabled:
             return
-        with self._guard("register_module"):
+        with FailOpen(self._fail, "register_module"):
             assert self._writer is not None
             modules = self._plan.add_module(module, self._writer)
             self._roots.append(module)
@@ -216,7 +212,7 @@ class Hook:
         if self._optimizer is not None:
             log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
             return
-        with self._guard("register_optimizer"):
+        with FailOpen(self._fail, "register_optimizer"):
             self._optimizer = optimizer
             self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
             self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
@@ -294,7 +290,7 @@ class Hook:
         if self._order_handles and self._plan.module_order:
             self._finish_order()  # a second training forward (no optimizer step registered in between)
         if self._pending is not None:
-            with self._guard("finalising a saved step"):
+            with FailOpen(self._fail, "finalising a saved step"):
                 self._finalize()
         if self._predictions:
             self._ship_predictions()
@@ -303,7 +299,7 @@ class Hook:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
             if not module.training or act.captured_step == self.step or not self.is_saved_step():
                 return
-            with self._guard("capturing act/%s", act.name):
+            with FailOpen(self._fail, "capturing act/%s", act.name):
                 self._capture_activation(act, output)
 
         return hook
@@ -331,7 +327,7 @@ class Hook:
             self._finish_order()
         if self._pending is None and self.step % self._every:
             return  # a step that is not saved, with nothing left to write
-        with self._guard("optimizer step %d (gradients)", self.step):
+        with FailOpen(self._fail, "optimizer step %d (gradients)", self.step):
             if self._pending is not None:
                 self._finalize()
             if self.enabled and self.is_saved_step():
@@ -350,7 +346,7 @@ class Hook:
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
-        with self._guard("optimizer step %d (weights)", step):
+        with FailOpen(self._fail, "optimizer step %d (weights)", step):
             if self.is_saved_step(step):
                 self._complete(step, optimizer)
             self._arm_activations(self.is_saved_step())
@@ -418,7 +414,7 @@ class Hook:
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
-        with self._guard("record_scalar(%r)", name):
+        with FailOpen(self._fail, "record_scalar(%r)", name):
             self._scalars.add(step, name, value, mode=mode, collection=collection)
             if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
                 self._finalize()  # a long eval loop between saved steps: bound what is held
@@ -453,7 +449,7 @@ class Hook:
         """
         if not self.enabled or self.config is None or not self.config.wants("predictions"):
             return
-        with self._guard("record_predictions(%r)", name):
+        with FailOpen(self._fail, "record_predictions(%r)", name):
             streams = self._predictions
             if streams is None:
                 assert self._writer is not None
@@ -472,7 +468,7 @@ class Hook:
 
     def _ship_predictions(self, *, final: bool = False) -> None:
         """Write the counts of the streams whose step is over (all of them when `final`), in one copy."""
-        with self._guard("writing prediction counts"):
+        with FailOpen(self._fail, "writing prediction counts"):
             assert self._predictions is not None
             self._predictions.ship(self._record_step(), final=final)
 
@@ -491,7 +487,7 @@ class Hook:
         """
         if self._writer is None:
             return
-        with self._guard("flush"):
+        with FailOpen(self._fail, "flush"):
             if self._worker_path is not None and self.enabled:
                 self._worker_path.flush(self._scalars.take())
                 self._check_worker()

@@ -72,6 +72,15 @@ def path(
     return out
 
 
+def _server_message(body: Any) -> str:
+    """Return `: <message>` from an API error's Status body (why a request was refused), or nothing."""
+    try:
+        message = json.loads(body).get("message")
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return f": {message}" if isinstance(message, str) and message else ""
+
+
 class Kube:
     """The operator's API access: create, get, merge-patch, delete, read a Secret key."""
 
@@ -104,7 +113,8 @@ class Kube:
             )
         except kubernetes.client.ApiException as err:
             raise KubeError(
-                f"{method} {url}: HTTP {err.status} {err.reason}", status=int(err.status or 0)
+                f"{method} {url}: HTTP {err.status} {err.reason}{_server_message(err.body)}",
+                status=int(err.status or 0),
             ) from err
         except (OSError, ValueError) as err:
             raise KubeError(f"{method} {url}: {type(err).__name__}: {err}", status=0) from err

@@ -45,6 +45,13 @@ NAME_PATTERN_MESSAGE = (
 )
 
 
+NAME_LENGTH_MESSAGE = (
+    f"metadata.name is too long for spec.workers: each rank's hostname is <name>-<index> and a hostname has at "
+    f"most {HOSTNAME_MAX_LENGTH} characters, so the name may have at most 61 characters with up to 10 workers, "
+    f"60 with up to 100, 59 with up to 1000 and 58 with more"
+)
+
+
 def max_name_length(workers: int) -> int:
     """Return the longest DebugJob name whose rank hostnames `<name>-<index>` fit in a DNS label."""
     return HOSTNAME_MAX_LENGTH - 1 - len(str(max(workers, 1) - 1))
@@ -65,7 +72,7 @@ def name_problem(name: str, workers: int) -> str | None:
 
 
 def name_length_message(length: int, workers: int, limit: int) -> str:
-    """The message for a name too long for its rank hostnames (the CRD's CEL rule builds the same text)."""
+    """The message for a name too long for its rank hostnames (the CRD's rule says the same with a table)."""
     return (
         f"metadata.name has {length} characters; with {workers} workers it may have at most {limit}: "
         f"each rank's hostname is <name>-<index> and a hostname has at most {HOSTNAME_MAX_LENGTH} characters"

@@ -138,14 +138,18 @@ def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSu
 
 
 def job_phase(job: api.JobSummary | None) -> Phase:
-    """Return the phase the Job alone implies (never Stopped: only a rule stops a DebugJob)."""
+    """Return the phase the Job alone implies (never Stopped: only a rule stops a DebugJob).
+
+    Running needs a ready pod, not only an active one: the Job counts pods that wait for a node or
+    an image as active, and a DebugJob whose image cannot be pulled is not running.
+    """
     if job is None:
         return Phase.PENDING
     if job.failed_condition:
         return Phase.FAILED
     if job.complete:
         return Phase.SUCCEEDED
-    if job.active > 0 and not job.suspended:
+    if job.active > 0 and job.ready > 0 and not job.suspended:
         return Phase.RUNNING
     return Phase.PENDING
 

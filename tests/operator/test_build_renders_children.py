@@ -170,7 +170,7 @@ def test_every_child_is_owned_and_labelled() -> None:
         (ref,) = meta["ownerReferences"]
         assert ref == {
             "apiVersion": "trainguard.dev/v1alpha1", "kind": "DebugJob", "name": "llm", "uid": "1234-abcd",
-            "controller": True, "blockOwnerDeletion": True,
+            "controller": True,
         }  # fmt: skip
 
 

@@ -2,8 +2,12 @@
 
 No API calls and no clock: each function takes the validated spec and the owner's identity and
 returns a plain dict, so tests diff manifests directly and handlers stay thin. Every child
-carries an owner reference to its DebugJob (controller, blockOwnerDeletion) and the
-`trainguard.dev/debugjob` label; the operator relies on both to find and delete children.
+carries an owner reference to its DebugJob (controller) and the `trainguard.dev/debugjob` label;
+the operator relies on both to find and delete children. The references do not set
+blockOwnerDeletion: the operator's finalizer deletes the children itself, and with the flag the
+OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) would refuse every child
+unless the operator may update DebugJob finalizers, and for up to 30 s after the CRD is installed
+even then (the plugin learns new kinds every 30 s).
 """
 
 from __future__ import annotations
@@ -102,7 +106,6 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
                 "name": owner.name,
                 "uid": owner.uid,
                 "controller": True,
-                "blockOwnerDeletion": True,
             }
         ],
     }

@@ -36,7 +36,10 @@ die() { printf 'dev/k8s.sh: %s\n' "$*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 
-alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+alive() { # name: whether the recorded process runs (a zombie whose parent has not reaped it yet does not)
+  local state
+  [ -f "$RUN/$1.pid" ] && state=$(ps -o stat= -p "$(cat "$RUN/$1.pid")" 2>/dev/null) && [ "${state#Z}" = "$state" ]
+}
 
 free_port() { # [address]: a TCP port that was free on that address a moment ago
   python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"

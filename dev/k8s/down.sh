@@ -12,10 +12,10 @@ stop() { # name: SIGTERM, SIGKILL after 10 s
   local f=$RUN/$1.pid
   [ -f "$f" ] || return 0
   local pid; pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$1"; then
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do alive "$1" || break; sleep 0.1; done
+    alive "$1" && kill -9 "$pid" 2>/dev/null || true
     log "stopped $1 ($pid)"
   fi
   rm -f "$f"

@@ -136,6 +136,10 @@ def test_phase_follows_the_job() -> None:
         "pods waiting for a node or image"
     )
     assert status.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
+    finishing = api.JobSummary(active=2, ready=0)
+    assert status.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
+        "trainers done, sidecars stopping"
+    )
     assert status.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
     assert status.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
 

@@ -371,7 +371,11 @@ class DebugJobStatus(_Model):
     )
     reports: dict[str, RankReport] = Field(
         default_factory=dict,
-        description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key.",
+        description=(
+            "Sidecar reports, keyed rank-NNNNN; each pod writes only its own ranks' keys. Jobs of up to 32 ranks "
+            "report every rank in full; larger ones only rank 0 in full (progress) and, per pod and rule with a "
+            "finding, the rank that found it first, so the object stays small at any number of ranks."
+        ),
     )
 
 

@@ -121,6 +121,7 @@ def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
         run_uri=run_uri(spec, owner),
         rank=None,
         ranks_per_pod=spec.nproc_per_node,
+        world_size=spec.workers * spec.nproc_per_node,
         s3_endpoint=spec.capture.endpoint,
         rules=list(spec.rules),
         metrics_port=SIDECAR_PORT,

@@ -9,6 +9,7 @@ import yaml
 
 from tests.e2e.cluster import IMAGE, ROOT, Cluster, eventually
 from tests.e2e.conftest import Release
+from trainguard.api import debugjob as api
 
 EXAMPLE = ROOT / "examples" / "debugjob.yaml"
 
@@ -60,7 +61,9 @@ def test_kubectl_shows_the_servers_columns_field_docs_and_defaults(
     assert narrow == ["NAME", "PHASE", "RULE", "STEP", "WORKERS", "AGE"]
 
     explain = cluster.kubectl("explain", "debugjob.spec.capture").stdout
-    assert "Where and how the training hook writes statistics." in explain
+    assert " ".join(str(api.DebugJobSpec.model_fields["capture"].description).split()) in " ".join(
+        explain.split()
+    )
     assert re.search(r"saveInterval\s+<integer>", explain)
     assert "Save statistics every N training steps" in explain
 

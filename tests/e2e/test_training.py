@@ -23,6 +23,14 @@ def test_a_healthy_two_worker_run_succeeds_with_every_rank_ended(
     run = submit(cluster, namespace, "healthy", s3=bridge_s3, mode="healthy", steps=300)
     phases = PhaseLog.follow(cluster, namespace, "healthy")
     try:
+        # The headless Service publishes both ranks, with the evaluator's metrics port.
+        slices = eventually(
+            lambda: [s for s in cluster.items(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                                              labels="kubernetes.io/service-name=healthy")
+                     if len(s.get("endpoints") or []) == 2],
+            timeout_seconds=RUN_TIMEOUT_SECONDS, what="an EndpointSlice with both ranks",
+        )  # fmt: skip
+        assert {p["name"]: p["port"] for p in slices[0]["ports"]} == {"rendezvous": 23456, "metrics": 9400}
         status = run.wait_phase("Succeeded", "Failed", "Stopped", timeout_seconds=RUN_TIMEOUT_SECONDS)
     except AssertionError as err:
         raise AssertionError(f"{err}\n{run.logs()}") from err

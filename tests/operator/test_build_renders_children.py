@@ -178,6 +178,8 @@ def test_service_is_headless_and_publishes_unready_ranks() -> None:
     svc = build.build_service(_gpu_spec(), OWNER)
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
     assert svc["spec"]["selector"] == {build.LABEL_DEBUGJOB: "llm"}
+    metrics = next(p for p in svc["spec"]["ports"] if p["name"] == "metrics")
+    assert metrics["targetPort"] == 9400, "a number: named ports of init containers resolve only since 1.32"
 
 
 def test_every_child_is_a_valid_kubernetes_1_29_object() -> None:

@@ -158,7 +158,9 @@ def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
             "selector": {LABEL_DEBUGJOB: owner.name},
             "ports": [
                 {"name": RENDEZVOUS_PORT_NAME, "port": spec.master_port, "targetPort": spec.master_port},
-                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT_NAME},
+                # By number: Kubernetes before 1.32 resolves named ports of regular containers only, and
+                # the evaluator is a native sidecar (an init container).
+                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT},
             ],
         },
     }

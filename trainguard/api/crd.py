@@ -78,7 +78,9 @@ _INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kuberne
 
 def build_crd() -> dict[str, Any]:
     """Return the CustomResourceDefinition of DebugJob as a plain dict."""
-    spec_schema = structural(debugjob.DebugJobSpec.model_json_schema(by_alias=True), keep_descriptions=True)
+    spec_schema = default_empty_objects(
+        structural(debugjob.DebugJobSpec.model_json_schema(by_alias=True), keep_descriptions=True)
+    )
     status_schema = structural(
         debugjob.DebugJobStatus.model_json_schema(by_alias=True), keep_descriptions=True
     )
@@ -253,6 +255,32 @@ def _convert(
     if out.get("required") == []:
         del out["required"]
     return out
+
+
+def default_empty_objects(schema: dict[str, Any]) -> dict[str, Any]:
+    """Give every optional, non-nullable object whose own fields are all optional the default `{}`, in place.
+
+    The API server applies a field's default only inside an object that exists, so without this a
+    DebugJob that leaves out `actions` shows no `actions.stop.gracePeriodSeconds` at all; with it,
+    the spec the server stores (and `kubectl get -o yaml` shows) carries every default.
+    """
+    required = set(schema.get("required") or [])
+    for name, prop in (schema.get("properties") or {}).items():
+        if (
+            prop.get("x-kubernetes-preserve-unknown-fields")
+            or prop.get("type") != "object"
+            or name == "template"
+        ):
+            continue  # the pod template is the user's, as written
+        default_empty_objects(prop)
+        if (
+            name not in required
+            and "default" not in prop
+            and not prop.get("nullable")
+            and not prop.get("required")
+        ):
+            prop["default"] = {}
+    return schema
 
 
 def _first_type(node: dict[str, Any]) -> str:

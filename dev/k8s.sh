@@ -6,6 +6,7 @@
 #                              from the Go module proxy into ~/.cache/trainguard/k8s (once; then seconds)
 #   dev/k8s.sh up              start etcd, the control plane, CoreDNS, containerd, kubelet, kube-proxy
 #   dev/k8s.sh image [TAG]     build the project image (dev/build-image.sh) and load it into the node
+#   dev/k8s.sh kueue           start Kueue (after `build --kueue` and `up`)
 #   dev/k8s.sh down [--wipe]   stop everything started by `up` (--wipe: forget the cluster's state)
 #   dev/k8s.sh status          what runs, with pids
 #   dev/k8s.sh all             install, build, up, image: what CI runs before the tests
@@ -43,7 +44,7 @@ image() { # [tag]: build with dev/build-image.sh, import into the node's contain
 }
 
 status() {
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy kueue; do
     if alive "$n"; then printf '%-24s running (pid %s)\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }
@@ -55,8 +56,9 @@ case "$cmd" in
   up) "$here/k8s/up.sh" ;;
   down) "$here/k8s/down.sh" "$@" ;;
   image) image "$@" ;;
+  kueue) "$here/k8s/kueue.sh" ;;
   status) status ;;
   env) [ -f "$RUN/env" ] || die "the cluster is not up: run dev/k8s.sh up"; sed 's/^/export /' "$RUN/env" ;;
   all) install; "$here/k8s/build.sh" "$@"; "$here/k8s/up.sh"; image ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ echo "==> lint: ruff, mypy --strict, import contracts"
 if [ "$#" -eq 0 ]; then
   echo "==> test cluster: dev/k8s.sh install and build (cached in ~/.cache/trainguard/k8s)"
   dev/k8s.sh install
-  dev/k8s.sh build
+  dev/k8s.sh build --kueue
   export TRAINGUARD_E2E=require
 fi
 set +e

@@ -21,6 +21,7 @@ stop() { # name: SIGTERM, SIGKILL after 10 s
   rm -f "$f"
 }
 
+stop kueue
 stop kubelet
 if alive containerd; then
   crictl --runtime-endpoint "unix://$SOCK" --timeout 30s rmp --all --force >/dev/null 2>&1 || true

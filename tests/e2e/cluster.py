@@ -34,6 +34,7 @@ BINARIES = (
     "kube-proxy",
     "coredns",
     "crictl",
+    "kueue",
 )
 UP_TIMEOUT_SECONDS = 600
 IMAGE_TIMEOUT_SECONDS = 1200
@@ -84,7 +85,8 @@ class Cluster:
     def start(cls, *, build_image: bool = True) -> Cluster:
         """Start the cluster unless one runs (then join it), and load the project image into the node."""
         status = subprocess.run([str(K8S_SH), "status"], capture_output=True, text=True, check=False).stdout
-        running = "running" in status and "stopped" not in status
+        core = [line for line in status.splitlines() if line and not line.startswith("kueue")]
+        running = bool(core) and all("running" in line for line in core)
         if not running:
             _k8s_sh("down", "--wipe", timeout=120)  # leftovers of an interrupted session
         started = time.monotonic()

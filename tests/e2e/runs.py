@@ -142,6 +142,17 @@ def webhook_secret(cluster: Cluster, namespace: str, url: str, name: str = "webh
     return name
 
 
+def submit_diverging(
+    cluster: Cluster, namespace: str, name: str, *, s3: SeaweedServer, webhook_url: str, **kwargs: Any
+) -> Run:
+    """Submit a run that diverges (NaN about 35 steps after `diverge_from`) and calls a webhook on actions."""
+    secret = webhook_secret(cluster, namespace, webhook_url)
+    kwargs.setdefault("grace_period_seconds", 15)
+    return submit(
+        cluster, namespace, name, s3=s3, mode="diverging", steps=5000, webhook_secret=secret, **kwargs
+    )
+
+
 def delete_and_check_nothing_is_left(run: Run, *, timeout_seconds: float = 120) -> None:
     """Delete the DebugJob; wait until it and everything it owned are gone (its run data in S3 stays)."""
     run.cluster.kubectl("delete", "debugjob", run.name, "-n", run.namespace, "--wait=false")

@@ -11,7 +11,7 @@ from typing import Any
 from tests.conftest import SeaweedServer
 from tests.e2e.cluster import Cluster, eventually
 from tests.e2e.conftest import Release, WebhookReceiver
-from tests.e2e.runs import Run, delete_and_check_nothing_is_left, submit, webhook_secret
+from tests.e2e.runs import Run, delete_and_check_nothing_is_left, submit, submit_diverging
 from trainguard.operator.build import SIDECAR_NAME
 
 RUN_TIMEOUT_SECONDS = 480
@@ -49,9 +49,8 @@ def _stopped_once(run: Run, webhook: WebhookReceiver) -> None:
 def test_deleting_the_operator_pod_mid_run_repeats_and_skips_nothing(
     cluster: Cluster, operator: Release, namespace: str, bridge_s3: SeaweedServer, webhook: WebhookReceiver
 ) -> None:
-    secret = webhook_secret(cluster, namespace, webhook.url)
-    run = submit(cluster, namespace, "operator-gone", s3=bridge_s3, mode="diverging", steps=5000,
-                 diverge_from=DIVERGE_FROM_STEP, webhook_secret=secret, grace_period_seconds=15)  # fmt: skip
+    run = submit_diverging(cluster, namespace, "operator-gone", s3=bridge_s3, webhook_url=webhook.url,
+                           diverge_from=DIVERGE_FROM_STEP)  # fmt: skip
     _training(run)
     (old,) = [p["metadata"]["name"] for p in operator.operator_pods()]
     cluster.kubectl("delete", "pod", old, "-n", operator.namespace, "--wait=false")
@@ -67,9 +66,8 @@ def test_deleting_the_operator_pod_mid_run_repeats_and_skips_nothing(
 def test_a_killed_sidecar_restarts_and_the_run_is_still_stopped_once(
     cluster: Cluster, operator: Release, namespace: str, bridge_s3: SeaweedServer, webhook: WebhookReceiver
 ) -> None:
-    secret = webhook_secret(cluster, namespace, webhook.url)
-    run = submit(cluster, namespace, "sidecar-killed", s3=bridge_s3, mode="diverging", steps=5000,
-                 diverge_from=DIVERGE_FROM_STEP, webhook_secret=secret, grace_period_seconds=15)  # fmt: skip
+    run = submit_diverging(cluster, namespace, "sidecar-killed", s3=bridge_s3, webhook_url=webhook.url,
+                           diverge_from=DIVERGE_FROM_STEP)  # fmt: skip
     _training(run)
     pod = next(
         p

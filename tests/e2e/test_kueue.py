@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import SeaweedServer
 from tests.e2e.cluster import K8S_SH, Cluster, eventually
 from tests.e2e.conftest import Release, WebhookReceiver
-from tests.e2e.runs import delete_and_check_nothing_is_left, submit, webhook_secret
+from tests.e2e.runs import delete_and_check_nothing_is_left, submit_diverging
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 CLUSTER_QUEUE = "e2e-cluster-queue"
@@ -66,9 +66,8 @@ def test_a_stop_under_kueue_deactivates_the_workload_and_the_job_stays_suspended
 ) -> None:
     cluster.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                    "metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": kueue}})  # fmt: skip
-    secret = webhook_secret(cluster, namespace, webhook.url)
-    run = submit(cluster, namespace, "queued", s3=bridge_s3, mode="diverging", steps=5000, diverge_from=100,
-                 webhook_secret=secret, grace_period_seconds=15, labels={"kueue.x-k8s.io/queue-name": "team"})  # fmt: skip
+    run = submit_diverging(cluster, namespace, "queued", s3=bridge_s3, webhook_url=webhook.url, diverge_from=100,
+                           labels={"kueue.x-k8s.io/queue-name": "team"})  # fmt: skip
     admitted = eventually(
         lambda: [w for w in _workloads(cluster, namespace)
                  if any(c["type"] == "Admitted" and c["status"] == "True" for c in w.get("status", {}).get("conditions", []))],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tests.conftest import SeaweedServer
 from tests.e2e.cluster import Cluster, eventually
 from tests.e2e.conftest import Release, WebhookReceiver
-from tests.e2e.runs import PhaseLog, delete_and_check_nothing_is_left, submit, webhook_secret
+from tests.e2e.runs import PhaseLog, delete_and_check_nothing_is_left, submit, submit_diverging
 
 RUN_TIMEOUT_SECONDS = 420
 """Pods start (image, Python and torch import), train and stop: about a minute on an idle machine."""
@@ -73,9 +73,8 @@ def test_a_healthy_two_worker_run_succeeds_with_every_rank_ended(
 def test_a_diverging_run_is_stopped_once_with_an_event_and_a_webhook_and_every_pod_ends(
     cluster: Cluster, operator: Release, namespace: str, bridge_s3: SeaweedServer, webhook: WebhookReceiver
 ) -> None:
-    secret = webhook_secret(cluster, namespace, webhook.url)
-    run = submit(cluster, namespace, "diverging", s3=bridge_s3, mode="diverging", steps=5000,
-                 webhook_secret=secret, grace_period_seconds=20)  # fmt: skip
+    run = submit_diverging(cluster, namespace, "diverging", s3=bridge_s3, webhook_url=webhook.url,
+                           grace_period_seconds=20)  # fmt: skip
     try:
         status = run.wait_phase("Stopped", "Succeeded", "Failed", timeout_seconds=RUN_TIMEOUT_SECONDS)
     except AssertionError as err:

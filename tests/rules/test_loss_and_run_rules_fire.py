@@ -25,7 +25,8 @@ def flat_loss(d: StepData) -> None:
 
 
 def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:
-    f = first(run(LossNotDecreasing(), Stream(steps=700, fault=flat_loss)))
+    # the fast path for a loss that never moved is off here: the blocks are under test
+    f = first(run(LossNotDecreasing({"stuck_steps": None}), Stream(steps=700, fault=flat_loss)))
     assert (f.step, f.tensor) == (499, "loss")  # blocks of 100 steps: 0-99 the best, the next four fail
     assert "over the last 100 steps is not 1% below the best earlier block" in f.message
     assert "4 blocks in a row" in f.message
@@ -35,8 +36,48 @@ def test_loss_not_decreasing_blocks_are_training_steps_at_any_save_interval() ->
     # saved every 5th step a block is still steps 0-99, 100-199, ...: it ends with the view at 95,
     # not with the one at 100 (which would stretch every block to 105 steps and report at 520)
     views = (v for v in Stream(steps=700, fault=flat_loss) if v.step % 5 == 0)
-    f = first(run(LossNotDecreasing(), views))
+    f = first(run(LossNotDecreasing({"stuck_steps": None}), views))
     assert (f.step, f.tensor) == (495, "loss") and "4 blocks in a row" in f.message
+
+
+def test_loss_not_decreasing_names_a_loss_that_never_left_chance_level_after_150_steps() -> None:
+    # saved every 10th step: the mean of the views in the last 50 steps is still within 3% of the first loss
+    views = (v for v in Stream(steps=700, fault=flat_loss) if v.step % 10 == 0)
+    found = run(LossNotDecreasing(), views)
+    assert found[0].step == 150 and found[0].tensor == "loss"
+    assert (
+        "within 3% of its first value 2.3 (ln 10 = 2.3: a 10-class classifier at chance level) after 150 steps"
+        in (found[0].message)
+    )
+    assert "labels match the inputs" in found[0].hint
+
+
+def test_loss_not_decreasing_leaves_a_loss_that_fell_a_little_to_the_blocks() -> None:
+    def slow_start(d: StepData) -> None:
+        d.scalars["loss"] = 2.3 * (1 - 0.0004 * min(d.step, 100)) * (1 + 0.01 * math.sin(d.step * 1.7))
+
+    found = run(LossNotDecreasing(), (v for v in Stream(steps=400, fault=slow_start) if v.step % 10 == 0))
+    assert found == []  # 4% below its start by step 100: not stuck, and 300 steps are too few for 4 blocks
+
+
+def test_loss_not_decreasing_names_a_learning_rate_that_collapsed_before_the_loss_fell() -> None:
+    def collapsed(d: StepData) -> None:
+        d.scalars["lr"] = 0.05 * 0.3 ** (d.step // 3)  # StepLR(step_size=3, gamma=0.3) stepped every batch
+        d.scalars["loss"] = 2.3 - 0.2 * (1 - 0.3 ** (d.step // 3))
+
+    found = run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=collapsed) if v.step % 10 == 0))
+    assert found[0].step == 20 and found[0].tensor == "lr"
+    assert (
+        "below 0.001 of its peak 0.05 at step 20" in found[0].message
+        and "stepped every batch" in found[0].hint
+    )
+
+
+def test_loss_not_decreasing_waits_on_a_cosine_schedule_that_ends_after_the_loss_fell() -> None:
+    def cosine(d: StepData) -> None:
+        d.scalars["lr"] = 0.05 * 0.5 * (1 + math.cos(math.pi * d.step / 299))
+
+    assert run(LossNotDecreasing(), Stream(steps=300, fault=cosine)) == []
 
 
 def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:

@@ -87,6 +87,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "weight_update_ratio": ({}, {}, _tiny_updates),
     "tensor_variance": ({}, {}, _after(300, lambda d: d.set("fc3.weight", std=4.0))),
     "loss_not_decreasing": ({"num_steps": 30}, {}, _flat),
+    "diverging_loss": ({}, {}, _after(300, lambda d: d.scalars.update(loss=-(1.0 + 0.05 * (d.step - 300))))),
     "overfit": ({}, {}, _after(300, _overfit)),
     "overtraining": ({"strip_length": 2}, {}, _after(300, _overfit)),
     "loss_spike": (

@@ -4,13 +4,24 @@ The loss is averaged over blocks of `num_steps` training steps; at the end of ea
 must be at least `diff_percent` percent below the best earlier block's mean; `patience` blocks in
 a row that do not are reported.
 Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming; once
-the loss has halved since the first step, a plateau is convergence and is not reported.
+the best block is `ignore_below_fraction` of the first loss (it fell by a fifth), a plateau is
+convergence and is not reported, even where the floor is high (a noisy binary task at its Bayes
+floor, 0.69 -> 0.49).
+
+Two faster paths name a run that is not learning at all, without waiting for the blocks: the loss
+averaged over the last `stuck_window_steps` steps still within `stuck_drop` of its first value after
+`stuck_steps` steps (a classifier at chance level, ln K: labels shuffled against the inputs, a
+network without nonlinearity), and the recorded learning rate below `collapsed_lr_fraction` of its
+peak while the loss has not fallen by a fifth (an epoch scheduler stepped every batch).
+A run that records several losses and no total (`d_loss` and `g_loss` of a GAN) is not judged:
+which of them should go down is not known, and an adversarial loss need not go down at all.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -67,11 +78,35 @@ class LossNotDecreasing(base.Rule):
             "(three in a row, once blocks are aligned to the steps).",
         )
         ignore_below_fraction: float | None = Field(
-            default=0.5,
+            default=0.8,
             gt=0,
             le=1,
             description="Stay quiet once the best block mean is below this fraction of the first loss: the run "
-            "learned, and a plateau then is convergence, not a fault. None reports every plateau (SageMaker).",
+            "learned, and a plateau then is convergence, not a fault. 0.5 (halved) called a noisy binary task "
+            "converged at its Bayes floor (0.69 -> 0.49) stuck. None reports every plateau (SageMaker).",
+        )
+        stuck_steps: int | None = Field(
+            default=150,
+            ge=1,
+            description="Report a run whose loss, averaged over the last `stuck_window_steps` steps, is still within "
+            "`stuck_drop` of its first value this many training steps after its first view: it has learned "
+            "nothing (a classifier at chance level). None: off.",
+        )
+        stuck_drop: float = Field(
+            default=0.03,
+            ge=0,
+            lt=1,
+            description="Relative fall below the first loss (0.03 = 3%) that counts as learning something.",
+        )
+        stuck_window_steps: int = Field(
+            default=50, ge=1, description="Training steps the stuck path averages the loss over."
+        )
+        collapsed_lr_fraction: float | None = signals.lowered_lr_fraction(
+            1e-3,
+            "Report at once",
+            why="a schedule that reaches 1e-3 of its peak before the loss fell below `ignore_below_fraction` of its "
+            "first value ended training before it began (an epoch scheduler stepped every batch)",
+            otherwise="off",
         )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
@@ -83,8 +118,13 @@ class LossNotDecreasing(base.Rule):
         super().__init__(*args, **kwargs)
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
         self.read = signals.LossReader(
-            mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection
+            mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection, single=True
         )
+        self.lr = signals.PeakLearningRate()
+        self.first_step: int | None = None
+        self.recent: deque[tuple[int, float]] = deque()
+        """(step, loss) of the views in the last `stuck_window_steps` steps."""
+        self.reported_fast = False
         self.block_sum = 0.0
         self.block_n = 0
         self.block_start: int | None = None
@@ -95,10 +135,15 @@ class LossNotDecreasing(base.Rule):
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
+        self.lr.push(view)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []
         self.first = loss if self.first is None else self.first
+        self.first_step = view.step if self.first_step is None else self.first_step
+        fast = self._not_learning(view, loss, p)
+        if fast:
+            return fast
         if self.block_start is None:
             self.block_start = view.step
         self.block_sum += loss
@@ -126,9 +171,64 @@ class LossNotDecreasing(base.Rule):
         )
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
+    def _not_learning(self, view: StepView, loss: float, p: Params) -> list[base.Finding]:
+        """The fast paths: no progress at all since the first view, or a learning rate collapsed before any."""
+        self.recent.append((view.step, loss))
+        while self.recent and self.recent[0][0] <= view.step - p.stuck_window_steps:
+            self.recent.popleft()
+        first = self.first
+        if self.reported_fast or first is None or not first > 0 or self.first_step is None:
+            return []
+        recent = sum(x for _, x in self.recent) / len(self.recent)
+        learned = p.ignore_below_fraction if p.ignore_below_fraction is not None else 0.8
+        if (
+            p.collapsed_lr_fraction is not None
+            and self.lr.lowered(p.collapsed_lr_fraction)
+            and recent > learned * first
+        ):
+            self.reported_fast = True
+            msg = (
+                f"lr: the learning rate {base.fmt(self.lr.current)} is below {base.fmt(p.collapsed_lr_fraction)} of its "
+                f"peak {base.fmt(self.lr.peak)} {self.where(view)} while the {p.mode} loss {base.fmt(recent)} is still "
+                f"{base.fmt(100 * recent / first)}% of its first value {base.fmt(first)}: training has stopped before "
+                "the model learned"
+            )
+            hint = (
+                "check the scheduler: one meant to step once per epoch (StepLR, MultiStepLR, ExponentialLR) "
+                "stepped every batch decays the learning rate to nothing in a few hundred steps"
+            )
+            return [self.finding(view, msg, tensor="lr", value=self.lr.current, hint=hint,
+                                 threshold=p.collapsed_lr_fraction * (self.lr.peak or 0.0))]  # fmt: skip
+        span = view.step - self.first_step
+        if p.stuck_steps is None or span < p.stuck_steps or recent <= first * (1 - p.stuck_drop):
+            return []
+        self.reported_fast = True
+        k = round(math.exp(first)) if first < 20 else 0
+        chance = (
+            f" (ln {k} = {base.fmt(math.log(k))}: a {k}-class classifier at chance level)"
+            if k >= 2 and abs(math.log(k) - first) < 0.02 * first
+            else ""
+        )
+        msg = (
+            f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps is still within "
+            f"{base.fmt(100 * p.stuck_drop)}% of its first value {base.fmt(first)}{chance} after {span} steps "
+            f"{self.where(view)}: the model has learned nothing"
+        )
+        hint = (
+            "check that the labels match the inputs (not shuffled apart), that the network has nonlinearities and "
+            "the loss takes raw logits (no softmax before CrossEntropyLoss), and the learning rate"
+        )
+        return [
+            self.finding(
+                view, msg, tensor="loss", value=recent, threshold=first * (1 - p.stuck_drop), hint=hint
+            )
+        ]
+
     def get_state(self) -> dict[str, Any]:
         return {
-            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "last": self.last_step, "failed": self.failed, "best": self.best, "first": self.first
+            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "last": self.last_step, "failed": self.failed, "best": self.best, "first": self.first,
+            "first_step": self.first_step, "recent": [list(x) for x in self.recent], "reported_fast": self.reported_fast,
+            **self.lr.get_state(),
         }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -139,3 +239,7 @@ class LossNotDecreasing(base.Rule):
         self.failed = int(state.get("failed", 0))
         self.best = state.get("best")
         self.first = state.get("first")
+        self.first_step = state.get("first_step")
+        self.recent = deque((int(s), float(x)) for s, x in state.get("recent", []))
+        self.reported_fast = bool(state.get("reported_fast", False))
+        self.lr.set_state(state)

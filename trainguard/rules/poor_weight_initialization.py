@@ -2,6 +2,9 @@
 
 On the first view with weights: each kernel's std against the standard targets for its shape
 (LeCun, He, Glorot, PyTorch's default; both fan conventions): a kernel far above them is reported,
+except where the module's class (the catalogue's `module_type`) says the convention is not fan-based:
+embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
+layers (orthogonal or identity, as in an IRNN);
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero; and (SageMaker's check) the spread of
 activation-input variances across layers. On the first loss: its distance from ln K for a K-class
@@ -19,9 +22,21 @@ from pydantic import Field
 
 from trainguard.api.enums import Collection
 from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
+NOT_FAN_BASED = frozenset({"Embedding", "EmbeddingBag"})
+"""Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
+RECURRENT = frozenset({"RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"})
+"""Module classes whose hidden-to-hidden matrices (`weight_hh*`) start orthogonal or as the identity."""
+
+
+def fan_based(meta: TensorMeta) -> bool:
+    """Whether a weight's init is judged against fan-based targets, from its module's class: not an embedding
+    table, nor a recurrent layer's hidden-to-hidden matrix (orthogonal or identity by convention)."""
+    if meta.module_type in NOT_FAN_BASED:
+        return False
+    return not (meta.module_type in RECURRENT and meta.name.rsplit(".", 1)[-1].startswith("weight_hh"))
 
 
 def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
@@ -77,8 +92,9 @@ class PoorWeightInitialization(base.Rule):
             description="A kernel's std above this times the largest standard target is too large.",
         )
         exclude_regex: str | None = Field(
-            default="(?i)emb|wte|wpe",
-            description="Weights not checked against fan-based targets (embeddings are initialised N(0, 1) or 0.02).",
+            default=None,
+            description="Weights (by name) not checked against fan-based targets, beside the module classes that are "
+            "never checked (embeddings, recurrent hidden-to-hidden matrices: `module_type` in the catalogue).",
         )
         all_zero_min_layers: int = Field(
             default=2,
@@ -151,7 +167,9 @@ class PoorWeightInitialization(base.Rule):
         checked = [
             i
             for i in rows
-            if i not in zero and not (self.exclude is not None and self.exclude.search(view.names[i]))
+            if i not in zero
+            and fan_based(view.meta[i])
+            and not (self.exclude is not None and self.exclude.search(view.names[i]))
         ]
         small: list[
             tuple[float, int, float, float]

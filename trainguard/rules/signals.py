@@ -40,14 +40,24 @@ class LossReader:
     "loss" and does not start like a validation loss (val_loss), else the mean of the first tensor
     in the `losses` collection. Eval mode: the same among eval scalars, else a train-mode scalar
     named like a validation loss (val_loss recorded without mode="eval").
+
+    With `single`, a run that records several losses and no total (`d_loss` and `g_loss` of a GAN,
+    each task's loss without their sum) has no loss to read: which of them should go down is not
+    known, and an adversarial loss need not go down at all.
     """
 
     def __init__(
-        self, *, mode: str = "train", name: str | None = None, use_losses_collection: bool = True
+        self,
+        *,
+        mode: str = "train",
+        name: str | None = None,
+        use_losses_collection: bool = True,
+        single: bool = False,
     ) -> None:
         self.mode = mode
         self.name = name
         self.use_losses_collection = use_losses_collection
+        self.single = single
         self._names: tuple[str, ...] | None = None
         self._row: int | None = None
         self._picked: dict[tuple[bool, frozenset[str]], str | None] = {}
@@ -82,15 +92,14 @@ class LossReader:
             if len(self._picked) > 64:
                 self._picked.clear()  # bounded: scalar sets vary little within a run
             want_validation = True if validation_only else (False if self.mode == "train" else None)
-            self._picked[key] = next(
-                (
-                    k
-                    for k in sorted(scalars)
-                    if "loss" in k.lower()
-                    and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
-                ),
-                None,
-            )
+            candidates = [
+                k
+                for k in sorted(scalars)
+                if "loss" in k.lower()
+                and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
+            ]
+            ambiguous = self.single and len(candidates) > 1
+            self._picked[key] = candidates[0] if candidates and not ambiguous else None
         picked = self._picked[key]
         return None if picked is None else float(scalars[picked])
 

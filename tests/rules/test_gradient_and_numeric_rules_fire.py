@@ -397,6 +397,22 @@ def test_unchanged_tensor_unit_check_resets_when_the_units_move_again() -> None:
     assert run(UnchangedTensor({"unit_fraction": 100}), Stream(steps=300, fault=mask)) == []
 
 
+def test_unchanged_tensor_does_not_call_rows_without_a_gradient_frozen() -> None:
+    # a recommender's embedding table under plain SGD: rows no batch sampled get an exactly zero gradient and do
+    # not move; 40% of the rows, and 45% of the gradient's elements are zero
+    mask = _mask_rows("fc1.weight", slice(0, 26), 100)
+
+    def never_sampled(d: StepData) -> None:
+        mask(d)
+        if d.step >= 100:
+            d.set("grad/fc1.weight", zero=0.45 * d.cols["grad/fc1.weight"][COL["count"]])
+
+    assert run(UnchangedTensor(), Stream(steps=300, fault=never_sampled)) == []
+    # the same rows with a gradient that does not move them (a row-wise learning rate of 0) are frozen
+    f = first(run(UnchangedTensor(), Stream(steps=300, fault=mask)))
+    assert (f.step, f.tensor) == (120, "fc1.weight") and "26 of 64 units" in f.message
+
+
 def test_unchanged_tensor_leaves_rows_behind_dead_units_to_dead_relu() -> None:
     mask = _mask_rows("fc1.weight", slice(0, 32), 100)
 

@@ -12,7 +12,11 @@ unit's elements (row of dim 0) that changed since the previous saved step. A uni
 exactly unchanged while other units of the same layer moved is frozen at that view, unless a dead
 unit explains it (its output's or input's ReLU-family activation, next or previous in forward order
 and as wide, fired on fewer than 1% of samples: no gradient reaches that row, and `dead_relu`
-reports the layer); a layer is
+reports the layer), or unless the gradient explains it: a row whose gradient is exactly zero has
+nothing to move it (an embedding row no batch sampled, in a recommender with Zipf-distributed item
+ids most of them), so at a view where the share of the parameter's gradient elements that are
+exactly zero covers the share of frozen units, none counts as frozen. A row with a gradient that
+still does not move (a row-wise learning rate of 0, an optimizer masking it) is what counts. A layer is
 reported when more than `unit_fraction` percent of its units were frozen for `num_steps` Tier-1
 views in a row (a gradient mask, a detached slice, a row-wise learning rate of 0). A view where
 the whole layer stood still is left to the per-layer check and neither counts nor resets; NaN (no
@@ -128,6 +132,9 @@ class UnchangedTensor(base.Rule):
             dead = self._dead_units(view, name, vec.size)
             if dead is not None:
                 frozen_now &= ~dead
+            if self._zero_gradient_covers(view, name, float(frozen_now.mean())):
+                frozen_now[:] = False  # rows nothing reached this step (never-sampled embedding rows)
+                streak = np.zeros(vec.shape)
             streak = np.where(frozen_now, streak + 1, np.where(moving, 0.0, streak))  # NaN: neither
             if dead is not None:
                 streak[dead] = 0.0
@@ -150,14 +157,28 @@ class UnchangedTensor(base.Rule):
         )
         return [self.finding(view, msg, tensor=name, value=share, threshold=p.unit_fraction)]
 
+    def _zero_gradient_covers(self, view: StepView, name: str, frozen_share: float) -> bool:
+        """Whether at least `frozen_share` of the gradient of parameter `name` is exactly zero at this view (0.5
+        percentage points of slack: a frozen row's gradient is zero in every element)."""
+        if not frozen_share:
+            return False
+        i = self._row_of_name(view).get(f"grad/{name}")
+        if i is None:
+            return False
+        count, zero = view.stats[i, COL["count"]], view.stats[i, COL["zero"]]
+        return bool(count > 0 and zero / count + 0.005 >= frozen_share)
+
+    def _row_of_name(self, view: StepView) -> dict[str, int]:
+        if self._row_of[0] is not view.names:
+            self._row_of = (view.names, {n: k for k, n in enumerate(view.names)})
+        return self._row_of[1]
+
     def _dead_units(self, view: StepView, name: str, units: int) -> np.ndarray | None:
         """The units of parameter `name` explained by a dead activation (active on fewer than 1% of samples):
         that of its output (the first ReLU-family output at or after its module in forward order) or of its
         input (the last one before it: a layout `x @ W` keeps the inputs in dim 0), each when it has as many
         units. None when neither is known."""
-        if self._row_of[0] is not view.names:
-            self._row_of = (view.names, {n: k for k, n in enumerate(view.names)})
-        row_of = self._row_of[1]
+        row_of = self._row_of_name(view)
         i = row_of.get(name)
         order = view.meta[i].order if i is not None else None
         if order is None:

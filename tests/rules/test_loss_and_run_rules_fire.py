@@ -126,6 +126,24 @@ def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:
     assert run(Overfit(), Stream(fault=gap)) == []
 
 
+def test_overfit_names_a_validation_loss_that_never_fell_while_the_training_loss_did() -> None:
+    def flat_val(d: StepData) -> None:
+        if (
+            d.eval_scalars
+        ):  # at chance level (ln 10) from the first eval point on, as if the labels were shuffled
+            d.eval_scalars["loss"] = 2.3 * (1 + 0.02 * math.sin(d.step))
+
+    found = run(Overfit(), Stream(fault=flat_val))
+    assert found[0].step == 300 and found[0].message.startswith(
+        "val loss 2.25 has never been 10% below its first"
+    )
+    assert (
+        "(6 eval points, best 2.25) while the train loss fell to 0.619 from 2.31 at step 300"
+        in found[0].message
+    )
+    assert "validation inputs and labels are paired" in found[0].hint
+
+
 def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
     sagemaker = {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False}
     f = first(run(Overfit(sagemaker), Stream(fault=overfitting)))
@@ -133,15 +151,34 @@ def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
 
 
 def test_overtraining_fires_when_strip_means_of_five_eval_points_rose_twice() -> None:
-    f = first(run(Overtraining(), Stream(steps=1000, fault=overfitting)))
+    # the parting path (single eval points) is off here: the strips are under test
+    f = first(run(Overtraining({"rise_percent": None}), Stream(steps=1000, fault=overfitting)))
     assert f.step == 750  # strips 50-250, 300-500, 550-750: two successive rises
     assert "strip mean of 5 eval points" in f.message and "reaching UP_2" in f.message
 
 
 def test_overtraining_up_criterion_on_single_eval_points_fires_after_three_rises() -> None:
-    f = first(run(Overtraining({"strips": 3, "strip_length": 1}), Stream(fault=overfitting)))
+    f = first(
+        run(Overtraining({"strips": 3, "strip_length": 1, "rise_percent": None}), Stream(fault=overfitting))
+    )
     assert f.step == 400  # rises at 300 (0.73 at 250 -> 1.0), 350, 400
     assert "reaching UP_3" in f.message
+
+
+def test_overtraining_names_train_and_validation_parting_ways_at_the_second_eval_point() -> None:
+    f = first(run(Overtraining(), Stream(fault=overfitting)))
+    assert f.step == 350  # 37% above the best 0.73 (step 250) at 300, 95% at 350, the train loss falling
+    assert f.message.startswith(
+        "val loss 1.5 is 95.3% above its best 0.768, at or above 25% for 2 eval points"
+    )
+
+
+def test_overtraining_parting_path_leaves_a_noisy_validation_loss_alone() -> None:
+    def noisy(d: StepData) -> None:
+        if d.eval_scalars:  # +-20% around a falling curve, never two points in a row 25% above the best
+            d.eval_scalars["loss"] *= 1.2 if (d.step // 50) % 2 else 0.85
+
+    assert run(Overtraining(), Stream(fault=noisy)) == []
 
 
 def test_overtraining_gl_criterion_fires_when_val_loss_is_alpha_percent_above_its_best() -> None:

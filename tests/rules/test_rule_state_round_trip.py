@@ -55,7 +55,9 @@ def _freeze(d: StepData) -> None:
 
 def _freeze_rows(d: StepData) -> None:
     if ("moved", "fc1.weight") in d.units:
-        d.units[("moved", "fc1.weight")][:20] = 0.0  # rows with a gradient that do not move (a row-wise learning rate of 0)
+        d.units[("moved", "fc1.weight")][:20] = (
+            0.0  # rows with a gradient that do not move (a row-wise learning rate of 0)
+        )
 
 
 def _overshoot(d: StepData) -> None:

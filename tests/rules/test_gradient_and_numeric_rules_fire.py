@@ -226,6 +226,19 @@ def test_unchanged_tensor_ignores_steps_where_nothing_moved() -> None:
     assert run(UnchangedTensor(), Stream(steps=200, fault=skipped)) == []
 
 
+def test_unchanged_tensor_names_a_run_where_nothing_moves_while_the_optimizer_steps() -> None:
+    def thrown_away(d: StepData) -> None:
+        if d.step >= 100:  # zero_grad() between backward() and step(): every update is 0, the lr is not
+            for i in range(4):
+                d.set(f"fc{i}.weight", update_l2=0.0)
+
+    views = (v for v in Stream(steps=200, fault=thrown_away) if v.step % 10 == 0)
+    found = run(UnchangedTensor(), views)
+    assert [(f.step, f.tensor) for f in found] == [(120, "fc0.weight")]  # steps 91-120 without a change
+    assert "none of the 4 trainable tensors changed in the last 30 steps at step 120" in found[0].message
+    assert "zero_grad" in found[0].hint
+
+
 def tiny_lr(d: StepData) -> None:
     """A learning rate 1e5x too small: the loss stays where it started."""
     d.scalars["loss"] = 2.3

@@ -26,8 +26,27 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from trainguard.api.enums import Collection
 from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules.view import COL, StepView
+
+_GRADIENTS = (Collection.GRADIENTS.value,)
+_TABLES = frozenset({"Embedding", "EmbeddingBag"})
+
+
+def output_classes(view: StepView) -> int | None:
+    """K for chance level ln K: the outputs of the last dense or convolution kernel in forward order (PyTorch
+    keeps them in dim 0), when the catalogue names module classes; None for fewer than two outputs (a binary
+    logit or a regression: ln 2 would be a coincidence for a squared error) or when unknown."""
+    last: tuple[int, int] | None = None
+    for m in view.meta:
+        if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
+            continue
+        if m.module_type is None or m.module_type in _TABLES:
+            continue
+        if last is None or m.order > last[0]:
+            last = (m.order, int(m.shape[0]))
+    return last[1] if last is not None and last[1] >= 2 else None
 
 
 def normalise_mode(v: object) -> object:
@@ -98,6 +117,14 @@ class LossNotDecreasing(base.Rule):
             lt=1,
             description="Relative fall below the first loss (0.03 = 3%) that counts as learning something.",
         )
+        stuck_min_gradient_ratio: float = Field(
+            default=0.05,
+            ge=0,
+            description="The stuck path needs the gradient to reach the first layer: the median first/last kernel "
+            "gradient l2 ratio over the window at least this. A deep sigmoid net sits at chance level for 300-400 "
+            "steps before it learns, its ratio 0.01-0.02; models that cannot learn what the loss asks (shuffled "
+            "labels, no nonlinearity) sit at 0.1-1. Unknown (no kernel gradients): not required.",
+        )
         stuck_window_steps: int = Field(
             default=50, ge=1, description="Training steps the stuck path averages the loss over."
         )
@@ -125,6 +152,11 @@ class LossNotDecreasing(base.Rule):
         self.recent: deque[tuple[int, float]] = deque()
         """(step, loss) of the views in the last `stuck_window_steps` steps."""
         self.reported_fast = False
+        self.classes: int | None = None
+        """K, the outputs of the last dense layer (chance level ln K), when the catalogue's module classes tell it."""
+        self.kernels = signals.KernelPair()
+        self.grad_ratio: deque[tuple[int, float]] = deque()
+        """(step, first/last kernel gradient l2 ratio) of the views in the last `stuck_window_steps` steps."""
         self.block_sum = 0.0
         self.block_n = 0
         self.block_start: int | None = None
@@ -163,7 +195,7 @@ class LossNotDecreasing(base.Rule):
         self.failed += 1
         if self.failed < p.patience:
             return []
-        if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self.first:
+        if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self._reference():
             return []  # converged after real progress
         msg = (
             f"{p.mode} loss: mean {base.fmt(mean)} over the last {p.num_steps} steps is not {base.fmt(p.diff_percent)}% "
@@ -171,11 +203,33 @@ class LossNotDecreasing(base.Rule):
         )
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
+    def _reference(self) -> float:
+        """The loss "learning" is measured from: the first loss, or chance level ln K when that is lower (an
+        inflated first loss, from heavy dropout or a bad init, falling to chance is no learning)."""
+        first = self.first or 0.0
+        return min(first, math.log(self.classes)) if self.classes else first
+
+    def _gradient_reaches_input(self, view: StepView, p: Params) -> None:
+        """Keep the first/last kernel gradient l2 ratio of this view (a plateau of vanishing gradients has it
+        near 0; a model that cannot learn what the loss asks has it near 1)."""
+        rows = self.rows(view, default_collections=_GRADIENTS)
+        pair = self.kernels(view, rows) if len(rows) else None
+        if pair is not None:
+            first, last = view.stats[pair[0], COL["l2"]], view.stats[pair[1], COL["l2"]]
+            if last > 0 and math.isfinite(first / last):
+                self.grad_ratio.append((view.step, float(first / last)))
+        while self.grad_ratio and self.grad_ratio[0][0] <= view.step - p.stuck_window_steps:
+            self.grad_ratio.popleft()
+
     def _not_learning(self, view: StepView, loss: float, p: Params) -> list[base.Finding]:
         """The fast paths: no progress at all since the first view, or a learning rate collapsed before any."""
         self.recent.append((view.step, loss))
         while self.recent and self.recent[0][0] <= view.step - p.stuck_window_steps:
             self.recent.popleft()
+        if view.names:
+            if self.classes is None:
+                self.classes = output_classes(view)
+            self._gradient_reaches_input(view, p)
         first = self.first
         if self.reported_fast or first is None or not first > 0 or self.first_step is None:
             return []
@@ -184,7 +238,7 @@ class LossNotDecreasing(base.Rule):
         if (
             p.collapsed_lr_fraction is not None
             and self.lr.lowered(p.collapsed_lr_fraction)
-            and recent > learned * first
+            and recent > learned * self._reference()
         ):
             self.reported_fast = True
             msg = (
@@ -200,23 +254,36 @@ class LossNotDecreasing(base.Rule):
             return [self.finding(view, msg, tensor="lr", value=self.lr.current, hint=hint,
                                  threshold=p.collapsed_lr_fraction * (self.lr.peak or 0.0))]  # fmt: skip
         span = view.step - self.first_step
-        if p.stuck_steps is None or span < p.stuck_steps or recent <= first * (1 - p.stuck_drop):
+        if p.stuck_steps is None or span < p.stuck_steps:
             return []
+        chance = math.log(self.classes) if self.classes else None
+        at_first = recent > first * (1 - p.stuck_drop)
+        at_chance = chance is not None and abs(recent - chance) <= p.stuck_drop * chance
+        if not (at_first or at_chance):
+            return []
+        ratios = sorted(r for _, r in self.grad_ratio)
+        ratio = ratios[len(ratios) // 2] if ratios else None
+        if ratio is not None and ratio < p.stuck_min_gradient_ratio:
+            return []  # a plateau the gradient barely reaches: vanishing_gradient's, or one the run breaks out of
         self.reported_fast = True
-        k = round(math.exp(first)) if first < 20 else 0
-        chance = (
-            f" (ln {k} = {base.fmt(math.log(k))}: a {k}-class classifier at chance level)"
-            if k >= 2 and abs(math.log(k) - first) < 0.02 * first
+        where = (
+            f"within {base.fmt(100 * p.stuck_drop)}% of its first value {base.fmt(first)}"
+            if at_first
+            else f"within {base.fmt(100 * p.stuck_drop)}% of ln {self.classes} = {base.fmt(chance)}, chance level for its "
+            f"{self.classes} outputs (first value {base.fmt(first)})"
+        )
+        reach = (
+            f"; the gradient reaches the first layer (first/last ratio {base.fmt(ratio)})"
+            if ratio is not None
             else ""
         )
         msg = (
-            f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps is still within "
-            f"{base.fmt(100 * p.stuck_drop)}% of its first value {base.fmt(first)}{chance} after {span} steps "
-            f"{self.where(view)}: the model has learned nothing"
+            f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps is still {where} after "
+            f"{span} steps {self.where(view)}: the model has learned nothing{reach}"
         )
         hint = (
             "check that the labels match the inputs (not shuffled apart), that the network has nonlinearities and "
-            "the loss takes raw logits (no softmax before CrossEntropyLoss), and the learning rate"
+            "the loss takes raw logits (no softmax before CrossEntropyLoss), dropout's p, and the learning rate"
         )
         return [
             self.finding(
@@ -228,6 +295,7 @@ class LossNotDecreasing(base.Rule):
         return {
             "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "last": self.last_step, "failed": self.failed, "best": self.best, "first": self.first,
             "first_step": self.first_step, "recent": [list(x) for x in self.recent], "reported_fast": self.reported_fast,
+            "classes": self.classes, "grad_ratio": [list(x) for x in self.grad_ratio],
             **self.lr.get_state(),
         }  # fmt: skip
 
@@ -242,4 +310,6 @@ class LossNotDecreasing(base.Rule):
         self.first_step = state.get("first_step")
         self.recent = deque((int(s), float(x)) for s, x in state.get("recent", []))
         self.reported_fast = bool(state.get("reported_fast", False))
+        self.classes = state.get("classes")
+        self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
         self.lr.set_state(state)

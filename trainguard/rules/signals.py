@@ -43,7 +43,9 @@ class LossReader:
 
     With `single`, a run that records several losses and no total (`d_loss` and `g_loss` of a GAN,
     each task's loss without their sum) has no loss to read: which of them should go down is not
-    known, and an adversarial loss need not go down at all.
+    known, and an adversarial loss need not go down at all. Once a second such loss has been seen,
+    none is read again (a view may carry only one of them: the one recorded after an optimizer step
+    can land on an unsaved step).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class LossReader:
         self.name = name
         self.use_losses_collection = use_losses_collection
         self.single = single
+        self._losses_seen: set[str] = set()
         self._names: tuple[str, ...] | None = None
         self._row: int | None = None
         self._picked: dict[tuple[bool, frozenset[str]], str | None] = {}
@@ -98,8 +101,13 @@ class LossReader:
                 if "loss" in k.lower()
                 and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
             ]
-            ambiguous = self.single and len(candidates) > 1
-            self._picked[key] = candidates[0] if candidates and not ambiguous else None
+            self._picked[key] = (
+                candidates[0] if candidates and not (self.single and len(candidates) > 1) else None
+            )
+            if not validation_only and len(self._losses_seen) < 2:
+                self._losses_seen.update(candidates)
+        if self.single and len(self._losses_seen) > 1:
+            return None
         picked = self._picked[key]
         return None if picked is None else float(scalars[picked])
 

@@ -6,6 +6,9 @@ default both are 0, so only an exact standstill counts. It is reported after `nu
 views in a row. Views where no watched parameter moved (lr 0
 during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named;
 nor do views whose recorded learning rate a schedule took below 1% of its peak.
+But no watched parameter moving at all for `standstill_steps` training steps in a row while the
+recorded learning rate is above 0 is reported too: the optimizer steps and nothing changes (zero_grad
+called between backward and step, an optimizer built over parameters the model no longer uses).
 
 Per unit, on Tier-1 views, from the vectors `units[("moved", <parameter>)]`: the share of each
 unit's elements (row of dim 0) that changed since the previous saved step. A unit whose row stayed
@@ -78,6 +81,13 @@ class UnchangedTensor(base.Rule):
             "smaller weights still move",
             otherwise="count them regardless",
         )
+        standstill_steps: int | None = Field(
+            default=30,
+            ge=1,
+            description="Report when no watched trainable parameter moved for this many training steps in a row while "
+            "the recorded learning rate is above 0 (a loss scaler skips a few steps, never this many in a row). "
+            "None: off.",
+        )
         unit_fraction: float = Field(
             default=10.0,
             ge=0,
@@ -96,6 +106,10 @@ class UnchangedTensor(base.Rule):
         self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
         self._row_of: tuple[tuple[str, ...] | None, dict[str, int]] = (None, {})
         self.lr = signals.PeakLearningRate()
+        self.still_from: int | None = None
+        """The training step after which no watched parameter has moved (None while something moves)."""
+        self.last_step: int | None = None
+        self.standstill_reported = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
@@ -105,10 +119,43 @@ class UnchangedTensor(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
+        still = self._standstill(view, rows, p)
+        if still:
+            return still
         found = self._layers(view, rows)
         if view.units and signals.has_units(view, MOVED):
             found += self._units(view, rows)
         return found
+
+    def _standstill(self, view: StepView, rows: np.ndarray, p: Params) -> list[base.Finding]:
+        """No watched parameter moved for `standstill_steps` steps while the learning rate is above 0; once."""
+        previous, self.last_step = self.last_step, view.step
+        upd = view.stats[rows, COL["update_l2"]]
+        measured = np.isfinite(upd)
+        lr = self.lr.current
+        if not measured.any() or previous is None or (lr is not None and lr <= 0):
+            self.still_from = None
+            return []
+        if bool((upd[measured] > 0).any()):
+            self.still_from = None
+            return []
+        self.still_from = previous if self.still_from is None else self.still_from
+        span = view.step - self.still_from
+        if p.standstill_steps is None or span < p.standstill_steps or self.standstill_reported:
+            return []
+        self.standstill_reported = True
+        msg = (
+            f"{view.names[int(rows[0])]}: none of the {len(rows)} trainable tensors changed in the last {span} steps "
+            f"{self.where(view)}{f' at learning rate {base.fmt(lr)}' if lr is not None else ''}: the optimizer steps "
+            "and nothing moves"
+        )
+        hint = (
+            "check the order zero_grad(), backward(), step() (zero_grad between backward and step throws the "
+            "gradients away) and that the optimizer holds the model's parameters (one built before a layer was "
+            "replaced holds the old one)"
+        )
+        return [self.finding(view, msg, tensor=view.names[int(rows[0])], value=float(span),
+                             threshold=float(p.standstill_steps), hint=hint)]  # fmt: skip
 
     def _units(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """The per-unit check of a Tier-1 view: layers with more than `unit_fraction`% of units frozen for `num_steps` views."""
@@ -240,6 +287,9 @@ class UnchangedTensor(base.Rule):
             "streak": self.streak.get_state(),
             "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
             **self.lr.get_state(),
+            "still_from": self.still_from,
+            "last_step": self.last_step,
+            "standstill_reported": self.standstill_reported,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -249,3 +299,6 @@ class UnchangedTensor(base.Rule):
         }
         self._counting = any(v > 0 for v in state.get("streak", {}).values())
         self.lr.set_state(state)
+        self.still_from = state.get("still_from")
+        self.last_step = state.get("last_step")
+        self.standstill_reported = bool(state.get("standstill_reported", False))

@@ -157,8 +157,10 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 def fit(ctx: Ctx, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, loss_fn: Callable[..., torch.Tensor],
         *, val: tuple[Any, Any], score: Callable[[], float], schedule: Schedule | None = None,
         clip: float | None = None, accum: int = 1, amp: str | None = None,
-        extra: Callable[[Any, Any], dict[str, torch.Tensor]] | None = None, val_name: str = "val_loss") -> None:  # fmt: skip
-    """Train `model` for `ctx.steps` optimizer steps with the hook registered on it and `opt`."""
+        extra: Callable[[Any, Any], dict[str, torch.Tensor]] | None = None, val_name: str = "val_loss",
+        classify: bool = False) -> None:  # fmt: skip
+    """Train `model` for `ctx.steps` optimizer steps with the hook registered on it and `opt`. A classifier
+    (`classify`: logits over the last dimension) records its batch accuracy and its validation accuracy too."""
     hook = ctx.hook
     hook.register_module(model)
     hook.register_optimizer(opt)
@@ -184,6 +186,8 @@ def fit(ctx: Ctx, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, lo
             if extra is not None:
                 for name, value in extra(out, y).items():
                     hook.record_scalar(name, value.detach())
+        if classify:
+            hook.record_scalar("accuracy", (out.detach().argmax(-1) == y).float().mean())
         if ctx.bug == "zero_grad_after_backward":
             opt.zero_grad()
         if clip is not None:
@@ -201,8 +205,12 @@ def fit(ctx: Ctx, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, lo
         if step % EVAL_EVERY == EVAL_EVERY - 1:
             model.eval()
             with torch.no_grad():
-                vloss = float(loss_fn(model(val[0]), val[1]))
+                vout = model(val[0])
+                vloss = float(loss_fn(vout, val[1]))
             hook.record_scalar(val_name, vloss, mode="eval")
+            if classify:
+                vacc = float((vout.argmax(-1) == val[1]).float().mean())
+                hook.record_scalar("val_accuracy", vacc, mode="eval", collection="metrics")
             if schedule.on_val and math.isfinite(vloss):
                 schedule.sched.step(vloss)
         ctx.oracle(step, score)

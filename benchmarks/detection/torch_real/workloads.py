@@ -35,7 +35,7 @@ def _opt(ctx: Ctx, params: object, default: str, lr: float, **kw: object) -> tor
 
 
 def _schedule(ctx: Ctx, opt: torch.optim.Optimizer, default: str = "constant", lr: float = 0.0):  # type: ignore[no-untyped-def]
-    return make_scheduler(ctx.k("sched", default), opt, ctx.steps, lr=ctx.k("lr", lr),
+    return make_scheduler(ctx.k("sched", default), opt, ctx.steps, lr=ctx.k("lr", lr), warmup=ctx.k("warmup", 50),
                           per_batch_bug=ctx.bug == "sched_per_batch")  # fmt: skip
 
 
@@ -113,13 +113,7 @@ def mlp_classifier(ctx: Ctx) -> None:
     model = MLP(x.shape[1], ctx.k("hidden", (64, 64)), k, act=act, norm=ctx.k("norm", None), dropout=dropout,
                 out_act=out_act)  # fmt: skip
     _init(model, "zeros" if ctx.bug == "zero_init" else ctx.k("init", "default"), ctx.k("init_scale", 1.0))
-    if ctx.bug == "missing_param":  # the optimizer was built before the head was replaced
-        params = list(model.layers.parameters())
-        model.head = nn.Linear(model.head.in_features, k)
-        params += [model.head.bias]  # the new head's bias was added by hand, its weight forgotten
-    else:
-        params = list(model.parameters())
-    opt = _opt(ctx, params, "adam", 2e-3)
+    opt = _opt(ctx, model.parameters(), "adam", 2e-3)
     smoothing = ctx.k("label_smoothing", 0.0)
     if ctx.bug == "nll_raw_logits":
 
@@ -137,7 +131,7 @@ def mlp_classifier(ctx: Ctx) -> None:
     batch = sampler(ctx, (x, y), ctx.k("batch", 64))
     fit(ctx, model, opt, batch, loss_fn, val=(xv, yv), score=lambda: accuracy(model, xv, yv),
         schedule=_schedule(ctx, opt, lr=2e-3), clip=ctx.k("clip", None), accum=ctx.k("accum", 1),
-        amp=ctx.k("amp", None))  # fmt: skip
+        amp=ctx.k("amp", None), classify=True)  # fmt: skip
 
 
 def curriculum(ctx: Ctx) -> None:
@@ -157,7 +151,16 @@ def curriculum(ctx: Ctx) -> None:
         count[0] += 1
         return easy_batch() if count[0] <= switch else full_batch()
 
-    fit(ctx, model, opt, batch, F.cross_entropy, val=(xv, yv), score=lambda: accuracy(model, xv, yv))
+    fit(
+        ctx,
+        model,
+        opt,
+        batch,
+        F.cross_entropy,
+        val=(xv, yv),
+        score=lambda: accuracy(model, xv, yv),
+        classify=True,
+    )
 
 
 class ConvNet(nn.Module):
@@ -212,7 +215,7 @@ def convnet(ctx: Ctx) -> None:
     model: nn.Module = ResNet(zero_init=ctx.k("zero_init", True)) if ctx.k("resnet", False) else ConvNet()
     opt = _opt(ctx, model.parameters(), "momentum", 0.02)
     fit(ctx, model, opt, sampler(ctx, (x, y), 32), F.cross_entropy, val=(xv, yv),
-        score=lambda: accuracy(model, xv, yv), schedule=_schedule(ctx, opt, lr=0.02), amp=ctx.k("amp", None))  # fmt: skip
+        score=lambda: accuracy(model, xv, yv), schedule=_schedule(ctx, opt, lr=0.02), amp=ctx.k("amp", None), classify=True)  # fmt: skip
 
 
 class SeqTransformer(nn.Module):
@@ -253,7 +256,7 @@ def transformer_classifier(ctx: Ctx) -> None:
     opt = _opt(ctx, model.parameters(), "adamw", 3e-3)
     sched = _schedule(ctx, opt, "warmup_cosine", 3e-3)
     fit(ctx, model, opt, sampler(ctx, (x, y), 32), lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1),
-        val=(xv, yv), score=lambda: accuracy(model, xv, yv), schedule=sched, clip=ctx.k("clip", 1.0))  # fmt: skip
+        val=(xv, yv), score=lambda: accuracy(model, xv, yv), schedule=sched, clip=ctx.k("clip", 1.0), classify=True)  # fmt: skip
 
 
 def language_model(ctx: Ctx) -> None:
@@ -278,7 +281,7 @@ def language_model(ctx: Ctx) -> None:
         return F.cross_entropy(out.reshape(-1, vocab).float(), t.reshape(-1))
 
     fit(ctx, model, opt, batch, loss_fn, val=(xv, yv), score=lambda: accuracy(model, xv, yv), schedule=sched,
-        clip=ctx.k("clip", 1.0), amp=ctx.k("amp", None))  # fmt: skip
+        clip=ctx.k("clip", 1.0), amp=ctx.k("amp", None), classify=True)  # fmt: skip
 
 
 class RecurrentLM(nn.Module):
@@ -321,7 +324,7 @@ def recurrent_classifier(ctx: Ctx) -> None:
     model = RecurrentClassifier(20, 4, ctx.k("cell", "gru"))
     opt = _opt(ctx, model.parameters(), "adam", 3e-3)
     fit(ctx, model, opt, sampler(ctx, (x, y), 32), F.cross_entropy, val=(xv, yv),
-        score=lambda: accuracy(model, xv, yv), schedule=_schedule(ctx, opt, lr=3e-3), clip=ctx.k("clip", 1.0))  # fmt: skip
+        score=lambda: accuracy(model, xv, yv), schedule=_schedule(ctx, opt, lr=3e-3), clip=ctx.k("clip", 1.0), classify=True)  # fmt: skip
 
 
 # --- recommenders --------------------------------------------------------------------------------------------------
@@ -575,7 +578,10 @@ def finetune(ctx: Ctx) -> None:
             p.requires_grad_(False)
     model = FineTuned(backbone, 10, detach=ctx.bug == "detach_backbone", lora=mode == "lora")
     lr = ctx.k("lr", 2e-3)
-    if mode == "discriminative":
+    if ctx.bug == "stale_head":  # the optimizer was built, then the head was replaced by a fresh one
+        opt = torch.optim.Adam(model.head.parameters(), lr=lr)
+        model.head = nn.Linear(64, 10)
+    elif mode == "discriminative":
         groups = [
             {"params": backbone.parameters(), "lr": lr / 10},
             {"params": model.head.parameters(), "lr": lr},
@@ -584,7 +590,7 @@ def finetune(ctx: Ctx) -> None:
     else:
         opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     fit(ctx, model, opt, sampler(ctx, (x, y), 64), F.cross_entropy, val=(xv, yv),
-        score=lambda: accuracy(model, xv, yv))  # fmt: skip
+        score=lambda: accuracy(model, xv, yv), classify=True)  # fmt: skip
 
 
 class MultiTask(nn.Module):

@@ -70,7 +70,7 @@ _SM_UNGATED = {**_SM_ONCE, "gate_on_loss": False}
 SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
     {"type": "exploding_tensor", "action": "stop"},
     {"type": "vanishing_gradient", "params": {"threshold": 1e-7, "biases_beside_live_kernels": True, **_SM_UNGATED}},
-    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_ONCE}},
+    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_UNGATED}},
     {"type": "saturated_activation", "params": _SM_ONCE},
     {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8, **_SM_UNGATED}},
     {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1, "patience": 1,

@@ -81,7 +81,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "exploding_tensor": ({}, {}, _after(300, lambda d: d.set("act/relu1", nan=1))),
     "vanishing_gradient": ({}, {}, _vanish),
     "exploding_gradient": ({}, {}, _after(300, lambda d: d.scale("grad/fc1.weight", 1e3))),
-    "dead_relu": ({}, {}, _after(300, _units("active", "act/relu0", 0.0))),
+    # 50 of 64 units dead (78%) is a soft symptom: reported once the loss stalls too (the gate's state round-trips)
+    "dead_relu": ({}, {}, _after(300, lambda d: (_units("active", "act/relu0", 0.0)(d), _flat(d)))),
     "saturated_activation": ({}, {"activation": "tanh"}, _after(300, _units("saturated", "act/tanh1", 1.0))),
     "poor_weight_initialization": ({"num_classes": 100}, {}, lambda d: d.scale("fc2.weight", 20)),
     "all_zero": ({}, {}, _after(300, lambda d: d.set("fc1.weight", zero=d.cols["fc1.weight"][COL["count"]]))),

@@ -31,7 +31,6 @@ from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
-_TABLES = frozenset({"Embedding", "EmbeddingBag"})
 
 
 def output_classes(view: StepView) -> int | None:
@@ -42,7 +41,7 @@ def output_classes(view: StepView) -> int | None:
     for m in view.meta:
         if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
             continue
-        if m.module_type is None or m.module_type in _TABLES:
+        if m.module_type is None or m.module_type in signals.LOOKUP_TABLES:
             continue
         if last is None or m.order > last[0]:
             last = (m.order, int(m.shape[0]))

@@ -7,7 +7,10 @@ embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden ma
 layers (orthogonal or identity, as in an IRNN);
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero; and (SageMaker's check) the spread of
-activation-input variances across layers. On the first loss: its distance from ln K for a K-class
+activation-input variances across layers. On the first view with activations: an unbounded
+activation (ReLU family, GELU, SiLU) whose std is above `activation_std_max`: with inputs near unit
+scale and any standard init they stay near 1, so one in the hundreds means the inputs are far from
+it (raw units, pixels in 0-255). On the first loss: its distance from ln K for a K-class
 problem when `num_classes` is given (Karpathy's check).
 """
 
@@ -25,8 +28,10 @@ from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
-NOT_FAN_BASED = frozenset({"Embedding", "EmbeddingBag"})
+NOT_FAN_BASED = signals.LOOKUP_TABLES
 """Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
+UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
+"""Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
 RECURRENT = frozenset({"RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"})
 """Module classes whose hidden-to-hidden matrices (`weight_hh*`) start orthogonal or as the identity."""
 
@@ -102,6 +107,13 @@ class PoorWeightInitialization(base.Rule):
             description="Report all-zero kernels when at least this many exist (one zero-initialised layer, as in LoRA or "
             "zero-init residual branches, still trains; two in a row block the gradient).",
         )
+        activation_std_max: float | None = Field(
+            default=50.0,
+            gt=0,
+            description="On the first view with activations, an unbounded activation (ReLU family, GELU, SiLU) whose std "
+            "is above this means unnormalised inputs (or a first layer initialised far too large): healthy runs of the "
+            "realistic PyTorch suite stay below 1, inputs in raw units x1000 reach 395. None: off.",
+        )
         num_classes: int | None = Field(
             default=None, ge=2, description="K for the initial-loss check against ln K (off when unset)."
         )
@@ -128,6 +140,7 @@ class PoorWeightInitialization(base.Rule):
         self.loss = signals.LossReader()
         self.weights_done = False
         self.loss_done = False
+        self.scale_done = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
@@ -142,6 +155,8 @@ class PoorWeightInitialization(base.Rule):
                 self.weights_done = True
                 out += self._check_weights(view, rows, p)
                 out += self._check_activations(view, p)
+        if not self.scale_done and p.activation_std_max is not None:
+            out += self._check_activation_scale(view, p.activation_std_max)
         if not self.loss_done and p.num_classes is not None:
             loss = self.loss(view)
             if loss is not None:
@@ -198,6 +213,36 @@ class PoorWeightInitialization(base.Rule):
         )
         return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target)
 
+    def _check_activation_scale(self, view: StepView, limit: float) -> list[base.Finding]:
+        """The first view with unbounded activations: the first one (in forward order) whose std is above `limit`."""
+        rows = [
+            int(i)
+            for i in view.rows(collections=[Collection.ACTIVATIONS.value])
+            if view.meta[int(i)].activation in UNBOUNDED
+        ]
+        if not rows:
+            return []
+        self.scale_done = True
+        std = view.stats[rows, COL["std"]]
+        high = [k for k, s in enumerate(std.tolist()) if math.isfinite(s) and s > limit]
+        if not high:
+            return []
+        i = rows[high[0]]
+        msg = (
+            f"{view.names[i]}: activation std {base.fmt(float(std[high[0]]))} at the start is above {base.fmt(limit)} "
+            f"{self.where(view)} ({len(high)} of {len(rows)} activations): the inputs are far from unit scale, or a "
+            "layer before it is initialised far too large"
+        )
+        hint = (
+            "normalise the inputs (each feature to mean 0 and std 1, pixels to [0, 1] or standardised): raw units "
+            "drive pre-activations to extremes, kill ReLUs and slow learning"
+        )
+        return [
+            self.finding(
+                view, msg, tensor=view.names[i], value=float(std[high[0]]), threshold=limit, hint=hint
+            )
+        ]
+
     def _check_activations(self, view: StepView, p: Params) -> list[base.Finding]:
         rows = [
             int(i)
@@ -239,8 +284,9 @@ class PoorWeightInitialization(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=loss, threshold=expected, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"weights_done": self.weights_done, "loss_done": self.loss_done}
+        return {"weights_done": self.weights_done, "loss_done": self.loss_done, "scale_done": self.scale_done}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.weights_done = bool(state.get("weights_done", False))
         self.loss_done = bool(state.get("loss_done", False))
+        self.scale_done = bool(state.get("scale_done", False))

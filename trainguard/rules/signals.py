@@ -112,9 +112,15 @@ class LossReader:
         return None if picked is None else float(scalars[picked])
 
 
+LOOKUP_TABLES = frozenset({"Embedding", "EmbeddingBag"})
+"""Module classes whose weights are lookup tables, not kernels: only the rows a batch looked up get a gradient."""
+
+
 class KernelPair:
     """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
-    the given rows, cached until the view's tensor names change; None with fewer than two."""
+    the given rows, cached until the view's tensor names change; None with fewer than two.
+    Lookup tables (the catalogue's module class of the parameter, `LOOKUP_TABLES`) are no kernels:
+    a table's gradient is as small as the share of rows a batch uses, whatever the depth."""
 
     def __init__(self) -> None:
         self._names: tuple[str, ...] | None = None
@@ -123,10 +129,13 @@ class KernelPair:
     def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
         if self._names is not view.names and self._names != view.names:
             self._names = view.names
+            tables = {m.name for m in view.meta if m.module_type in LOOKUP_TABLES}
             kernels = sorted(
                 (view.meta[i].order, int(i))
                 for i in rows
-                if len(view.meta[i].shape) >= 2 and view.meta[i].order is not None
+                if len(view.meta[i].shape) >= 2
+                and view.meta[i].order is not None
+                and view.names[i].removeprefix("grad/") not in tables
             )
             self._pair = (kernels[0][1], kernels[-1][1]) if len(kernels) >= 2 else None
         return self._pair

@@ -418,8 +418,9 @@ def gan(ctx: Ctx) -> None:
     d_opt = torch.optim.Adam(disc.parameters(), lr=d_lr, betas=(0.5, 0.999))
     g_opt = torch.optim.Adam(gen_net.parameters(), lr=lr, betas=(0.5, 0.999))
     hook = ctx.hook
-    for m in (disc, gen_net):
-        hook.register_module(m)
+    hook.register_module(
+        nn.ModuleDict({"discriminator": disc, "generator": gen_net})
+    )  # one namespace for both
     hook.register_optimizer(d_opt)
     hook.register_optimizer(g_opt)  # the hook counts steps on the first one and ignores this one
     z_val = torch.randn(512, 8, generator=torch.Generator().manual_seed(ctx.seed + 99))

@@ -196,6 +196,25 @@ def test_all_zero_names_the_zeroed_gradient() -> None:
     assert (f.step, f.tensor) == (100, "grad/fc2.weight")
 
 
+def test_exploding_gradient_names_a_gradient_norm_growing_steadily() -> None:
+    def unbounded(
+        d: StepData,
+    ) -> None:  # nll_loss on raw logits: the last layer's gradient grows 2.5% per step
+        if d.step >= 100:
+            d.scale("grad/fc3.weight", 1.025 ** (d.step - 100))
+
+    found = run(ExplodingGradient(), Stream(steps=500, fault=unbounded))
+    assert found and found[0].step == 299 and found[0].tensor == "gradients"  # windows 100-149 ... 250-299
+    assert "grew" in found[0].message and "steadily over 200 steps" in found[0].message
+
+    # no window ever falls back: a healthy norm that grows 4x over 200 steps is not reported
+    def mild(d: StepData) -> None:
+        if d.step >= 100:
+            d.scale("grad/fc3.weight", 1.007 ** (d.step - 100))
+
+    assert run(ExplodingGradient(), Stream(steps=500, fault=mild)) == []
+
+
 def test_unchanged_tensor_names_the_frozen_layer_after_num_steps() -> None:
     def frozen(d: StepData) -> None:
         if d.step >= 200:

@@ -12,6 +12,7 @@ whose norm rose most above its own running average.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -172,7 +173,7 @@ class ExplodingGradient(base.Rule):
         self.growth_means = [*self.growth_means[-(p.growth_windows - 1) :], self.growth_sum / self.growth_n]
         self.growth_sum, self.growth_n, self.growth_start = 0.0, 0, None
         means = self.growth_means
-        if len(means) < p.growth_windows or not all(b > a for a, b in zip(means, means[1:])):
+        if len(means) < p.growth_windows or not all(b > a for a, b in itertools.pairwise(means)):
             return None
         growth = math.exp(means[-1] - means[0])
         if growth < p.steady_growth:

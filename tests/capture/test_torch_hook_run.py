@@ -254,3 +254,37 @@ def test_a_script_that_never_calls_close_still_ends_its_run_at_exit(file_uri: st
     assert run.steps().tolist() == [0, 2, 4, 6]  # the last segment was flushed at exit
     end = run.ended()
     assert end is not None and (end.status, end.last_step) == ("ok", 6)
+
+
+class TokensAndState(nn.Module):
+    """An embedding subclass called like nothing in particular, a GRU, a Linear and a bare parameter."""
+
+    class Table(nn.Embedding):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = self.Table(10, 4)
+        self.rnn = nn.GRU(4, 4, batch_first=True)
+        self.out = nn.Linear(4, 2)
+        self.scale = nn.Parameter(torch.ones(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.rnn(self.tok(x))[0][:, -1]) * self.scale
+
+
+def test_the_catalogue_names_each_parameters_module_class(file_uri: str) -> None:
+    # rules tell an embedding table from a dense kernel by its module's class, not by its name
+    model = TokensAndState()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        opt.zero_grad()
+        model(torch.randint(0, 10, (3, 5))).sum().backward()
+        opt.step()
+    cat = {t.name: t.module_type for t in trainguard.open_run(file_uri).tensors()}
+    assert cat["tok.weight"] == "Embedding"
+    assert cat["rnn.weight_hh_l0"] == "GRU"
+    assert cat["out.weight"] == cat["out.bias"] == "Linear"
+    assert cat["scale"] == "TokensAndState"

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
-from trainguard.store.backend import open_store
-
 from tests.kube import DEBUGJOB_RESOURCE, KubeEnv
 from tests.sidecar.runs import RunBuilder
 from tests.sidecar.test_status_reports import RULES, Clock, _debugjob, _reports
 from trainguard.sidecar import report_status
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.report_status import StatusReporter
+from trainguard.store.backends import open_store
 
 
 def _pod(file_uri: str, ranks: list[int], clock: Clock) -> Evaluator:

@@ -89,7 +89,8 @@ def autotrainer(views: Sequence[StepView], *, planned_epochs: int) -> list[Alarm
         slow = False
         if late and len(train_acc) >= 2 and len(test_acc) >= 2:
             gain_tr = max(np.diff(train_acc))
-            gain_te = max(np.diff([a for a in test_acc if math.isfinite(a)]) if len(test_acc) > 1 else [0])
+            finite_te = [a for a in test_acc if math.isfinite(a)]
+            gain_te = max(np.diff(finite_te)) if len(finite_te) > 1 else 0.0
             slow = gain_tr < 0.01 and gain_te < 0.01
         gated = not_converged or slow
         rows = _kernel_grad_rows(v)

@@ -80,6 +80,10 @@ class Truth:
     final_val_acc: float
     diverged: bool
     losses: list[float] = field(default_factory=list)
+    score_steps: list[int] = field(default_factory=list)
+    """Steps of the oracle's validation scores (the realistic PyTorch suite only)."""
+    scores: list[float] = field(default_factory=list)
+    """The oracle's validation scores at `score_steps`, in [0, 1], higher is better."""
 
 
 def _dataset(

@@ -1,12 +1,14 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--seeds 6] [--json FILE] [--quick]`.
-It trains every program of `programs.py` with several seeds (numpy, two processes), records
-them with `trainguard.Recorder`, rebuilds the evaluator's StepViews from the stored runs, and
-scores our default rules, SageMaker Debugger's rules at its default settings (save_interval
-500) and re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real] [--seeds N] [--json FILE]
+[--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
+processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
+realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
+at save_interval 10. Either way the evaluator's StepViews are rebuilt from the stored runs and scored for
+our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
+re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
 Seeds are split: even seeds calibrate thresholds, odd seeds are reported (no tuning on them).
-Prints tables and writes a JSON file with the figures the README quotes.
+Prints tables and writes a JSON file with the figures the docs quote.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
 from benchmarks.detection import baselines, programs, torch_programs
+from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
@@ -55,6 +59,7 @@ RULE_CATEGORY = {
     "overfit": "OF",
     "overtraining": "OF",
     "threshold": "SC",
+    "diverging_loss": "EG",
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),
@@ -65,7 +70,7 @@ _SM_UNGATED = {**_SM_ONCE, "gate_on_loss": False}
 SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
     {"type": "exploding_tensor", "action": "stop"},
     {"type": "vanishing_gradient", "params": {"threshold": 1e-7, "biases_beside_live_kernels": True, **_SM_UNGATED}},
-    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_ONCE}},
+    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_UNGATED}},
     {"type": "saturated_activation", "params": _SM_ONCE},
     {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8, **_SM_UNGATED}},
     {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1, "patience": 1,
@@ -125,11 +130,13 @@ class Outcome:
 
 
 # --- running the programs ---------------------------------------------------------------------
-def _train_one(args: tuple[programs.Program, int, str]) -> programs.Truth:
+def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
-    path = os.path.join(root, f"{prog.name}-s{seed}")
+    out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
+    if isinstance(prog, torch_real.RealProgram):
+        return torch_real.train(prog, seed, out=out)
     trainer = torch_programs.train if prog.name.startswith(TORCH_PREFIX) else programs.train
-    return trainer(prog, seed, out="file://" + path)
+    return trainer(prog, seed, out=out)
 
 
 def load_views(root: str, truth: programs.Truth) -> list[StepView]:
@@ -393,15 +400,37 @@ def _resaved(p: programs.Program, save_interval: int) -> programs.Program:
     return p if p.save_interval == 1 else replace(p, save_interval=save_interval)
 
 
+QUICK_REAL = (
+    "real_mlp_adam", "real_gpt_lm_warmup_cosine", "real_mf_plain_sgd_sparse_usage", "real_gan_bce_two_optimizers",
+    "real_B01_nll_loss_on_raw_logits", "real_B02_labels_shuffled_apart_from_inputs",
+)  # fmt: skip
+"""The realistic suite's fast subset (`--quick`)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=6, help="seeds per program (even: calibration, odd: report)")
     ap.add_argument(
-        "--torch-seeds", type=int, default=4, help="seeds per PyTorch program (0: no PyTorch block)"
+        "--suite",
+        choices=("numpy", "torch-real"),
+        default="numpy",
+        help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs",
+    )
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=0,
+        help="seeds per program (even: calibration, odd: report; default 6, torch-real 4)",
+    )
+    ap.add_argument(
+        "--torch-seeds",
+        type=int,
+        default=4,
+        help="seeds per PyTorch program of the numpy suite (0: no PyTorch block)",
     )
     ap.add_argument("--quick", action="store_true", help="a few programs, two seeds (CI smoke run)")
     ap.add_argument("--programs", default="", help="comma-separated program names to run (default: all)")
-    ap.add_argument("--json", default="benchmarks/detection/results.json", help="where to write the figures")
+    ap.add_argument("--json", default="", help="where to write the figures (default: results.json, "
+                    "results_torch_real.json for --suite torch-real)")  # fmt: skip
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--keep", default="", help="keep the recorded runs (and truths.json) in this directory")
     ap.add_argument("--reuse", default="", help="score the runs kept in this directory instead of training")
@@ -409,13 +438,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--save-interval",
         type=int,
         default=0,
-        help="save the runs otherwise saved every 5th step at every Nth instead (the hook's default is 10; "
-        "the every-step copies keep 1)",
+        help="save the runs otherwise saved every 5th step (numpy suite; torch-real: every 10th) at every Nth "
+        "instead (the every-step copies keep 1)",
     )
     args = ap.parse_args(argv)
+    real = args.suite == "torch-real"
+    args.seeds = args.seeds or (4 if real else 6)
+    args.json = args.json or f"benchmarks/detection/results{'_torch_real' if real else ''}.json"
 
-    progs = programs.catalogue()
-    torch_progs = torch_programs.catalogue() if args.torch_seeds else []
+    progs: list[Any] = torch_real.catalogue() if real else programs.catalogue()
+    torch_progs: list[Any] = torch_programs.catalogue() if args.torch_seeds and not real else []
     if args.programs:
         wanted = set(args.programs.split(","))
         progs = [p for p in progs if p.name in wanted]
@@ -424,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progs, torch_progs = ([_resaved(p, args.save_interval) for p in ps] for ps in (progs, torch_progs))
     if args.quick:
         quick = {"F1_lr_x100", "F3_vanishing_sigmoid", "F5_dead_relu_bias", "F13_deep_relu_x3", "H1_relu_momentum",
-                 "N1_sparse_relu", "N3_warmup_cosine", "H5_sigmoid_shallow"}  # fmt: skip
+                 "N1_sparse_relu", "N3_warmup_cosine", "H5_sigmoid_shallow", *QUICK_REAL}  # fmt: skip
         progs = [p for p in progs if p.name in quick]
         torch_progs = [p for p in torch_progs if p.name.removeprefix(TORCH_PREFIX) in quick]
         args.seeds = min(args.seeds, 2)
@@ -437,16 +469,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(os.path.join(root, "truths.json")) as fh:
             truths = [programs.Truth(**t) for t in json.load(fh) if t["seed"] < seeds.get(t["program"], 0)]
     else:
-        # torch runs first: they are the slowest, so the pool ends on short numpy runs
+        # the slowest runs first, so the pool ends on short ones
         jobs = [(p, s, root) for p in torch_progs for s in range(args.torch_seeds)]
-        jobs += [(p, s, root) for p in progs for s in range(args.seeds)]
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            truths = list(pool.map(_train_one, jobs, chunksize=2))
+        jobs += [
+            (p, s, root) for p in sorted(progs, key=_expected_cost, reverse=True) for s in range(args.seeds)
+        ]
+        with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
+            truths = list(pool.map(_train_one, jobs, chunksize=1 if real else 2))
         if args.keep:
             with open(os.path.join(root, "truths.json"), "w") as fh:
                 json.dump([asdict(t) for t in truths], fh)
     t_train = time.perf_counter() - t0
-    label_harm(truths)
+    if real:
+        torch_real.label(truths, progs)
+    else:
+        label_harm(truths)
     intended = {p.name: p.intended_rules for p in (*progs, *torch_progs)}
     affected = {p.name: p.affected_layer for p in (*progs, *torch_progs)}
 
@@ -475,8 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.keep or args.reuse):
         shutil.rmtree(root, ignore_errors=True)
 
-    report: dict[str, object] = {"programs": len(progs), "torch_programs": len(torch_progs), "seeds": args.seeds,
-                                 "torch_seeds": args.torch_seeds, "runs": len(truths),
+    report: dict[str, object] = {"suite": args.suite, "programs": len(progs), "torch_programs": len(torch_progs),
+                                 "seeds": args.seeds, "torch_seeds": args.torch_seeds, "runs": len(truths),
                                  "train_seconds": round(t_train, 1), "evaluate_seconds": round(t_eval, 1), "splits": {}}  # fmt: skip
     numpy_truths = [t for t in truths if not t.program.startswith(TORCH_PREFIX)]
     torch_truths = [t for t in truths if t.program.startswith(TORCH_PREFIX)]
@@ -494,15 +531,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     for rule, r in report["splits"]["report"]["per_rule"].items():  # type: ignore[index]
         print(f"{rule:<28}{r['fired']:>6}{r['healthy_fired']:>8}{_fmt(r['precision'], True):>7}"
               f"{_fmt(r['recall'], True):>8}{_fmt(r['f1'], True):>6}")  # fmt: skip
-    print(
-        "\nHarm labels (fault -> should stop):",
-        {t.program: t.should_stop for t in truths if t.fault and t.seed == 1},
-    )
+    if real:
+        report["bugs"] = bug_table(truths, progs, outcomes["TrainGuard"], intended)
+    else:
+        print(
+            "\nHarm labels (fault -> should stop):",
+            {t.program: t.should_stop for t in truths if t.fault and t.seed == 1},
+        )
     print(f"\n{len(truths)} runs: training {t_train:.0f} s, evaluation {t_eval:.0f} s")
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1, default=lambda o: sorted(o) if isinstance(o, set) else str(o))
     print(f"figures written to {args.json}")
     return 0
+
+
+def _expected_cost(p: object) -> float:
+    """A rough relative cost of training `p` once (its steps, times more for sequence and conv models)."""
+    heavy = {"lm": 3.0, "transformer": 3.0, "rnn": 3.0, "conv": 2.5, "gan": 1.5}
+    return float(getattr(p, "steps", 1)) * heavy.get(getattr(p, "workload", ""), 1.0)
+
+
+def bug_table(truths: list[programs.Truth], progs: list[Any], outcomes: dict[tuple[str, int], Outcome],
+              intended: dict[str, tuple[str, ...]]) -> list[dict[str, object]]:  # fmt: skip
+    """Print and return one row per bug of the realistic suite: does it hurt, when it became visible, when
+    and by which rules TrainGuard reported it (every seed)."""
+    rows: list[dict[str, object]] = []
+    print(
+        "\n== torch-real bugs: hurts (twin score - bug score), visible step, first alarm and rules per seed =="
+    )
+    for p in progs:
+        if p.fault is None:
+            continue
+        ts = sorted((t for t in truths if t.program == p.name), key=lambda t: t.seed)
+        twin = {t.seed: t.final_val_acc for t in truths if t.program == p.twin}
+        gap = float(np.mean([twin.get(t.seed, math.nan) - t.final_val_acc for t in ts])) if ts else math.nan
+        per_seed = []
+        for t in ts:
+            o = outcomes[(t.program, t.seed)]
+            first = o.first_by_label
+            diag = [first[lb] for lb in (*intended.get(t.program, ()), t.category or "") if lb in first]
+            per_seed.append({"seed": t.seed, "visible": t.manifest_step, "alarm": o.alarm_step,
+                             "diagnosis": min(diag) if diag else None, "rules": sorted(o.rules)})  # fmt: skip
+        hurts = bool(ts) and ts[0].should_stop
+        rows.append({"program": p.name, "category": p.category, "hurts": hurts, "score_gap": gap,
+                     "source": p.source, "runs": per_seed})  # fmt: skip
+        cells = " ".join(f"s{r['seed']}:{r['visible']}->{r['alarm']}" for r in per_seed)
+        rules = sorted({rule for r in per_seed for rule in r["rules"]})  # type: ignore[attr-defined]
+        print(
+            f"{p.name:<48}{p.category or '':<4}{'hurts' if hurts else 'no harm':<8}{gap:>6.2f}  {cells}  {','.join(rules)}"
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -182,3 +182,15 @@ def test_schema_rejects_what_the_api_server_would(mutate: Any, where: str) -> No
     errors = list(_validator().iter_errors(bad))
     assert errors, f"expected a schema error at {where}"
     assert any(where.split(".")[-1] in ".".join(map(str, e.path)) or where == "spec" for e in errors)
+
+
+def test_optional_objects_default_to_empty_so_the_api_server_fills_in_their_fields() -> None:
+    spec = crd.spec_schema()["properties"]["spec"]
+    for name in ("actions", "evaluator", "runPolicy"):
+        assert spec["properties"][name]["default"] == {}, name
+    assert spec["properties"]["actions"]["properties"]["stop"]["default"] == {}
+    assert "default" not in spec["properties"]["capture"], "required: the user gives it"
+    assert "default" not in spec["properties"]["capture"]["properties"]["secretRef"], "null means IRSA"
+    assert '"default": {}' not in json.dumps(spec["properties"]["template"]), (
+        "the pod template stays as written"
+    )

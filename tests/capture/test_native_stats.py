@@ -19,7 +19,7 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_hook_cost import OpLog
 from tests.capture.test_torch_statistics import assert_columns_match, sample_tensors
-from tests.capture.torch_loop import mlp, train
+from tests.capture.torch_loop import mlp, tier1_rows, train
 from trainguard.capture.torch import native
 from trainguard.store import run_format, stats
 
@@ -283,9 +283,7 @@ def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
                 err_msg=f"{t.name} {col}",
             )
     for key in ("units", "hists"):
-        got = [
-            {k: v for seg in r.segments() for k, v in getattr(seg, key).items()} for r in (kernel, torch_path)
-        ]
+        got = [tier1_rows(r, key) for r in (kernel, torch_path)]
         assert got[0].keys() == got[1].keys() and got[0]
         for k in got[0]:
             np.testing.assert_allclose(got[0][k], got[1][k], rtol=0, atol=1e-6, err_msg=f"{key} {k}")

@@ -13,7 +13,7 @@ from torch import nn
 
 import trainguard
 import trainguard.torch as tg
-from tests.capture.torch_loop import mlp, train
+from tests.capture.torch_loop import mlp, tier1_rows, train
 from trainguard.store.backends import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
@@ -132,7 +132,7 @@ def test_large_tensors_take_the_one_by_one_path_with_the_same_results(file_uri: 
                 np.testing.assert_allclose(
                     packed.series(t.name, col).values, large.series(t.name, col).values, rtol=1e-5, atol=1e-7
                 )
-    hist = [{k: v for seg in r.segments() for k, v in seg.hists.items()} for r in (packed, large)]
+    hist = [tier1_rows(r, "hists") for r in (packed, large)]
     ids = {t.name: t.id for t in packed.tensors()}
     idl = {t.name: t.id for t in large.tensors()}
     for name in ("0.weight", "grad/2.weight", "act/1"):
@@ -241,7 +241,7 @@ def test_the_s3_endpoint_can_come_from_the_config_alone(
 def test_a_script_that_never_calls_close_still_ends_its_run_at_exit(file_uri: str) -> None:
     script = (
         "import trainguard.torch as tg\n"
-        "from tests.capture.torch_loop import mlp, train\n"
+        "from tests.capture.torch_loop import mlp, tier1_rows, train\n"
         f"hook = tg.Hook({file_uri!r}, save_interval=2, flush_interval_seconds=60)\n"
         "train(hook, mlp(), steps=7)\n"  # and exits: neither close() nor a with block
     )
@@ -254,3 +254,37 @@ def test_a_script_that_never_calls_close_still_ends_its_run_at_exit(file_uri: st
     assert run.steps().tolist() == [0, 2, 4, 6]  # the last segment was flushed at exit
     end = run.ended()
     assert end is not None and (end.status, end.last_step) == ("ok", 6)
+
+
+class TokensAndState(nn.Module):
+    """An embedding subclass called like nothing in particular, a GRU, a Linear and a bare parameter."""
+
+    class Table(nn.Embedding):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = self.Table(10, 4)
+        self.rnn = nn.GRU(4, 4, batch_first=True)
+        self.out = nn.Linear(4, 2)
+        self.scale = nn.Parameter(torch.ones(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.rnn(self.tok(x))[0][:, -1]) * self.scale
+
+
+def test_the_catalogue_names_each_parameters_module_class(file_uri: str) -> None:
+    # rules tell an embedding table from a dense kernel by its module's class, not by its name
+    model = TokensAndState()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        opt.zero_grad()
+        model(torch.randint(0, 10, (3, 5))).sum().backward()
+        opt.step()
+    cat = {t.name: t.module_type for t in trainguard.open_run(file_uri).tensors()}
+    assert cat["tok.weight"] == "Embedding"
+    assert cat["rnn.weight_hh_l0"] == "GRU"
+    assert cat["out.weight"] == cat["out.bias"] == "Linear"
+    assert cat["scale"] == "TokensAndState"

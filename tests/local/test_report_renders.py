@@ -13,7 +13,7 @@ from localmode import run_cli
 
 import trainguard
 from trainguard import report
-from trainguard.report import svg as report_svg
+from trainguard.report import _svg as report_svg
 from trainguard.rules import auc
 
 

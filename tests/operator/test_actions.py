@@ -201,3 +201,40 @@ async def test_the_job_is_suspended_once_the_cooperative_seconds_are_over(
         lambda: kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is True,  # type: ignore[index]
         timeout_seconds=30, what="the suspension after the cooperative seconds",
     )  # fmt: skip
+
+
+async def test_a_stop_under_kueue_deactivates_the_jobs_workload_instead_of_suspending_the_job(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    # Kueue resumes an admitted Job that anyone else suspends; its Workload's spec.active=false stops it for good.
+    import kmock
+
+    kube.emulator.resources["kueue.x-k8s.io/v1beta2/workloads"] = kmock.ResourceInfo(
+        kind="Workload", singular="workload", namespaced=True,
+        verbs={"get", "list", "watch", "create", "patch", "delete"}, subresources={"status"},
+    )  # fmt: skip
+    dj = debugjob_manifest("dj1", workers=2, rules=RULES, capture_uri=f"file://{tmp_path}/runs")
+    dj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-queue"}
+    await kube.create(DEBUGJOB_RESOURCE, dj)
+    job = await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
+    assert job["spec"]["suspend"] is True, "a queued Job starts suspended"
+    uid = job["metadata"]["uid"]
+    for name, job_uid in (("job-dj1-abcde", uid), ("job-other-fghij", "another-uid")):
+        await kube.create("kueue.x-k8s.io/v1beta2/workloads", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/job-uid": job_uid}},
+            "spec": {"active": True, "queueName": "team-queue"},
+        })  # fmt: skip
+    # Kueue admits the Workload and starts the Job.
+    await kube.patch(JOBS, "default", "dj1", {"spec": {"suspend": False}})
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2, "ready": 2}}, subresource="status")
+    await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
+
+    await _report(kube, 1, 120, exploding_tensor=("IssuesFound", 110))
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+    await eventually(lambda: kube.get("kueue.x-k8s.io/v1beta2/workloads", "default", "job-dj1-abcde")["spec"]["active"]
+                     is False, what="the Workload deactivated")  # type: ignore[index]  # fmt: skip
+    workloads = {w["metadata"]["name"]: w for w in kube.list("kueue.x-k8s.io/v1beta2/workloads", "default")}
+    assert workloads["job-other-fghij"]["spec"]["active"] is True, "another Job's Workload is left alone"
+    assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False, "Kueue suspends it, not the operator"  # type: ignore[index]
+    assert len(_events(kube, "Stopped")) == 1

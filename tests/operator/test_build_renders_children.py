@@ -204,7 +204,7 @@ def test_every_child_is_owned_and_labelled() -> None:
         (ref,) = meta["ownerReferences"]
         assert ref == {
             "apiVersion": "trainguard.dev/v1alpha1", "kind": "DebugJob", "name": "llm", "uid": "1234-abcd",
-            "controller": True, "blockOwnerDeletion": True,
+            "controller": True,
         }  # fmt: skip
 
 
@@ -212,6 +212,8 @@ def test_service_is_headless_and_publishes_unready_ranks() -> None:
     svc = build.build_service(_gpu_spec(), OWNER)
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
     assert svc["spec"]["selector"] == {build.LABEL_DEBUGJOB: "llm"}
+    metrics = next(p for p in svc["spec"]["ports"] if p["name"] == "metrics")
+    assert metrics["targetPort"] == 9400, "a number: named ports of init containers resolve only since 1.32"
 
 
 def test_every_child_is_a_valid_kubernetes_1_29_object() -> None:

@@ -176,7 +176,7 @@ async def test_deleting_a_running_job_fails_the_debugjob(
 ) -> None:
     await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path))
     await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
-    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2}}, subresource="status")
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2, "ready": 2}}, subresource="status")
     await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
     await kube.delete(JOBS, "default", "dj1")
     await eventually(lambda: _status(kube).get("phase") == "Failed", what="phase Failed")

@@ -131,8 +131,15 @@ def test_terminal_phases_never_change() -> None:
 def test_phase_follows_the_job() -> None:
     assert status.job_phase(None) == Phase.PENDING
     assert status.job_phase(api.JobSummary(active=0)) == Phase.PENDING
-    assert status.job_phase(api.JobSummary(active=3)) == Phase.RUNNING
-    assert status.job_phase(api.JobSummary(active=3, suspended=True)) == Phase.PENDING
+    assert status.job_phase(api.JobSummary(active=3, ready=1)) == Phase.RUNNING
+    assert status.job_phase(api.JobSummary(active=3, ready=0)) == Phase.PENDING, (
+        "pods waiting for a node or image"
+    )
+    assert status.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
+    finishing = api.JobSummary(active=2, ready=0)
+    assert status.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
+        "trainers done, sidecars stopping"
+    )
     assert status.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
     assert status.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
 
@@ -190,7 +197,9 @@ def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
             template={"spec": {"containers": [{"name": "trainer"}]}},
             capture=api.CaptureSpec(uri="file:///tmp/x"),
         ),
-        status=api.DebugJobStatus(phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2)),
+        status=api.DebugJobStatus(
+            phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2, ready=2)
+        ),
     )
 
 

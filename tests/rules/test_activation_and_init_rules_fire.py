@@ -15,11 +15,43 @@ def test_dead_relu_fires_on_the_second_tier1_view_after_most_units_die() -> None
     def die(d: StepData) -> None:
         key = ("active", "act/relu1")
         if d.step >= 300 and key in d.units:
-            d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
+            d.units[key][: int(0.95 * len(d.units[key]))] = 0.0
 
     f = first(run(DeadRelu(), Stream(fault=die)))
     assert (f.step, f.tensor) == (310, "act/relu1")  # Tier-1 views at 300, 310
-    assert f.message.startswith("act/relu1: 51 of 64 units (79.7%) are active on fewer than 1% of samples")
+    assert f.message.startswith("act/relu1: 60 of 64 units (93.8%) are active on fewer than 1% of samples")
+
+
+def test_dead_relu_names_the_input_scale_when_the_first_relu_layer_dies() -> None:
+    def die(d: StepData) -> None:
+        key = ("active", "act/relu0")
+        if key in d.units:
+            d.units[key][:] = 0.0
+
+    f = first(run(DeadRelu(), Stream(steps=30, fault=die)))
+    assert f.tensor == "act/relu0" and f.hint.startswith("check the input scale first")
+
+
+def test_dead_relu_reports_a_layer_half_dead_only_once_the_loss_stops_improving() -> None:
+    def half_dead(d: StepData) -> None:
+        key = ("active", "act/relu1")
+        if d.step >= 300 and key in d.units:
+            d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
+
+    # 80% of the units dead while the loss keeps falling (a small dense layer under Adam): not reported
+    assert run(DeadRelu(), Stream(fault=half_dead)) == []
+
+    def half_dead_and_stalled(d: StepData) -> None:
+        half_dead(d)
+        if d.step >= 300:
+            d.scalars["loss"] = 1.0
+
+    f = first(run(DeadRelu(), Stream(fault=half_dead_and_stalled)))
+    assert (
+        f.step == 410
+        and "51 of 64 units (79.7%)" in f.message
+        and f.message.endswith("while the loss is not improving; " + DeadRelu.hint)
+    )
 
 
 def test_dead_relu_judges_units_not_elements() -> None:
@@ -40,7 +72,8 @@ def test_dead_relu_respects_threshold_layer_from_a_sagemaker_config() -> None:
             d.units[key][:20] = 0.0  # 31% of 64 units
 
     assert run(DeadRelu(), Stream(steps=100, fault=some_die)) == []
-    f = first(run(DeadRelu({"threshold_layer": "25.0"}), Stream(steps=100, fault=some_die)))
+    sagemaker = {"threshold_layer": "25.0", "gate_on_loss": False}  # SageMaker's rule has no loss gate
+    f = first(run(DeadRelu(sagemaker), Stream(steps=100, fault=some_die)))
     assert (f.step, f.tensor) == (10, "act/relu0")  # Tier-1 views at 0, 10
 
 
@@ -117,6 +150,18 @@ def test_poor_weight_initialization_compares_the_initial_loss_with_ln_k() -> Non
     assert run(PoorWeightInitialization({"num_classes": 10}), Stream(steps=20)) == []
 
 
+def test_poor_weight_initialization_names_activations_far_from_unit_scale_at_the_start() -> None:
+    def raw_units(d: StepData) -> None:  # inputs x1000: the first ReLU's outputs have a std in the hundreds
+        d.scale("act/relu0", 800.0)
+        d.scale("act/relu1", 300.0)
+
+    found = run(PoorWeightInitialization(), Stream(steps=20, fault=raw_units))
+    assert [(f.step, f.tensor) for f in found] == [(0, "act/relu0")]
+    assert found[0].message.startswith("act/relu0: activation std 400 at the start is above 50 at step 0")
+    assert "(2 of 3 activations)" in found[0].message and found[0].hint.startswith("normalise the inputs")
+    assert run(PoorWeightInitialization(), Stream(steps=20)) == []  # std 0.5: quiet
+
+
 def test_standard_init_targets_cover_pytorch_default_and_he() -> None:
     low, high = std_targets((64, 256))
     assert np.isclose(low, min(1 / np.sqrt(3 * 256), np.sqrt(2 / (256 + 64))))
@@ -126,11 +171,12 @@ def test_standard_init_targets_cover_pytorch_default_and_he() -> None:
 def test_dead_relu_between_tier1_steps_reports_a_layer_whose_zero_count_proves_most_units_dead() -> None:
     def killed(d: StepData) -> None:
         if d.step >= 203:  # not a Tier-1 step: only the zero count tells
-            d.set("act/relu1", zero=0.999 * d.cols["act/relu1"][COL["count"]])
+            d.set("act/relu1", zero=0.9995 * d.cols["act/relu1"][COL["count"]])
 
     f = first(run(DeadRelu(), Stream(fault=killed)))
     assert (f.step, f.tensor) == (204, "act/relu1")  # 2 of 2 views
-    assert f.message.startswith("act/relu1: 0.1% of its outputs are non-zero, so more than 50% of its units")
+    # 0.05% non-zero proves more than 90% dead (severe_layer): no gate; 0.1% would prove only 50%
+    assert f.message.startswith("act/relu1: 0.05% of its outputs are non-zero, so more than 50% of its units")
     assert "at least 0.5% would be non-zero" in f.message
 
 

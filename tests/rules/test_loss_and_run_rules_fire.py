@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 import numpy as np
 
@@ -25,7 +26,8 @@ def flat_loss(d: StepData) -> None:
 
 
 def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:
-    f = first(run(LossNotDecreasing(), Stream(steps=700, fault=flat_loss)))
+    # the fast path for a loss that never moved is off here: the blocks are under test
+    f = first(run(LossNotDecreasing({"stuck_steps": None}), Stream(steps=700, fault=flat_loss)))
     assert (f.step, f.tensor) == (499, "loss")  # blocks of 100 steps: 0-99 the best, the next four fail
     assert "over the last 100 steps is not 1% below the best earlier block" in f.message
     assert "4 blocks in a row" in f.message
@@ -35,12 +37,103 @@ def test_loss_not_decreasing_blocks_are_training_steps_at_any_save_interval() ->
     # saved every 5th step a block is still steps 0-99, 100-199, ...: it ends with the view at 95,
     # not with the one at 100 (which would stretch every block to 105 steps and report at 520)
     views = (v for v in Stream(steps=700, fault=flat_loss) if v.step % 5 == 0)
-    f = first(run(LossNotDecreasing(), views))
+    f = first(run(LossNotDecreasing({"stuck_steps": None}), views))
     assert (f.step, f.tensor) == (495, "loss") and "4 blocks in a row" in f.message
 
 
+def test_loss_not_decreasing_names_a_loss_that_never_moved_after_100_steps() -> None:
+    # saved every 10th step: the mean of the views in the last 50 steps is still within 1.5% of the first loss; the
+    # stream records no module classes, so chance level is not known and the first loss is the reference
+    views = (v for v in Stream(steps=700, fault=flat_loss) if v.step % 10 == 0)
+    found = run(LossNotDecreasing(), views)
+    assert found[0].step == 100 and found[0].tensor == "loss"
+    assert "within 1.5% of its first value 2.3 after 100 steps" in found[0].message
+    assert "labels match the inputs" in found[0].hint
+
+
+def with_module_classes(views: Iterable[StepView]) -> Iterator[StepView]:
+    """The views with each weight's module class recorded, as the PyTorch hook records it (`Linear`)."""
+    for v in views:
+        meta = tuple(replace(m, module_type="Linear") if m.collection == "weights" else m for m in v.meta)
+        yield replace(v, meta=meta)
+
+
+def test_loss_not_decreasing_names_a_loss_that_fell_to_chance_level_and_stayed() -> None:
+    def to_chance(
+        d: StepData,
+    ) -> None:  # an inflated first loss (dropout with p 0.95) falling to ln 10 and no further
+        d.scalars["loss"] = 2.3026 + 1.2 * math.exp(-d.step / 30) + 0.01 * math.sin(d.step * 1.7)
+
+    found = run(
+        LossNotDecreasing(),
+        with_module_classes(v for v in Stream(steps=300, fault=to_chance) if v.step % 10 == 0),
+    )
+    assert found[0].step == 180 and found[0].tensor == "loss"
+    assert (
+        "within 1.5% of ln 10 = 2.3, chance level for its 10 outputs (first value 3.5) after 180 steps"
+        in (found[0].message)
+    )
+    # without module classes chance level is not known, and 300 steps are too few for 4 blocks
+    assert run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=to_chance) if v.step % 10 == 0)) == []
+
+
+def test_loss_not_decreasing_leaves_a_plateau_the_gradient_barely_reaches_alone() -> None:
+    def plateau(
+        d: StepData,
+    ) -> None:  # a deep sigmoid net at chance level: the first layer's gradient 1% of the last's
+        flat_loss(d)
+        d.set("grad/fc0.weight", l2=0.01 * d.cols["grad/fc3.weight"][COL["l2"]])
+
+    assert run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=plateau) if v.step % 10 == 0)) == []
+
+
+def test_loss_not_decreasing_does_not_judge_a_run_with_several_losses_and_no_total() -> None:
+    def adversarial(
+        d: StepData,
+    ) -> None:  # a GAN: the discriminator's and the generator's losses, neither falls
+        del d.scalars["loss"]
+        d.scalars["d_loss"] = 1.38 * (1 + 0.02 * math.sin(d.step))
+        if (
+            d.step > 0
+        ):  # the first saved step carries only the discriminator's (the other lands on the next step)
+            d.scalars["g_loss"] = 0.7 * (1 + 0.02 * math.cos(d.step))
+
+    assert run(LossNotDecreasing(), Stream(steps=700, fault=adversarial)) == []
+
+
+def test_loss_not_decreasing_leaves_a_loss_that_fell_a_little_to_the_blocks() -> None:
+    def slow_start(d: StepData) -> None:
+        d.scalars["loss"] = 2.3 * (1 - 0.0004 * min(d.step, 100)) * (1 + 0.01 * math.sin(d.step * 1.7))
+
+    found = run(LossNotDecreasing(), (v for v in Stream(steps=400, fault=slow_start) if v.step % 10 == 0))
+    assert found == []  # 4% below its start by step 100: not stuck, and 300 steps are too few for 4 blocks
+
+
+def test_loss_not_decreasing_names_a_learning_rate_that_collapsed_before_the_loss_fell() -> None:
+    def collapsed(d: StepData) -> None:
+        d.scalars["lr"] = 0.05 * 0.3 ** (d.step // 3)  # StepLR(step_size=3, gamma=0.3) stepped every batch
+        d.scalars["loss"] = 2.3 - 0.2 * (1 - 0.3 ** (d.step // 3))
+
+    found = run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=collapsed) if v.step % 10 == 0))
+    assert found[0].step == 20 and found[0].tensor == "lr"
+    assert (
+        "below 0.001 of its peak 0.05 at step 20" in found[0].message
+        and "stepped every batch" in found[0].hint
+    )
+
+
+def test_loss_not_decreasing_waits_on_a_cosine_schedule_that_ends_after_the_loss_fell() -> None:
+    def cosine(d: StepData) -> None:
+        d.scalars["lr"] = 0.05 * 0.5 * (1 + math.cos(math.pi * d.step / 299))
+
+    assert run(LossNotDecreasing(), Stream(steps=300, fault=cosine)) == []
+
+
 def test_loss_not_decreasing_reads_sagemaker_parameters_and_the_eval_loss() -> None:
-    rule = LossNotDecreasing({"num_steps": "100", "diff_percent": "1", "mode": "EVAL", "patience": 1})
+    # the fast path for a loss that never moved is off: SageMaker's blocks are under test
+    rule = LossNotDecreasing(
+        {"num_steps": "100", "diff_percent": "1", "mode": "EVAL", "patience": 1, "stuck_steps": None}
+    )
 
     def rising_val(d: StepData) -> None:
         if d.eval_scalars:
@@ -85,6 +178,32 @@ def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:
     assert run(Overfit(), Stream(fault=gap)) == []
 
 
+def test_overfit_names_a_validation_loss_that_never_fell_while_the_training_loss_did() -> None:
+    def flat_val(d: StepData) -> None:
+        if (
+            d.eval_scalars
+        ):  # at chance level (ln 10) from the first eval point on, as if the labels were shuffled
+            d.eval_scalars["loss"] = 2.3 * (1 + 0.02 * math.sin(d.step))
+
+    found = run(Overfit(), Stream(fault=flat_val))
+    assert found[0].step == 300
+    assert found[0].message.startswith(
+        "val loss 2.25 has never been 10% below the first train loss 2.31 (6 eval points, best 2.25) while the train "
+        "loss fell to 0.619 at step 300"
+    )
+    assert "validation inputs and labels are paired" in found[0].hint
+
+
+def test_overfit_leaves_a_validation_loss_that_converged_before_the_first_eval_point_alone() -> None:
+    def fast(
+        d: StepData,
+    ) -> None:  # learnt before the first eval point, flat since: not a flat validation loss
+        if d.eval_scalars:
+            d.eval_scalars["loss"] = 0.3 * (1 + 0.02 * math.sin(d.step))
+
+    assert run(Overfit(), Stream(fault=fast)) == []
+
+
 def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
     sagemaker = {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False}
     f = first(run(Overfit(sagemaker), Stream(fault=overfitting)))
@@ -92,15 +211,34 @@ def test_overfit_with_sagemaker_defaults_fires_on_the_first_gap() -> None:
 
 
 def test_overtraining_fires_when_strip_means_of_five_eval_points_rose_twice() -> None:
-    f = first(run(Overtraining(), Stream(steps=1000, fault=overfitting)))
+    # the parting path (single eval points) is off here: the strips are under test
+    f = first(run(Overtraining({"rise_percent": None}), Stream(steps=1000, fault=overfitting)))
     assert f.step == 750  # strips 50-250, 300-500, 550-750: two successive rises
     assert "strip mean of 5 eval points" in f.message and "reaching UP_2" in f.message
 
 
 def test_overtraining_up_criterion_on_single_eval_points_fires_after_three_rises() -> None:
-    f = first(run(Overtraining({"strips": 3, "strip_length": 1}), Stream(fault=overfitting)))
+    f = first(
+        run(Overtraining({"strips": 3, "strip_length": 1, "rise_percent": None}), Stream(fault=overfitting))
+    )
     assert f.step == 400  # rises at 300 (0.73 at 250 -> 1.0), 350, 400
     assert "reaching UP_3" in f.message
+
+
+def test_overtraining_names_train_and_validation_parting_ways_at_the_second_eval_point() -> None:
+    f = first(run(Overtraining(), Stream(fault=overfitting)))
+    assert f.step == 350  # 37% above the best 0.73 (step 250) at 300, 95% at 350, the train loss falling
+    assert f.message.startswith(
+        "val loss 1.5 is 95.3% above its best 0.768, at or above 25% for 2 eval points"
+    )
+
+
+def test_overtraining_parting_path_leaves_a_noisy_validation_loss_alone() -> None:
+    def noisy(d: StepData) -> None:
+        if d.eval_scalars:  # +-20% around a falling curve, never two points in a row 25% above the best
+            d.eval_scalars["loss"] *= 1.2 if (d.step // 50) % 2 else 0.85
+
+    assert run(Overtraining(), Stream(fault=noisy)) == []
 
 
 def test_overtraining_gl_criterion_fires_when_val_loss_is_alpha_percent_above_its_best() -> None:

@@ -1,16 +1,20 @@
 """The default rules on healthy PyTorch runs of common architectures, captured by the real hook (at every step;
 the CNN and the GPT-style model also at the default save_interval 10).
 
-A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum), a ResNet-style net
-whose residual branches start at 0 (torchvision's `zero_init_residual`) and a GPT-style
+A small CNN (convolutions, BatchNorm, max-pooling, dropout; SGD with momentum) and a GPT-style
 language model (token and positional embeddings, pre-norm causal self-attention, GELU, LayerNorm;
 nanoGPT's initialisation with the residual projections scaled by 1/sqrt(2 n_layer); AdamW with
 warmup and a cosine schedule down to almost 0; also in float16 with a loss scaler that skips its
-overflowing steps) must leave every default rule quiet. They once
+overflowing steps) must leave every default rule quiet; a ResNet-style net whose residual branches
+start at 0 (torchvision's `zero_init_residual`) must get no finding about its init or frozen
+parameters (its eval-mode validation loss is unstable at its learning rate, and the validation
+rules may say so: on one machine `overfit` did, at an eval point with val 4.96 and train 1.02). They once
 did not: `poor_weight_initialization` called GPT-2's 0.02 init too small for a 64-wide model,
 `unchanged_tensor` called the final LayerNorm frozen when the cosine schedule's last steps
 made its updates smaller than float32's resolution of weights near 1, and (saved every 10th step)
-`vanishing_gradient` called the CNN's convolution biases before BatchNorm vanishing. The same CNN at a learning
+`vanishing_gradient` called the CNN's convolution biases before BatchNorm vanishing (SageMaker's check, which
+counts them, is run at a threshold measured on the run, since their size is rounding noise that differs between
+CPUs). The same CNN at a learning
 rate 5x higher kills most units of its dense ReLU layer and learns worse; `dead_relu` says so.
 """
 
@@ -30,6 +34,7 @@ from trainguard.api.enums import Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
+from trainguard.rules.view import StepView
 from trainguard.sidecar.views import ViewBuilder
 
 pytestmark = pytest.mark.slow
@@ -65,17 +70,21 @@ def train(out: Path, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch,
     return loss.item()
 
 
+def run_views(out: Path) -> list[StepView]:
+    """The run's views, as the evaluator builds them."""
+    source = trainguard.open_run(f"file://{out}").source(0)
+    builder = ViewBuilder(rank=0)
+    return [view for seg in source.poll() for view in builder.views(seg, source.catalogue())]
+
+
 def default_rule_findings(out: Path, specs: list[RuleSpec] | None = None) -> list[Finding]:
     """Every warning-or-worse finding of the default rule set (or `specs`) on the run, as the evaluator builds its
     views."""
-    source = trainguard.open_run(f"file://{out}").source(0)
-    builder = ViewBuilder(rank=0)
     rules = [registry.build(spec) for spec in specs or registry.default_rules()]
     found: list[Finding] = []
-    for seg in source.poll():
-        for view in builder.views(seg, source.catalogue()):
-            for rule in rules:
-                found += [f for f in rule.update(view) if f.severity.rank >= Severity.WARNING.rank]
+    for view in run_views(out):
+        for rule in rules:
+            found += [f for f in rule.update(view) if f.severity.rank >= Severity.WARNING.rank]
     return found
 
 
@@ -121,11 +130,26 @@ def test_a_healthy_cnn_leaves_every_default_rule_quiet(tmp_path: Path, save_inte
     )  # it learned (ln 10 = 2.3 at the start)
     assert [f.message for f in default_rule_findings(tmp_path)] == []
     if save_interval == 10:
-        # Its convolutions keep their biases before BatchNorm, which cancels their gradients exactly: SageMaker's
-        # vanishing-gradient check, which counts every tensor, calls that vanishing once the loss flattens.
-        sagemaker = RuleSpec(type="vanishing_gradient", params={"biases_beside_live_kernels": True})
-        found = default_rule_findings(tmp_path, [sagemaker])
-        assert found and found[0].tensor in ("grad/0.bias", "grad/4.bias")
+        sagemaker_counts_the_bias_gradients_batchnorm_cancels(tmp_path)
+
+
+def sagemaker_counts_the_bias_gradients_batchnorm_cancels(tmp_path: Path) -> None:
+    """The CNN's convolutions keep their biases before BatchNorm, which cancels their gradients exactly: what is left
+    is rounding noise, whose size depends on the CPU's summation order (1.5e-8 on one machine, above SageMaker's 1e-7
+    on another), so SageMaker's check runs at a threshold set between that noise and the kernels' gradients measured
+    on this run: it counts the biases, ours (`biases_beside_live_kernels` off) does not."""
+    views = run_views(tmp_path)
+    biases, kernels = ("grad/0.bias", "grad/4.bias"), ("grad/0.weight", "grad/4.weight")
+    noise = max(v.stat(n, "abs_mean") or 0.0 for v in views for n in biases)
+    signal = min(v.stat(n, "abs_mean") or math.inf for v in views for n in kernels)
+    assert noise < 1e-3 * signal  # 0 in exact arithmetic
+    threshold = math.sqrt(noise * signal)
+    ungated = {"threshold": threshold, "gate_on_loss": False, "trigger_k": 1, "trigger_n": 1}
+    sagemaker = RuleSpec(type="vanishing_gradient", params={**ungated, "biases_beside_live_kernels": True})
+    found = default_rule_findings(tmp_path, [sagemaker])
+    assert found and found[0].tensor in biases
+    ours = RuleSpec(type="vanishing_gradient", params=ungated)  # a bias beside a live kernel does not count
+    assert not any(f.tensor in biases for f in default_rule_findings(tmp_path, [ours]))
 
 
 def test_the_cnn_at_a_learning_rate_5x_higher_loses_most_of_its_dense_units(tmp_path: Path) -> None:
@@ -153,9 +177,16 @@ class ResidualBlock(nn.Module):
         return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
 
 
-def test_a_healthy_resnet_with_zero_initialised_residual_branches_leaves_every_default_rule_quiet(
+VALIDATION_RULES = {"overfit", "overtraining"}
+
+
+def test_a_resnet_with_zero_initialised_residual_branches_gets_no_init_or_frozen_parameter_finding(
     tmp_path: Path,
 ) -> None:
+    # Zero-initialised BatchNorm weights in every residual branch are no poor init and no frozen layer. The run's
+    # eval-mode validation loss is another matter: at this learning rate BatchNorm's running statistics lag the
+    # weights, and it swings between 1.0 and 3.2 (near chance level, ln 10) while the training loss is 0.5, which
+    # `overfit` or `overtraining` may name, depending on where the eval points fall on a given machine.
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
@@ -172,7 +203,10 @@ def test_a_healthy_resnet_with_zero_initialised_residual_branches_leaves_every_d
     assert (
         train(tmp_path, model, opt, batch, nn.functional.cross_entropy, steps=500, val=images(512, 2)) < 1.0
     )
-    assert [f.message for f in default_rule_findings(tmp_path)] == []
+    found = default_rule_findings(tmp_path)
+    assert [f.message for f in found if f.rule not in VALIDATION_RULES] == []
+    # what the validation rules may say is about the validation loss, at eval points where it is far above train
+    assert all(f.tensor == "loss" and f.value is not None for f in found)
 
 
 # --- a GPT-style language model ------------------------------------------------------------------------------------

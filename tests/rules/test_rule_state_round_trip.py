@@ -55,7 +55,9 @@ def _freeze(d: StepData) -> None:
 
 def _freeze_rows(d: StepData) -> None:
     if ("moved", "fc1.weight") in d.units:
-        d.units[("moved", "fc1.weight")][:20] = 0.0  # rows behind a gradient mask: a per-unit blind zone
+        d.units[("moved", "fc1.weight")][:20] = (
+            0.0  # rows with a gradient that do not move (a row-wise learning rate of 0)
+        )
 
 
 def _overshoot(d: StepData) -> None:
@@ -79,7 +81,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "exploding_tensor": ({}, {}, _after(300, lambda d: d.set("act/relu1", nan=1))),
     "vanishing_gradient": ({}, {}, _vanish),
     "exploding_gradient": ({}, {}, _after(300, lambda d: d.scale("grad/fc1.weight", 1e3))),
-    "dead_relu": ({}, {}, _after(300, _units("active", "act/relu0", 0.0))),
+    # 50 of 64 units dead (78%) is a soft symptom: reported once the loss stalls too (the gate's state round-trips)
+    "dead_relu": ({}, {}, _after(300, lambda d: (_units("active", "act/relu0", 0.0)(d), _flat(d)))),
     "saturated_activation": ({}, {"activation": "tanh"}, _after(300, _units("saturated", "act/tanh1", 1.0))),
     "poor_weight_initialization": ({"num_classes": 100}, {}, lambda d: d.scale("fc2.weight", 20)),
     "all_zero": ({}, {}, _after(300, lambda d: d.set("fc1.weight", zero=d.cols["fc1.weight"][COL["count"]]))),
@@ -87,6 +90,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[StepData], None
     "weight_update_ratio": ({}, {}, _tiny_updates),
     "tensor_variance": ({}, {}, _after(300, lambda d: d.set("fc3.weight", std=4.0))),
     "loss_not_decreasing": ({"num_steps": 30}, {}, _flat),
+    "diverging_loss": ({}, {}, _after(300, lambda d: d.scalars.update(loss=-(1.0 + 0.05 * (d.step - 300))))),
     "overfit": ({}, {}, _after(300, _overfit)),
     "overtraining": ({"strip_length": 2}, {}, _after(300, _overfit)),
     "loss_spike": (

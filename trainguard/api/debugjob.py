@@ -54,6 +54,13 @@ NAME_PATTERN_MESSAGE = (
 )
 
 
+NAME_LENGTH_MESSAGE = (
+    f"metadata.name is too long for spec.workers: each rank's hostname is <name>-<index> and a hostname has at "
+    f"most {HOSTNAME_MAX_LENGTH} characters, so the name may have at most 61 characters with up to 10 workers, "
+    f"60 with up to 100, 59 with up to 1000 and 58 with more"
+)
+
+
 def max_name_length(workers: int) -> int:
     """Return the longest DebugJob name whose rank hostnames `<name>-<index>` fit in a DNS label."""
     return HOSTNAME_MAX_LENGTH - 1 - len(str(max(workers, 1) - 1))
@@ -74,7 +81,7 @@ def name_problem(name: str, workers: int) -> str | None:
 
 
 def name_length_message(length: int, workers: int, limit: int) -> str:
-    """The message for a name too long for its rank hostnames (the CRD's CEL rule builds the same text)."""
+    """The message for a name too long for its rank hostnames (the CRD's rule says the same with a table)."""
     return (
         f"metadata.name has {length} characters; with {workers} workers it may have at most {limit}: "
         f"each rank's hostname is <name>-<index> and a hostname has at most {HOSTNAME_MAX_LENGTH} characters"
@@ -406,7 +413,11 @@ class DebugJobStatus(_Model):
     )
     reports: dict[str, RankReport] = Field(
         default_factory=dict,
-        description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key.",
+        description=(
+            "Sidecar reports, keyed rank-NNNNN; each pod writes only its own ranks' keys. Jobs of up to 32 ranks "
+            "report every rank in full; larger ones only rank 0 in full (progress) and, per pod and rule with a "
+            "finding, the rank that found it first, so the object stays small at any number of ranks."
+        ),
     )
 
 

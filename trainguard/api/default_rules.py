@@ -25,6 +25,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("unchanged_tensor", Action.NOTIFY),
     ("weight_update_ratio", Action.NOTIFY),
     ("loss_not_decreasing", Action.NOTIFY),
+    ("diverging_loss", Action.NOTIFY),
     ("overfit", Action.NOTIFY),
     ("overtraining", Action.NOTIFY),
     ("loss_spike", Action.NOTIFY),

@@ -53,6 +53,14 @@ class SidecarConfig(BaseModel):
             "ranks node_rank * n + local_rank, so the pod with index i follows ranks [i*n, (i+1)*n)."
         ),
     )
+    world_size: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Ranks of the whole job (the DebugJob's workers x nprocPerNode). Above 32 the pods' status reports "
+            "are condensed: progress from the first pod only, findings from one rank per pod and rule."
+        ),
+    )
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for S3-compatible stores.")
     rules: list[RuleSpec] = Field(default_factory=list, description="Rules; empty means the default set.")
     metrics_port: int = Field(

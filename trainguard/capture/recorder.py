@@ -75,6 +75,7 @@ class Recorder:
         collection: str = "weights",
         trainable: bool | None = None,
         module: str | None = None,
+        module_type: str | None = None,
         activation: str | None = None,
         order: int | None = None,
     ) -> None:
@@ -97,6 +98,7 @@ class Recorder:
                 shape=list(arr.shape),
                 dtype=str(arr.dtype),
                 module=module,
+                module_type=module_type,
                 trainable=collection in _PARAM_COLLECTIONS if trainable is None else trainable,
                 activation=activation,
                 order=order,

@@ -8,6 +8,8 @@ liveness probe on --liveness. Run one replica (kopf has no leader election).
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 
 from trainguard.errors import ConfigError
 
@@ -87,6 +89,9 @@ def main(args: argparse.Namespace) -> int:
         first = err.errors()[0]
         raise ConfigError(f"trainguard operator: {first['loc'][0]}: {first['msg']}") from err
     liveness = None if args.liveness.lower() == "none" else args.liveness
+    # kopf names itself after the login user unless POD_ID is set, and the image's numeric user has no passwd
+    # entry: getpwuid() fails and the operator would exit at start. In a pod the host name is the pod's name.
+    os.environ.setdefault("POD_ID", f"trainguard-operator@{socket.gethostname()}")
     kopf.run(
         standalone=not args.peering,
         clusterwide=not args.namespace,

@@ -2,8 +2,12 @@
 
 No API calls and no clock: each function takes the validated spec and the owner's identity and
 returns a plain dict, so tests diff manifests directly and handlers stay thin. Every child
-carries an owner reference to its DebugJob (controller, blockOwnerDeletion) and the
-`trainguard.dev/debugjob` label; the operator relies on both to find and delete children.
+carries an owner reference to its DebugJob (controller) and the `trainguard.dev/debugjob` label;
+the operator relies on both to find and delete children. The references do not set
+blockOwnerDeletion: the operator's finalizer deletes the children itself, and with the flag the
+OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) would refuse every child
+unless the operator may update DebugJob finalizers, and for up to 30 s after the CRD is installed
+even then (the plugin learns new kinds every 30 s).
 """
 
 from __future__ import annotations
@@ -107,7 +111,6 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
                 "name": owner.name,
                 "uid": owner.uid,
                 "controller": True,
-                "blockOwnerDeletion": True,
             }
         ],
     }
@@ -123,6 +126,7 @@ def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
         run_uri=run_uri(spec, owner),
         rank=None,
         ranks_per_pod=spec.nproc_per_node,
+        world_size=spec.workers * spec.nproc_per_node,
         s3_endpoint=spec.capture.endpoint,
         rules=list(spec.rules),
         metrics_port=SIDECAR_PORT,
@@ -161,7 +165,9 @@ def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
             "selector": {LABEL_DEBUGJOB: owner.name},
             "ports": [
                 {"name": RENDEZVOUS_PORT_NAME, "port": spec.master_port, "targetPort": spec.master_port},
-                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT_NAME},
+                # By number: Kubernetes before 1.32 resolves named ports of regular containers only, and
+                # the evaluator is a native sidecar (an init container).
+                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT},
             ],
         },
     }

@@ -137,15 +137,21 @@ def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSu
     )
 
 
-def job_phase(job: api.JobSummary | None) -> Phase:
-    """Return the phase the Job alone implies (never Stopped: only a rule stops a DebugJob)."""
+def job_phase(job: api.JobSummary | None, *, current: Phase | None = None) -> Phase:
+    """Return the phase the Job implies (never Stopped: only a rule stops a DebugJob).
+
+    Running needs a ready pod, not only an active one: the Job counts pods that wait for a node or
+    an image as active, and a DebugJob whose image cannot be pulled is not running. Once Running
+    (`current`), active pods keep it Running: as the trainers finish, their pods are no longer
+    ready but still active until their sidecars have stopped.
+    """
     if job is None:
         return Phase.PENDING
     if job.failed_condition:
         return Phase.FAILED
     if job.complete:
         return Phase.SUCCEEDED
-    if job.active > 0 and not job.suspended:
+    if job.active > 0 and (job.ready > 0 or current == Phase.RUNNING) and not job.suspended:
         return Phase.RUNNING
     return Phase.PENDING
 
@@ -217,7 +223,7 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     elif stop is not None:
         phase = Phase.STOPPED
     else:
-        phase = job_phase(status.job)
+        phase = job_phase(status.job, current=current)
     entered_terminal = phase in TERMINAL_PHASES and current not in TERMINAL_PHASES
 
     triggered = next((r for r in rules if r.state == RuleState.ISSUES_FOUND), None)

@@ -12,9 +12,17 @@ if more than (100 - `threshold_layer`)% of the units were alive, each active on 
 `threshold_layer`% dead units for certain, so a layer killed by a diverging step is reported within
 two saved steps instead of two Tier-1 steps; a sparse-but-alive layer (60-80% zeros) is far from it.
 A step whose zero counts prove nothing is skipped, not counted as healthy: the bound is one-sided.
+
+Above `severe_layer` percent dead units (a layer killed by a diverging step: 99-100%) a layer is
+reported at once. Between `threshold_layer` and `severe_layer` it is a soft symptom, reported only
+while the training loss is not improving (the loss gate): a small dense layer of a healthy CNN under
+Adam loses half its units while the loss keeps falling. The hint names the input scale first when
+the dead layer is the first ReLU-family activation in forward order (inputs far from unit scale).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -39,7 +47,7 @@ class DeadRelu(base.Rule):
         "activation, or use LeakyReLU/GELU"
     )
 
-    class Params(base.Params):
+    class Params(signals.GatedParams):
         threshold_inactivity: float = Field(
             default=1.0,
             ge=0,
@@ -52,6 +60,15 @@ class DeadRelu(base.Rule):
             le=100,
             description="A layer is reported when more than this percent of its units are dead.",
         )
+        severe_layer: float = Field(
+            default=90.0,
+            ge=0,
+            le=100,
+            description="Above this percent of dead units a layer is reported without the loss gate. On the realistic "
+            "PyTorch suite every bug that kills ReLUs (a learning rate 20x too high, a loss summed over the batch, "
+            "gradients accumulated without zero_grad) leaves 99-100% dead; healthy runs reach 53-56% (a 32-unit "
+            "dense layer of a CNN under Adam) while their loss still falls.",
+        )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)
 
@@ -60,6 +77,8 @@ class DeadRelu(base.Rule):
         self._relu_of: tuple[np.ndarray | None, np.ndarray] = (None, np.zeros(0, dtype=np.intp))
         self._proved: list[tuple[int, float]] = []
         """(row, non-zero share) of the layers the zero bound proved dead in the view `applies` saw last."""
+        self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
+        self._first_relu: tuple[tuple[str, ...] | None, str | None] = (None, None)
 
     def _relu_rows(self, view: StepView) -> np.ndarray:
         """The watched activation rows whose inactive outputs are exactly zero (cached per row set)."""
@@ -69,11 +88,37 @@ class DeadRelu(base.Rule):
             self._relu_of = (rows, np.asarray(keep, dtype=np.intp))
         return self._relu_of[1]
 
-    def _bound(self) -> float:
+    def _bound(self, layer_percent: float | None = None) -> float:
+        """The non-zero share below which more than `layer_percent` (default `threshold_layer`) of the units are
+        dead for certain."""
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
-        return (1.0 - p.threshold_layer / 100.0) * p.threshold_inactivity / 100.0
+        layer = p.threshold_layer if layer_percent is None else layer_percent
+        return (1.0 - layer / 100.0) * p.threshold_inactivity / 100.0
+
+    def _reportable(self, dead_percent: float) -> bool:
+        """A layer this dead is reported now: past `severe_layer`, or past `threshold_layer` with the gate open."""
+        p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        return dead_percent > p.severe_layer or (dead_percent > p.threshold_layer and self.gate.open)
+
+    def _hint(self, view: StepView, name: str) -> str | None:
+        """The input-scale hint when `name` is the first ReLU-family activation in forward order, else the rule's."""
+        if self._first_relu[0] is not view.names:
+            rows = self._relu_rows(view)
+            ordered = sorted(
+                (view.meta[int(i)].order, view.names[int(i)])
+                for i in rows
+                if view.meta[int(i)].order is not None
+            )
+            self._first_relu = (view.names, ordered[0][1] if ordered else None)
+        if name != self._first_relu[1]:
+            return None
+        return (
+            "check the input scale first: features far from mean 0 and std 1 (raw units, pixels in 0-255) drive the "
+            "first layer's pre-activations to extremes; then " + self.hint
+        )
 
     def applies(self, view: StepView) -> bool:
+        self.gate.push(view)
         if signals.has_units(view, "active"):
             return True
         rows = self._relu_rows(view)
@@ -96,19 +141,24 @@ class DeadRelu(base.Rule):
                 continue
             n = int(np.count_nonzero(active * 100.0 < p.threshold_inactivity))
             dead = 100.0 * n / active.size
-            if dead > p.threshold_layer:
+            if self._reportable(dead):
+                note = "" if dead > p.severe_layer else self.gate.note
                 msg = (
                     f"{name}: {n} of {active.size} units ({base.fmt(dead)}%) are active on fewer than "
                     f"{base.fmt(p.threshold_inactivity)}% of samples, above the threshold {base.fmt(p.threshold_layer)}% "
-                    f"{self.where(view)}"
+                    f"{self.where(view)}{note}"
                 )
-                out.append(self.finding(view, msg, tensor=name, value=dead, threshold=p.threshold_layer))
+                out.append(self.finding(view, msg, tensor=name, value=dead, threshold=p.threshold_layer,
+                                        hint=self._hint(view, name)))  # fmt: skip
         return out
 
     def _zero_bound_findings(self, view: StepView, p: Params) -> list[base.Finding]:
         """Between Tier-1 steps: the layers whose non-zero share proved most units dead (found by `applies`)."""
         out = []
+        severe = self._bound(p.severe_layer)
         for i, nonzero in self._proved:
+            if nonzero >= severe and not self.gate.open:
+                continue  # proved past threshold_layer, not past severe_layer: a soft symptom while the loss improves
             name = view.names[i]
             msg = (
                 f"{name}: {base.fmt(nonzero * 100)}% of its outputs are non-zero, so more than "
@@ -118,7 +168,18 @@ class DeadRelu(base.Rule):
             )
             out.append(
                 self.finding(
-                    view, msg, tensor=name, value=100.0 * (1.0 - nonzero), threshold=p.threshold_layer
+                    view,
+                    msg,
+                    tensor=name,
+                    value=100.0 * (1.0 - nonzero),
+                    threshold=p.threshold_layer,
+                    hint=self._hint(view, name),
                 )
             )
         return out
+
+    def get_state(self) -> dict[str, Any]:
+        return {"gate": self.gate.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.gate.set_state(state.get("gate", {}))

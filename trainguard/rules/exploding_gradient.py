@@ -1,13 +1,18 @@
 """`exploding_gradient`: gradient norms that blow up without (yet) being non-finite.
 
-Three conditions: the global gradient norm jumps far above its own recent history (robust z of
-its log against a rolling median/MAD); any gradient's l2 above an absolute `threshold` (off by
-default); AUTOTRAINER's first/last kernel gradient ratio above `ratio_threshold`, gated on the loss
-not improving. The finding names the layer whose norm rose most above its own running average.
+Four conditions: the global gradient norm jumps far above its own recent history (robust z of
+its log against a rolling median/MAD); it grows steadily instead, its mean over each of the last
+`growth_windows` windows of `growth_window_steps` training steps above the one before and
+`steady_growth` times the first of them (a loss without a lower bound, `nll_loss` on raw logits,
+multiplies the last layer's gradient 100x over 200 steps; healthy runs grow at most 4x that way);
+any gradient's l2 above an absolute `threshold` (off by default); AUTOTRAINER's first/last kernel
+gradient ratio above `ratio_threshold`, gated on the loss not improving. The finding names the layer
+whose norm rose most above its own running average.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -51,6 +56,18 @@ class ExplodingGradient(base.Rule):
             gt=0,
             description="AUTOTRAINER's beta3: first/last kernel gradient l2 ratio above which gradients explode.",
         )
+        steady_growth: float | None = Field(
+            default=10.0,
+            gt=1,
+            description="Growth of the global gradient norm (window means) over `growth_windows` windows in a row, each "
+            "above the one before, that is reported. None: off.",
+        )
+        growth_windows: int = Field(default=4, ge=2, description="Windows the steady growth spans.")
+        growth_window_steps: int = Field(
+            default=50,
+            ge=1,
+            description="Training steps per window; the log of the norm is averaged over each.",
+        )
         grad_norm_scalar: str = Field(
             default="grad_norm",
             description="Train scalar holding the global gradient norm, when the script records one.",
@@ -65,6 +82,12 @@ class ExplodingGradient(base.Rule):
         self.kernels = signals.KernelPair()
         self.window = signals.Window(p.window)
         self.layer_ema = signals.RowState(math.nan)
+        self.growth_sum = 0.0
+        self.growth_n = 0
+        self.growth_start: int | None = None
+        self.growth_last: int | None = None
+        self.growth_means: list[float] = []
+        """Means of log(global norm) over the last `growth_windows` complete windows, oldest first."""
 
     def _update_ema(self, log_l2: np.ndarray, ema: np.ndarray) -> None:
         """Move each gradient's EMA of log l2 towards this view (a NaN on either side: take the other)."""
@@ -85,6 +108,9 @@ class ExplodingGradient(base.Rule):
         ema = self.layer_ema.align(view, rows) if len(rows) else np.zeros(0)
         if norm > 0 and math.isfinite(norm):
             x = math.log(norm)
+            growing = self._steady_growth(view, rows, x, p)
+            if growing:
+                out.append(self.at_once(growing))  # a trend over windows: no k-of-n on top
             spike = (
                 self.window.spike(x, threshold=p.z_threshold, min_scale=p.min_scale)
                 if len(self.window) >= p.min_history
@@ -131,6 +157,40 @@ class ExplodingGradient(base.Rule):
                 ]
         return []
 
+    def _steady_growth(
+        self, view: StepView, rows: np.ndarray, log_norm: float, p: Params
+    ) -> base.Finding | None:
+        """Add this view's log norm to its window; at a window's end, the finding when the last windows kept growing."""
+        if p.steady_growth is None:
+            return None
+        if self.growth_start is None:
+            self.growth_start = view.step
+        self.growth_sum += log_norm
+        self.growth_n += 1
+        gap = signals.steps_since(self.growth_last, view.step)
+        self.growth_last = view.step
+        if view.step + gap < self.growth_start + p.growth_window_steps:
+            return None
+        self.growth_means = [*self.growth_means[-(p.growth_windows - 1) :], self.growth_sum / self.growth_n]
+        self.growth_sum, self.growth_n, self.growth_start = 0.0, 0, None
+        means = self.growth_means
+        if len(means) < p.growth_windows or not all(b > a for a, b in itertools.pairwise(means)):
+            return None
+        growth = math.exp(means[-1] - means[0])
+        if growth < p.steady_growth:
+            return None
+        span = p.growth_windows * p.growth_window_steps
+        msg = (
+            f"gradients: the global gradient norm grew {base.fmt(growth)}x steadily over {span} steps (its mean over "
+            f"each {p.growth_window_steps}-step window above the one before) {self.where(view)}, to "
+            f"{base.fmt(math.exp(log_norm))}: something feeds on itself"
+        )
+        hint = (
+            "a loss without a lower bound (nll_loss needs log_softmax first), a learning rate that keeps growing, or "
+            "gradients that accumulate (zero_grad missing): check the loss, the schedule and the training loop"
+        )
+        return self.finding(view, msg, tensor="gradients", value=growth, threshold=p.steady_growth, hint=hint)
+
     def _spike_finding(
         self,
         view: StepView,
@@ -162,9 +222,19 @@ class ExplodingGradient(base.Rule):
             "gate": self.gate.get_state(),
             "window": self.window.get_state(),
             "layer_ema": self.layer_ema.get_state(),
+            "growth": [
+                self.growth_sum,
+                self.growth_n,
+                self.growth_start,
+                self.growth_last,
+                self.growth_means,
+            ],
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.window.set_state(state.get("window", []))
         self.layer_ema.set_state(state.get("layer_ema", {}))
+        growth = state.get("growth") or [0.0, 0, None, None, []]
+        self.growth_sum, self.growth_n, self.growth_start, self.growth_last = growth[:4]
+        self.growth_means = [float(x) for x in growth[4]]

@@ -4,20 +4,48 @@ The loss is averaged over blocks of `num_steps` training steps; at the end of ea
 must be at least `diff_percent` percent below the best earlier block's mean; `patience` blocks in
 a row that do not are reported.
 Averaging over blocks (SageMaker compares two single steps) keeps batch noise from alarming; once
-the loss has halved since the first step, a plateau is convergence and is not reported.
+the best block is `ignore_below_fraction` of the first loss (it fell by a fifth), a plateau is
+convergence and is not reported, even where the floor is high (a noisy binary task at its Bayes
+floor, 0.69 -> 0.49).
+
+Two faster paths name a run that is not learning at all, without waiting for the blocks: the loss
+averaged over the last `stuck_window_steps` steps still within `stuck_drop` of its first value after
+`stuck_steps` steps (a classifier at chance level, ln K: labels shuffled against the inputs, a
+network without nonlinearity), and the recorded learning rate below `collapsed_lr_fraction` of its
+peak while the loss has not fallen by a fifth (an epoch scheduler stepped every batch).
+A run that records several losses and no total (`d_loss` and `g_loss` of a GAN) is not judged:
+which of them should go down is not known, and an adversarial loss need not go down at all.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules.view import COL, StepView
+
+_GRADIENTS = (Collection.GRADIENTS.value,)
+
+
+def output_classes(view: StepView) -> int | None:
+    """K for chance level ln K: the outputs of the last dense or convolution kernel in forward order (PyTorch
+    keeps them in dim 0), when the catalogue names module classes; None for fewer than two outputs (a binary
+    logit or a regression: ln 2 would be a coincidence for a squared error) or when unknown."""
+    last: tuple[int, int] | None = None
+    for m in view.meta:
+        if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
+            continue
+        if m.module_type is None or m.module_type in signals.LOOKUP_TABLES:
+            continue
+        if last is None or m.order > last[0]:
+            last = (m.order, int(m.shape[0]))
+    return last[1] if last is not None and last[1] >= 2 else None
 
 
 def normalise_mode(v: object) -> object:
@@ -69,11 +97,45 @@ class LossNotDecreasing(base.Rule):
             "(three in a row, once blocks are aligned to the steps).",
         )
         ignore_below_fraction: float | None = Field(
-            default=0.5,
+            default=0.8,
             gt=0,
             le=1,
             description="Stay quiet once the best block mean is below this fraction of the first loss: the run "
-            "learned, and a plateau then is convergence, not a fault. None reports every plateau (SageMaker).",
+            "learned, and a plateau then is convergence, not a fault. 0.5 (halved) called a noisy binary task "
+            "converged at its Bayes floor (0.69 -> 0.49) stuck. None reports every plateau (SageMaker).",
+        )
+        stuck_steps: int | None = Field(
+            default=100,
+            ge=1,
+            description="Report a run whose loss, averaged over the last `stuck_window_steps` steps, is still within "
+            "`stuck_drop` of its first value this many training steps after its first view: it has learned "
+            "nothing (a classifier at chance level). None: off.",
+        )
+        stuck_drop: float = Field(
+            default=0.015,
+            ge=0,
+            lt=1,
+            description="Relative fall below the first loss (0.015 = 1.5%) that counts as learning something, and the "
+            "band around chance level that counts as at chance. Every healthy run of the realistic PyTorch suite's "
+            "calibration seeds is 1.5% below its first loss by step 60 (the slowest: warmup or one-cycle schedules).",
+        )
+        stuck_min_gradient_ratio: float = Field(
+            default=0.05,
+            ge=0,
+            description="The stuck path needs the gradient to reach the first layer: the median first/last kernel "
+            "gradient l2 ratio over the window at least this. A deep sigmoid net sits at chance level for 300-400 "
+            "steps before it learns, its ratio 0.01-0.02; models that cannot learn what the loss asks (shuffled "
+            "labels, no nonlinearity) sit at 0.1-1. Unknown (no kernel gradients): not required.",
+        )
+        stuck_window_steps: int = Field(
+            default=50, ge=1, description="Training steps the stuck path averages the loss over."
+        )
+        collapsed_lr_fraction: float | None = signals.lowered_lr_fraction(
+            1e-3,
+            "Report at once",
+            why="a schedule that reaches 1e-3 of its peak before the loss fell below `ignore_below_fraction` of its "
+            "first value ended training before it began (an epoch scheduler stepped every batch)",
+            otherwise="off",
         )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
@@ -85,8 +147,18 @@ class LossNotDecreasing(base.Rule):
         super().__init__(*args, **kwargs)
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
         self.read = signals.LossReader(
-            mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection
+            mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection, single=True
         )
+        self.lr = signals.PeakLearningRate()
+        self.first_step: int | None = None
+        self.recent: deque[tuple[int, float]] = deque()
+        """(step, loss) of the views in the last two `stuck_window_steps` windows."""
+        self.reported_fast = False
+        self.classes: int | None = None
+        """K, the outputs of the last dense layer (chance level ln K), when the catalogue's module classes tell it."""
+        self.kernels = signals.KernelPair()
+        self.grad_ratio: deque[tuple[int, float]] = deque()
+        """(step, first/last kernel gradient l2 ratio) of the views in the last `stuck_window_steps` steps."""
         self.block_sum = 0.0
         self.block_n = 0
         self.block_start: int | None = None
@@ -97,10 +169,15 @@ class LossNotDecreasing(base.Rule):
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
+        self.lr.push(view)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []
         self.first = loss if self.first is None else self.first
+        self.first_step = view.step if self.first_step is None else self.first_step
+        fast = self._not_learning(view, loss, p)
+        if fast:
+            return fast
         if self.block_start is None:
             self.block_start = view.step
         self.block_sum += loss
@@ -120,7 +197,7 @@ class LossNotDecreasing(base.Rule):
         self.failed += 1
         if self.failed < p.patience:
             return []
-        if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self.first:
+        if p.ignore_below_fraction is not None and best < p.ignore_below_fraction * self._reference():
             return []  # converged after real progress
         msg = (
             f"{p.mode} loss: mean {base.fmt(mean)} over the last {p.num_steps} steps is not {base.fmt(p.diff_percent)}% "
@@ -128,9 +205,105 @@ class LossNotDecreasing(base.Rule):
         )
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
 
+    def _reference(self) -> float:
+        """The loss "learning" is measured from: the first loss, or chance level ln K when that is lower (an
+        inflated first loss, from heavy dropout or a bad init, falling to chance is no learning)."""
+        first = self.first or 0.0
+        return min(first, math.log(self.classes)) if self.classes else first
+
+    def _gradient_reaches_input(self, view: StepView, p: Params) -> None:
+        """Keep the first/last kernel gradient l2 ratio of this view (a plateau of vanishing gradients has it
+        near 0; a model that cannot learn what the loss asks has it near 1)."""
+        rows = self.rows(view, default_collections=_GRADIENTS)
+        pair = self.kernels(view, rows) if len(rows) else None
+        if pair is not None:
+            first, last = view.stats[pair[0], COL["l2"]], view.stats[pair[1], COL["l2"]]
+            if last > 0 and math.isfinite(first / last):
+                self.grad_ratio.append((view.step, float(first / last)))
+        while self.grad_ratio and self.grad_ratio[0][0] <= view.step - p.stuck_window_steps:
+            self.grad_ratio.popleft()
+
+    def _not_learning(self, view: StepView, loss: float, p: Params) -> list[base.Finding]:
+        """The fast paths: no progress at all since the first view, or a learning rate collapsed before any."""
+        self.recent.append((view.step, loss))
+        while self.recent and self.recent[0][0] <= view.step - 2 * p.stuck_window_steps:
+            self.recent.popleft()  # two windows: the last one, and the one before it
+        if view.names:
+            if self.classes is None:
+                self.classes = output_classes(view)
+            self._gradient_reaches_input(view, p)
+        first = self.first
+        if self.reported_fast or first is None or not first > 0 or self.first_step is None:
+            return []
+        cut = view.step - p.stuck_window_steps
+        last = [x for s, x in self.recent if s > cut]
+        before = [x for s, x in self.recent if s <= cut]
+        recent = sum(last) / len(last)
+        learned = p.ignore_below_fraction if p.ignore_below_fraction is not None else 0.8
+        if (
+            p.collapsed_lr_fraction is not None
+            and self.lr.lowered(p.collapsed_lr_fraction)
+            and recent > learned * self._reference()
+        ):
+            self.reported_fast = True
+            msg = (
+                f"lr: the learning rate {base.fmt(self.lr.current)} is below {base.fmt(p.collapsed_lr_fraction)} of its "
+                f"peak {base.fmt(self.lr.peak)} {self.where(view)} while the {p.mode} loss {base.fmt(recent)} is still "
+                f"{base.fmt(100 * recent / first)}% of its first value {base.fmt(first)}: training has stopped before "
+                "the model learned"
+            )
+            hint = (
+                "check the scheduler: one meant to step once per epoch (StepLR, MultiStepLR, ExponentialLR) "
+                "stepped every batch decays the learning rate to nothing in a few hundred steps"
+            )
+            return [self.finding(view, msg, tensor="lr", value=self.lr.current, hint=hint,
+                                 threshold=p.collapsed_lr_fraction * (self.lr.peak or 0.0))]  # fmt: skip
+        span = view.step - self.first_step
+        if p.stuck_steps is None or span < p.stuck_steps:
+            return []
+        chance = math.log(self.classes) if self.classes else None
+        at_first = recent > first * (1 - p.stuck_drop)
+        # at chance and no longer falling towards it (a slow start passes through chance level on its way down)
+        flat = bool(before) and recent >= (1 - p.stuck_drop) * sum(before) / len(before)
+        at_chance = chance is not None and abs(recent - chance) <= p.stuck_drop * chance and flat
+        if not (at_first or at_chance):
+            return []
+        ratios = sorted(r for _, r in self.grad_ratio)
+        ratio = ratios[len(ratios) // 2] if ratios else None
+        if ratio is not None and ratio < p.stuck_min_gradient_ratio:
+            return []  # a plateau the gradient barely reaches: vanishing_gradient's, or one the run breaks out of
+        self.reported_fast = True
+        where = (
+            f"within {base.fmt(100 * p.stuck_drop)}% of its first value {base.fmt(first)}"
+            if at_first
+            else f"within {base.fmt(100 * p.stuck_drop)}% of ln {self.classes} = {base.fmt(chance)}, chance level for its "
+            f"{self.classes} outputs (first value {base.fmt(first)})"
+        )
+        reach = (
+            f"; the gradient reaches the first layer (first/last ratio {base.fmt(ratio)})"
+            if ratio is not None
+            else ""
+        )
+        msg = (
+            f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps is still {where} after "
+            f"{span} steps {self.where(view)}: the model has learned nothing{reach}"
+        )
+        hint = (
+            "check that the labels match the inputs (not shuffled apart), that the network has nonlinearities and "
+            "the loss takes raw logits (no softmax before CrossEntropyLoss), dropout's p, and the learning rate"
+        )
+        return [
+            self.finding(
+                view, msg, tensor="loss", value=recent, threshold=first * (1 - p.stuck_drop), hint=hint
+            )
+        ]
+
     def get_state(self) -> dict[str, Any]:
         return {
-            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "last": self.last_step, "failed": self.failed, "best": self.best, "first": self.first
+            "sum": self.block_sum, "n": self.block_n, "start": self.block_start, "last": self.last_step, "failed": self.failed, "best": self.best, "first": self.first,
+            "first_step": self.first_step, "recent": [list(x) for x in self.recent], "reported_fast": self.reported_fast,
+            "classes": self.classes, "grad_ratio": [list(x) for x in self.grad_ratio],
+            **self.lr.get_state(),
         }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -141,3 +314,9 @@ class LossNotDecreasing(base.Rule):
         self.failed = int(state.get("failed", 0))
         self.best = state.get("best")
         self.first = state.get("first")
+        self.first_step = state.get("first_step")
+        self.recent = deque((int(s), float(x)) for s, x in state.get("recent", []))
+        self.reported_fast = bool(state.get("reported_fast", False))
+        self.classes = state.get("classes")
+        self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
+        self.lr.set_state(state)

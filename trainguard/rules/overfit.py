@@ -7,6 +7,12 @@ A steady gap is the normal generalisation gap, so by default it counts only whil
 loss is also `val_rise_percent` above its best and the training loss below what it was then;
 `patience` consecutive eval points are needed, or one whose gap is above `single_point_ratio`
 (evidence that strong needs no second validation pass).
+
+A second path needs no rise: the validation loss never `flat_val_drop` below the first training
+loss (the untrained model's, chance level for a classifier) while the training loss fell below
+`flat_train_fraction` of it (by the third eval point): what the model learns does not carry to the
+validation data at all (it memorises, or the validation inputs or labels do not match the
+training ones).
 """
 
 from __future__ import annotations
@@ -68,6 +74,19 @@ class Overfit(base.Rule):
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
         )
         loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
+        flat_val_drop: float | None = Field(
+            default=0.1,
+            gt=0,
+            lt=1,
+            description="The flat-validation path: the val loss never this fraction below the first training loss "
+            "while the training loss fell below `flat_train_fraction` of it. None: off.",
+        )
+        flat_train_fraction: float = Field(
+            default=0.3,
+            gt=0,
+            lt=1,
+            description="How far the training loss must have fallen for the flat-validation path.",
+        )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -78,6 +97,8 @@ class Overfit(base.Rule):
         self.train_at_best: float | None = None
         self.streak = 0
         self.floor = signals.LossFloor(p.loss_floor_fraction)
+        self.evals = 0
+        self.flat_reported = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overfit.Params = self.params  # type: ignore[assignment]
@@ -88,6 +109,10 @@ class Overfit(base.Rule):
         if val is None or not math.isfinite(val):
             return []
         train = self.train.take()
+        self.evals += 1
+        flat = self._flat_validation(view, val, train, p)
+        if flat:
+            return flat
         if self.best_val is None or val < self.best_val:
             self.best_val, self.train_at_best = val, train
         best = self.best_val
@@ -120,8 +145,40 @@ class Overfit(base.Rule):
         )
         return [self.finding(view, msg, tensor="loss", value=gap, threshold=bound)]
 
+    def _flat_validation(
+        self, view: StepView, val: float, train: float | None, p: Params
+    ) -> list[base.Finding]:
+        """The flat-validation path (see the module docstring); reported once."""
+        first_train = self.floor.first
+        if (
+            p.flat_val_drop is None
+            or self.flat_reported
+            or train is None
+            or first_train is None
+            or first_train <= 0
+            or self.evals < 3
+        ):
+            return []
+        best = min(val, self.best_val if self.best_val is not None else val)
+        if best < (1 - p.flat_val_drop) * first_train or train >= p.flat_train_fraction * first_train:
+            return []
+        self.flat_reported = True
+        msg = (
+            f"val loss {base.fmt(val)} has never been {base.fmt(100 * p.flat_val_drop)}% below the first train loss "
+            f"{base.fmt(first_train)} ({self.evals} eval points, best {base.fmt(best)}) while the train loss fell to "
+            f"{base.fmt(train)} {self.where(view)}: nothing learnt carries to the validation data"
+        )
+        hint = (
+            "check that validation inputs and labels are paired and preprocessed as the training ones are, and that "
+            "the training labels match their inputs (a model memorising noise learns nothing that generalises)"
+        )
+        return [self.finding(view, msg, tensor="loss", value=best / first_train, threshold=1 - p.flat_val_drop,
+                             hint=hint)]  # fmt: skip
+
     def get_state(self) -> dict[str, Any]:
         return {
+            "evals": self.evals,
+            "flat_reported": self.flat_reported,
             "train": self.train.get_state(),
             "best_val": self.best_val,
             "train_at_best": self.train_at_best,
@@ -135,3 +192,5 @@ class Overfit(base.Rule):
         self.train_at_best = state.get("train_at_best")
         self.streak = int(state.get("streak", 0))
         self.floor.set_state(state.get("floor"))
+        self.evals = int(state.get("evals", 0))
+        self.flat_reported = bool(state.get("flat_reported", False))

@@ -7,6 +7,12 @@ Validation losses are floored at a tenth of the first training loss (the untrain
 noise on a loss near zero is no rise: 0.027 -> 0.033 on a run that started at 0.69 is not one.
 `patience` is SageMaker's Overtraining (chosen automatically when its parameters are given): no
 improvement by `delta` for `patience_validation` (validation) or `patience_train` (train) eval points.
+
+Beside `up` and `gl`, a faster path on single eval points: the validation loss `rise_percent` or more
+above its best (floored as above) at `rise_patience` eval points in a row while the training loss
+kept falling (its mean since the previous eval point below the one at the best): train and
+validation parting ways, the way SageMaker's patience on the validation loss names it, without
+waiting for two strips of five eval points.
 """
 
 from __future__ import annotations
@@ -59,6 +65,18 @@ class Overtraining(base.Rule):
         delta: float = Field(
             default=0.01, ge=0, description="SageMaker: the absolute improvement that counts."
         )
+        rise_percent: float | None = Field(
+            default=25.0,
+            gt=0,
+            description="The parting path: the val loss this many percent above its best (both floored) at "
+            "`rise_patience` eval points in a row while the training loss fell since the best. None: off (it is off "
+            "under the `patience` criterion too, which is SageMaker's alone).",
+        )
+        rise_patience: int = Field(
+            default=2,
+            ge=1,
+            description="Eval points in a row the parting path needs (one noisy pass is not enough).",
+        )
         loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
         eval_loss_name: str | None = Field(
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
@@ -85,11 +103,13 @@ class Overtraining(base.Rule):
         return {
             "strip_sum": 0.0, "strip_n": 0, "e_opt": None, "prev": None, "ups": 0,
             "best_val": None, "since_val": 0, "best_train": None, "since_train": 0,
+            "rise_best": None, "rise_train": None, "rises": 0,
         }  # fmt: skip
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overtraining.Params = self.params  # type: ignore[assignment]
-        if p.criterion == "patience" or self.floor.first is None:
+        rising = p.rise_percent is not None and p.criterion != "patience"
+        if p.criterion == "patience" or self.floor.first is None or rising:
             self.train.push(view)
         if self.train.last is not None and self.floor.first is None:
             self.floor(self.train.last)  # the floor is a fraction of the first *training* loss
@@ -98,6 +118,34 @@ class Overtraining(base.Rule):
             return []
         if p.criterion == "patience":
             return self._patience(view, val, p)
+        parting = self._parting(view, val, p) if rising else []
+        strips = self._strips(view, val, p)
+        return parting or strips
+
+    def _parting(self, view: StepView, val: float, p: Params) -> list[base.Finding]:
+        """The parting path: val `rise_percent` above its best for `rise_patience` eval points while train fell."""
+        s = self.s
+        train = self.train.take()
+        if train is None or not math.isfinite(train):
+            return []
+        v = self.floor(val)
+        if s["rise_best"] is None or v < s["rise_best"]:
+            s["rise_best"], s["rise_train"], s["rises"] = v, train, 0
+            return []
+        rise = 100.0 * (v / s["rise_best"] - 1.0) if s["rise_best"] > 0 else 0.0
+        fell = train < s["rise_train"]
+        s["rises"] = s["rises"] + 1 if rise >= (p.rise_percent or 0.0) and fell else 0
+        if s["rises"] < p.rise_patience:
+            return []
+        msg = (
+            f"val loss {base.fmt(val)} is {base.fmt(rise)}% above its best {base.fmt(s['rise_best'])}, at or above "
+            f"{base.fmt(p.rise_percent)}% for {s['rises']} eval point{'s' if s['rises'] > 1 else ''} in a row, while the "
+            f"training loss fell to {base.fmt(train)} from {base.fmt(s['rise_train'])} at the best {self.where(view)}"
+        )
+        return [self.finding(view, msg, tensor="loss", value=rise, threshold=p.rise_percent)]
+
+    def _strips(self, view: StepView, val: float, p: Params) -> list[base.Finding]:
+        """Prechelt's UP_s or GL_alpha on strip means."""
         s = self.s
         s["strip_sum"] += self.floor(val)
         s["strip_n"] += 1

@@ -2,9 +2,15 @@
 
 On the first view with weights: each kernel's std against the standard targets for its shape
 (LeCun, He, Glorot, PyTorch's default; both fan conventions): a kernel far above them is reported,
+except where the module's class (the catalogue's `module_type`) says the convention is not fan-based:
+embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
+layers (orthogonal or identity, as in an IRNN);
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero; and (SageMaker's check) the spread of
-activation-input variances across layers. On the first loss: its distance from ln K for a K-class
+activation-input variances across layers. On the first view with activations: an unbounded
+activation (ReLU family, GELU, SiLU) whose std is above `activation_std_max`: with inputs near unit
+scale and any standard init they stay near 1, so one in the hundreds means the inputs are far from
+it (raw units, pixels in 0-255). On the first loss: its distance from ln K for a K-class
 problem when `num_classes` is given (Karpathy's check).
 """
 
@@ -19,9 +25,23 @@ from pydantic import Field
 
 from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
+NOT_FAN_BASED = signals.LOOKUP_TABLES
+"""Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
+UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
+"""Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
+RECURRENT = frozenset({"RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"})
+"""Module classes whose hidden-to-hidden matrices (`weight_hh*`) start orthogonal or as the identity."""
+
+
+def fan_based(meta: TensorMeta) -> bool:
+    """Whether a weight's init is judged against fan-based targets, from its module's class: not an embedding
+    table, nor a recurrent layer's hidden-to-hidden matrix (orthogonal or identity by convention)."""
+    if meta.module_type in NOT_FAN_BASED:
+        return False
+    return not (meta.module_type in RECURRENT and meta.name.rsplit(".", 1)[-1].startswith("weight_hh"))
 
 
 def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
@@ -78,14 +98,22 @@ class PoorWeightInitialization(base.Rule):
             description="A kernel's std above this times the largest standard target is too large.",
         )
         exclude_regex: str | None = Field(
-            default="(?i)emb|wte|wpe",
-            description="Weights not checked against fan-based targets (embeddings are initialised N(0, 1) or 0.02).",
+            default=None,
+            description="Weights (by name) not checked against fan-based targets, beside the module classes that are "
+            "never checked (embeddings, recurrent hidden-to-hidden matrices: `module_type` in the catalogue).",
         )
         all_zero_min_layers: int = Field(
             default=2,
             ge=1,
             description="Report all-zero kernels when at least this many exist (one zero-initialised layer, as in LoRA or "
             "zero-init residual branches, still trains; two in a row block the gradient).",
+        )
+        activation_std_max: float | None = Field(
+            default=50.0,
+            gt=0,
+            description="On the first view with activations, an unbounded activation (ReLU family, GELU, SiLU) whose std "
+            "is above this means unnormalised inputs (or a first layer initialised far too large): healthy runs of the "
+            "realistic PyTorch suite stay below 1, inputs in raw units x1000 reach 395. None: off.",
         )
         num_classes: int | None = Field(
             default=None, ge=2, description="K for the initial-loss check against ln K (off when unset)."
@@ -113,6 +141,7 @@ class PoorWeightInitialization(base.Rule):
         self.loss = signals.LossReader()
         self.weights_done = False
         self.loss_done = False
+        self.scale_done = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
@@ -127,6 +156,8 @@ class PoorWeightInitialization(base.Rule):
                 self.weights_done = True
                 out += self._check_weights(view, rows, p)
                 out += self._check_activations(view, p)
+        if not self.scale_done and p.activation_std_max is not None:
+            out += self._check_activation_scale(view, p.activation_std_max)
         if not self.loss_done and p.num_classes is not None:
             loss = self.loss(view)
             if loss is not None:
@@ -152,7 +183,9 @@ class PoorWeightInitialization(base.Rule):
         checked = [
             i
             for i in rows
-            if i not in zero and not (self.exclude is not None and self.exclude.search(view.names[i]))
+            if i not in zero
+            and fan_based(view.meta[i])
+            and not (self.exclude is not None and self.exclude.search(view.names[i]))
         ]
         small: list[
             tuple[float, int, float, float]
@@ -180,6 +213,36 @@ class PoorWeightInitialization(base.Rule):
             f"{self.where(view)}"
         )
         return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target)
+
+    def _check_activation_scale(self, view: StepView, limit: float) -> list[base.Finding]:
+        """The first view with unbounded activations: the first one (in forward order) whose std is above `limit`."""
+        rows = [
+            int(i)
+            for i in view.rows(collections=[Collection.ACTIVATIONS.value])
+            if view.meta[int(i)].activation in UNBOUNDED
+        ]
+        if not rows:
+            return []
+        self.scale_done = True
+        std = view.stats[rows, COL["std"]]
+        high = [k for k, s in enumerate(std.tolist()) if math.isfinite(s) and s > limit]
+        if not high:
+            return []
+        i = rows[high[0]]
+        msg = (
+            f"{view.names[i]}: activation std {base.fmt(float(std[high[0]]))} at the start is above {base.fmt(limit)} "
+            f"{self.where(view)} ({len(high)} of {len(rows)} activations): the inputs are far from unit scale, or a "
+            "layer before it is initialised far too large"
+        )
+        hint = (
+            "normalise the inputs (each feature to mean 0 and std 1, pixels to [0, 1] or standardised): raw units "
+            "drive pre-activations to extremes, kill ReLUs and slow learning"
+        )
+        return [
+            self.finding(
+                view, msg, tensor=view.names[i], value=float(std[high[0]]), threshold=limit, hint=hint
+            )
+        ]
 
     def _check_activations(self, view: StepView, p: Params) -> list[base.Finding]:
         rows = [
@@ -222,8 +285,9 @@ class PoorWeightInitialization(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=loss, threshold=expected, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
-        return {"weights_done": self.weights_done, "loss_done": self.loss_done}
+        return {"weights_done": self.weights_done, "loss_done": self.loss_done, "scale_done": self.scale_done}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.weights_done = bool(state.get("weights_done", False))
         self.loss_done = bool(state.get("loss_done", False))
+        self.scale_done = bool(state.get("scale_done", False))

@@ -40,14 +40,27 @@ class LossReader:
     "loss" and does not start like a validation loss (val_loss), else the mean of the first tensor
     in the `losses` collection. Eval mode: the same among eval scalars, else a train-mode scalar
     named like a validation loss (val_loss recorded without mode="eval").
+
+    With `single`, a run that records several losses and no total (`d_loss` and `g_loss` of a GAN,
+    each task's loss without their sum) has no loss to read: which of them should go down is not
+    known, and an adversarial loss need not go down at all. Once a second such loss has been seen,
+    none is read again (a view may carry only one of them: the one recorded after an optimizer step
+    can land on an unsaved step).
     """
 
     def __init__(
-        self, *, mode: str = "train", name: str | None = None, use_losses_collection: bool = True
+        self,
+        *,
+        mode: str = "train",
+        name: str | None = None,
+        use_losses_collection: bool = True,
+        single: bool = False,
     ) -> None:
         self.mode = mode
         self.name = name
         self.use_losses_collection = use_losses_collection
+        self.single = single
+        self._losses_seen: set[str] = set()
         self._names: tuple[str, ...] | None = None
         self._row: int | None = None
         self._picked: dict[tuple[bool, frozenset[str]], str | None] = {}
@@ -82,22 +95,32 @@ class LossReader:
             if len(self._picked) > 64:
                 self._picked.clear()  # bounded: scalar sets vary little within a run
             want_validation = True if validation_only else (False if self.mode == "train" else None)
-            self._picked[key] = next(
-                (
-                    k
-                    for k in sorted(scalars)
-                    if "loss" in k.lower()
-                    and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
-                ),
-                None,
+            candidates = [
+                k
+                for k in sorted(scalars)
+                if "loss" in k.lower()
+                and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
+            ]
+            self._picked[key] = (
+                candidates[0] if candidates and not (self.single and len(candidates) > 1) else None
             )
+            if not validation_only and len(self._losses_seen) < 2:
+                self._losses_seen.update(candidates)
+        if self.single and len(self._losses_seen) > 1:
+            return None
         picked = self._picked[key]
         return None if picked is None else float(scalars[picked])
 
 
+LOOKUP_TABLES = frozenset({"Embedding", "EmbeddingBag"})
+"""Module classes whose weights are lookup tables, not kernels: only the rows a batch looked up get a gradient."""
+
+
 class KernelPair:
     """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
-    the given rows, cached until the view's tensor names change; None with fewer than two."""
+    the given rows, cached until the view's tensor names change; None with fewer than two.
+    Lookup tables (the catalogue's module class of the parameter, `LOOKUP_TABLES`) are no kernels:
+    a table's gradient is as small as the share of rows a batch uses, whatever the depth."""
 
     def __init__(self) -> None:
         self._names: tuple[str, ...] | None = None
@@ -106,10 +129,13 @@ class KernelPair:
     def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
         if self._names is not view.names and self._names != view.names:
             self._names = view.names
+            tables = {m.name for m in view.meta if m.module_type in LOOKUP_TABLES}
             kernels = sorted(
                 (view.meta[i].order, int(i))
                 for i in rows
-                if len(view.meta[i].shape) >= 2 and view.meta[i].order is not None
+                if len(view.meta[i].shape) >= 2
+                and view.meta[i].order is not None
+                and view.names[i].removeprefix("grad/") not in tables
             )
             self._pair = (kernels[0][1], kernels[-1][1]) if len(kernels) >= 2 else None
         return self._pair

@@ -6,13 +6,20 @@ default both are 0, so only an exact standstill counts. It is reported after `nu
 views in a row. Views where no watched parameter moved (lr 0
 during warmup, a loss-scaler skipping a step) do not count, so only layers left behind are named;
 nor do views whose recorded learning rate a schedule took below 1% of its peak.
+But no watched parameter moving at all for `standstill_steps` training steps in a row while the
+recorded learning rate is above 0 is reported too: the optimizer steps and nothing changes (zero_grad
+called between backward and step, an optimizer built over parameters the model no longer uses).
 
 Per unit, on Tier-1 views, from the vectors `units[("moved", <parameter>)]`: the share of each
 unit's elements (row of dim 0) that changed since the previous saved step. A unit whose row stayed
 exactly unchanged while other units of the same layer moved is frozen at that view, unless a dead
 unit explains it (its output's or input's ReLU-family activation, next or previous in forward order
 and as wide, fired on fewer than 1% of samples: no gradient reaches that row, and `dead_relu`
-reports the layer); a layer is
+reports the layer), or unless the gradient explains it: a row whose gradient is exactly zero has
+nothing to move it (an embedding row no batch sampled, in a recommender with Zipf-distributed item
+ids most of them), so at a view where the share of the parameter's gradient elements that are
+exactly zero covers the share of frozen units, none counts as frozen. A row with a gradient that
+still does not move (a row-wise learning rate of 0, an optimizer masking it) is what counts. A layer is
 reported when more than `unit_fraction` percent of its units were frozen for `num_steps` Tier-1
 views in a row (a gradient mask, a detached slice, a row-wise learning rate of 0). A view where
 the whole layer stood still is left to the per-layer check and neither counts nor resets; NaN (no
@@ -75,6 +82,13 @@ class UnchangedTensor(base.Rule):
             "smaller weights still move",
             otherwise="count them regardless",
         )
+        standstill_steps: int | None = Field(
+            default=30,
+            ge=1,
+            description="Report when no watched trainable parameter moved for this many training steps in a row while "
+            "the recorded learning rate is above 0 (a loss scaler skips a few steps, never this many in a row). "
+            "None: off.",
+        )
         unit_fraction: float = Field(
             default=10.0,
             ge=0,
@@ -93,6 +107,10 @@ class UnchangedTensor(base.Rule):
         self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
         self._row_of: tuple[tuple[str, ...] | None, dict[str, int]] = (None, {})
         self.lr = signals.PeakLearningRate()
+        self.still_from: int | None = None
+        """The training step after which no watched parameter has moved (None while something moves)."""
+        self.last_step: int | None = None
+        self.standstill_reported = False
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
@@ -102,10 +120,43 @@ class UnchangedTensor(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if not len(rows):
             return []
+        still = self._standstill(view, rows, p)
+        if still:
+            return still
         found = self._layers(view, rows)
         if view.units and signals.has_units(view, MOVED):
             found += self._units(view, rows)
         return found
+
+    def _standstill(self, view: StepView, rows: np.ndarray, p: Params) -> list[base.Finding]:
+        """No watched parameter moved for `standstill_steps` steps while the learning rate is above 0; once."""
+        previous, self.last_step = self.last_step, view.step
+        upd = view.stats[rows, COL["update_l2"]]
+        measured = np.isfinite(upd)
+        lr = self.lr.current
+        if not measured.any() or previous is None or (lr is not None and lr <= 0):
+            self.still_from = None
+            return []
+        if bool((upd[measured] > 0).any()):
+            self.still_from = None
+            return []
+        self.still_from = previous if self.still_from is None else self.still_from
+        span = view.step - self.still_from
+        if p.standstill_steps is None or span < p.standstill_steps or self.standstill_reported:
+            return []
+        self.standstill_reported = True
+        msg = (
+            f"{view.names[int(rows[0])]}: none of the {len(rows)} trainable tensors changed in the last {span} steps "
+            f"{self.where(view)}{f' at learning rate {base.fmt(lr)}' if lr is not None else ''}: the optimizer steps "
+            "and nothing moves"
+        )
+        hint = (
+            "check the order zero_grad(), backward(), step() (zero_grad between backward and step throws the "
+            "gradients away) and that the optimizer holds the model's parameters (one built before a layer was "
+            "replaced holds the old one)"
+        )
+        return [self.finding(view, msg, tensor=view.names[int(rows[0])], value=float(span),
+                             threshold=float(p.standstill_steps), hint=hint)]  # fmt: skip
 
     def _units(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """The per-unit check of a Tier-1 view: layers with more than `unit_fraction`% of units frozen for `num_steps` views."""
@@ -129,6 +180,9 @@ class UnchangedTensor(base.Rule):
             dead = self._dead_units(view, name, vec.size)
             if dead is not None:
                 frozen_now &= ~dead
+            if self._zero_gradient_covers(view, name, float(frozen_now.mean())):
+                frozen_now[:] = False  # rows nothing reached this step (never-sampled embedding rows)
+                streak = np.zeros(vec.shape)
             streak = np.where(frozen_now, streak + 1, np.where(moving, 0.0, streak))  # NaN: neither
             if dead is not None:
                 streak[dead] = 0.0
@@ -151,14 +205,28 @@ class UnchangedTensor(base.Rule):
         )
         return [self.finding(view, msg, tensor=name, value=share, threshold=p.unit_fraction)]
 
+    def _zero_gradient_covers(self, view: StepView, name: str, frozen_share: float) -> bool:
+        """Whether at least `frozen_share` of the gradient of parameter `name` is exactly zero at this view (0.5
+        percentage points of slack: a frozen row's gradient is zero in every element)."""
+        if not frozen_share:
+            return False
+        i = self._row_of_name(view).get(f"grad/{name}")
+        if i is None:
+            return False
+        count, zero = view.stats[i, COL["count"]], view.stats[i, COL["zero"]]
+        return bool(count > 0 and zero / count + 0.005 >= frozen_share)
+
+    def _row_of_name(self, view: StepView) -> dict[str, int]:
+        if self._row_of[0] is not view.names:
+            self._row_of = (view.names, {n: k for k, n in enumerate(view.names)})
+        return self._row_of[1]
+
     def _dead_units(self, view: StepView, name: str, units: int) -> np.ndarray | None:
         """The units of parameter `name` explained by a dead activation (active on fewer than 1% of samples):
         that of its output (the first ReLU-family output at or after its module in forward order) or of its
         input (the last one before it: a layout `x @ W` keeps the inputs in dim 0), each when it has as many
         units. None when neither is known."""
-        if self._row_of[0] is not view.names:
-            self._row_of = (view.names, {n: k for k, n in enumerate(view.names)})
-        row_of = self._row_of[1]
+        row_of = self._row_of_name(view)
         i = row_of.get(name)
         order = view.meta[i].order if i is not None else None
         if order is None:
@@ -220,6 +288,9 @@ class UnchangedTensor(base.Rule):
             "streak": self.streak.get_state(),
             "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
             **self.lr.get_state(),
+            "still_from": self.still_from,
+            "last_step": self.last_step,
+            "standstill_reported": self.standstill_reported,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -229,3 +300,6 @@ class UnchangedTensor(base.Rule):
         }
         self._counting = any(v > 0 for v in state.get("streak", {}).values())
         self.lr.set_state(state)
+        self.still_from = state.get("still_from")
+        self.last_step = state.get("last_step")
+        self.standstill_reported = bool(state.get("standstill_reported", False))

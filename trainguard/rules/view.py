@@ -28,6 +28,8 @@ class TensorMeta:
     name: str
     collection: str
     module: str | None = None
+    module_type: str | None = None
+    """Class of the owning module (`Linear`, `Embedding`, `GRU`, ...), when the capture recorded it."""
     trainable: bool = False
     activation: str | None = None
     order: int | None = None

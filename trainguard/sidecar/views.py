@@ -78,6 +78,7 @@ class ViewBuilder:
                         name=info.name,
                         collection=info.collection,
                         module=info.module,
+                        module_type=info.module_type,
                         trainable=info.trainable,
                         activation=info.activation,
                         order=info.order,

@@ -187,6 +187,11 @@ class TensorInfo(_Doc):
     shape: list[int] = Field(default_factory=list, description="Tensor shape; [] for scalars.")
     dtype: str = Field(default="float32", description="Dtype in the framework's spelling, e.g. bfloat16.")
     module: str | None = Field(default=None, description="Module path that owns the tensor, if any.")
+    module_type: str | None = Field(
+        default=None,
+        description="Class of the owning module (`Linear`, `Conv2d`, `Embedding`, `GRU`; the nearest framework class "
+        "of a subclass), so rules can tell an embedding table or a recurrent matrix from a dense kernel.",
+    )
     trainable: bool = Field(default=False, description="True for parameters that the optimizer updates.")
     activation: str | None = Field(default=None, description="relu, leaky_relu, gelu, sigmoid, tanh, ...")
     order: int | None = Field(default=None, description="Forward execution order of the owning module.")

@@ -38,6 +38,18 @@ ACTIVATION_KINDS: dict[type[nn.Module], str] = {
 }
 """Module types whose outputs are captured as `act/<module name>` (exact types: ReLU6 is a Hardtanh)."""
 
+
+def module_type(module: nn.Module | None) -> str | None:
+    """The catalogue's `module_type` of a parameter's owner: the name of the nearest `torch.nn` class in its
+    class hierarchy other than `Module` (`Embedding` for a subclass of `nn.Embedding`), else its own class name."""
+    if module is None:
+        return None
+    for cls in type(module).__mro__:
+        if cls.__module__.startswith("torch.nn.") and cls is not nn.Module:
+            return cls.__name__
+    return type(module).__name__
+
+
 DEFAULT_PACK_MAX_NUMEL = 1 << 20
 """Tensors up to this many elements are packed and reduced together; larger ones one by one."""
 
@@ -134,6 +146,7 @@ class CapturePlan:
                     shape=list(p.shape),
                     dtype=str(p.dtype).removeprefix("torch."),
                     module=owner or None,
+                    module_type=module_type(modules.get(owner)),
                     trainable=p.requires_grad,
                 )
             want_grad = p.requires_grad and self.config.wants("gradients")

@@ -17,8 +17,9 @@ or modules are added):
   reduces, copies and writes the step.
 
 Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
-second, small copy of their own. Every hook body runs its work inside one fail-open guard
-(`_guard.FailOpen`): a failure disables capture, is logged once and lands in END.json.
+second, small copy of their own. Every hook body that does real work is decorated with one
+fail-open guard (`_guard.fail_open`): a failure disables capture, is logged once and lands in
+END.json.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import native
 from trainguard.capture.torch._finalize import StepWriter
-from trainguard.capture.torch._guard import FailOpen
+from trainguard.capture.torch._guard import fail_open
 from trainguard.capture.torch._kernel import KernelPath
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._plan import (
@@ -175,10 +176,6 @@ class Hook:
             and ((self.step if step is None else step) % self.config.save_interval) == 0
         )
 
-    def _guard(self, where: str, *args: object) -> FailOpen:
-        """The fail-open guard of a hook body: an exception inside disables capture (`_fail`)."""
-        return FailOpen(self._fail, where, *args)
-
     def _fail(self, where: str, err: BaseException) -> None:
         message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
         if not self._failed:
@@ -202,22 +199,22 @@ class Hook:
             self._fail(f"statistics worker ({failure[0]})", failure[1])
 
     # --- registration -----------------------------------------------------------------------------
+    @fail_open("register_module")
     def register_module(self, module: nn.Module) -> None:
         """Capture the module's weights, biases, gradients and activations (on saved steps)."""
         if not self.enabled:
             return
-        with self._guard("register_module"):
-            assert self._writer is not None
-            modules = self._plan.add_module(module, self._writer)
-            self._roots.append(module)
-            self._watch_forward(False)
-            self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
-            order = self._plan.module_order
-            owners = {p.module for p in self._plan.params} | {a.name for a in self._plan.activations}
-            for name, m in modules.items():
-                if name in owners and name not in order:
-                    self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
-            self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
+        assert self._writer is not None
+        modules = self._plan.add_module(module, self._writer)
+        self._roots.append(module)
+        self._watch_forward(False)
+        self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
+        order = self._plan.module_order
+        owners = {p.module for p in self._plan.params} | {a.name for a in self._plan.activations}
+        for name, m in modules.items():
+            if name in owners and name not in order:
+                self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
+        self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
 
     def _no_optimizer(self, when: str) -> None:
         """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
@@ -232,6 +229,7 @@ class Hook:
         if self._writer is not None:
             self._writer.errors.append(message)
 
+    @fail_open("register_optimizer")
     def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
         if not self.enabled:
@@ -239,10 +237,9 @@ class Hook:
         if self._optimizer is not None:
             log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
             return
-        with self._guard("register_optimizer"):
-            self._optimizer = optimizer
-            self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
-            self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
+        self._optimizer = optimizer
+        self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
+        self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
 
     def _arm_activations(self, on: bool, *, force: bool = False) -> None:
         """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
@@ -323,20 +320,23 @@ class Hook:
         if self._order_handles and self._plan.module_order:
             self._finish_order()  # a second training forward (no optimizer step registered in between)
         if self._pending is not None:
-            with self._guard("finalising a saved step"):
-                self._finalize()
+            self._finalize_pending()
         if self._predictions:
             self._ship_predictions()
+
+    @fail_open("finalising a saved step")
+    def _finalize_pending(self) -> None:
+        self._finalize()
 
     def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
             if not module.training or act.captured_step == self.step or not self.is_saved_step():
                 return
-            with self._guard("capturing act/%s", act.name):
-                self._capture_activation(act, output)
+            self._capture_activation(act, output)
 
         return hook
 
+    @fail_open("capturing act/{0.name}")
     def _capture_activation(self, act: Activation, output: object) -> None:
         if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
             return
@@ -360,11 +360,15 @@ class Hook:
             self._finish_order()
         if self._pending is None and self.step % self._every:
             return  # a step that is not saved, with nothing left to write
-        with self._guard("optimizer step %d (gradients)", self.step):
-            if self._pending is not None:
-                self._finalize()
-            if self.enabled and self.is_saved_step():
-                self._stage(self.step)
+        self._begin_step(self.step)
+
+    @fail_open("optimizer step {0} (gradients)")
+    def _begin_step(self, step: int) -> None:
+        """The optimizer's pre-hook of a step that is saved or has a pending step to write first."""
+        if self._pending is not None:
+            self._finalize()
+        if self.enabled and self.is_saved_step(step):
+            self._stage(step)
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         step = self.step
@@ -379,13 +383,17 @@ class Hook:
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
-        with self._guard("optimizer step %d (weights)", step):
-            if self.is_saved_step(step):
-                self._complete(step, optimizer)
-            self._arm_activations(self.is_saved_step())
-            self._watch_forward(self._needs_forward(self.step))
+        self._end_step(step, optimizer)
         if self._predictions:
             self._ship_predictions()  # no registered module: the steps end here
+
+    @fail_open("optimizer step {0} (weights)")
+    def _end_step(self, step: int, optimizer: torch.optim.Optimizer) -> None:
+        """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
+        if self.is_saved_step(step):
+            self._complete(step, optimizer)
+        self._arm_activations(self.is_saved_step())
+        self._watch_forward(self._needs_forward(self.step))
 
     # --- saved steps --------------------------------------------------------------------------------
     def _stage(self, step: int) -> None:
@@ -447,10 +455,15 @@ class Hook:
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
-        with self._guard("record_scalar(%r)", name):
-            self._scalars.add(step, name, value, mode=mode, collection=collection)
-            if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
-                self._finalize()  # a long eval loop between saved steps: bound what is held
+        self._add_scalar(step, name, value, mode, collection)
+
+    @fail_open("record_scalar({1!r})")
+    def _add_scalar(
+        self, step: int, name: str, value: float | torch.Tensor, mode: str, collection: str | None
+    ) -> None:
+        self._scalars.add(step, name, value, mode=mode, collection=collection)
+        if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
+            self._finalize()  # a long eval loop between saved steps: bound what is held
 
     def _record_step(self) -> int:
         """The step a value recorded now belongs to: the iteration in progress, else the step just completed."""
@@ -482,28 +495,24 @@ class Hook:
         """
         if not self.enabled or self.config is None or not self.config.wants("predictions"):
             return
-        with self._guard("record_predictions(%r)", name):
-            streams = self._predictions
-            if streams is None:
-                assert self._writer is not None
-                streams = self._predictions = PredictionStreams(
-                    self._writer, is_saved_step=self.is_saved_step
-                )
-            streams.add(
-                self._record_step(),
-                scores,
-                labels,
-                name=name,
-                mode=mode,
-                logits=logits,
-                max_classes=max_classes,
-            )
+        self._add_predictions(name, mode, scores, labels, logits, max_classes)
 
-    def _ship_predictions(self, *, final: bool = False) -> None:
+    @fail_open("record_predictions({0!r})")
+    def _add_predictions(
+        self, name: str, mode: str, scores: Any, labels: Any, logits: bool, max_classes: int
+    ) -> None:
+        streams = self._predictions
+        if streams is None:
+            assert self._writer is not None
+            streams = self._predictions = PredictionStreams(self._writer, is_saved_step=self.is_saved_step)
+        step = self._record_step()
+        streams.add(step, scores, labels, name=name, mode=mode, logits=logits, max_classes=max_classes)
+
+    @fail_open("writing prediction counts")
+    def _ship_predictions(self, final: bool = False) -> None:
         """Write the counts of the streams whose step is over (all of them when `final`), in one copy."""
-        with self._guard("writing prediction counts"):
-            assert self._predictions is not None
-            self._predictions.ship(self._record_step(), final=final)
+        assert self._predictions is not None
+        self._predictions.ship(self._record_step(), final=final)
 
     def should_stop(self) -> bool:
         """True once the evaluator asked this job to stop (cooperative stop)."""
@@ -520,13 +529,17 @@ class Hook:
         """
         if self._writer is None:
             return
-        with self._guard("flush"):
-            if self._worker_path is not None and self.enabled:
-                self._worker_path.flush(self._scalars.take())
-                self._check_worker()
-            if self.enabled and (self._pending is not None or self._scalars.held):
-                self._finalize()
-            self._writer.flush()
+        self._flush()
+
+    @fail_open("flush")
+    def _flush(self) -> None:
+        assert self._writer is not None
+        if self._worker_path is not None and self.enabled:
+            self._worker_path.flush(self._scalars.take())
+            self._check_worker()
+        if self.enabled and (self._pending is not None or self._scalars.held):
+            self._finalize()
+        self._writer.flush()
 
     def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:
         """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
@@ -544,7 +557,7 @@ class Hook:
         if self._closed:
             return
         if self.enabled and self._predictions:
-            self._ship_predictions(final=True)  # counts since the last written step still belong to the run
+            self._ship_predictions(True)  # counts since the last written step still belong to the run
         if self.enabled:
             self.flush()
         self._closed = True

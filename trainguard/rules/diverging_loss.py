@@ -1,0 +1,124 @@
+"""`diverging_loss`: a finite training loss running away, downwards below zero or steadily upwards.
+
+The loss is averaged over windows of `window_steps` training steps. Over the last three windows:
+- falling without bound: every window below the one before, the last one negative and at least
+  `growth` times the magnitude of the first, and the fall not slowing down (the last drop at least
+  `keep_pace` of the one before). A loss with a floor decelerates towards it; `nll_loss` on raw logits
+  (no log_softmax) has none and falls from about 0 to -1e5, steadily;
+- growing without bound: every window above the one before, the last at least `growth` times the
+  first, and the rise not slowing down: steps that are too large and getting larger (a warmup that
+  never stops) before anything turns non-finite.
+A run that records several losses and no total (a GAN's `d_loss` and `g_loss`) is not judged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field
+
+from trainguard.api.enums import RuleCategory
+from trainguard.rules import base, signals
+from trainguard.rules.view import StepView
+
+
+class DivergingLoss(base.Rule):
+    name = "diverging_loss"
+    category = RuleCategory.LOSS
+    training_views_only = True
+    summary = (
+        "A finite training loss falling without bound below zero, or growing steadily by a large factor."
+    )
+    hint = "check the loss function (nll_loss takes log-probabilities), the learning-rate schedule and the step size"
+
+    class Params(base.Params):
+        window_steps: int = Field(
+            default=50, ge=1, description="Training steps per window; the loss is averaged over each."
+        )
+        growth: float = Field(
+            default=2.0,
+            gt=1,
+            description="How many times the first of the last three windows the last one must be (in magnitude).",
+        )
+        keep_pace: float = Field(
+            default=0.7,
+            ge=0,
+            description="The last window's change must be at least this share of the one before: a loss "
+            "approaching a floor (or a ceiling) slows down; one running away does not.",
+        )
+        loss_name: str | None = Field(
+            default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
+        )
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        p: DivergingLoss.Params = self.params  # type: ignore[assignment]
+        self.read = signals.LossReader(name=p.loss_name, single=True)
+        self.sum = 0.0
+        self.n = 0
+        self.start: int | None = None
+        self.last_step: int | None = None
+        self.means: list[float] = []
+        """Means of the last three complete windows, oldest first."""
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: DivergingLoss.Params = self.params  # type: ignore[assignment]
+        loss = self.read(view)
+        if loss is None or not math.isfinite(loss):
+            return []  # a non-finite loss is exploding_tensor's
+        if self.start is None:
+            self.start = view.step
+        self.sum += loss
+        self.n += 1
+        gap = signals.steps_since(self.last_step, view.step)
+        self.last_step = view.step
+        if view.step + gap < self.start + p.window_steps:
+            return []
+        self.means = [*self.means[-2:], self.sum / self.n]
+        self.sum, self.n, self.start = 0.0, 0, None
+        if len(self.means) < 3:
+            return []
+        m1, m2, m3 = self.means
+        falling = (
+            m1 > m2 > m3 and m3 < 0 and abs(m3) >= p.growth * abs(m1) and (m2 - m3) >= p.keep_pace * (m1 - m2)
+        )
+        rising = 0 < m1 < m2 < m3 and m3 >= p.growth * m1 and (m3 - m2) >= p.keep_pace * (m2 - m1)
+        if not (falling or rising):
+            return []
+        span = 3 * p.window_steps
+        if falling:
+            msg = (
+                f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
+                f"{p.window_steps}-step windows, {span} steps) and not slowing down {self.where(view)}"
+            )
+            hint = (
+                "a loss with no lower bound: check that nll_loss gets log-probabilities (log_softmax) and that the "
+                "loss is minimised with the right sign"
+            )
+        else:
+            msg = (
+                f"loss: growing steadily, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
+                f"{p.window_steps}-step windows, {span} steps), {base.fmt(m3 / m1)}x and not slowing down "
+                f"{self.where(view)}"
+            )
+            hint = "the steps are too large and growing: check the learning-rate schedule (a warmup that never ends), lower the learning rate, clip gradients"
+        return [
+            self.finding(view, msg, tensor="loss", value=m3 / m1 if m1 else m3, threshold=p.growth, hint=hint)
+        ]
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "sum": self.sum,
+            "n": self.n,
+            "start": self.start,
+            "last": self.last_step,
+            "means": self.means,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.sum = float(state.get("sum", 0.0))
+        self.n = int(state.get("n", 0))
+        self.start = state.get("start")
+        self.last_step = state.get("last")
+        self.means = [float(x) for x in state.get("means", [])]

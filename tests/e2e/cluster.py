@@ -144,6 +144,17 @@ class Cluster:
         text = manifest if isinstance(manifest, str) else json.dumps(manifest)
         return self.kubectl("apply", "-f", "-", stdin=text, check=check)
 
+    def install_crd(self) -> None:
+        """Apply the DebugJob CRD of this checkout (server-side: it is large) and wait until it is served."""
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds" / "debugjob.yaml")
+        )
+        eventually(
+            lambda: self.kubectl("wait", "--for", "condition=Established", "--timeout", "5s",
+                                 "crd/debugjobs.trainguard.dev", check=False).returncode == 0,
+            timeout_seconds=60, what="the DebugJob CRD established",
+        )  # fmt: skip
+
     # --- REST ----------------------------------------------------------------------------------------
 
     def request(

@@ -14,14 +14,16 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
-# Dependencies first, pinned, so that a code change reuses this layer.
-COPY requirements/runtime.txt requirements/runtime.txt
+# Dependencies first, so that a code change reuses this layer: every package pinned with its sha256 hashes
+# (requirements/image.lock, from dev/lock-image.sh); a file that differs from the locked one fails the build.
+COPY requirements/image.lock requirements/image.lock
 RUN python3 -m venv /opt/trainguard \
-    && /opt/trainguard/bin/pip install --no-cache-dir -r requirements/runtime.txt
-COPY pyproject.toml README.md ./
+    && /opt/trainguard/bin/pip install --no-cache-dir --require-hashes --no-deps -r requirements/image.lock
+COPY pyproject.toml README.md LICENSE ./
 COPY trainguard ./trainguard
-# --no-deps: the pinned set above is complete; then drop the installers from the venv.
-RUN /opt/trainguard/bin/pip install --no-cache-dir --no-deps . \
+# --no-deps: the locked set above is complete; --no-build-isolation: build with its setuptools, not a fresh
+# unpinned one. Then drop the installers from the venv.
+RUN /opt/trainguard/bin/pip install --no-cache-dir --no-deps --no-build-isolation . \
     && /opt/trainguard/bin/python3 -m pip uninstall --yes setuptools pip \
     && /opt/trainguard/bin/trainguard --version
 

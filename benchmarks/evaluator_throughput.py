@@ -28,8 +28,8 @@ import numpy as np
 from trainguard.api.enums import Action
 from trainguard.api.rules_config import RuleSpec
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.store import format
-from trainguard.store.local import FileStore
+from trainguard.store import run_format
+from trainguard.store.backends.local import FileStore
 from trainguard.store.writer import RankWriter, WriterConfig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,8 +71,8 @@ def healthy_stats(tensors: list[dict[str, object]], steps: int, *, seed: int = 0
     )
     std = base_std * (1 + 0.1 * np.exp(-t / 3000)) * (1 + 0.03 * rng.standard_normal((steps, T)))
     mean = np.where(kind == "activations", 0.4, 0.0) + 0.01 * std * rng.standard_normal((steps, T))
-    out = np.zeros((steps, T, len(format.STAT_COLUMNS)), np.float64)
-    c = format.COLUMN
+    out = np.zeros((steps, T, len(run_format.STAT_COLUMNS)), np.float64)
+    c = run_format.COLUMN
     out[..., c["count"]] = count
     out[..., c["zero"]] = np.where(kind == "activations", 0.45, 0.0) * count
     out[..., c["min"]] = mean - 3.5 * std
@@ -92,7 +92,7 @@ def write_run(root: Path, stats: np.ndarray, tensors: list[dict[str, object]]) -
     """Write the run with RankWriter (one segment per 50 saved steps, as the hook's default) and return its URI."""
     uri = "file://" + str(root)
     w = RankWriter(FileStore(uri), run_id="throughput", framework="benchmark",
-                   config=WriterConfig(flush_every_steps=50, flush_interval_seconds=1e9, max_block_seconds=600))  # fmt: skip
+                   config=WriterConfig(flush_every_steps=50, flush_interval_seconds=1e9, max_pending_bytes=2**40))  # fmt: skip
     ids = np.array([w.define(**x) for x in tensors], np.int32)  # type: ignore[arg-type]
     loss_id = w.define("loss", collection="losses", mode="train")
     val_id = w.define("val_loss", collection="losses", mode="eval")

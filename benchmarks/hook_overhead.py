@@ -44,7 +44,7 @@ import torch
 from torch import nn
 
 import trainguard.torch as tg
-from trainguard.capture import native
+from trainguard.capture.torch import native
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_SCRIPT = ROOT / "benchmarks" / "peers" / "smdebug_train.py"

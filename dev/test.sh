@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Installs everything (dev/setup.sh --full), then runs the whole test suite.
 # Extra arguments go to pytest, e.g. dev/test.sh tests/store -x
+# Without arguments it also builds the test cluster (dev/k8s.sh: Kubernetes from source, once per
+# machine, about 40 minutes cold, seconds warm) and the end-to-end tests in tests/e2e must run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev/setup.sh --full
 export PATH="$PWD/.tools/bin:$PWD/.venv/bin:$PATH"
 echo "==> lint: ruff, mypy --strict, import contracts"
-.venv/bin/ruff check trainguard tests benchmarks examples
-.venv/bin/ruff format --check -q trainguard tests benchmarks examples
+.venv/bin/ruff check trainguard tests benchmarks examples dev
+.venv/bin/ruff format --check -q trainguard tests benchmarks examples dev
 .venv/bin/mypy trainguard
 .venv/bin/lint-imports
+if [ "$#" -eq 0 ]; then
+  echo "==> test cluster: dev/k8s.sh install and build (cached in ~/.cache/trainguard/k8s)"
+  dev/k8s.sh install
+  dev/k8s.sh build --kueue
+  export TRAINGUARD_E2E=require
+fi
 set +e
 .venv/bin/python -m pytest -q -ra "$@"
 rc=$?

@@ -68,10 +68,10 @@ def weed_binary() -> str:
     return found
 
 
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port on `host` that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -211,6 +211,7 @@ def _wait_ready(server: SeaweedServer, *, timeout_seconds: float) -> None:
 
 def start_seaweedfs(
     *,
+    host: str = "127.0.0.1",
     access_key: str = ACCESS_KEY,
     secret_key: str = SECRET_KEY,
     timeout_seconds: float = START_TIMEOUT_SECONDS,
@@ -220,19 +221,20 @@ def start_seaweedfs(
 
     A port taken between choosing and binding makes weed exit; that is retried with new ports.
     Buckets are never created implicitly (`-s3.autoCreateBucket=false`), so a missing bucket
-    stays missing, as on AWS.
+    stays missing, as on AWS. `host` is the address it binds and serves on (the end-to-end tests
+    pass the test cluster's bridge address, which pods reach).
     """
     last: Exception | None = None
     for _ in range(attempts):
         # A short directory: weed puts unix sockets in it, and socket paths are limited to ~100 bytes.
         workdir = Path(tempfile.mkdtemp(prefix="tg-sw-"))
-        ports = {flag: free_port() for flag in _PORT_FLAGS}
+        ports = {flag: free_port(host) for flag in _PORT_FLAGS}
         args = [
             weed_binary(),
             "mini",
             f"-dir={workdir / 'data'}",
-            "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1",
+            f"-ip={host}",
+            f"-ip.bind={host}",
             "-admin.ui=false",
             "-webdav=false",
             "-s3.port.iceberg=0",
@@ -250,7 +252,7 @@ def start_seaweedfs(
         with open(log_path, "wb") as log_file:
             process = subprocess.Popen(args, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)
         server = SeaweedServer(
-            endpoint_url=f"http://127.0.0.1:{ports['s3.port']}",
+            endpoint_url=f"http://{host}:{ports['s3.port']}",
             access_key=access_key,
             secret_key=secret_key,
             process=process,

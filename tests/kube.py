@@ -15,14 +15,18 @@ Usage from any test package: `from tests.kube import kube  # noqa: F401` (the fi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import itertools
 import json
+import os
 import secrets
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -317,6 +321,31 @@ async def terminate(proc: asyncio.subprocess.Process, *, grace_seconds: float = 
     except TimeoutError:
         proc.kill()
         await proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def operator_process(
+    kubeconfig: Path, log_path: Path, *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """Run `trainguard operator -A ARGS` against `kubeconfig`, logging to `log_path`, until the block ends.
+
+    Yields once kopf's liveness endpoint answers; afterwards the process is stopped with SIGTERM and
+    must exit 0 (the end of its log is in the error otherwise).
+    """
+    liveness = free_port()
+    with log_path.open("w") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "trainguard", "operator", "-A", "--metrics-port=0", "--metrics-address=127.0.0.1",
+            f"--liveness=http://127.0.0.1:{liveness}/healthz", *args,
+            env={**os.environ, "KUBECONFIG": str(kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            await wait_http(f"http://127.0.0.1:{liveness}/healthz", alive=lambda: proc.returncode is None)
+            yield proc
+        finally:
+            await terminate(proc)
+    if proc.returncode != 0:
+        raise AssertionError(f"the operator exited {proc.returncode}:\n{log_path.read_text()[-3000:]}")
 
 
 async def eventually(

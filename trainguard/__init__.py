@@ -7,6 +7,7 @@ reached through its subpackage: `capture`, `store`, `rules`, `sidecar`, `operato
 from trainguard._version import __version__
 from trainguard.capture.recorder import Recorder
 from trainguard.errors import TrainGuardError
-from trainguard.store.reader import Run, Series, open_run
+from trainguard.store.reader import Run, Series
+from trainguard.store.runs import open_run
 
 __all__ = ["Recorder", "Run", "Series", "TrainGuardError", "__version__", "open_run"]

@@ -3,6 +3,7 @@
 Each command module defines `HELP`, `register(parser)` (arguments only, cheap imports) and
 `main(args) -> int`. Subcommands are discovered, so adding one touches nothing here. A
 `TrainGuardError` is printed as one line on stderr with exit status 2; tracebacks are kept for bugs.
+A command that needs a package of an extra the install lacks says which extra to install.
 """
 
 from __future__ import annotations
@@ -17,6 +18,30 @@ from collections.abc import Sequence
 from trainguard import commands
 from trainguard._version import __version__
 from trainguard.errors import TrainGuardError
+
+EXTRA_OF_PACKAGE = {
+    "boto3": "s3",
+    "botocore": "s3",
+    "prometheus_client": "local",
+    "yaml": "local",
+    "kubernetes": "sidecar",
+    "kopf": "operator",
+}
+"""Import name -> the pip extra that brings it (pyproject.toml); the base install has none of them."""
+EXTRA_OF_COMMAND = {"operator": "operator", "crd": "operator", "sidecar": "sidecar"}
+"""Commands whose whole extra is wanted, whichever of its packages was found missing first."""
+
+
+def missing_extra_message(command: str, err: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install for `err`, or None when `err` is not an extra's package."""
+    package = (err.name or "").split(".")[0]
+    if package not in EXTRA_OF_PACKAGE:
+        return None
+    extra = EXTRA_OF_COMMAND.get(command, EXTRA_OF_PACKAGE[package])
+    return (
+        f"`trainguard {command}` needs the optional package {package!r}, which this install lacks; "
+        f"install it with: pip install 'trainguard[{extra}]'"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         name = getattr(module, "NAME", info.name)
         p = sub.add_parser(name, help=module.HELP, description=module.__doc__)
         module.register(p)
-        p.set_defaults(_main=module.main)
+        p.set_defaults(_main=module.main, _command=name)
     return parser
 
 
@@ -54,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._main(args) or 0)
     except TrainGuardError as err:
         print(f"trainguard: error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        message = missing_extra_message(args._command, err)
+        if message is None:
+            raise
+        print(f"trainguard: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

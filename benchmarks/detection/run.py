@@ -37,7 +37,7 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.view import StepView
 from trainguard.sidecar.views import ViewBuilder
-from trainguard.store.reader import open_run
+from trainguard.store.runs import open_run
 
 # Which AUTOTRAINER-layout category each of our rules speaks for.
 RULE_CATEGORY = {

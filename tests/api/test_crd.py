@@ -139,6 +139,9 @@ def test_examples_exist() -> None:
     assert len(EXAMPLES) >= 2
 
 
+ELEVEN_WEBHOOKS = [{"name": f"h{i}", "urlSecretRef": {"name": "s", "key": "url"}} for i in range(11)]
+
+
 @pytest.mark.parametrize(
     "mutate, where",
     [
@@ -151,8 +154,26 @@ def test_examples_exist() -> None:
         (lambda d: d["spec"]["template"]["spec"]["containers"][0].update(name=3), "containers.0.name"),
         (lambda d: d["spec"]["rules"][0].update(action="explode"), "spec.rules.0.action"),
         (lambda d: d["spec"].update(workerz=2), "spec"),
+        (lambda d: d["spec"].update(nprocPerNode=20000), "spec.nprocPerNode"),
+        (lambda d: d["spec"].update(workers=5000), "spec.workers"),
+        (
+            lambda d: d["spec"].setdefault("actions", {}).update(stop={"gracePeriodSeconds": 10**18}),
+            "spec.actions.stop.gracePeriodSeconds",
+        ),
+        (lambda d: d["spec"].update(actions={"notify": {"webhooks": ELEVEN_WEBHOOKS}}), "webhooks"),
     ],
-    ids=["workers-zero", "bad-uri", "containers-not-a-list", "container-name-int", "unknown-action", "typo"],
+    ids=[
+        "workers-zero",
+        "bad-uri",
+        "containers-not-a-list",
+        "container-name-int",
+        "unknown-action",
+        "typo",
+        "nproc-too-many",
+        "workers-too-many",
+        "grace-too-long",
+        "webhooks-too-many",
+    ],
 )
 def test_schema_rejects_what_the_api_server_would(mutate: Any, where: str) -> None:
     doc = yaml.safe_load(EXAMPLES[0].read_text())
@@ -161,3 +182,15 @@ def test_schema_rejects_what_the_api_server_would(mutate: Any, where: str) -> No
     errors = list(_validator().iter_errors(bad))
     assert errors, f"expected a schema error at {where}"
     assert any(where.split(".")[-1] in ".".join(map(str, e.path)) or where == "spec" for e in errors)
+
+
+def test_optional_objects_default_to_empty_so_the_api_server_fills_in_their_fields() -> None:
+    spec = crd.spec_schema()["properties"]["spec"]
+    for name in ("actions", "evaluator", "runPolicy"):
+        assert spec["properties"][name]["default"] == {}, name
+    assert spec["properties"]["actions"]["properties"]["stop"]["default"] == {}
+    assert "default" not in spec["properties"]["capture"], "required: the user gives it"
+    assert "default" not in spec["properties"]["capture"]["properties"]["secretRef"], "null means IRSA"
+    assert '"default": {}' not in json.dumps(spec["properties"]["template"]), (
+        "the pod template stays as written"
+    )

@@ -67,3 +67,18 @@ def test_status_ignores_fields_it_does_not_know() -> None:
             {"name": "r", "state": "IssuesFound", "action": "stop", "extra": 1}]}}}
     )  # fmt: skip
     assert status.reports["rank-00000"].rules[0].name == "r"
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ({"nprocPerNode": 20000}, "nprocPerNode"),
+        ({"workers": 10**9}, "workers"),
+        ({"actions": {"stop": {"gracePeriodSeconds": 10**18}}}, "gracePeriodSeconds"),
+        ({"rules": [{"type": "loss_spike", "name": f"r{i}"} for i in range(101)]}, "rules"),
+    ],
+    ids=["nproc", "workers", "grace-period", "rules"],
+)
+def test_sizes_that_would_flood_the_operator_are_refused(extra: dict[str, object], field: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match=field):
+        api.DebugJobSpec.model_validate(_spec(**extra))

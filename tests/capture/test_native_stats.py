@@ -1,4 +1,4 @@
-"""The C kernel of the hook's CPU path (`trainguard.capture.native`) against the numpy reference.
+"""The C kernel of the hook's CPU path (`trainguard.capture.torch.native`) against the numpy reference.
 
 Every statistic column, update/distance over saved steps, the "moved" share per unit, the log2
 histogram and per-unit activity/saturation, on the same awkward tensors as the torch path's
@@ -19,9 +19,9 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_hook_cost import OpLog
 from tests.capture.test_torch_statistics import assert_columns_match, sample_tensors
-from tests.capture.torch_loop import mlp, train
-from trainguard.capture import native
-from trainguard.store import format, stats
+from tests.capture.torch_loop import mlp, tier1_rows, train
+from trainguard.capture.torch import native
+from trainguard.store import run_format, stats
 
 
 def test_the_kernel_is_built_where_the_tests_run() -> None:
@@ -31,7 +31,7 @@ def test_the_kernel_is_built_where_the_tests_run() -> None:
         "trainguard/capture/_cstats.c was not built: run dev/setup.sh (needs a C compiler)"
     )
     # the kernel's row and histogram widths are the run format's
-    assert (native._cstats.N_COLUMNS, native._cstats.HIST_BINS) == (native.K, format.HIST_BINS)
+    assert (native._cstats.N_COLUMNS, native._cstats.HIST_BINS) == (native.K, run_format.HIST_BINS)
 
 
 def test_every_column_and_histogram_match_numpy() -> None:
@@ -43,7 +43,9 @@ def test_every_column_and_histogram_match_numpy() -> None:
     assert_columns_match(got, np.stack([stats.tier0(t.numpy()) for t in tensors]))
     for t, h in zip(tensors, hists):
         np.testing.assert_array_equal(h, stats.log2_hist(t.numpy()))
-    assert nonfinite and got[:, format.COLUMN["nan"]].any(), "the samples hold NaN, and the kernel says so"
+    assert nonfinite and got[:, run_format.COLUMN["nan"]].any(), (
+        "the samples hold NaN, and the kernel says so"
+    )
     assert rows.take()[:3:2] == ([], False), "take starts the next step"
 
 
@@ -103,7 +105,7 @@ def test_update_distance_and_moved_follow_the_saved_steps() -> None:
     _, got, nonfinite = rows.take()
     assert not nonfinite
     want_rows = [stats.tier0(saved[0].numpy(), first=saved[0].numpy())]
-    want_rows[0][format.COLUMN["update_l2"]] = np.nan  # fresh: nothing to compare with yet
+    want_rows[0][run_format.COLUMN["update_l2"]] = np.nan  # fresh: nothing to compare with yet
     want_rows += [
         stats.tier0(saved[i].numpy(), prev=saved[i - 1].numpy(), first=saved[0].numpy()) for i in range(1, 4)
     ]
@@ -215,9 +217,11 @@ def test_tensors_the_kernel_cannot_read_take_the_torch_path(file_uri: str) -> No
     run = trainguard.open_run(file_uri)
     assert run.steps().tolist() == [0, 1, 2]
     for name, param in (("4.weight", model[4].weight), ("0.weight", model[0].weight)):
-        got = np.array([run.series(name, col).values[-1] for col in format.STAT_COLUMNS])
+        got = np.array([run.series(name, col).values[-1] for col in run_format.STAT_COLUMNS])
         want = stats.tier0(param.detach().numpy())
-        cols = slice(0, format.COLUMN["l2"] + 1)  # update/distance need the earlier copies: checked elsewhere
+        cols = slice(
+            0, run_format.COLUMN["l2"] + 1
+        )  # update/distance need the earlier copies: checked elsewhere
         assert_columns_match(got[cols], want[cols], name)
 
 
@@ -242,9 +246,9 @@ def test_a_model_the_kernel_cannot_read_keeps_the_statistics_worker(file_uri: st
     assert hook.errors == [] and len(seen.losses) == 5
     run = trainguard.open_run(file_uri)
     assert run.steps().tolist() == [0, 2, 4]
-    got = np.array([run.series("4.weight", col).values[-1] for col in format.STAT_COLUMNS])
+    got = np.array([run.series("4.weight", col).values[-1] for col in run_format.STAT_COLUMNS])
     want = stats.tier0(model[4].weight.detach().numpy())
-    assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])
+    assert_columns_match(got[: run_format.COLUMN["l2"] + 1], want[: run_format.COLUMN["l2"] + 1])
 
 
 def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
@@ -269,7 +273,7 @@ def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
                 kernel.scalars(t.name, mode=mode).values, torch_path.scalars(t.name, mode=mode).values
             )
             continue
-        for col in format.STAT_COLUMNS:
+        for col in run_format.STAT_COLUMNS:
             np.testing.assert_allclose(
                 kernel.series(t.name, col).values,
                 torch_path.series(t.name, col).values,
@@ -279,9 +283,7 @@ def test_the_kernel_writes_the_run_the_torch_path_writes(file_uri: str) -> None:
                 err_msg=f"{t.name} {col}",
             )
     for key in ("units", "hists"):
-        got = [
-            {k: v for seg in r.segments() for k, v in getattr(seg, key).items()} for r in (kernel, torch_path)
-        ]
+        got = [tier1_rows(r, key) for r in (kernel, torch_path)]
         assert got[0].keys() == got[1].keys() and got[0]
         for k in got[0]:
             np.testing.assert_allclose(got[0][k], got[1][k], rtol=0, atol=1e-6, err_msg=f"{key} {k}")
@@ -336,8 +338,8 @@ def test_parameters_given_new_storage_by_the_optimizer_step_are_read_where_they_
     assert hook.errors == []
     run = trainguard.open_run(file_uri)
     want = np.stack([stats.tier0(seen[s], prev=seen[s - 1] if s else None, first=seen[0]) for s in range(6)])
-    want[0, format.COLUMN["update_l2"]] = np.nan
-    got = np.stack([run.series("0.weight", col).values for col in format.STAT_COLUMNS], 1)
+    want[0, run_format.COLUMN["update_l2"]] = np.nan
+    got = np.stack([run.series("0.weight", col).values for col in run_format.STAT_COLUMNS], 1)
     assert_columns_match(got, want)
 
 
@@ -362,9 +364,9 @@ def test_parameters_the_kernel_can_no_longer_read_wait_for_the_general_path(file
     run = trainguard.open_run(file_uri)
     assert run.series("0.weight", "l2").steps.tolist() == [0, 1, 3, 4], "step 2's weights wait"
     assert run.series("grad/0.weight", "l2").steps.tolist() == [0, 1, 2, 3, 4]
-    got = np.array([run.series("0.weight", col).values[-1] for col in format.STAT_COLUMNS])
+    got = np.array([run.series("0.weight", col).values[-1] for col in run_format.STAT_COLUMNS])
     want = stats.tier0(final)
-    assert_columns_match(got[: format.COLUMN["l2"] + 1], want[: format.COLUMN["l2"] + 1])
+    assert_columns_match(got[: run_format.COLUMN["l2"] + 1], want[: run_format.COLUMN["l2"] + 1])
 
 
 def test_one_call_reads_any_number_of_tensors_and_refuses_a_malformed_spec() -> None:

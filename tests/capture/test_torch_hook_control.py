@@ -13,7 +13,7 @@ import torch
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture.stop import request_stop
+from trainguard.stop_flag import request_stop
 
 
 def test_without_trainguard_out_the_hook_is_inert_and_installs_nothing(tmp_path: Path) -> None:

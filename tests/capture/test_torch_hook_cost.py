@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import torch_stats
+from trainguard.capture.torch import device_stats as torch_stats
 
 
 class OpLog(TorchDispatchMode):

@@ -13,8 +13,8 @@ from torch import nn
 
 import trainguard
 import trainguard.torch as tg
-from tests.capture.torch_loop import mlp, train
-from trainguard.store.backend import open_store
+from tests.capture.torch_loop import mlp, tier1_rows, train
+from trainguard.store.backends import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 
@@ -132,7 +132,7 @@ def test_large_tensors_take_the_one_by_one_path_with_the_same_results(file_uri: 
                 np.testing.assert_allclose(
                     packed.series(t.name, col).values, large.series(t.name, col).values, rtol=1e-5, atol=1e-7
                 )
-    hist = [{k: v for seg in r.segments() for k, v in seg.hists.items()} for r in (packed, large)]
+    hist = [tier1_rows(r, "hists") for r in (packed, large)]
     ids = {t.name: t.id for t in packed.tensors()}
     idl = {t.name: t.id for t in large.tensors()}
     for name in ("0.weight", "grad/2.weight", "act/1"):
@@ -241,7 +241,7 @@ def test_the_s3_endpoint_can_come_from_the_config_alone(
 def test_a_script_that_never_calls_close_still_ends_its_run_at_exit(file_uri: str) -> None:
     script = (
         "import trainguard.torch as tg\n"
-        "from tests.capture.torch_loop import mlp, train\n"
+        "from tests.capture.torch_loop import mlp, tier1_rows, train\n"
         f"hook = tg.Hook({file_uri!r}, save_interval=2, flush_interval_seconds=60)\n"
         "train(hook, mlp(), steps=7)\n"  # and exits: neither close() nor a with block
     )

@@ -20,15 +20,15 @@ import torch
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
-from trainguard.capture import torch_stats
-from trainguard.store import format, stats
-from trainguard.store.backend import open_store
+from trainguard.capture.torch import device_stats as torch_stats
+from trainguard.store import run_format, stats
+from trainguard.store.backends import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
 
 
 def end_info(uri: str) -> dict[str, Any]:
-    return json.loads(open_store(uri).get(format.end_key(0)))  # type: ignore[no-any-return]
+    return json.loads(open_store(uri).get(run_format.end_key(0)))  # type: ignore[no-any-return]
 
 
 def slow_reduce(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[str]:
@@ -81,7 +81,7 @@ def test_cpu_statistics_match_numpy_for_every_column_of_weights_and_gradients(
     saved = sorted(snapshots)
     assert run.steps().tolist() == saved
     for name in PARAMS + [f"grad/{p}" for p in PARAMS]:
-        got = np.stack([run.series(name, col).values for col in format.STAT_COLUMNS], 1)
+        got = np.stack([run.series(name, col).values for col in run_format.STAT_COLUMNS], 1)
         want = np.stack(
             [
                 stats.tier0(
@@ -114,7 +114,7 @@ def test_worker_and_training_thread_write_identical_runs(file_uri: str) -> None:
         np.testing.assert_array_equal(sa.values, sb.values)
     for t in a.tensors():
         if not t.is_scalar:
-            for col in format.STAT_COLUMNS:
+            for col in run_format.STAT_COLUMNS:
                 np.testing.assert_array_equal(
                     a.series(t.name, col).values, b.series(t.name, col).values, t.name
                 )
@@ -221,7 +221,7 @@ def test_wait_idle_returns_once_the_worker_and_uploader_are_done_and_writes_noth
         assert hook.wait_idle(10.0)
         assert hook._worker is not None and hook._worker.in_flight == 0
         store = open_store(file_uri)
-        segments = [k for k in store.list(format.rank_prefix(0)) if "/seg-" in k]
+        segments = [k for k in store.list(run_format.rank_prefix(0)) if "/seg-" in k]
         # steps 0-3 fill two segments; step 4 (and the loss recorded after it) waits in the buffer
         assert len(segments) == 2, segments
     assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3, 4]

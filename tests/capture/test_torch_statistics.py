@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainguard.capture import torch_stats
+from trainguard.capture.torch import device_stats as torch_stats
 from trainguard.store import stats
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
+import trainguard
 import trainguard.torch as tg
 
 
@@ -75,3 +77,15 @@ def train(
         if on_step is not None:
             on_step(step)
     return seen
+
+
+def tier1_rows(run: trainguard.Run, key: str) -> dict[object, np.ndarray]:
+    """Every segment's `units` or `hists` rows of `run`, by key, stacked in step order.
+
+    How a run's steps fall into segments depends on timed flushes (a busy machine cuts them
+    differently), so runs are compared on all their rows, never on one segment's."""
+    parts: dict[object, list[np.ndarray]] = {}
+    for seg in run.segments():
+        for k, v in getattr(seg, key).items():
+            parts.setdefault(k, []).append(np.atleast_2d(v))
+    return {k: np.concatenate(v) for k, v in parts.items()}

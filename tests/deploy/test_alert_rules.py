@@ -61,16 +61,16 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
 
 
 @pytest.mark.parametrize("alert", _alerts(), ids=lambda a: str(a["alert"]))
-def test_every_alert_has_severity_summary_description_and_a_readme_runbook(alert: dict[str, object]) -> None:
+def test_every_alert_has_severity_summary_description_and_a_runbook_page(alert: dict[str, object]) -> None:
     name = str(alert["alert"])
     assert re.fullmatch(r"TrainGuard[A-Z]\w+", name), name
     labels = alert["labels"]
     annotations = alert["annotations"]
     assert isinstance(labels, dict) and labels.get("severity") in {"info", "warning", "critical"}
     assert isinstance(annotations, dict) and annotations.get("summary") and annotations.get("description")
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Dashboards and alerts", 1)[1].split("\n## ", 1)[0]
-    # The PrometheusRule links README.md#<alert lowercased>: GitHub's anchor of a "#### <alert>" heading.
-    runbook = re.search(rf"^#+ {name}\n(.*?)(?=^#+ |\Z)", section, re.MULTILINE | re.DOTALL)
-    assert runbook, f"README.md, section 'Dashboards and alerts', has no heading '#### {name}' (its runbook)"
-    assert len(runbook.group(1).split()) >= 25, f"the runbook of {name} is too short to help"
+    # The PrometheusRule links <runbookBaseUrl>/<alert lowercased>/: the docs site's page of this file.
+    page = ROOT / "docs" / "runbooks" / f"{name.lower()}.md"
+    assert page.is_file(), f"no runbook page {page.relative_to(ROOT)}"
+    text = page.read_text()
+    assert text.startswith(f"# {name}\n"), f"{page.name} must start with the heading '# {name}'"
+    assert len(text.split()) >= 40, f"the runbook of {name} is too short to help"

@@ -54,10 +54,11 @@ def test_the_dockerfile_is_hadolint_clean() -> None:
 
 def test_the_build_context_is_only_what_the_dockerfile_copies() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
-    assert ignore[ignore.index("*") + 1 :][:4] == [
-        "!requirements/runtime.txt",
+    assert ignore[ignore.index("*") + 1 :][:5] == [
+        "!requirements/image.lock",
         "!pyproject.toml",
         "!README.md",
+        "!LICENSE",
         "!trainguard/",
     ]
 

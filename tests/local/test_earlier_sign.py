@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from trainguard.api.enums import Action, RuleState, Severity
+from trainguard.local.supervise import Outcome
 from trainguard.rules.base import Finding
-from trainguard.sidecar.evaluator import Verdict
-from trainguard.sidecar.supervise import Outcome
+from trainguard.sidecar.verdicts import Verdict
 
 
 def finding(rule: str, step: int, severity: Severity = Severity.WARNING) -> Finding:

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from trainguard.sidecar.supervise import Progress
+from trainguard.local.supervise import Progress
 
 
 class FakeClock:
@@ -45,7 +45,7 @@ def test_log_progress_writes_a_plain_line_only_when_the_step_moved_and_the_inter
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr("trainguard.sidecar.supervise.time.monotonic", clock)
+    monkeypatch.setattr("trainguard.local.supervise.time.monotonic", clock)
     out = io.StringIO()
     p = Progress(out, tty=False, interval_seconds=10)
     p.start()

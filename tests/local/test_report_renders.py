@@ -13,6 +13,7 @@ from localmode import run_cli
 
 import trainguard
 from trainguard import report
+from trainguard.report import _svg as report_svg
 from trainguard.rules import auc
 
 
@@ -196,3 +197,33 @@ def test_a_run_written_twice_on_one_uri_is_reported_for_its_newest_attempt(
     assert re.search(r"<th>saved steps</th><td>25 \(steps 0 to 48\)</td>", page)  # the newest attempt's only
     assert "No findings" in page  # the first attempt's NaN is not drawn on the second's plots
     assert 'data-series="grad/fc1.weight"' not in page  # nor its tensors
+
+
+def test_log_ticks_are_round_values() -> None:
+    # two decades or more: powers of ten; less: 1, 2 and 5 times them (never 0.398 or 0.251)
+    assert [10**t for t in report_svg._ticks(-3.2, 1.1, log=True)] == pytest.approx([1e-3, 1e-2, 1e-1, 1, 10])
+    assert [10**t for t in report_svg._ticks(-0.9, 0.1, log=True)] == pytest.approx([0.2, 0.5, 1])
+    lo, hi = report_svg._log_axis(-0.35, -0.25)  # 0.45 to 0.56: widened to the round values around it
+    assert (10**lo, 10**hi) == pytest.approx((0.2, 1.0))
+
+
+def test_the_banner_counts_the_rows_of_the_findings_table(tmp_path: Path) -> None:
+    repeated = [
+        {
+            "rule": "loss_spike",
+            "severity": "warning",
+            "step": s,
+            "rank": 0,
+            "tensor": "loss",
+            "message": "spike",
+        }
+        for s in (10, 20, 30, 40, 50)
+    ]
+    uri = "file://" + str(tmp_path / "run")
+    with trainguard.Recorder(uri, save_interval=1) as rec:
+        for step in range(60):
+            rec.record_scalar("loss", 1.0 + (step % 10 == 0))
+            rec.step()
+    page = report.write_report(uri, tmp_path / "r.html", findings=repeated).read_text()
+    assert page.count('class="finding-row"') == 1
+    assert "1 warning or critical finding (by rule, rank and tensor)" in page

@@ -43,7 +43,7 @@ def test_command_gets_the_run_settings_and_its_own_process_group(trainguard_run,
         " 'pgid': os.getpgrp(), 'pid': os.getpid()}, open('env.json', 'w'))"
     )
     res = trainguard_run("--run-id", "my-run", cmd=[sys.executable, "-c", probe])
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 4, res.stderr  # the probe records nothing: exit 0 would claim a checked run
     seen = json.loads((tmp_path / "env.json").read_text())
     assert seen["pgid"] == seen["pid"], "CMD must lead its own process group so a stop reaches all it started"
     env = seen["env"]
@@ -53,12 +53,14 @@ def test_command_gets_the_run_settings_and_its_own_process_group(trainguard_run,
     assert res.doc["run_uri"] == env["TRAINGUARD_OUT"]
 
 
-def test_a_command_that_writes_no_data_is_told_how_to_add_capture(trainguard_run) -> None:
+def test_a_command_that_writes_no_data_is_told_how_to_add_capture_and_exits_4(trainguard_run) -> None:
     res = trainguard_run(cmd=[sys.executable, "-c", "print('hello')"])
-    assert res.returncode == 0
+    assert res.returncode == 4, res.stderr  # not 0: nothing was checked
     assert "hello" in res.stdout
+    assert "nothing was recorded" in res.stderr
     assert "wrote no TrainGuard data" in res.stderr and "trainguard.Recorder()" in res.stderr
-    assert res.doc["report"] is None and res.doc["findings"] == []
+    assert "NoIssuesFound" not in res.stderr  # no table of rules that looked at nothing
+    assert res.doc["report"] is None and res.doc["findings"] == [] and res.doc["recorded"] is False
 
 
 def test_ctrl_c_to_trainguard_reaches_the_command_whose_status_is_passed_through(tmp_path: Path) -> None:

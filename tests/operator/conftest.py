@@ -72,6 +72,7 @@ class WebhookReceiver:
 
         self.calls: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self.statuses: list[int] = []  # consumed one per request; 200 once empty
         receiver = self
 
@@ -81,6 +82,7 @@ class WebhookReceiver:
                 body = self.rfile.read(length)
                 code = receiver.statuses.pop(0) if receiver.statuses else 200
                 receiver.paths.append(self.path)
+                receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if code == 200:
                     receiver.calls.append(json.loads(body))
                 self.send_response(code)

@@ -76,9 +76,14 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
     assert "rule exploding_tensor found issues at step 110 on rank 1" in stopped[0]["message"]
     assert all(p["metadata"]["name"] != "dj1-0" for p in kube.list("v1/pods", "default")), "no pod is deleted"
 
-    # The Job controller terminates the pods; then the operator writes END for rank 1 only.
-    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0}}, subresource="status")
+    # The Job controller deletes the pods: they leave `active` for `terminating` during their grace period, when
+    # a trainer may still close its run; only once they are gone does the operator write END, for rank 1 only.
     end1 = run / "rank-00001" / "END.json"
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 0, "ready": 0, "terminating": 2}},
+                     subresource="status")  # fmt: skip
+    await eventually(lambda: (_status(kube).get("job") or {}).get("terminating") == 2, what="terminating 2")
+    assert not end1.exists(), "no END while the pods are still terminating"
+    await kube.patch(JOBS, "default", "dj1", {"status": {"terminating": 0}}, subresource="status")
     await eventually(end1.exists, what="rank 1's END.json")
     assert (
         json.loads(end1.read_text())["status"] == "crashed"
@@ -142,6 +147,8 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     assert (
         "(the Job was suspended); earlier sign: rule loss-spike at step 35 on rank 0" in stopped[0]["message"]
     )
+    # The Event is posted from the handler; the status patch follows when the handler returns.
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
     conditions = {c["type"]: c for c in _status(kube)["conditions"]}
     assert conditions["Stopped"]["message"].endswith(
         "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"
@@ -153,3 +160,81 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
         "rank": 0,
         "message": "loss-spike fired at 35",
     }
+
+
+async def _watched_stop(kube: KubeEnv, tmp_path: Path, *, cooperative_seconds: int) -> None:
+    """A running DebugJob whose rank 1 reports a stop verdict, and that its trainer polls the stop file."""
+    await _running_debugjob(kube, tmp_path, actions={"stop": {"cooperativeSeconds": cooperative_seconds}})
+    rules = [{"name": "exploding_tensor", "state": "IssuesFound", "step": 110, "severity": "critical",
+              "message": "nan", "action": "none"}]  # fmt: skip
+    report = {
+        "lastStep": 110,
+        "time": "2026-11-22T05:10:00Z",
+        "ended": False,
+        "stopWatched": True,
+        "rules": rules,
+    }
+    await kube.patch(DEBUGJOB_RESOURCE, "default", "dj1", {"status": {"reports": {"rank-00001": report}}},
+                     subresource="status")  # fmt: skip
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+
+
+async def test_a_trainer_that_polls_the_stop_file_gets_the_cooperative_seconds_before_the_suspension(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    # The sidecar wrote the stop file with the verdict and reports that its trainer reads it (stopWatched):
+    # the trainer has cooperativeSeconds to save its work and exit before the Job is suspended.
+    await _watched_stop(kube, tmp_path, cooperative_seconds=3600)
+    condition = next(c for c in _status(kube)["conditions"] if c["type"] == "Stopped")
+    assert (
+        "the trainer polls the stop file: the Job is suspended in 3600 s unless it exits first"
+        in condition["message"]
+    )
+    assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False  # type: ignore[index]
+
+
+async def test_the_job_is_suspended_once_the_cooperative_seconds_are_over(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    await _watched_stop(kube, tmp_path, cooperative_seconds=1)
+    await eventually(
+        lambda: kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is True,  # type: ignore[index]
+        timeout_seconds=30, what="the suspension after the cooperative seconds",
+    )  # fmt: skip
+
+
+async def test_a_stop_under_kueue_deactivates_the_jobs_workload_instead_of_suspending_the_job(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    # Kueue resumes an admitted Job that anyone else suspends; its Workload's spec.active=false stops it for good.
+    import kmock
+
+    kube.emulator.resources["kueue.x-k8s.io/v1beta2/workloads"] = kmock.ResourceInfo(
+        kind="Workload", singular="workload", namespaced=True,
+        verbs={"get", "list", "watch", "create", "patch", "delete"}, subresources={"status"},
+    )  # fmt: skip
+    dj = debugjob_manifest("dj1", workers=2, rules=RULES, capture_uri=f"file://{tmp_path}/runs")
+    dj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-queue"}
+    await kube.create(DEBUGJOB_RESOURCE, dj)
+    job = await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
+    assert job["spec"]["suspend"] is True, "a queued Job starts suspended"
+    uid = job["metadata"]["uid"]
+    for name, job_uid in (("job-dj1-abcde", uid), ("job-other-fghij", "another-uid")):
+        await kube.create("kueue.x-k8s.io/v1beta2/workloads", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/job-uid": job_uid}},
+            "spec": {"active": True, "queueName": "team-queue"},
+        })  # fmt: skip
+    # Kueue admits the Workload and starts the Job.
+    await kube.patch(JOBS, "default", "dj1", {"spec": {"suspend": False}})
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2, "ready": 2}}, subresource="status")
+    await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
+
+    await _report(kube, 1, 120, exploding_tensor=("IssuesFound", 110))
+    await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
+    await eventually(lambda: kube.get("kueue.x-k8s.io/v1beta2/workloads", "default", "job-dj1-abcde")["spec"]["active"]
+                     is False, what="the Workload deactivated")  # type: ignore[index]  # fmt: skip
+    workloads = {w["metadata"]["name"]: w for w in kube.list("kueue.x-k8s.io/v1beta2/workloads", "default")}
+    assert workloads["job-other-fghij"]["spec"]["active"] is True, "another Job's Workload is left alone"
+    assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False, "Kueue suspends it, not the operator"  # type: ignore[index]
+    assert len(_events(kube, "Stopped")) == 1

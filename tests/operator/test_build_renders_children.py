@@ -108,12 +108,46 @@ def test_evaluator_is_a_native_sidecar_with_a_startup_probe_and_restricted_secur
         "limits": {"memory": "2Gi"},
     }
     mounts = {m["mountPath"] for m in sidecar["volumeMounts"]}
-    assert {"/etc/trainguard", "/var/run/trainguard", "/tmp"} <= mounts
+    assert {"/etc/trainguard", "/var/run/trainguard", "/tmp", build.TOKEN_DIR} <= mounts
     trainer_mounts = {m["mountPath"]: m for m in _trainer(job)["volumeMounts"]}
     assert trainer_mounts["/var/run/trainguard"]["readOnly"] is True
     volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
     assert volumes[build.STOP_VOLUME]["emptyDir"]["medium"] == "Memory"
     assert volumes[build.CONFIG_VOLUME]["configMap"]["name"] == "llm-trainguard"
+
+
+def test_only_the_sidecar_gets_a_service_account_token() -> None:
+    job = build.build_job(_gpu_spec(), OWNER, default_image=IMAGE)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False, "no container gets the token by default"
+    token_mounts = {
+        c["name"]: [m for m in c.get("volumeMounts") or [] if m["name"] == build.TOKEN_VOLUME]
+        for c in pod["containers"] + pod["initContainers"]
+    }
+    assert token_mounts.pop(build.SIDECAR_NAME) == [
+        {
+            "name": build.TOKEN_VOLUME,
+            "mountPath": "/var/run/secrets/trainguard.dev/serviceaccount",
+            "readOnly": True,
+        }
+    ]
+    assert all(mounts == [] for mounts in token_mounts.values()), token_mounts
+    (volume,) = [v for v in pod["volumes"] if v["name"] == build.TOKEN_VOLUME]
+    sources = volume["projected"]["sources"]
+    assert sources[0] == {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}
+    assert {"key": "ca.crt", "path": "ca.crt"} in sources[1]["configMap"]["items"]
+    # The sidecar's client reads the token from that mount (KUBECONFIG aside).
+    config = build.build_sidecar_config(_gpu_spec(), OWNER)
+    assert config.debugjob is not None and config.debugjob.service_account_dir == build.TOKEN_DIR
+    sa = build.build_serviceaccount(_gpu_spec(), OWNER)
+    assert sa["automountServiceAccountToken"] is False
+
+
+def test_a_template_that_asks_for_the_token_keeps_its_choice() -> None:
+    spec = _gpu_spec()
+    spec.template["spec"]["automountServiceAccountToken"] = True
+    job = build.build_job(spec, OWNER, default_image=IMAGE)
+    assert job["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
 
 
 def test_configmap_holds_a_sidecar_config_the_evaluator_can_load() -> None:
@@ -170,7 +204,7 @@ def test_every_child_is_owned_and_labelled() -> None:
         (ref,) = meta["ownerReferences"]
         assert ref == {
             "apiVersion": "trainguard.dev/v1alpha1", "kind": "DebugJob", "name": "llm", "uid": "1234-abcd",
-            "controller": True, "blockOwnerDeletion": True,
+            "controller": True,
         }  # fmt: skip
 
 
@@ -178,6 +212,8 @@ def test_service_is_headless_and_publishes_unready_ranks() -> None:
     svc = build.build_service(_gpu_spec(), OWNER)
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
     assert svc["spec"]["selector"] == {build.LABEL_DEBUGJOB: "llm"}
+    metrics = next(p for p in svc["spec"]["ports"] if p["name"] == "metrics")
+    assert metrics["targetPort"] == 9400, "a number: named ports of init containers resolve only since 1.32"
 
 
 def test_every_child_is_a_valid_kubernetes_1_29_object() -> None:

@@ -13,8 +13,8 @@ import numpy as np
 
 import trainguard
 from trainguard.operator.end_marker import write_missing
-from trainguard.store import format
-from trainguard.store.backend import Store, open_store
+from trainguard.store import run_format
+from trainguard.store.backends import Store, open_store
 from trainguard.store.writer import RankWriter, WriterConfig
 
 T0 = 1_795_000_000.0
@@ -28,7 +28,7 @@ def attempt(store: Store, rank: int, start: float, *, close: bool) -> RankWriter
     )  # fmt: skip
     tid = w.define("w", collection="weights", shape=[2])
     for step in range(3):
-        w.write_step(step, np.array([tid]), np.zeros((1, len(format.STAT_COLUMNS)), np.float32))
+        w.write_step(step, np.array([tid]), np.zeros((1, len(run_format.STAT_COLUMNS)), np.float32))
     if close:
         w.close()
     else:
@@ -41,13 +41,13 @@ def test_a_stale_end_of_a_retried_rank_is_replaced_and_a_current_one_is_kept(fil
     attempt(store, 0, T0, close=True)  # rank 0: closed by its hook
     attempt(store, 1, T0, close=True)  # rank 1: its first pod closed its run, then failed ...
     retried = attempt(store, 1, T0 + 600, close=False)  # ... and the retried pod was killed
-    hook_end = store.get(format.end_key(0))
+    hook_end = store.get(run_format.end_key(0))
 
     written = write_missing(
         store, workers=2, last_steps={1: 2}, status="crashed", reason="pod killed", wall_time=T0 + 900
     )
     assert written == [1]
-    assert store.get(format.end_key(0)) == hook_end
+    assert store.get(run_format.end_key(0)) == hook_end
     run = trainguard.open_run(file_uri)
     end = run.ended(rank=1)
     assert end is not None and end.written_by == "operator" and end.status == "crashed"

@@ -17,7 +17,7 @@ from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.operator.conftest import OperatorProcess
 from tests.sidecar.runs import RunBuilder, start_pod
 from trainguard.operator.actions import EVENT_REASON_RULE_TRIGGERED
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -44,6 +44,7 @@ async def _running_debugjob(kube: KubeEnv, tmp_path: Path, rules: list[dict[str,
     cm = await eventually(
         lambda: kube.get("v1/configmaps", "default", "train-trainguard"), what="the ConfigMap"
     )
+    await eventually(lambda: kube.get("batch/v1/jobs", "default", "train"), what="the Job")
     await kube.patch(
         "batch/v1/jobs", "default", "train", {"status": {"active": 1, "ready": 1}}, subresource="status"
     )

@@ -141,6 +141,25 @@ async def test_invalid_spec_becomes_condition_invalid_and_creates_nothing(
     )
 
 
+async def test_a_name_the_children_cannot_take_becomes_condition_invalid_and_creates_nothing(
+    kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
+) -> None:
+    # A CRD without the CEL name rules (KMock validates nothing): the operator refuses such names itself.
+    await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path, "gpt2.small"))
+    long_name = "a" * 61  # with 2 workers, at most 61: the hostname "<name>-1" must fit in 63 characters
+    await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path, long_name + "b"))
+    dotted = await eventually(lambda: _condition(kube, "Invalid", "gpt2.small"), what="condition Invalid")
+    assert dotted["status"] == "True" and "no dots" in dotted["message"]
+    too_long = await eventually(
+        lambda: _condition(kube, "Invalid", long_name + "b"), what="condition Invalid"
+    )
+    assert "has 62 characters; with 2 workers it may have at most 61" in too_long["message"]
+    await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path, long_name))
+    await eventually(lambda: kube.get(JOBS, "default", long_name), what="the Job of the longest valid name")
+    assert [j["metadata"]["name"] for j in kube.list(JOBS, "default")] == [long_name]
+    assert all(s["metadata"]["name"] == long_name for s in kube.list("v1/services", "default"))
+
+
 async def test_deleting_a_debugjob_removes_everything_it_owns(
     kube: KubeEnv, operator_runner: OperatorProcess, tmp_path: Path
 ) -> None:
@@ -157,7 +176,7 @@ async def test_deleting_a_running_job_fails_the_debugjob(
 ) -> None:
     await kube.create(DEBUGJOB_RESOURCE, _gpu_manifest(tmp_path))
     await eventually(lambda: kube.get(JOBS, "default", "dj1"), what="the Job")
-    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2}}, subresource="status")
+    await kube.patch(JOBS, "default", "dj1", {"status": {"active": 2, "ready": 2}}, subresource="status")
     await eventually(lambda: _status(kube).get("phase") == "Running", what="phase Running")
     await kube.delete(JOBS, "default", "dj1")
     await eventually(lambda: _status(kube).get("phase") == "Failed", what="phase Failed")

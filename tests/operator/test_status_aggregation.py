@@ -131,8 +131,15 @@ def test_terminal_phases_never_change() -> None:
 def test_phase_follows_the_job() -> None:
     assert status.job_phase(None) == Phase.PENDING
     assert status.job_phase(api.JobSummary(active=0)) == Phase.PENDING
-    assert status.job_phase(api.JobSummary(active=3)) == Phase.RUNNING
-    assert status.job_phase(api.JobSummary(active=3, suspended=True)) == Phase.PENDING
+    assert status.job_phase(api.JobSummary(active=3, ready=1)) == Phase.RUNNING
+    assert status.job_phase(api.JobSummary(active=3, ready=0)) == Phase.PENDING, (
+        "pods waiting for a node or image"
+    )
+    assert status.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
+    finishing = api.JobSummary(active=2, ready=0)
+    assert status.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
+        "trainers done, sidecars stopping"
+    )
     assert status.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
     assert status.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
 
@@ -150,6 +157,18 @@ def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> N
     summary = status.summarize_job(job)
     assert summary.failed_condition and not summary.complete and summary.reason == "BackoffLimitExceeded"
     assert status.job_phase(summary) == Phase.FAILED
+
+
+def test_the_interim_conditions_of_kubernetes_1_31_decide_the_phase_while_the_pods_wind_down() -> None:
+    def job(kind: str, **counts: int) -> dict[str, Any]:
+        condition = {"type": kind, "status": "True", "reason": "R", "message": "m"}
+        return {"spec": {}, "status": {"conditions": [condition], **counts}}
+
+    done = status.summarize_job(job("SuccessCriteriaMet", succeeded=2, terminating=1))
+    assert done.complete and done.terminating == 1 and status.job_phase(done) == Phase.SUCCEEDED
+    failing = status.summarize_job(job("FailureTarget", failed=1, terminating=1))
+    assert failing.failed_condition and failing.reason == "R" and status.job_phase(failing) == Phase.FAILED
+    assert not status.summarize_job(job("SuccessCriteriaMet"), deleted=True).deleted
 
 
 def test_condition_transition_time_moves_only_when_status_changes() -> None:
@@ -178,7 +197,9 @@ def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
             template={"spec": {"containers": [{"name": "trainer"}]}},
             capture=api.CaptureSpec(uri="file:///tmp/x"),
         ),
-        status=api.DebugJobStatus(phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2)),
+        status=api.DebugJobStatus(
+            phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2, ready=2)
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from trainguard.rules.all_zero import AllZero
 from trainguard.rules.base import fmt
 from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.view import COL, COLUMNS, StepView, TensorMeta
-from trainguard.store.format import STAT_COLUMNS
+from trainguard.store.run_format import STAT_COLUMNS
 
 META = (TensorMeta("w", "weights", trainable=True, order=0, shape=(4, 4)),)
 

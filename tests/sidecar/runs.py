@@ -15,17 +15,17 @@ from pathlib import Path
 import numpy as np
 
 from trainguard.commands.sidecar import POD_STARTED_FILE
-from trainguard.store import format
-from trainguard.store.backend import Store
+from trainguard.store import run_format
+from trainguard.store.backends import Store
 
 TENSORS = (
-    format.TensorInfo(
+    run_format.TensorInfo(
         id=0, name="fc1.weight", collection="weights", shape=[8, 4], trainable=True, module="fc1", order=0
     ),
-    format.TensorInfo(
+    run_format.TensorInfo(
         id=1, name="grad/fc1.weight", collection="gradients", shape=[8, 4], module="fc1", order=0
     ),
-    format.TensorInfo(
+    run_format.TensorInfo(
         id=2,
         name="act/relu1",
         collection="activations",
@@ -35,11 +35,11 @@ TENSORS = (
         order=1,
         units=8,
     ),
-    format.TensorInfo(
+    run_format.TensorInfo(
         id=3, name="fc2.weight", collection="weights", shape=[2, 8], trainable=True, module="fc2", order=2
     ),
-    format.TensorInfo(id=4, name="loss", collection="losses", mode="train"),
-    format.TensorInfo(id=5, name="val_loss", collection="losses", mode="eval"),
+    run_format.TensorInfo(id=4, name="loss", collection="losses", mode="train"),
+    run_format.TensorInfo(id=5, name="val_loss", collection="losses", mode="eval"),
 )
 TENSOR_IDS = np.array([0, 1, 2, 3], np.int32)
 LOSS_ID, VAL_LOSS_ID = 4, 5
@@ -47,9 +47,9 @@ LOSS_ID, VAL_LOSS_ID = 4, 5
 
 def healthy_row(step: int) -> np.ndarray:
     """float32[T, K]: plausible statistics of the four tensors at `step` (count 32, small norms)."""
-    k = len(format.STAT_COLUMNS)
+    k = len(run_format.STAT_COLUMNS)
     rows = np.zeros((len(TENSOR_IDS), k), np.float32)
-    c = format.COLUMN
+    c = run_format.COLUMN
     for t in range(len(TENSOR_IDS)):
         rows[t, c["count"]] = 32
         rows[t, c["min"]] = -1.0
@@ -72,15 +72,15 @@ class RunBuilder:
         self.store = store
         self.rank = rank
         self.seq = 0
-        self.attempt = format.attempt_id(time.time() if started is None else started)
+        self.attempt = run_format.attempt_id(time.time() if started is None else started)
         """The writer attempt (its start time, `started`): a second builder of a rank is a restarted trainer."""
         if rank == 0:
-            info = format.RunInfo(
+            info = run_format.RunInfo(
                 run_id="test", framework="numpy", world_size=world_size, start_time=time.time()
             )
-            store.put(format.RUN_INFO_KEY, info.model_dump_json().encode())
-        cat = format.Catalogue(rank=rank, version=0, tensors=list(TENSORS))
-        store.put(format.meta_key(rank, 0, attempt=self.attempt), cat.model_dump_json().encode())
+            store.put(run_format.RUN_INFO_KEY, info.model_dump_json().encode())
+        cat = run_format.Catalogue(rank=rank, version=0, tensors=list(TENSORS))
+        store.put(run_format.meta_key(rank, 0, attempt=self.attempt), cat.model_dump_json().encode())
 
     def segment(
         self,
@@ -97,8 +97,8 @@ class RunBuilder:
         stats = np.stack([healthy_row(s) for s in steps])
         for s in nan_at:
             i = steps.index(int(s))
-            stats[i, 3, format.COLUMN["nan"]] = 3
-            stats[i, 3, format.COLUMN["l2"]] = np.nan
+            stats[i, 3, run_format.COLUMN["nan"]] = 3
+            stats[i, 3, run_format.COLUMN["l2"]] = np.nan
         loss = {s: 1.0 / (s + 1) for s in steps} if loss is None else loss
         val_loss = val_loss or {}
         scalar_steps = [*loss, *val_loss]
@@ -110,9 +110,11 @@ class RunBuilder:
             if tier1
             else {}
         )
-        hists = {0: np.stack([np.arange(format.HIST_BINS, dtype=np.float32) for _ in tier1])} if tier1 else {}
+        hists = (
+            {0: np.stack([np.arange(run_format.HIST_BINS, dtype=np.float32) for _ in tier1])} if tier1 else {}
+        )
         now = time.time() if wall_time is None else wall_time
-        seg = format.Segment(
+        seg = run_format.Segment(
             steps=np.asarray(steps, np.int64),
             wall_time=np.full(len(steps), now, np.float64),
             tensor_ids=TENSOR_IDS,
@@ -124,14 +126,16 @@ class RunBuilder:
             units=units,
             hists=hists,
         )
-        key = format.segment_key(self.rank, self.attempt, self.seq, seg.first_step, seg.last_step)
+        key = run_format.segment_key(self.rank, self.attempt, self.seq, seg.first_step, seg.last_step)
         self.seq += 1
-        self.store.put(key, format.encode_segment(seg))
+        self.store.put(key, run_format.encode_segment(seg))
         return key
 
     def end(self, *, last_step: int | None = None) -> None:
-        doc = format.EndInfo(status="ok", last_step=last_step, wall_time=time.time(), attempt=self.attempt)
-        self.store.put(format.end_key(self.rank), json.dumps(doc.model_dump()).encode())
+        doc = run_format.EndInfo(
+            status="ok", last_step=last_step, wall_time=time.time(), attempt=self.attempt
+        )
+        self.store.put(run_format.end_key(self.rank), json.dumps(doc.model_dump()).encode())
 
 
 def write_run(

@@ -14,7 +14,7 @@ from trainguard.rules.view import COL, StepView, TensorMeta
 from trainguard.sidecar import config
 from trainguard.sidecar.custom import EvaluatedTrial, TensorUnavailableForStep
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 
 def test_a_rule_subclass_is_used_as_is_with_its_params_and_filters() -> None:

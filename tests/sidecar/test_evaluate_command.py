@@ -9,7 +9,7 @@ import pytest
 
 from tests.sidecar.runs import custom, write_run
 from trainguard.cli import main
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

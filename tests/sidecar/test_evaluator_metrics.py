@@ -26,7 +26,7 @@ from trainguard.api.enums import Action
 from trainguard.api.rules_config import RuleSpec
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.server import MetricsServer
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),

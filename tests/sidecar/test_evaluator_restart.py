@@ -18,7 +18,7 @@ from trainguard.api.enums import Action, RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.sidecar import checkpoint
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = [

@@ -17,9 +17,9 @@ from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
+from trainguard.store.backends.local import FileStore
 from trainguard.store.errors import StoreError
-from trainguard.store.local import FileStore
 
 NAN_GUARD = RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP)
 

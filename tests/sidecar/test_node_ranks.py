@@ -16,8 +16,8 @@ from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.sidecar import checkpoint
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.report_status import build_report, reports_patch
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),
@@ -83,7 +83,7 @@ def test_a_node_evaluator_checkpoints_per_node_and_resumes_each_rank(file_uri: s
     first = Evaluator(file_uri, rules=RULES, ranks=[2, 3])
     assert len(first.poll()) == 1
     key = checkpoint.key_for([2, 3])
-    assert key == format.evaluator_state_key([2, 3]) == "evaluator/ranks-00002_00003/state.json"
+    assert key == run_format.evaluator_state_key([2, 3]) == "evaluator/ranks-00002_00003/state.json"
     assert checkpoint.key_for([3]) == checkpoint.key_for(3) == "evaluator/rank-00003/state.json"
     assert open_store(file_uri).exists(key)
 

@@ -17,7 +17,7 @@ from trainguard.api.enums import Action, RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.commands.sidecar import pod_started_at
 from trainguard.sidecar.evaluator import Evaluator
-from trainguard.store.backend import Store, open_store
+from trainguard.store.backends import Store, open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),

@@ -19,7 +19,7 @@ from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.sidecar.runs import RunBuilder, custom, start_pod
 from trainguard.commands.sidecar import rank_from_env
 from trainguard.errors import ConfigError
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
+
+import kubernetes
+import pytest
 
 from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.sidecar.runs import RunBuilder, custom
 from trainguard.api.enums import Action
 from trainguard.api.rules_config import RuleSpec
 from trainguard.api.sidecar_config import DebugJobRef
+from trainguard.sidecar import report_status
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.report_status import StatusReporter
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 RULES = [
     RuleSpec(type=custom("NonFinite"), name="nan-guard", action=Action.STOP),
@@ -160,3 +165,26 @@ async def test_a_failed_report_is_retried_and_never_raises(kube: KubeEnv, file_u
     finally:
         await asyncio.to_thread(reporter.close)
     assert reporter.last_error is None
+
+
+def test_on_a_cluster_the_client_reads_the_token_the_operator_mounted_into_the_sidecar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No automounted token in the pod: the client must take the projected one from its own mount.
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    (tmp_path / "token").write_text("pod-bound-token")  # the kubelet writes it without a newline
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    api = report_status.custom_objects_api(str(tmp_path))
+    try:
+        conf = api.api_client.configuration
+        assert conf.host == "https://10.96.0.1:443"
+        assert conf.api_key["BearerToken"] == "bearer pod-bound-token"
+        assert conf.ssl_ca_cert == str(tmp_path / "ca.crt")
+        assert conf.refresh_api_key_hook is not None, "the rotated token is read again"
+    finally:
+        api.api_client.close()
+    (tmp_path / "token").unlink()
+    with pytest.raises(kubernetes.config.ConfigException, match="token file does not exist"):
+        report_status.custom_objects_api(str(tmp_path))

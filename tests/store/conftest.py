@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from trainguard.store.backend import Store
+from trainguard.store.backends import Store
 
 
 @dataclass
@@ -31,6 +31,8 @@ class FaultProxy:
     contains the path part ("" matches every request); an empty code sends no error body."""
     requests: list[tuple[str, str]] = field(default_factory=list)
     """(method, path) of every request received, faulted or forwarded."""
+    down: bool = False
+    """While True every request is answered 503 ServiceUnavailable: the store is down."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail_next(
@@ -41,6 +43,8 @@ class FaultProxy:
 
     def _next_fault(self, path: str) -> tuple[int, str] | None:
         with self.lock:
+            if self.down:
+                return 503, "ServiceUnavailable"
             for i, (status, code, part) in enumerate(self.faults):
                 if part in path:
                     del self.faults[i]
@@ -146,10 +150,15 @@ class RecordingStore:
         return self.inner.get(key)
 
     def list(
-        self, prefix: str = "", *, start_after: str | None = None, delimiter: str | None = None
+        self,
+        prefix: str = "",
+        *,
+        start_after: str | None = None,
+        delimiter: str | None = None,
+        limit: int | None = None,
     ) -> list[str]:
         self.list_calls.append((prefix, start_after, delimiter))
-        keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter)
+        keys = self.inner.list(prefix, start_after=start_after, delimiter=delimiter, limit=limit)
         self.list_results.append(keys)
         return keys
 

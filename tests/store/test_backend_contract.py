@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from trainguard.store import errors
-from trainguard.store.backend import Store, open_store
-from trainguard.store.local import FileStore
-from trainguard.store.s3 import S3Store
+from trainguard.store.backends import Store, open_store
+from trainguard.store.backends.local import FileStore
+from trainguard.store.backends.s3 import S3Store
 
 MakeStore = Callable[..., Store]
 

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
-from trainguard.store.s3 import S3Store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
+from trainguard.store.backends.s3 import S3Store
 from trainguard.store.writer import RankWriter, WriterConfig
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 FAST = {"poll_interval_seconds": 0.02}
 
 
@@ -92,7 +92,7 @@ def test_follow_lists_only_after_the_last_key_seen_and_never_from_the_start(
     polls = [
         (call, result)
         for call, result in zip(store.list_calls, store.list_results)
-        if call[0] == format.rank_prefix(0)
+        if call[0] == run_format.rank_prefix(0)
     ]
     assert len(polls) > 3, "the follower should have polled several times while the writer wrote"
     last_key = None
@@ -103,7 +103,7 @@ def test_follow_lists_only_after_the_last_key_seen_and_never_from_the_start(
         assert start_after == (last_key or prefix + "seg-")
         listed += result
         last_key = result[-1] if result else last_key
-    segment_keys = [k for k in listed if format.parse_segment_name(k)]
+    segment_keys = [k for k in listed if run_format.parse_segment_name(k)]
     assert len(segment_keys) == len(set(segment_keys)) == 8  # no key came back twice
 
 
@@ -115,7 +115,7 @@ def test_follow_yields_a_segment_that_lands_between_an_empty_poll_and_the_end_ma
     write(w, tid, 0)
     w.flush()
     deadline = time.monotonic() + 10
-    while not store.inner.list(format.rank_prefix(0) + "seg-"):
+    while not store.inner.list(run_format.rank_prefix(0) + "seg-"):
         assert time.monotonic() < deadline
         time.sleep(0.01)
 
@@ -125,7 +125,7 @@ def test_follow_yields_a_segment_that_lands_between_an_empty_poll_and_the_end_ma
         write(w, tid, 1)
         w.close()
 
-    store.before_get(format.end_key(0), last_segment_then_end)
+    store.before_get(run_format.end_key(0), last_segment_then_end)
     follower = trainguard.open_run(run_uri, store=store).follow(idle_timeout_seconds=30, **FAST)
     steps = [s for seg in follower for s in seg.steps.tolist()]
     assert steps == [0, 1]

@@ -14,17 +14,17 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import errors, format
-from trainguard.store.backend import open_store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import open_store
 from trainguard.store.writer import RankWriter, WriterConfig
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 
 
-def make_segment(seed: int = 0) -> format.Segment:
+def make_segment(seed: int = 0) -> run_format.Segment:
     rng = np.random.default_rng(seed)
     steps = np.array([10, 20, 30], np.int64)
-    return format.Segment(
+    return run_format.Segment(
         steps=steps,
         wall_time=np.array([1.5, 2.5, 3.5]),
         tensor_ids=np.array([0, 2, 5], np.int32),
@@ -37,13 +37,13 @@ def make_segment(seed: int = 0) -> format.Segment:
             ("active", 5): rng.random((2, 16)).astype(np.float32),
             ("saturated", 2): rng.random((2, 4)).astype(np.float32),
         },
-        hists={0: rng.random((2, format.HIST_BINS)).astype(np.float32)},
+        hists={0: rng.random((2, run_format.HIST_BINS)).astype(np.float32)},
         catalogue_version=3,
         extra={"labels": np.arange(4)},
     )
 
 
-def assert_segments_equal(a: format.Segment, b: format.Segment) -> None:
+def assert_segments_equal(a: run_format.Segment, b: run_format.Segment) -> None:
     for name in (
         "steps",
         "wall_time",
@@ -71,14 +71,14 @@ def assert_segments_equal(a: format.Segment, b: format.Segment) -> None:
 
 def test_a_segment_round_trips_with_tier1_units_hists_scalars_and_extras() -> None:
     seg = make_segment()
-    back = format.decode_segment(format.encode_segment(seg))
+    back = run_format.decode_segment(run_format.encode_segment(seg))
     assert_segments_equal(seg, back)
     assert back.stats.dtype == np.float32 and back.steps.dtype == np.int64
     assert (back.first_step, back.last_step) == (10, 30)
 
 
 def test_a_scalar_only_segment_round_trips_and_spans_its_scalar_steps() -> None:
-    seg = format.Segment(
+    seg = run_format.Segment(
         steps=np.zeros(0, np.int64),
         wall_time=np.zeros(0),
         tensor_ids=np.zeros(0, np.int32),
@@ -87,33 +87,48 @@ def test_a_scalar_only_segment_round_trips_and_spans_its_scalar_steps() -> None:
         scalar_ids=np.array([0, 0], np.int32),
         scalar_values=np.array([1.0, 2.0]),
     )
-    back = format.decode_segment(format.encode_segment(seg))
+    back = run_format.decode_segment(run_format.encode_segment(seg))
     assert_segments_equal(seg, back)
     assert (back.first_step, back.last_step) == (3, 4)
 
 
 def test_segment_keys_sort_by_attempt_then_upload_order_whatever_steps_they_hold() -> None:
-    early, late = format.attempt_id(1_795_000_000.0), format.attempt_id(1_795_000_000.001)
+    early, late = run_format.attempt_id(1_795_000_000.0), run_format.attempt_id(1_795_000_000.001)
     keys = [
-        format.segment_key(0, early, 1, 0, 9),  # uploaded second, holds earlier steps
-        format.segment_key(0, early, 0, 10, 19),
-        format.segment_key(0, late, 0, 0, 4),  # a restarted rank starts from step 0 again
+        run_format.segment_key(0, early, 1, 0, 9),  # uploaded second, holds earlier steps
+        run_format.segment_key(0, early, 0, 10, 19),
+        run_format.segment_key(0, late, 0, 0, 4),  # a restarted rank starts from step 0 again
     ]
     assert sorted(keys) == [keys[1], keys[0], keys[2]]
-    assert format.after_attempt(0, early) > keys[0] and format.after_attempt(0, early) < keys[2]
-    assert format.parse_segment_name(keys[2]) == (late, 0, 0, 4) and len(late) == format.ATTEMPT_DIGITS
-    assert format.parse_segment_name("rank-00000/seg-garbage.npz") is None
+    assert run_format.after_attempt(0, early) > keys[0] and run_format.after_attempt(0, early) < keys[2]
+    assert (
+        run_format.parse_segment_name(keys[2]) == (late, 0, 0, 4) and len(late) == run_format.ATTEMPT_DIGITS
+    )
+    assert run_format.parse_segment_name("rank-00000/seg-garbage.npz") is None
     # A long run outgrows the zero padding (a billion flushes, or steps past 10^12): still a segment.
-    assert format.parse_segment_name(format.segment_key(0, early, 10**9, 5, 6)) == (early, 10**9, 5, 6)
-    assert format.parse_segment_name(format.segment_key(0, early, 3, 10**12, 10**12 + 1)) == (
+    assert run_format.parse_segment_name(run_format.segment_key(0, early, 10**9, 5, 6)) == (
+        early,
+        10**9,
+        5,
+        6,
+    )
+    assert run_format.parse_segment_name(run_format.segment_key(0, early, 3, 10**12, 10**12 + 1)) == (
         early, 3, 10**12, 10**12 + 1,
     )  # fmt: skip
     # Format 1 keys (no attempt) still parse, as attempt "".
-    assert format.parse_segment_name("rank-00000/seg-000000000010-000000000019-000001.npz") == ("", 1, 10, 19)
-    assert format.meta_key(0, 2, attempt="") == "rank-00000/meta-000002.json"
-    assert format.parse_meta_name(format.meta_key(0, 2, attempt=late)) == (late, 2)
-    assert format.parse_meta_name("rank-00000/meta-000002.json") == ("", 2)
-    assert format.parse_rank_prefix("rank-00042/") == 42 and format.parse_rank_prefix("evaluator/") is None
+    assert run_format.parse_segment_name("rank-00000/seg-000000000010-000000000019-000001.npz") == (
+        "",
+        1,
+        10,
+        19,
+    )
+    assert run_format.meta_key(0, 2, attempt="") == "rank-00000/meta-000002.json"
+    assert run_format.parse_meta_name(run_format.meta_key(0, 2, attempt=late)) == (late, 2)
+    assert run_format.parse_meta_name("rank-00000/meta-000002.json") == ("", 2)
+    assert (
+        run_format.parse_rank_prefix("rank-00042/") == 42
+        and run_format.parse_rank_prefix("evaluator/") is None
+    )
 
 
 def test_a_run_written_by_the_recorder_reads_back_with_statistics_units_and_scalars(run_uri: str) -> None:
@@ -165,7 +180,7 @@ def test_a_tensor_defined_after_the_first_flush_gets_a_new_catalogue_version_tha
     b = w.define("b", collection="gradients", shape=[2])
     w.write_step(1, np.array([a, b]), np.full((2, K), 2, np.float32))
     w.close()
-    metas = [format.meta_key(0, v, attempt=w.attempt) for v in (0, 1)]
+    metas = [run_format.meta_key(0, v, attempt=w.attempt) for v in (0, 1)]
     assert store.list("rank-00000/meta-") == metas
     first, second = json.loads(store.get(metas[0])), json.loads(store.get(metas[1]))
     assert [t["name"] for t in first["tensors"]] == ["a"]
@@ -193,9 +208,9 @@ def test_an_incremental_reader_picks_up_a_catalogue_version_written_after_it_sta
     w.close()
 
 
-def poll_until(src: object, *, count: int, timeout_seconds: float = 10.0) -> list[format.Segment]:
+def poll_until(src: object, *, count: int, timeout_seconds: float = 10.0) -> list[run_format.Segment]:
     """Poll a source until `count` new segments came (the writer uploads in the background)."""
-    got: list[format.Segment] = []
+    got: list[run_format.Segment] = []
     deadline = time.monotonic() + timeout_seconds
     while len(got) < count:
         assert time.monotonic() < deadline, f"only {len(got)} of {count} segments after {timeout_seconds}s"
@@ -231,13 +246,13 @@ def test_a_newer_minor_version_is_read(file_uri: str) -> None:
 
 def test_a_segment_with_an_unknown_major_version_is_reported_not_read() -> None:
     buf = io.BytesIO()
-    arrays = {k: v for k, v in np.load(io.BytesIO(format.encode_segment(make_segment()))).items()}
+    arrays = {k: v for k, v in np.load(io.BytesIO(run_format.encode_segment(make_segment()))).items()}
     arrays["format_version"] = np.array("3.1")
     np.savez(buf, **arrays)
     with pytest.raises(
         errors.FormatError, match="segment s/k has run-format version 3.1; this TrainGuard reads 1.x and 2.x"
     ):
-        format.decode_segment(buf.getvalue(), key="s/k")
+        run_format.decode_segment(buf.getvalue(), key="s/k")
 
 
 def write_three_segments(uri: str) -> list[str]:

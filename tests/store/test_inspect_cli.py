@@ -19,14 +19,19 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def inspect(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return trainguard_cli("inspect", *args, env=env)
+
+
+def trainguard_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m trainguard ARGS...` as a user runs it, with `env` added to this process's environment."""
     return subprocess.run(
-        [sys.executable, "-m", "trainguard", "inspect", *args],
+        [sys.executable, "-m", "trainguard", *args],
         check=False,
         capture_output=True,
         text=True,
@@ -71,7 +76,7 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
         if " " in line.strip()
     }
     assert rows["run"] == run_uri
-    assert rows["format"].startswith("trainguard (format 2.0, framework numpy")
+    assert rows["format"].startswith("trainguard (format 2.1, framework numpy")
     assert rows["ranks"] == "0"
     assert rows["steps"] == "5 saved (first 0, last 8)"
     assert rows["last"] == "step    9"

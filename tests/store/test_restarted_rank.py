@@ -14,12 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import Store, open_store
+from trainguard.store import run_format
+from trainguard.store.backends import Store, open_store
 from trainguard.store.source import RankSource
 from trainguard.store.writer import RankWriter, WriterConfig
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 EVERY_STEP = WriterConfig(flush_every_steps=1, flush_interval_seconds=60)
 T0 = 1_795_000_000.0
 
@@ -38,7 +38,7 @@ def write(w: RankWriter, tid: int, step: int, value: float) -> None:
 
 
 def objects(store: Store) -> dict[str, bytes]:
-    return {k: store.get(k) for k in store.list(format.rank_prefix(0))}
+    return {k: store.get(k) for k in store.list(run_format.rank_prefix(0))}
 
 
 def test_a_rank_written_again_from_step_0_overwrites_nothing_and_reads_as_two_attempts(run_uri: str) -> None:
@@ -63,8 +63,8 @@ def test_a_rank_written_again_from_step_0_overwrites_nothing_and_reads_as_two_at
     second.close()
 
     after = objects(store)
-    assert {k: v for k, v in after.items() if k in before and not k.endswith(format.END_KEY)} == {
-        k: v for k, v in before.items() if not k.endswith(format.END_KEY)
+    assert {k: v for k, v in after.items() if k in before and not k.endswith(run_format.END_KEY)} == {
+        k: v for k, v in before.items() if not k.endswith(run_format.END_KEY)
     }  # every object of the first attempt is still there, byte for byte
     assert first.attempt < second.attempt
     run = trainguard.open_run(run_uri)
@@ -137,23 +137,25 @@ def test_a_writer_whose_clock_is_behind_an_earlier_attempt_still_sorts_after_it(
 
 def test_a_format_1_run_without_attempts_still_reads(run_uri: str) -> None:
     store = open_store(run_uri)
-    info = format.RunInfo(format_version="1.0", run_id="old", framework="numpy", start_time=T0)
-    store.put(format.RUN_INFO_KEY, info.model_dump_json().encode())
-    cat = format.Catalogue(
+    info = run_format.RunInfo(format_version="1.0", run_id="old", framework="numpy", start_time=T0)
+    store.put(run_format.RUN_INFO_KEY, info.model_dump_json().encode())
+    cat = run_format.Catalogue(
         format_version="1.0",
         rank=0,
         version=0,
-        tensors=[format.TensorInfo(id=0, name="a", collection="weights")],
+        tensors=[run_format.TensorInfo(id=0, name="a", collection="weights")],
     )
     store.put("rank-00000/meta-000000.json", cat.model_dump_json().encode())
     for seq, first in enumerate((0, 5)):
-        seg = format.Segment(
+        seg = run_format.Segment(
             steps=np.array([first, first + 1], np.int64),
             wall_time=np.array([T0, T0]),
             tensor_ids=np.array([0], np.int32),
             stats=np.full((2, 1, K), float(first), np.float32),
         )
-        store.put(f"rank-00000/seg-{first:012d}-{first + 1:012d}-{seq:06d}.npz", format.encode_segment(seg))
+        store.put(
+            f"rank-00000/seg-{first:012d}-{first + 1:012d}-{seq:06d}.npz", run_format.encode_segment(seg)
+        )
     store.put(
         "rank-00000/END.json", json.dumps({"format_version": "1.0", "status": "ok", "wall_time": T0}).encode()
     )

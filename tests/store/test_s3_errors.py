@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from trainguard.store import errors
-from trainguard.store.backend import open_store
-from trainguard.store.s3 import RETRYABLE_ERRORS, S3Store
+from trainguard.store.backends import open_store
+from trainguard.store.backends.s3 import RETRYABLE_ERRORS, S3Store
 
 FAST = {"base_backoff_seconds": 0.001, "max_backoff_seconds": 0.01}
 
@@ -38,12 +38,12 @@ def proxied(fault_proxy: Any, s3_bucket: str, s3_env: dict[str, str]) -> S3Store
 def test_throttling_and_server_errors_are_retried_until_the_request_succeeds(
     proxied: S3Store, fault_proxy: Any, caplog: pytest.LogCaptureFixture, status: int, code: str
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="trainguard.store.s3")
+    caplog.set_level(logging.DEBUG, logger="trainguard.store.backends.s3")
     fault_proxy.fail_next(2, status, code)
     proxied.put("rank-00000/seg-1.npz", b"payload")
     assert [m for m, _ in fault_proxy.requests] == ["PUT", "PUT", "PUT"]
     assert proxied.get("rank-00000/seg-1.npz") == b"payload"
-    messages = [r.getMessage() for r in caplog.records if r.name == "trainguard.store.s3"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "trainguard.store.backends.s3"]
     assert any("attempt 1 of 5 failed" in m for m in messages), messages
     assert any("attempt 2 of 5 failed" in m for m in messages), messages
     assert not any("attempt 3 of 5" in m for m in messages), messages

@@ -19,8 +19,9 @@ import pytest
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorflow_masked_crc32c
 
 import trainguard
-from trainguard.store import format, smdebug, stats, tfrecord
-from trainguard.store.backend import open_store
+from trainguard.store import run_format, stats
+from trainguard.store.backends import open_store
+from trainguard.store.foreign import smdebug, tfrecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "smdebug"
 MLP = json.loads((FIXTURES / "mlp.expected.json").read_text())
@@ -114,7 +115,7 @@ def test_statistics_computed_on_read_match_numpy_on_the_values_the_script_saw(na
     run = trainguard.open_run(str(FIXTURES / "mlp"))
     for tensor, key in ((name, "params"), (f"grad/{name}", "grads")):
         want = _expected_rows(name, key)
-        for k, column in enumerate(format.STAT_COLUMNS):
+        for k, column in enumerate(run_format.STAT_COLUMNS):
             steps, got = run.series(tensor, column)
             assert steps.tolist() == [s["step"] for s in TRAIN_STEPS]
             np.testing.assert_allclose(
@@ -192,7 +193,7 @@ def test_reductions_fold_back_under_their_base_tensor() -> None:
             for column in ("min", "max", "mean", "std", "abs_mean", "l2"):
                 got = run.series(tensor, column).values
                 np.testing.assert_allclose(
-                    got, want_rows[:, format.COLUMN[column]], rtol=1e-4, atol=1e-6, equal_nan=True
+                    got, want_rows[:, run_format.COLUMN[column]], rtol=1e-4, atol=1e-6, equal_nan=True
                 )
             assert (
                 run.series(tensor, "count").values == np.prod(MLP["shapes"][name])
@@ -241,7 +242,7 @@ def test_workers_become_ranks_and_their_statistics_come_from_the_signed_values()
         for name in ("int8/t", "bf16/t", "half/t", "int64/t", "bool/t"):
             want = DTYPES["workers"][worker]["0"][name]
             row = stats.tier0(np.asarray(want["values"]))
-            got = [run.series(name, c, rank=rank).values[0] for c in format.STAT_COLUMNS]
+            got = [run.series(name, c, rank=rank).values[0] for c in run_format.STAT_COLUMNS]
             np.testing.assert_allclose(got, row, rtol=1e-6, equal_nan=True, err_msg=f"{worker} {name}")
         assert run.scalars("accuracy", rank=rank).values.tolist() == [0.5, 0.75]
     assert run.problems == []
@@ -463,7 +464,7 @@ def test_inspect_lists_a_damaged_smdebug_record_and_exits_1(
 
 def test_damaged_bytes_raise_only_the_readers_own_errors() -> None:
     """Random damage to real records: decoding fails with DecodeError/RecordError, never anything else."""
-    from trainguard.store import tfevent
+    from trainguard.store.foreign import tfevent
 
     files = sorted(FIXTURES.glob("*/events/*/*.tfevents"))
     payloads = [bytes(r.payload) for f in files for r in tfrecord.iter_records(f.read_bytes())]
@@ -487,7 +488,7 @@ def test_damaged_bytes_raise_only_the_readers_own_errors() -> None:
 
 
 def test_a_tensor_whose_bytes_do_not_fit_its_dtype_or_shape_is_a_decode_error() -> None:
-    from trainguard.store import tfevent
+    from trainguard.store.foreign import tfevent
 
     with pytest.raises(tfevent.DecodeError, match="cannot be decoded"):
         tfevent.decode_tensor(b"\x08\x01\x22\x03abc")  # DT_FLOAT with 3 content bytes

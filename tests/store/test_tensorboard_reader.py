@@ -21,8 +21,8 @@ from torch.utils.tensorboard import SummaryWriter
 
 import trainguard
 from trainguard.api.enums import Mode
-from trainguard.store import tensorboard, tfevent, tfrecord
-from trainguard.store.backend import open_store
+from trainguard.store.backends import open_store
+from trainguard.store.foreign import tensorboard, tfevent, tfrecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGS = FIXTURES / "tensorboard" / "logs"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 from trainguard.store.writer import RankWriter, WriterConfig
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 
 
 def test_an_attribute_set_after_define_is_in_the_next_catalogue(file_uri: str) -> None:
@@ -27,5 +27,5 @@ def test_an_attribute_set_after_define_is_in_the_next_catalogue(file_uri: str) -
     run = trainguard.open_run(file_uri)
     assert {t.name: t.order for t in run.tensors()} == {"fc1.weight": 0, "fc2.weight": 1}
     assert run.steps().tolist() == [0, 1]
-    metas = [k for k in open_store(file_uri).list(format.rank_prefix(0)) if "meta-" in k]
+    metas = [k for k in open_store(file_uri).list(run_format.rank_prefix(0)) if "meta-" in k]
     assert len(metas) == 2, "one catalogue before the first segment, one after the annotations"

@@ -1,9 +1,10 @@
 """Fail open: a store that dies, hangs or never existed never raises into training nor holds a step up.
 
 A numpy training loop records through `trainguard.Recorder` into a separate, short-lived
-SeaweedFS that the test kills (SIGKILL) or freezes (SIGSTOP) mid-run, or into a bucket that does
-not exist. Capture must disable itself, log once, and record the error: in `Recorder.errors`,
-and in END.json when the store is back by the time the run closes.
+SeaweedFS that the test kills (SIGKILL) and restarts, or freezes (SIGSTOP) and thaws, mid-run;
+or into a bucket that does not exist. A store that comes back gets every step (the writer keeps
+segments pending and retries them); a bucket that never existed disables capture at once, logs
+once, and records the error in `Recorder.errors`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import numpy as np
 import pytest
 
 import trainguard
-from trainguard.store import format
-from trainguard.store.backend import open_store
+from trainguard.store import run_format
+from trainguard.store.backends import open_store
 
 MAX_BLOCK_SECONDS = 0.05
 MARGIN_SECONDS = 0.25
@@ -32,7 +33,6 @@ def new_recorder(uri: str) -> trainguard.Recorder:
     return trainguard.Recorder(
         uri,
         save_interval=1,
-        flush_every_steps=1,
         flush_interval_seconds=0.05,
         max_block_seconds=MAX_BLOCK_SECONDS,
     )
@@ -77,15 +77,6 @@ def train_through_failure(
     assert len(error_records(caplog)) == 1, [r.getMessage() for r in error_records(caplog)]
 
 
-def wait_for(condition: Callable[[], Any], *, timeout_seconds: float = 10.0) -> Any:
-    """Poll `condition` until it returns something true, and return that."""
-    deadline = time.monotonic() + timeout_seconds
-    while not (result := condition()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-    return result
-
-
 def error_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name.startswith("trainguard") and r.levelno >= logging.ERROR]
 
@@ -99,44 +90,68 @@ def own_server_uri(seaweedfs_factory: Callable[..., Any], monkeypatch: pytest.Mo
     return server, f"s3://{server.create_bucket()}/run"
 
 
+def train_until_pending(rec: trainguard.Recorder, *, segments: int) -> list[float]:
+    """Train until the writer is in an outage with `segments` segments waiting; return the step durations."""
+    w = rec._writer
+    assert w is not None
+    return train(rec, until=lambda: w._outage_since is not None and len(w._pending) >= segments)
+
+
+def assert_every_step_landed(rec: trainguard.Recorder, uri: str) -> None:
+    w = rec._writer
+    assert w is not None
+    total = w._last_step + 1 if w._last_step is not None else 0
+    # a restarted SeaweedFS may take seconds before it stores objects again (its volumes load after S3
+    # answers): the writer keeps retrying; close() once it caught up, so its deadline is not what is tested
+    assert w.wait_idle(120), "the writer never caught up with the restarted store"
+    rec.close()
+    end = run_format.EndInfo.model_validate(json.loads(open_store(uri).get(run_format.end_key(0))))
+    assert (end.status, end.lost_steps, end.errors) == ("ok", 0, [])
+    assert end.store_outage_seconds > 0
+    assert trainguard.open_run(uri).series("fc.weight", "l2").steps.tolist() == list(range(total))
+
+
 @pytest.mark.slow
-def test_a_store_killed_mid_run_disables_capture_and_end_records_the_error_once_the_store_is_back(
+def test_a_store_killed_mid_run_and_restarted_gets_every_step(
     own_server_uri: tuple[Any, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     server, uri = own_server_uri
     rec = new_recorder(uri)
-    assert max(train(rec, steps=20)) <= MAX_BLOCK_SECONDS + MARGIN_SECONDS
-    landed = wait_for(lambda: [k for k in [open_store(uri).list("rank-00000/seg-")] if len(k) >= 5])[0]
-    train_through_failure(rec, caplog, fail=server.kill)
-
+    durations = train(rec, steps=20)
+    assert rec._writer is not None and rec._writer.wait_idle(30)  # the store has taken objects: it works
+    server.kill()
+    durations += train_until_pending(rec, segments=20)
     server.restart()
-    rec.close()
-    store = open_store(uri)
-    end = format.EndInfo.model_validate(json.loads(store.get(format.end_key(0))))
-    assert end.status == "error" and end.errors and end.errors[0] == rec.errors[0]
-    run = trainguard.open_run(uri)
-    steps = run.series("fc.weight", "l2").steps
-    assert len(steps) >= len(landed) and steps.tolist() == list(
-        range(len(steps))
-    )  # what landed before the kill is intact
+    durations += train(rec, steps=20)
+    assert max(durations) <= MAX_BLOCK_SECONDS + MARGIN_SECONDS, f"a step took {max(durations):.3f}s"
+    assert not rec.errors and not error_records(caplog)
+    assert_every_step_landed(rec, uri)
 
 
 @pytest.mark.slow
-def test_a_frozen_store_holds_a_step_up_at_most_max_block_seconds(
+def test_a_frozen_store_never_holds_a_step_up_and_gets_every_step_once_it_thaws(
     own_server_uri: tuple[Any, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     server, uri = own_server_uri
     rec = new_recorder(uri)
     train(rec, steps=5)
+    os.kill(server.pid, signal.SIGSTOP)  # uploads now hang: connections open, no answer comes
     try:
-        # Uploads now hang: connections open, no answer ever comes.
-        train_through_failure(rec, caplog, fail=lambda: os.kill(server.pid, signal.SIGSTOP))
-        assert rec._writer is not None and not rec._writer.wait_idle(0.2), "an upload hangs: not idle"
+        w = rec._writer
+        assert w is not None
+        durations = train(rec, until=lambda: len(w._pending) >= 20)
+        assert not w.wait_idle(0.2), "an upload hangs: not idle"
     finally:
-        server.kill()  # SIGKILL also ends a stopped process; the hung upload then fails fast
-    assert "upload queue full" in rec.errors[0] and "too slow" in rec.errors[0]
+        os.kill(server.pid, signal.SIGCONT)
+    durations += train(rec, steps=20)
+    assert max(durations) <= MAX_BLOCK_SECONDS + MARGIN_SECONDS, f"a step took {max(durations):.3f}s"
+    assert w.wait_idle(60)
     rec.close()
-    assert any("END.json" in e or "cannot upload" in e for e in rec.errors[1:])
+    end = run_format.EndInfo.model_validate(json.loads(open_store(uri).get(run_format.end_key(0))))
+    assert (end.status, end.lost_steps) == ("ok", 0)
+    total = w._last_step + 1 if w._last_step is not None else 0
+    assert trainguard.open_run(uri).series("fc.weight", "l2").steps.tolist() == list(range(total))
+    assert not error_records(caplog)
 
 
 def test_a_missing_bucket_disables_capture_without_raising_and_says_which_bucket(
@@ -146,4 +161,4 @@ def test_a_missing_bucket_disables_capture_without_raising_and_says_which_bucket
     train_through_failure(rec, caplog, fail=lambda: None)
     rec.close()  # END.json cannot be written either; close must still return
     assert "bucket no-such-bucket-for-trainguard does not exist" in rec.errors[0]
-    assert any(format.END_KEY in e for e in rec.errors[1:])
+    assert any(run_format.END_KEY in e for e in rec.errors[1:])

@@ -11,18 +11,20 @@ import time
 
 import numpy as np
 
-from trainguard.store import format
-from trainguard.store.backend import Store, open_store
+from trainguard.store import run_format
+from trainguard.store.backends import Store, open_store
 from trainguard.store.writer import RankWriter, WriterConfig
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 SLOW = WriterConfig(flush_every_steps=50, flush_interval_seconds=60)  # nothing would leave on its own
 
 
 def segments(store: Store) -> list[tuple[int, int, int]]:
     """(first step, last step, upload sequence) of every segment, in key order."""
-    keys = store.list(format.rank_prefix(0))
-    return [(p.first_step, p.last_step, p.seq) for p in map(format.parse_segment_name, keys) if p is not None]
+    keys = store.list(run_format.rank_prefix(0))
+    return [
+        (p.first_step, p.last_step, p.seq) for p in map(run_format.parse_segment_name, keys) if p is not None
+    ]
 
 
 def wait_for_segments(store: Store, n: int, timeout: float = 10.0) -> list[tuple[int, int, int]]:
@@ -36,8 +38,8 @@ def wait_for_segments(store: Store, n: int, timeout: float = 10.0) -> list[tuple
 
 def stats(nan: float = 0.0) -> np.ndarray:
     row = np.ones((1, K), np.float32)
-    row[0, format.COLUMN["nan"]] = nan
-    row[0, format.COLUMN["inf"]] = 0.0
+    row[0, run_format.COLUMN["nan"]] = nan
+    row[0, run_format.COLUMN["inf"]] = 0.0
     return row
 
 
@@ -69,8 +71,8 @@ def test_a_non_finite_scalar_is_flushed_at_once(file_uri: str) -> None:
     w.write_scalars(2, [loss], [float("nan")])
     found = wait_for_segments(store, 1)
     assert len(found) == 1
-    (key,) = store.list(format.rank_prefix(0) + "seg-")
-    seg = format.decode_segment(store.get(key), key="seg")
+    (key,) = store.list(run_format.rank_prefix(0) + "seg-")
+    seg = run_format.decode_segment(store.get(key), key="seg")
     assert seg.scalar_steps.tolist() == [0, 1, 2] and np.isnan(seg.scalar_values[-1])
     w.close()
 

@@ -51,6 +51,24 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
 ]
 """`kubectl get dj` columns; `Job` shows with `-o wide`."""
 
+NAME_RULES: list[dict[str, str]] = [
+    {
+        "rule": f"self.metadata.name.matches('{debugjob.NAME_PATTERN}')",
+        "message": debugjob.NAME_PATTERN_MESSAGE,
+        "reason": "FieldValueInvalid",
+    },
+    {
+        "rule": (
+            f"size(self.metadata.name) + 1 + size(string(self.spec.workers - 1)) <= {debugjob.HOSTNAME_MAX_LENGTH}"
+        ),
+        # A static message: a messageExpression that prints the numbers costs more than the API server allows.
+        "message": debugjob.NAME_LENGTH_MESSAGE,
+        "reason": "FieldValueInvalid",
+    },
+]
+"""CEL rules on the whole object: names the Job, Service and pod hostnames could not take are refused at once
+(`debugjob.name_problem` is the same check in Python)."""
+
 _KEEP = {
     "type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
     "maxLength", "pattern", "required", "minItems", "maxItems", "nullable",
@@ -60,7 +78,9 @@ _INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kuberne
 
 def build_crd() -> dict[str, Any]:
     """Return the CustomResourceDefinition of DebugJob as a plain dict."""
-    spec_schema = structural(debugjob.DebugJobSpec.model_json_schema(by_alias=True), keep_descriptions=True)
+    spec_schema = default_empty_objects(
+        structural(debugjob.DebugJobSpec.model_json_schema(by_alias=True), keep_descriptions=True)
+    )
     status_schema = structural(
         debugjob.DebugJobStatus.model_json_schema(by_alias=True), keep_descriptions=True
     )
@@ -70,11 +90,20 @@ def build_crd() -> dict[str, Any]:
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
-            "metadata": {"type": "object"},
+            # Declaring the name's length bounds the cost of the CEL rules that read it (`NAME_RULES`);
+            # CRDs may restrict metadata.name and generateName only.
+            "metadata": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": debugjob.HOSTNAME_MAX_LENGTH},
+                    "generateName": {"type": "string"},
+                },
+            },
             "spec": spec_schema,
             "status": status_schema,
         },
         "required": ["spec"],
+        "x-kubernetes-validations": copy.deepcopy(NAME_RULES),
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -226,6 +255,32 @@ def _convert(
     if out.get("required") == []:
         del out["required"]
     return out
+
+
+def default_empty_objects(schema: dict[str, Any]) -> dict[str, Any]:
+    """Give every optional, non-nullable object whose own fields are all optional the default `{}`, in place.
+
+    The API server applies a field's default only inside an object that exists, so without this a
+    DebugJob that leaves out `actions` shows no `actions.stop.gracePeriodSeconds` at all; with it,
+    the spec the server stores (and `kubectl get -o yaml` shows) carries every default.
+    """
+    required = set(schema.get("required") or [])
+    for name, prop in (schema.get("properties") or {}).items():
+        if (
+            prop.get("x-kubernetes-preserve-unknown-fields")
+            or prop.get("type") != "object"
+            or name == "template"
+        ):
+            continue  # the pod template is the user's, as written
+        default_empty_objects(prop)
+        if (
+            name not in required
+            and "default" not in prop
+            and not prop.get("nullable")
+            and not prop.get("required")
+        ):
+            prop["default"] = {}
+    return schema
 
 
 def _first_type(node: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -33,7 +33,59 @@ DEFAULT_EVALUATOR_IMAGE = "ghcr.io/trainguard/trainguard:latest"
 POD_TEMPLATE_MARKER = "x-trainguard-pod-template"
 """Schema key on `spec.template`: the CRD generator puts the pinned core/v1 PodTemplateSpec there."""
 
+MAX_NPROC_PER_NODE = 64
+"""Processes per pod: one per accelerator, and no node has more than 64 of them."""
+MAX_GRACE_PERIOD_SECONDS = 3600
+"""Longest grace period of a stopped trainer: enough to write a checkpoint, short enough to free the GPUs."""
+MAX_WEBHOOKS = 10
+"""Webhooks per DebugJob; wider fan-out belongs in Alertmanager (docs/notifications.md)."""
+MAX_RULES = 100
+"""Rules per DebugJob (the built-in library has fewer than 40)."""
+
 _URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
+
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+"""A DebugJob's name is a DNS-1035 label: it names the Job, the headless Service and (with `-<index>`) each pod's hostname."""
+HOSTNAME_MAX_LENGTH = 63
+"""Kubernetes' limit on a hostname (a DNS label); the Job names each rank's pod `<name>-<index>`."""
+NAME_PATTERN_MESSAGE = (
+    "metadata.name must consist of lowercase letters, digits and '-', start with a letter and end with a "
+    "letter or digit (no dots): it names the DebugJob's Job, its headless Service and each rank's hostname"
+)
+
+
+NAME_LENGTH_MESSAGE = (
+    f"metadata.name is too long for spec.workers: each rank's hostname is <name>-<index> and a hostname has at "
+    f"most {HOSTNAME_MAX_LENGTH} characters, so the name may have at most 61 characters with up to 10 workers, "
+    f"60 with up to 100, 59 with up to 1000 and 58 with more"
+)
+
+
+def max_name_length(workers: int) -> int:
+    """Return the longest DebugJob name whose rank hostnames `<name>-<index>` fit in a DNS label."""
+    return HOSTNAME_MAX_LENGTH - 1 - len(str(max(workers, 1) - 1))
+
+
+def name_problem(name: str, workers: int) -> str | None:
+    """Return why the Job, Service or pods of a DebugJob could not take `name`, or None when they can.
+
+    The CRD carries the same checks as CEL rules (`crd.NAME_RULES`), so the API server refuses such
+    a DebugJob up front; the operator checks again for a CRD installed without them.
+    """
+    if not re.match(NAME_PATTERN, name):
+        return f"{NAME_PATTERN_MESSAGE}; {name!r} does not"
+    limit = max_name_length(workers)
+    if len(name) > limit:
+        return name_length_message(len(name), workers, limit)
+    return None
+
+
+def name_length_message(length: int, workers: int, limit: int) -> str:
+    """The message for a name too long for its rank hostnames (the CRD's rule says the same with a table)."""
+    return (
+        f"metadata.name has {length} characters; with {workers} workers it may have at most {limit}: "
+        f"each rank's hostname is <name>-<index> and a hostname has at most {HOSTNAME_MAX_LENGTH} characters"
+    )
 
 
 class _Model(BaseModel):
@@ -62,6 +114,13 @@ class S3CredentialsRef(_Model):
     )
 
 
+SaveInterval = Annotated[int, Field(ge=1)]
+"""Statistics are saved every this many training steps: the one definition, for the DebugJob's capture
+settings and the hook's (`capture.config.CaptureConfig`)."""
+DEFAULT_SAVE_INTERVAL = 10
+"""10 keeps the hook's overhead near 1% and the detection latency low."""
+
+
 class CaptureSpec(_Model):
     """Where and how the training hook writes statistics."""
 
@@ -83,9 +142,8 @@ class CaptureSpec(_Model):
         default=None,
         description="Secret with S3 credentials. Empty: the pod's service account identity (IRSA, workload identity).",
     )
-    save_interval: int = Field(
-        default=10,
-        ge=1,
+    save_interval: SaveInterval = Field(
+        default=DEFAULT_SAVE_INTERVAL,
         description="Save statistics every N training steps (TRAINGUARD_SAVE_INTERVAL); 10 costs about 1%.",
     )
     collections: list[Collection] | None = Field(
@@ -105,9 +163,22 @@ class StopAction(_Model):
     grace_period_seconds: int = Field(
         default=30,
         ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
         description=(
             "Seconds the trainer gets between SIGTERM and SIGKILL when the Job is suspended "
-            "(the pods' terminationGracePeriodSeconds); 30 is Kubernetes' default."
+            "(the pods' terminationGracePeriodSeconds); 30 is Kubernetes' default, at most one hour "
+            "(enough to write a checkpoint; a stopped job should not hold its GPUs longer)."
+        ),
+    )
+    cooperative_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
+        description=(
+            "Seconds between a stop verdict and the Job's suspension when the trainer polls the stop file "
+            "(hook.should_stop(); the sidecar writes the file at once and reports that the trainer reads it): "
+            "time to save a checkpoint and exit by itself. A trainer that does not poll it is suspended at "
+            "once; 0 always suspends at once. Then SIGTERM, and SIGKILL after gracePeriodSeconds."
         ),
     )
 
@@ -122,7 +193,9 @@ class WebhookFormat(str, enum.Enum):
 class Webhook(_Model):
     """An HTTP endpoint told about rule transitions; its URL is a secret."""
 
-    name: str = Field(min_length=1, description="Name of this webhook, used in events and metrics-free logs.")
+    name: str = Field(
+        min_length=1, max_length=63, description="Name of this webhook, used in events and metrics-free logs."
+    )
     url_secret_ref: SecretKeyRef = Field(
         description="Secret key holding the URL (URLs often carry tokens, so they never appear in the spec)."
     )
@@ -136,7 +209,9 @@ class NotifyAction(_Model):
     """Who hears about a notify verdict besides the Kubernetes Event."""
 
     webhooks: list[Webhook] = Field(
-        default_factory=list, description="Webhooks called once per rule transition."
+        default_factory=list,
+        max_length=MAX_WEBHOOKS,
+        description="Webhooks called once per rule transition (at most 10; route wider fan-out through Alertmanager).",
     )
 
 
@@ -187,7 +262,11 @@ class DebugJobSpec(_Model):
     nproc_per_node: int = Field(
         default=1,
         ge=1,
-        description="Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this.",
+        le=MAX_NPROC_PER_NODE,
+        description=(
+            "Processes per pod (PET_NPROC_PER_NODE for torchrun); WORLD_SIZE = workers x this. "
+            "At most 64: one process per accelerator, and no node has more."
+        ),
     )
     container_name: str = Field(
         default="trainer", description="Name of the training container in the template."
@@ -205,7 +284,8 @@ class DebugJobSpec(_Model):
     capture: CaptureSpec = Field(description="Where and how statistics are captured.")
     rules: list[RuleSpec] = Field(
         default_factory=list,
-        description="Rules to evaluate (the rules-file schema); empty means the default set.",
+        max_length=MAX_RULES,
+        description="Rules to evaluate (the rules-file schema); empty means the default set; at most 100.",
     )
     actions: ActionsSpec = Field(default_factory=ActionsSpec, description="Settings of stop and notify.")
     evaluator: EvaluatorSpec = Field(default_factory=EvaluatorSpec, description="The evaluator sidecar.")
@@ -273,6 +353,11 @@ class RankReport(_Model):
     last_step: int | None = Field(default=None, description="Last step the sidecar evaluated.")
     time: str | None = Field(default=None, description="When the report was written (RFC 3339).")
     ended: bool = Field(default=False, description="The rank wrote END and the sidecar evaluated everything.")
+    stop_watched: bool = Field(
+        default=False,
+        description="The trainer polls the stop file (hook.should_stop()): after a stop verdict it can save its "
+        "work and exit by itself, so the operator waits actions.stop.cooperativeSeconds before suspending.",
+    )
     rules: list[RankRuleReport] = Field(default_factory=list, description="One entry per configured rule.")
 
 
@@ -282,12 +367,24 @@ class JobSummary(_Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     active: int = Field(default=0, description="Pods running.")
+    terminating: int = Field(
+        default=0,
+        description="Pods terminating (in their grace period): not active, not gone yet (Kubernetes 1.29+).",
+    )
     ready: int = Field(default=0, description="Pods ready.")
     succeeded: int = Field(default=0, description="Indexes that succeeded.")
     failed: int = Field(default=0, description="Pods that failed.")
     suspended: bool = Field(default=False, description="The Job is suspended.")
-    complete: bool = Field(default=False, description="The Job has condition Complete=True.")
-    failed_condition: bool = Field(default=False, description="The Job has condition Failed=True.")
+    complete: bool = Field(
+        default=False,
+        description="The Job has condition Complete=True, or SuccessCriteriaMet=True (1.31+: it will complete "
+        "once its pods are gone).",
+    )
+    failed_condition: bool = Field(
+        default=False,
+        description="The Job has condition Failed=True, or FailureTarget=True (1.31+: it will fail once its pods "
+        "are gone).",
+    )
     deleted: bool = Field(default=False, description="The Job was deleted before it finished.")
     reason: str = Field(default="", description="Reason of the Job's terminal condition.")
     message: str = Field(default="", description="Message of the Job's terminal condition.")
@@ -316,7 +413,11 @@ class DebugJobStatus(_Model):
     )
     reports: dict[str, RankReport] = Field(
         default_factory=dict,
-        description="Per-rank sidecar reports, keyed rank-NNNNN; each rank writes only its own key.",
+        description=(
+            "Sidecar reports, keyed rank-NNNNN; each pod writes only its own ranks' keys. Jobs of up to 32 ranks "
+            "report every rank in full; larger ones only rank 0 in full (progress) and, per pod and rule with a "
+            "finding, the rank that found it first, so the object stays small at any number of ranks."
+        ),
     )
 
 

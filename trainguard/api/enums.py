@@ -51,6 +51,20 @@ class Action(str, enum.Enum):
     NONE = "none"
 
 
+class RuleCategory(str, enum.Enum):
+    """What a rule looks at; groups the rules in `trainguard rules list` and the docs."""
+
+    NON_FINITE = "non-finite values"
+    GRADIENTS = "gradients"
+    ACTIVATIONS = "activations"
+    WEIGHTS = "weights and updates"
+    LOSS = "loss"
+    GENERALISATION = "generalisation"
+    PREDICTIONS = "data and predictions"
+    PROGRESS = "progress"
+    WATCHPOINT = "watchpoint"
+
+
 class RuleState(str, enum.Enum):
     """Per-rule status as SageMaker's DebugRuleEvaluationStatuses named them."""
 

@@ -8,10 +8,12 @@ DebugJob without importing user code.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from trainguard.api import sagemaker
 from trainguard.api.enums import Action
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
@@ -40,6 +42,18 @@ class RuleSpec(BaseModel):
         default=None, description="Regular expressions of tensor names the rule watches."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sagemaker_keys(cls, data: Any) -> Any:
+        # A ported SageMaker Debugger entry: point at our field instead of "Extra inputs are not permitted".
+        if isinstance(data, dict):
+            for key, hint in sagemaker.ENTRY_KEY_HINTS.items():
+                if key in data:
+                    raise ValueError(
+                        f"`{key}` is SageMaker Debugger's name: {hint} ({sagemaker.CONVERT_HINT})"
+                    )
+        return data
+
     @field_validator("type")
     @classmethod
     def _type(cls, v: str) -> str:
@@ -61,13 +75,25 @@ class RulesConfig(BaseModel):
 
     @model_validator(mode="after")
     def _unique(self) -> RulesConfig:
-        seen: set[str] = set()
+        duplicate = first_duplicate(self.rules)
         for i, r in enumerate(self.rules):
             if r.name is not None and not _NAME_RE.match(r.name):
                 raise ValueError(f"rules[{i}].name {r.name!r} must be lowercase letters, digits, '-' or '_'")
-            if r.key in seen:
+            if duplicate is not None and i == duplicate[0]:
                 raise ValueError(
                     f"rules[{i}]: duplicate rule name {r.key!r}; give each entry a unique `name`"
                 )
-            seen.add(r.key)
         return self
+
+
+def first_duplicate(specs: Sequence[RuleSpec]) -> tuple[int, int] | None:
+    """The first entry whose name (`key`) an earlier entry has, as (its index, the earlier one's); None if none.
+
+    The one check of unique names: for a rules file or a DebugJob's rules (`RulesConfig`) and for
+    rules handed to the evaluator as a list (`sidecar.config.compile_rules`)."""
+    seen: dict[str, int] = {}
+    for i, r in enumerate(specs):
+        if r.key in seen:
+            return i, seen[r.key]
+        seen[r.key] = i
+    return None

@@ -20,6 +20,14 @@ class DebugJobRef(BaseModel):
     namespace: str
     name: str
     uid: str | None = None
+    service_account_dir: str | None = Field(
+        default=None,
+        description=(
+            "Directory holding the projected ServiceAccount token, ca.crt and namespace (the operator mounts it "
+            "in the sidecar only; the pod gets no automounted token). None: KUBECONFIG, else the standard "
+            "in-cluster path."
+        ),
+    )
 
 
 class SidecarConfig(BaseModel):
@@ -39,9 +47,18 @@ class SidecarConfig(BaseModel):
     ranks_per_pod: int = Field(
         default=1,
         ge=1,
+        le=64,
         description=(
             "Training processes per pod (the DebugJob's nprocPerNode). torchrun gives them the global "
             "ranks node_rank * n + local_rank, so the pod with index i follows ranks [i*n, (i+1)*n)."
+        ),
+    )
+    world_size: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Ranks of the whole job (the DebugJob's workers x nprocPerNode). Above 32 the pods' status reports "
+            "are condensed: progress from the first pod only, findings from one rank per pod and rule."
         ),
     )
     s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for S3-compatible stores.")

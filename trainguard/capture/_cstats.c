@@ -5,7 +5,7 @@
  * This kernel reads each tensor once, where it lies, accumulates its moments in float32 over
  * blocks of 512 values and in float64 across blocks (a block whose float32 sums overflow,
  * underflow or meet a NaN is read again in float64), and writes its row of statistic columns
- * (`format.STAT_COLUMNS`: count nan inf zero min max mean std abs_mean l2 update_l2 distance_l2)
+ * (`run_format.STAT_COLUMNS`: count nan inf zero min max mean std abs_mean l2 update_l2 distance_l2)
  * as float32. For a tracked parameter the same pass compares it with its previous and first
  * saved copies, counts the changed elements of each unit (row of dim 0) for the Tier-1 "moved"
  * vector and refreshes the previous copy. Optionally it fills the 64-bin log2-magnitude
@@ -18,7 +18,7 @@
  * 1e-6 of numpy's float64 result (the std within 1e-5).
  *
  * Python never hands this module anything but addresses and sizes it checked
- * (`trainguard/capture/native.py`); it allocates nothing and keeps no state.
+ * (`trainguard/capture/torch/native.py`); it allocates nothing and keeps no state.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

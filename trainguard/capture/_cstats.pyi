@@ -1,4 +1,4 @@
-# The C kernel of the hook's CPU path (_cstats.c); called only through trainguard.capture.native.
+# The C kernel of the hook's CPU path (_cstats.c); called only through trainguard.capture.torch.native.
 from typing import Any
 
 N_COLUMNS: int

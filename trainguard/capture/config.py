@@ -13,9 +13,10 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from trainguard.api import debugjob
 from trainguard.api.enums import Collection
 from trainguard.errors import ConfigError
-from trainguard.store import backend, writer
+from trainguard.store import backends, writer
 
 DEFAULT_COLLECTIONS = (
     "weights",
@@ -40,9 +41,8 @@ class CaptureConfig(BaseModel):
     run_id: str = Field(
         default_factory=lambda: uuid.uuid4().hex[:12], description="Run id recorded in run.json."
     )
-    save_interval: int = Field(
-        default=10,
-        ge=1,
+    save_interval: debugjob.SaveInterval = Field(
+        default=debugjob.DEFAULT_SAVE_INTERVAL,
         description="Save statistics every N steps. 10 keeps overhead near 1% and latency low.",
     )
     collections: tuple[str, ...] = Field(default=DEFAULT_COLLECTIONS, description="Collections to capture.")
@@ -63,8 +63,21 @@ class CaptureConfig(BaseModel):
     max_block_seconds: float = Field(
         default=0.05,
         ge=0,
-        description="Longest time a full upload queue may hold up a step before capture disables itself; "
-        "also the longest a saved step may wait for a busy statistics worker before it is skipped.",
+        description="PyTorch hook: the longest a saved step may wait at once for a busy statistics worker before "
+        "it is skipped (uploads never hold a step up: see max_pending_bytes).",
+    )
+    max_pending_bytes: int = Field(
+        default=writer.WriterConfig.max_pending_bytes,
+        ge=1,
+        description="Memory for segments waiting for upload. While the store fails they wait here and are "
+        "retried; when it is full, new segments are dropped and their steps counted (END.json lost_steps). "
+        "64 MiB hold some twenty minutes of a model of 1,000 tensors saving one step a second.",
+    )
+    close_timeout_seconds: float = Field(
+        default=writer.WriterConfig.close_timeout_seconds,
+        ge=0,
+        description="The longest close() (and so the script's exit) waits for pending uploads and END.json; "
+        "what is still pending then is counted lost.",
     )
     track_updates: bool = Field(
         default=True,
@@ -74,7 +87,7 @@ class CaptureConfig(BaseModel):
     native_stats: bool = Field(
         default=True,
         description="PyTorch hook, tensors on CPU: read float32 tensors in place with the one-pass C kernel "
-        "on the training thread (when it was built: trainguard.capture.native.AVAILABLE); the statistics "
+        "on the training thread (when it was built: trainguard.capture.torch.native.AVAILABLE); the statistics "
         "worker is then not used unless the kernel reads none of the parameters. false: the packed torch path.",
     )
     stats_worker: bool = Field(
@@ -147,7 +160,7 @@ class CaptureConfig(BaseModel):
             {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
         )
         return writer.RankWriter(
-            backend.open_store(self.out, **options),
+            backends.open_store(self.out, **options),
             rank=self.rank,
             world_size=self.world_size,
             run_id=self.run_id,
@@ -156,6 +169,10 @@ class CaptureConfig(BaseModel):
             config=writer.WriterConfig(
                 flush_every_steps=self.flush_every_steps,
                 flush_interval_seconds=self.flush_interval_seconds,
-                max_block_seconds=self.max_block_seconds,
+                max_pending_bytes=self.max_pending_bytes,
+                close_timeout_seconds=self.close_timeout_seconds,
+                end_timeout_seconds=min(
+                    writer.WriterConfig.end_timeout_seconds, self.close_timeout_seconds / 2
+                ),
             ),
         )

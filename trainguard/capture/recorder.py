@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.predictions import PredictionCounter, write_counts
-from trainguard.capture.stop import StopFlag
+from trainguard.stop_flag import StopFlag
 from trainguard.store import stats as numpy_stats
 from trainguard.store import writer
 
@@ -52,6 +53,7 @@ class Recorder:
         if config is None:
             return
         self._writer = config.open_writer(framework="numpy")
+        exit_watch.install()
         atexit.register(self.close)
 
     # --- recording ----------------------------------------------------------------------------
@@ -161,8 +163,9 @@ class Recorder:
         w = self._writer
         try:
             if w is not None and not w.disabled:
-                self._write_current(w)
-                self._write_predictions(w, self.current_step)
+                with w.together():  # the step's scalars, statistics and counts in one segment
+                    self._write_current(w)
+                    self._write_predictions(w, self.current_step)
         except Exception as err:  # noqa: BLE001
             self._fail(f"step {self.current_step} failed: {type(err).__name__}: {err}")
         self._pending.clear()
@@ -227,18 +230,27 @@ class Recorder:
 
     def close(self) -> None:
         """Flush, write END.json and stop the uploader. Idempotent; also runs at interpreter exit."""
+        self._close(exception=exit_watch.uncaught())
+
+    def _close(self, *, exception: str | None) -> None:
         if self._writer is not None:
             if not self._writer.closed and not self._writer.disabled:
                 try:  # counts added since the last saved step still belong to the run
                     self._write_predictions(self._writer, max(self.current_step - 1, 0), final=True)
                 except Exception as err:  # noqa: BLE001
                     self._fail(f"writing the last prediction counts failed: {type(err).__name__}: {err}")
-            self._writer.close()
+            self._writer.close(exception=exception)
             atexit.unregister(self.close)
 
     @property
     def errors(self) -> list[str]:
         return [] if self._writer is None else list(self._writer.errors)
+
+    @property
+    def lost_steps(self) -> int:
+        """Steps whose data never reached the store: the store failed for longer than the pending segments'
+        memory (`max_pending_bytes`) covers, or `close()` ran out of time; also END.json `lost_steps`."""
+        return 0 if self._writer is None else self._writer.lost_steps
 
     def __enter__(self) -> Self:
         return self
@@ -246,4 +258,5 @@ class Recorder:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        # an exception ending the block is what ended the capture (the excepthook, if any, comes too late)
+        self._close(exception=exit_watch.describe(exc) if exc is not None else exit_watch.uncaught())

@@ -2,9 +2,12 @@
 
 The same evaluator as the sidecar and `trainguard run`: every rank (or `--rank N`) is read once,
 in step order, through the rules of `--rules FILE` (default: the built-in set); then a verdict
-table is printed. `--follow` keeps following a run that is still being written until every rank
-ended (or `--idle-timeout-seconds`). Exit status: 0 when no rule found a warning or critical
-issue and none failed; 1 when any did (so a CI step can gate on it); 2 on a usage or read error.
+table is printed, what needs attention first. `--follow` keeps following a run that is still being
+written until every rank ended (or `--idle-timeout-seconds`). Data the rules could not see is a
+finding of its own, `data_gap` (a warning): a damaged segment, steps the hook lost to a store outage.
+Exit status: 0 when no rule found a warning or critical issue, none failed and no data was missing;
+1 when any did (so a CI step can gate on it); 4 when nothing was evaluated (no saved step); 2 on a
+usage or read error.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ HELP = "run the rules over a stored run (TrainGuard, smdebug or TensorBoard); ex
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
+EXIT_NOTHING_EVALUATED = 4
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +40,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--checkpoint", action="store_true",
         help="save position and rule state into the run (evaluator/...), and resume from it when present",
     )  # fmt: skip
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="a rule whose `tensors` match no tensor of the run is an error (exit 1), not a warning",
+    )  # fmt: skip
+    parser.add_argument(
+        "--quiet", action="store_true", help="the verdict table shows only the rules that found something"
+    )
     parser.add_argument(
         "--poll-interval-seconds",
         type=float,
@@ -58,17 +69,20 @@ def exit_status(rule_status: dict[str, Any]) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import config, supervise
-    from trainguard.sidecar.evaluator import Evaluator, Verdict
-    from trainguard.store.reader import open_run
+    from trainguard.api.enums import RuleState
+    from trainguard.local import supervise
+    from trainguard.sidecar import config
+    from trainguard.sidecar.evaluator import Evaluator
+    from trainguard.sidecar.verdicts import Verdict
+    from trainguard.store.runs import open_run
 
     rules = config.load_rules_file(args.rules) if args.rules else None
     if not args.follow:
         open_run(args.uri)  # a stored run must exist: NotFound says what was expected at the URI
-    ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint)
+    ev = Evaluator(args.uri, rules=rules, rank=args.rank, checkpoint=args.checkpoint, strict=args.strict)
 
     def on_verdict(v: Verdict) -> None:
-        if v.state.value != "NoIssuesFound":
+        if v.state != RuleState.NO_ISSUES_FOUND:
             print(supervise.describe_verdict(v), file=sys.stderr, flush=True)
 
     try:
@@ -80,20 +94,28 @@ def main(args: argparse.Namespace) -> int:
                 idle_timeout_seconds=args.idle_timeout_seconds,
             )
         else:
-            before = -1
-            while ev.segments_total != before and not ev.ended:
-                before = ev.segments_total
-                ev.poll(on_verdict=on_verdict)
+            ev.poll_until_idle(on_verdict=on_verdict)
         for v in ev.finish():
             on_verdict(v)
     finally:
         ev.close()
     status = dict(ev.rule_status)
     code = exit_status(status)
-    print(supervise.verdict_table(status))
+    nothing = ev.nothing_evaluated
+    if nothing is not None and code == EXIT_CLEAN:
+        code = EXIT_NOTHING_EVALUATED
+    print(supervise.verdict_table(status, quiet=args.quiet))
+    for warning in ev.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for rank, end in ev.ends().items():
+        if end.status not in ("ok", "stopped") or end.exception:
+            print(f"rank {rank} ended {end.outcome()}", file=sys.stderr)
     where = "no steps" if ev.last_step is None else f"up to step {ev.last_step}"
     ranks = ", ".join(map(str, ev.ranks)) or "none"
-    print(f"\nevaluated {args.uri} ({ev.run_format} format, ranks {ranks}, {where}); exit status {code}")
+    if nothing is not None:
+        print(f"\nnothing was evaluated in {args.uri}: {nothing}; exit status {code}")
+    else:
+        print(f"\nevaluated {args.uri} ({ev.run_format} format, ranks {ranks}, {where}); exit status {code}")
     if args.json:
         doc = {
             "uri": args.uri,
@@ -101,6 +123,9 @@ def main(args: argparse.Namespace) -> int:
             "last_step": ev.last_step,
             "ended": ev.ended,
             "exit_code": code,
+            "nothing_evaluated": nothing,
+            "lost_steps": ev.lost_steps_total,
+            "warnings": list(ev.warnings),
             "rules": {name: supervise.rule_status_dict(st) for name, st in status.items()},
             "findings": [supervise.finding_dict(f) for f in ev.findings],
         }

@@ -28,10 +28,21 @@ class StepsSummary(BaseModel):
 
 
 class EndSummary(BaseModel):
-    status: str = Field(description="ok, error or crashed (see format.EndInfo).")
+    status: str = Field(description="ok, error or crashed (see run_format.EndInfo).")
     last_step: int | None = None
     written_by: str
     errors: list[str] = Field(default_factory=list)
+    lost_steps: int = Field(default=0, description="Steps whose data never reached the store (END.json).")
+    skipped_steps: int = Field(
+        default=0, description="Saved steps the hook skipped (a busy statistics worker)."
+    )
+    store_outage_seconds: float = Field(default=0.0, description="Time the store failed uploads, summed.")
+    exception: str | None = Field(default=None, description="The uncaught exception that ended the script.")
+    exit_code: int | None = Field(default=None, description="The command's exit status (local mode).")
+    signal: str | None = Field(default=None, description="The signal that ended the command, if one did.")
+    outcome: str = Field(
+        default="", description="How the rank ended, in words: `error: exited with status 1; ...`."
+    )
 
 
 class RankSummary(BaseModel):
@@ -111,7 +122,17 @@ def summarize(run: object) -> RunSummary:
                 ended=None
                 if end is None
                 else EndSummary(
-                    status=end.status, last_step=end.last_step, written_by=end.written_by, errors=end.errors
+                    status=end.status,
+                    last_step=end.last_step,
+                    written_by=end.written_by,
+                    errors=end.errors,
+                    lost_steps=end.lost_steps,
+                    skipped_steps=end.skipped_steps,
+                    store_outage_seconds=end.store_outage_seconds,
+                    exception=end.exception,
+                    exit_code=end.exit_code,
+                    signal=end.signal,
+                    outcome=end.outcome(),
                 ),
                 attempts=[a for a in run.attempts(rank) if a],
                 problems=problems,
@@ -160,10 +181,14 @@ def render_text(summary: RunSummary) -> str:
         if r.ended is None:
             ended = "no (still writing, or stopped without an end marker)"
         else:
-            ended = f"yes: {r.ended.status} at step {r.ended.last_step}, written by {r.ended.written_by}"
+            ended = f"yes: {r.ended.outcome} at step {r.ended.last_step}, written by {r.ended.written_by}"
             if r.ended.errors:
                 ended += f"; capture error: {r.ended.errors[0]}"
         lines.append(row("ended", ended, "  "))
+        if r.ended is not None and (
+            r.ended.lost_steps or r.ended.skipped_steps or r.ended.store_outage_seconds
+        ):
+            lines.append(row("data", _data_line(r.ended), "  "))
         if len(r.attempts) > 1:
             restarts = f"{len(r.attempts)} (restarted on this URI; steps above count every attempt's)"
             lines.append(row("attempts", restarts, "  "))
@@ -181,15 +206,30 @@ def render_text(summary: RunSummary) -> str:
     return "\n".join(lines)
 
 
+def _data_line(end: EndSummary) -> str:
+    """What the rank's hook could not store, from its END.json: steps lost, steps skipped, store outages."""
+    parts = []
+    if end.lost_steps:
+        parts.append(f"{end.lost_steps} steps lost (never reached the store)")
+    if end.skipped_steps:
+        parts.append(f"{end.skipped_steps} saved steps skipped (statistics worker busy)")
+    if end.store_outage_seconds:
+        parts.append(
+            f"the store failed for {end.store_outage_seconds:.1f}s"
+            + ("" if end.lost_steps else ", nothing was lost")
+        )
+    return "; ".join(parts)
+
+
 def main(args: argparse.Namespace) -> int:
-    from trainguard.store import reader
+    from trainguard.store import runs
 
     if not getattr(args, "verbose", False):
         # Readers log each damaged segment as a warning; here the report lists them instead.
         # botocore announces where it found credentials at INFO: noise on a one-screen report.
         for name in ("trainguard.store", "botocore"):
             logging.getLogger(name).setLevel(logging.ERROR)
-    summary = summarize(reader.open_run(args.uri))
+    summary = summarize(runs.open_run(args.uri))
     print(summary.model_dump_json(indent=2) if args.json else render_text(summary))
     problems = summary.problems
     if problems:

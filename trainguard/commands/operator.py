@@ -8,6 +8,8 @@ liveness probe on --liveness. Run one replica (kopf has no leader election).
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 
 from trainguard.errors import ConfigError
 
@@ -40,6 +42,26 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", help="evaluator sidecar image for DebugJobs that name none")
     parser.add_argument("--workers", type=int, default=16, help="threads for handlers (default 16)")
     parser.add_argument(
+        "--webhook-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="total deadline of one webhook try: connect, send and response headers (default 10)",
+    )
+    parser.add_argument(
+        "--webhook-refuse-internal",
+        action="store_true",
+        help="refuse webhook addresses that are not globally routable (loopback, link-local such as the cloud "
+        "metadata service, private, shared, reserved)",
+    )
+    parser.add_argument(
+        "--webhook-refuse-cidr",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="refuse webhook addresses in this network too, e.g. the cluster's pod or service CIDR (repeatable)",
+    )
+    parser.add_argument(
         "--peering",
         action="store_true",
         help="use kopf peering (needs KopfPeering RBAC); default is standalone",
@@ -58,13 +80,18 @@ def main(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             metrics_address=args.metrics_address,
             max_workers=args.workers,
+            webhook_attempt_timeout_seconds=args.webhook_timeout,
+            webhook_refuse_internal=args.webhook_refuse_internal,
+            webhook_refused_cidrs=tuple(args.webhook_refuse_cidr),
             **({"default_image": args.image} if args.image else {}),
         )
     except pydantic.ValidationError as err:
-        raise ConfigError(
-            f"trainguard operator: {err.errors()[0]['loc'][0]}: {err.errors()[0]['msg']}"
-        ) from err
+        first = err.errors()[0]
+        raise ConfigError(f"trainguard operator: {first['loc'][0]}: {first['msg']}") from err
     liveness = None if args.liveness.lower() == "none" else args.liveness
+    # kopf names itself after the login user unless POD_ID is set, and the image's numeric user has no passwd
+    # entry: getpwuid() fails and the operator would exit at start. In a pod the host name is the pod's name.
+    os.environ.setdefault("POD_ID", f"trainguard-operator@{socket.gethostname()}")
     kopf.run(
         standalone=not args.peering,
         clusterwide=not args.namespace,

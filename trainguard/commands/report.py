@@ -35,6 +35,13 @@ def register(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from trainguard import report
 
-    path = report.write_report(args.uri, args.output, json_file=args.json, rank=args.rank)
+    if args.json:
+        path = report.write_report(args.uri, args.output, json_file=args.json, rank=args.rank)
+    else:
+        from trainguard.sidecar import evaluator
+
+        run = report.report_run(args.uri, rank=args.rank)
+        findings = evaluator.evaluate_stored(args.uri, attempt=run.attempt)
+        path = report.write_report(args.uri, args.output, findings=findings, rank=args.rank, run=run)
     print(f"report: {path.resolve()}", file=sys.stderr)
     return 0

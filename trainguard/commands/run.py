@@ -1,8 +1,11 @@
 """Run a training command under TrainGuard: live rules, a stop on a `stop` verdict, a report at the end.
 
 CMD gets TRAINGUARD_OUT (default file://./trainguard-runs/<run-id>), TRAINGUARD_RUN_ID and
-TRAINGUARD_STOP_FILE. Exit status: CMD's own when it ends by itself, 3 when a rule stopped it,
-2 when TrainGuard itself could not start it.
+TRAINGUARD_STOP_FILE. A stop writes the stop file first; a CMD that polls it (`hook.should_stop()`)
+gets --grace seconds to save its work and exit, then SIGTERM, then SIGKILL after
+--grace-period-seconds. Exit status: CMD's own when it ends by itself (128+N when signal N ended it),
+3 when a rule stopped it, 4 when it exited 0 but nothing was checked (it wrote no TrainGuard data, or
+no saved step), 2 when TrainGuard itself could not start it.
 """
 
 from __future__ import annotations
@@ -50,17 +53,28 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument(
-        "--grace-period-seconds", type=float, default=10.0, metavar="S",
-        help="after SIGTERM, how long CMD may take to exit (e.g. to save a checkpoint) before SIGKILL (default 10)",
+        "--grace", type=float, default=30.0, metavar="S",
+        help="after a stop verdict, how long a CMD that polls hook.should_stop() may take to save its work and "
+        "exit before SIGTERM (default 30; 0: SIGTERM at once, with the stop file)",
     )  # fmt: skip
     parser.add_argument(
-        "--quiet", action="store_true", help="no progress line (verdicts and the table are still printed)"
-    )
+        "--grace-period-seconds", type=float, default=10.0, metavar="S",
+        help="after SIGTERM, how long CMD may take to exit before SIGKILL (default 10)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="a rule whose `tensors` match no tensor of the run is an error (exit 1), not a warning",
+    )  # fmt: skip
+    parser.add_argument(
+        "--quiet", action="store_true",
+        help="no progress line; the verdict table shows only the rules that found something",
+    )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD", help="the training command")
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import config, supervise
+    from trainguard.local import supervise
+    from trainguard.sidecar import config
 
     if not args.verbose:  # the evaluator's own log lines repeat the verdict lines printed here
         logging.getLogger("trainguard.sidecar").setLevel(logging.ERROR)
@@ -76,6 +90,8 @@ def main(args: argparse.Namespace) -> int:
         run_id=args.run_id,
         rules=rules,
         grace_period_seconds=args.grace_period_seconds,
+        cooperative_seconds=args.grace,
+        strict=args.strict,
         progress=progress,
     )
     if args.metrics_port is not None:
@@ -99,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
             server.close()
     doc = outcome.to_json()
     doc["report"] = _report(args, outcome, doc, progress)
-    _summary(outcome, progress, report=doc["report"])
+    _summary(outcome, progress, report=doc["report"], quiet=args.quiet)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
@@ -109,17 +125,13 @@ def main(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progress: Any) -> str | None:
     from trainguard import report
     from trainguard.errors import TrainGuardError
-    from trainguard.sidecar import supervise
-    from trainguard.store import reader
+    from trainguard.local import supervise
+    from trainguard.store import runs
 
     if args.no_report:
         return None
-    if outcome.last_step is None:
-        progress.line(
-            f"the command wrote no TrainGuard data to {outcome.run_uri}: create trainguard.Recorder() or "
-            "trainguard.torch.Hook(model) in the script (see examples/); no report written"
-        )
-        return None
+    if not outcome.recorded:
+        return None  # the summary says that nothing was recorded
     local = supervise.local_path(outcome.run_uri)
     path = (
         Path(args.report)
@@ -127,7 +139,7 @@ def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progres
         else (local or Path(supervise.DEFAULT_RUNS_DIR) / outcome.run_id) / "report.html"
     )
     try:
-        run = reader.open_run(outcome.run_uri)
+        run = runs.open_run(outcome.run_uri)
         report.write_report(outcome.run_uri, path, findings=outcome.findings, outcome=doc, run=run)
     except TrainGuardError as err:
         progress.line(f"no report: {err}")
@@ -139,32 +151,66 @@ def _finding_line(label: str, f: Any) -> str:
     return f"{label}, step {f.step} on rank {f.rank}: {f.rule} ({getattr(f.severity, 'value', f.severity)}): {f.message}"
 
 
-def _summary(outcome: Any, progress: Any, *, report: str | None) -> None:
-    from trainguard.sidecar import supervise
+def _say(text: str) -> None:
+    """A summary line that --quiet does not hide."""
+    sys.stderr.write(f"[trainguard] {text}\n")
+
+
+def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = False) -> None:
+    from trainguard.local import supervise
 
     out = sys.stderr
-    if outcome.rule_status:
-        out.write("\n" + supervise.verdict_table(outcome.rule_status) + "\n\n")
+    if outcome.rule_status and outcome.recorded:
+        out.write("\n" + supervise.verdict_table(outcome.rule_status, quiet=quiet) + "\n\n")
+    for warning in outcome.warnings:
+        _say(f"warning: {warning}")
     if outcome.evaluation_error:
-        progress.line(f"evaluation failed: {outcome.evaluation_error}")
+        _say(f"evaluation failed: {outcome.evaluation_error}")
+    for rank, end in sorted(outcome.ends.items()):
+        if end.status not in ("ok", "stopped") or end.exception:
+            _say(
+                f"rank {rank} ended {end.outcome()}"
+                + (f" at step {end.last_step}" if end.last_step is not None else "")
+            )
+    if outcome.lost_steps:
+        _say(f"{outcome.lost_steps} steps never reached the store and were not checked (finding data_gap)")
+    command_status = supervise.exit_status(outcome.returncode)
     if outcome.stopped:
         v = outcome.stop_verdict
-        how = "SIGKILL after the grace period" if outcome.killed else "SIGTERM"
-        progress.line(
+        how = (
+            "SIGKILL after the grace period"
+            if outcome.killed
+            else "SIGTERM"
+            if outcome.sigterm_sent
+            else "it ended by itself after the stop file"
+        )
+        _say(
             f"STOPPED by rule {v.rule} at step {v.step} on rank {v.rank} ({how}); exit status {outcome.exit_code}"
         )
-        progress.line(f"why: {v.message}")
+        _say(f"why: {v.message}")
         hint = getattr(v.finding, "hint", "") if v.finding is not None else ""
         if hint and hint not in v.message:
-            progress.line(f"what to try: {hint}")
+            _say(f"what to try: {hint}")
         if outcome.earlier_sign is not None:
-            progress.line(_finding_line("earlier sign", outcome.earlier_sign))
+            _say(_finding_line("earlier sign", outcome.earlier_sign))
+    elif not outcome.recorded:
+        _say(
+            f"nothing was recorded: the command wrote no TrainGuard data to {outcome.run_uri} (create "
+            "trainguard.torch.Hook(model) or trainguard.Recorder() in the script; see examples/); "
+            f"the command exited with status {command_status}, exit status {outcome.exit_code}"
+        )
+    elif outcome.nothing_evaluated:
+        _say(
+            f"nothing was evaluated: {outcome.nothing_evaluated}; the command exited with status {command_status}, "
+            f"exit status {outcome.exit_code}"
+        )
     else:
         severe = outcome.severe_findings
         state = f"{len(severe)} warning/critical findings" if severe else "no warnings"
-        progress.line(f"the command exited with status {outcome.exit_code}; {state}")
+        _say(f"the command exited with status {outcome.exit_code}; {state}")
         if severe:
-            progress.line(_finding_line("the first", min(severe, key=lambda f: f.step)))
-    progress.line(f"run data: {outcome.run_uri}")
+            _say(_finding_line("the first", min(severe, key=lambda f: f.step)))
+    if outcome.recorded:
+        _say(f"run data: {outcome.run_uri}")
     if report:
-        progress.line(f"report: {report}")
+        _say(f"report: {report}")

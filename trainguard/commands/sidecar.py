@@ -86,13 +86,15 @@ def main(args: argparse.Namespace) -> int:
 
     from trainguard.errors import ConfigError
     from trainguard.sidecar import config as sidecar_config
-    from trainguard.sidecar.evaluator import Evaluator, Verdict
-    from trainguard.sidecar.report_status import StatusReporter
+    from trainguard.sidecar.evaluator import Evaluator
+    from trainguard.sidecar.report_status import FULL_REPORT_RANKS, StatusReporter
     from trainguard.sidecar.server import MetricsServer
-    from trainguard.store.backend import open_store
+    from trainguard.sidecar.verdicts import Verdict
+    from trainguard.store.backends import open_store
 
     cfg = sidecar_config.load_sidecar_config(args.config)
     ranks: list[int] | None = None
+    index: int | None = None
     if cfg.rank is not None:
         ranks = [cfg.rank]
     elif cfg.debugjob is not None:
@@ -121,6 +123,7 @@ def main(args: argparse.Namespace) -> int:
         stop_file=cfg.stop_file,
         not_before=not_before,
     )
+    evaluator.open()  # the run and the checkpoint, before anything reports the restored statuses
     stop = threading.Event()
     running = threading.Event()
 
@@ -136,8 +139,9 @@ def main(args: argparse.Namespace) -> int:
         }
         return running.is_set() or evaluator.ended, details
 
+    condensed = cfg.world_size is not None and cfg.world_size > FULL_REPORT_RANKS
     reporter = (
-        StatusReporter(cfg.debugjob, ranks=ranks, evaluator=evaluator)
+        StatusReporter(cfg.debugjob, ranks=ranks, evaluator=evaluator, pod_index=index if condensed else None)
         if cfg.debugjob is not None and ranks is not None
         else None
     )

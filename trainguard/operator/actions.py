@@ -1,20 +1,26 @@
 """What the operator does when a rule moves to IssuesFound: stop (suspend the Job) and notify.
 
 Stop suspends the whole Job: the Job controller sends SIGTERM to every rank's pod and waits the
-grace period; no single rank is ever killed, so collectives cannot hang. Notify posts a Kubernetes
-Event on the DebugJob and calls each webhook once; a stop is announced the same way. The handler
-decides which transitions need an action (`status.decide`) and calls these once per transition.
+grace period; no single rank is ever killed, so collectives cannot hang. A Job that Kueue admitted
+(`kueue.x-k8s.io/queue-name`) is Kueue's to suspend: Kueue resumes an admitted Job that anyone
+else suspends, so the stop deactivates the Job's Workload (`spec.active: false`) instead, Kueue's
+own way to stop it for good; Kueue then suspends the Job and releases its quota. Notify posts a
+Kubernetes Event on the DebugJob and hands one delivery per webhook to the `delivery.Dispatcher`,
+which sends them from its own thread: a receiver never holds up the handler. A stop is announced
+the same way, after the Job is stopped. The handler decides which transitions need an action
+(`status.decide`) and calls these once per transition.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action
-from trainguard.operator import build, client, webhooks
+from trainguard.operator import build, client, delivery, webhooks
 from trainguard.operator.metrics import OperatorMetrics
 
 log = logging.getLogger(__name__)
@@ -24,13 +30,19 @@ EVENT_REASON_STOPPED = "Stopped"
 EVENT_REASON_WEBHOOK_FAILED = "WebhookFailed"
 
 EmitEvent = Callable[..., None]
-"""`kopf.event`-shaped: emit(body, type=..., reason=..., message=...)."""
-Deliver = Callable[..., bool]
+"""`kopf.event`-shaped: emit(body, type=..., reason=..., message=...); must work from any thread."""
+
+
+KUEUE_WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""The label Kueue puts on the Workload of a Job: the Job's uid."""
 
 
 def stop(kube: client.Kube, owner: build.Owner) -> bool:
-    """Suspend the DebugJob's Job; return False when the Job does not exist (nothing to stop)."""
+    """Stop the DebugJob's Job (suspend it, or deactivate its Kueue Workload); False when there is no Job."""
     job = build.Names.of(owner.name).job
+    if build.KUEUE_QUEUE_LABEL in owner.labels and _deactivate_workloads(kube, owner, job):
+        return True
     result = kube.patch("batch/v1", "Job", owner.namespace, job, {"spec": {"suspend": True}})
     if result is None:
         log.warning("DebugJob %s/%s: Job %s is gone; nothing to suspend", owner.namespace, owner.name, job)
@@ -47,11 +59,16 @@ def announce(
     hooks: list[api.Webhook],
     metrics: OperatorMetrics,
     emit: EmitEvent,
-    deliver: Deliver = webhooks.deliver,
+    dispatcher: delivery.Dispatcher,
 ) -> None:
-    """Post one Event on the DebugJob and call every webhook once for one rule transition."""
+    """Post one Event on the DebugJob and queue one delivery per webhook for one rule transition.
+
+    A webhook that is not delivered in the end (refused, given up, dropped) gets a WebhookFailed
+    Event from the dispatcher's thread; `emit` must allow that.
+    """
     reason = EVENT_REASON_STOPPED if event.action == Action.STOP else EVENT_REASON_RULE_TRIGGERED
     emit(body, type="Warning", reason=reason, message=webhooks.summary(event))
+    key = webhooks.idempotency_key(event)
     for hook in hooks:
         try:
             url = kube.secret_value(event.namespace, hook.url_secret_ref.name, hook.url_secret_ref.key)
@@ -65,12 +82,48 @@ def announce(
             )
             metrics.webhook_deliveries.labels(result="failure").inc()
             continue
-        ok = deliver(url, webhooks.payload(event, hook.format), name=hook.name)
-        metrics.webhook_deliveries.labels(result="success" if ok else "failure").inc()
-        if not ok:
+
+        def failed(why: str, name: str = hook.name) -> None:
             emit(
                 body,
                 type="Warning",
                 reason=EVENT_REASON_WEBHOOK_FAILED,
-                message=f"webhook {hook.name}: not delivered after retries (see the operator log)",
+                message=f"webhook {name}: not delivered, {why}",
             )
+
+        dispatcher.submit(
+            delivery.Delivery(
+                receiver=f"{event.namespace}/{event.debugjob}/{hook.name}",
+                name=hook.name,
+                url=url,
+                body=json.dumps(webhooks.payload(event, hook.format)).encode(),
+                key=key,
+                failed=failed,
+            )
+        )
+
+
+def _deactivate_workloads(kube: client.Kube, owner: build.Owner, job_name: str) -> bool:
+    """Set `spec.active: false` on the Kueue Workloads of the Job; False when it has none (not queued yet)."""
+    job = kube.get("batch/v1", "Job", owner.namespace, job_name)
+    if job is None:
+        return False
+    uid = job["metadata"]["uid"]
+    workloads = [
+        w
+        for w in kube.list(
+            KUEUE_WORKLOAD_API_VERSION, "Workload", owner.namespace, labels={KUEUE_JOB_UID_LABEL: uid}
+        )
+        if (w.get("metadata") or {}).get("labels", {}).get(KUEUE_JOB_UID_LABEL) == uid
+    ]
+    for workload in workloads:
+        name = workload["metadata"]["name"]
+        kube.patch(KUEUE_WORKLOAD_API_VERSION, "Workload", owner.namespace, name, {"spec": {"active": False}})
+        log.info(
+            "DebugJob %s/%s: deactivated Kueue Workload %s of Job %s",
+            owner.namespace,
+            owner.name,
+            name,
+            job_name,
+        )
+    return bool(workloads)

@@ -2,8 +2,12 @@
 
 No API calls and no clock: each function takes the validated spec and the owner's identity and
 returns a plain dict, so tests diff manifests directly and handlers stay thin. Every child
-carries an owner reference to its DebugJob (controller, blockOwnerDeletion) and the
-`trainguard.dev/debugjob` label; the operator relies on both to find and delete children.
+carries an owner reference to its DebugJob (controller) and the `trainguard.dev/debugjob` label;
+the operator relies on both to find and delete children. The references do not set
+blockOwnerDeletion: the operator's finalizer deletes the children itself, and with the flag the
+OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift) would refuse every child
+unless the operator may update DebugJob finalizers, and for up to 30 s after the CRD is installed
+even then (the plugin learns new kinds every 30 s).
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ STOP_FILE = f"{STOP_DIR}/stop"
 STOP_VOLUME = "trainguard-stop"
 CONFIG_VOLUME = "trainguard-config"
 SIDECAR_TMP_VOLUME = "trainguard-tmp"
+TOKEN_VOLUME = "trainguard-token"
+TOKEN_DIR = f"/var/run/secrets/{api.GROUP}/serviceaccount"
+"""Where the sidecar alone finds its ServiceAccount token (and ca.crt, namespace): no other container mounts it."""
+TOKEN_EXPIRATION_SECONDS = 3600
+"""Lifetime of the projected token; the kubelet renews it at 80% and the sidecar's client re-reads it."""
 SIDECAR_USER_ID = 10001
 """Numeric non-root user of the sidecar (the image's `trainguard` user); restricted PSS needs a number."""
 
@@ -102,7 +111,6 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
                 "name": owner.name,
                 "uid": owner.uid,
                 "controller": True,
-                "blockOwnerDeletion": True,
             }
         ],
     }
@@ -118,11 +126,14 @@ def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
         run_uri=run_uri(spec, owner),
         rank=None,
         ranks_per_pod=spec.nproc_per_node,
+        world_size=spec.workers * spec.nproc_per_node,
         s3_endpoint=spec.capture.endpoint,
         rules=list(spec.rules),
         metrics_port=SIDECAR_PORT,
         stop_file=STOP_FILE,
-        debugjob=DebugJobRef(namespace=owner.namespace, name=owner.name, uid=owner.uid),
+        debugjob=DebugJobRef(
+            namespace=owner.namespace, name=owner.name, uid=owner.uid, service_account_dir=TOKEN_DIR
+        ),
     )
 
 
@@ -154,19 +165,21 @@ def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
             "selector": {LABEL_DEBUGJOB: owner.name},
             "ports": [
                 {"name": RENDEZVOUS_PORT_NAME, "port": spec.master_port, "targetPort": spec.master_port},
-                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT_NAME},
+                # By number: Kubernetes before 1.32 resolves named ports of regular containers only, and
+                # the evaluator is a native sidecar (an init container).
+                {"name": SIDECAR_PORT_NAME, "port": SIDECAR_PORT, "targetPort": SIDECAR_PORT},
             ],
         },
     }
 
 
 def build_serviceaccount(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
-    """Return the pods' ServiceAccount (used unless the template names its own)."""
+    """Return the pods' ServiceAccount (used unless the template names its own); its token is never automounted."""
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": _metadata(owner, Names.of(owner.name).service_account),
-        "automountServiceAccountToken": True,
+        "automountServiceAccountToken": False,
     }
 
 
@@ -303,6 +316,7 @@ def build_sidecar_container(spec: api.DebugJobSpec, owner: Owner, *, default_ima
             {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": STOP_VOLUME, "mountPath": STOP_DIR},
             {"name": SIDECAR_TMP_VOLUME, "mountPath": "/tmp"},
+            {"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": True},
         ],
     }
     if ev.image_pull_policy:
@@ -310,8 +324,33 @@ def build_sidecar_container(spec: api.DebugJobSpec, owner: Owner, *, default_ima
     return container
 
 
+def build_token_volume() -> dict[str, Any]:
+    """Return the projected volume with the pod's ServiceAccount token, as the kubelet's own kube-api-access has.
+
+    Only the sidecar mounts it (at `TOKEN_DIR`). The token is bound to the pod, so the API server
+    knows which pod calls (`authentication.kubernetes.io/pod-name`), and the chart's admission
+    policy lets that pod write its own ranks' reports and nothing else.
+    """
+    namespace = {"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
+    return {
+        "name": TOKEN_VOLUME,
+        "projected": {
+            "defaultMode": 0o444,
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": TOKEN_EXPIRATION_SECONDS}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [namespace]}},
+            ],
+        },
+    }
+
+
 class TemplateError(ValueError):
     """The pod template cannot be rendered (e.g. the training container is missing)."""
+
+
+class InvalidName(ValueError):
+    """The DebugJob's name cannot name its children (a dot, or too long for the ranks' hostnames)."""
 
 
 def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
@@ -337,6 +376,9 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
     pod_spec["subdomain"] = names.service
     pod_spec.setdefault("restartPolicy", "Never")
     pod_spec["serviceAccountName"] = pod_service_account(spec, owner)
+    # The token that may patch the DebugJob's status goes to the sidecar alone (TOKEN_VOLUME), not to user
+    # code; a template that sets this itself (its trainer calls the API) keeps its choice.
+    pod_spec.setdefault("automountServiceAccountToken", False)
     pod_spec["terminationGracePeriodSeconds"] = spec.actions.stop.grace_period_seconds
     pod_spec["initContainers"] = [
         *(pod_spec.get("initContainers") or []),
@@ -347,6 +389,7 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
         {"name": STOP_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
         {"name": CONFIG_VOLUME, "configMap": {"name": names.config_map}},
         {"name": SIDECAR_TMP_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
+        build_token_volume(),
     ]
 
     queue = owner.labels.get(KUEUE_QUEUE_LABEL)
@@ -376,6 +419,9 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
 
 def build_children(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> list[dict[str, Any]]:
     """Return every child in creation order: RBAC and config before the Job that needs them."""
+    problem = api.name_problem(owner.name, spec.workers)
+    if problem is not None:
+        raise InvalidName(problem)
     children = [
         build_role(spec, owner),
         build_rolebinding(spec, owner),

@@ -28,6 +28,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "Role"): "roles",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebindings",
     ("batch/v1", "Job"): "jobs",
+    ("kueue.x-k8s.io/v1beta2", "Workload"): "workloads",
     (api.API_VERSION, api.KIND): api.PLURAL,
 }
 """Every kind the operator reads or writes (the RBAC inventory in the chart lists the same)."""
@@ -72,6 +73,15 @@ def path(
     return out
 
 
+def _server_message(body: Any) -> str:
+    """Return `: <message>` from an API error's Status body (why a request was refused), or nothing."""
+    try:
+        message = json.loads(body).get("message")
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return f": {message}" if isinstance(message, str) and message else ""
+
+
 class Kube:
     """The operator's API access: create, get, merge-patch, delete, read a Secret key."""
 
@@ -104,7 +114,8 @@ class Kube:
             )
         except kubernetes.client.ApiException as err:
             raise KubeError(
-                f"{method} {url}: HTTP {err.status} {err.reason}", status=int(err.status or 0)
+                f"{method} {url}: HTTP {err.status} {err.reason}{_server_message(err.body)}",
+                status=int(err.status or 0),
             ) from err
         except (OSError, ValueError) as err:
             raise KubeError(f"{method} {url}: {type(err).__name__}: {err}", status=0) from err
@@ -132,6 +143,22 @@ class Kube:
                 return None
             raise
         return result
+
+    def list(
+        self, api_version: str, kind: str, namespace: str, *, labels: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Return the objects of a kind in a namespace (with these labels); [] when the API does not serve the kind."""
+        url = path(api_version, kind, namespace)
+        if labels:
+            url += "?labelSelector=" + ",".join(f"{k}%3D{v}" for k, v in sorted(labels.items()))
+        try:
+            result = self._call("GET", url)
+        except KubeError as err:
+            if err.status == 404:
+                return []
+            raise
+        items: list[dict[str, Any]] = (result or {}).get("items") or []
+        return items
 
     def patch(
         self,

@@ -6,9 +6,10 @@ without one, the defaults below apply. Nothing here is read from the environment
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainguard.api import debugjob as api
+from trainguard.operator import addresses, delivery
 
 DEFAULT_METRICS_PORT = 9401
 DEFAULT_LIVENESS_PORT = 8080
@@ -41,3 +42,41 @@ class OperatorConfig(BaseModel):
     webhook_base_backoff_seconds: float = Field(
         default=0.5, ge=0, description="First pause between webhook tries; doubles per try up to 8 s."
     )
+    webhook_attempt_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Total deadline of one webhook try (connect, send, response headers); a trickling receiver "
+        "is cut off too. 10 s is twice what chat services take on a bad day.",
+    )
+    webhook_queue_size: int = Field(
+        default=32,
+        ge=1,
+        description="Deliveries waiting per webhook of a DebugJob; more are dropped and counted.",
+    )
+    webhook_refuse_internal: bool = Field(
+        default=False,
+        description="Refuse webhook addresses that are not globally routable: loopback, link-local (cloud "
+        "metadata), private, shared and reserved ranges. Off by default so in-cluster receivers work.",
+    )
+    webhook_refused_cidrs: tuple[str, ...] = Field(
+        default=(),
+        description="Further networks webhooks may not reach, e.g. the cluster's pod and service CIDRs.",
+    )
+
+    @field_validator("webhook_refused_cidrs")
+    @classmethod
+    def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        addresses.AddressPolicy.build(refuse_internal=False, refused_cidrs=value)  # raises naming a bad one
+        return value
+
+    def delivery_settings(self) -> delivery.Settings:
+        """Return the webhook dispatcher's settings; a malformed CIDR raises ValueError naming it."""
+        return delivery.Settings(
+            max_attempts=self.webhook_max_attempts,
+            base_backoff_seconds=self.webhook_base_backoff_seconds,
+            attempt_timeout_seconds=self.webhook_attempt_timeout_seconds,
+            queue_size=self.webhook_queue_size,
+            policy=addresses.AddressPolicy.build(
+                refuse_internal=self.webhook_refuse_internal, refused_cidrs=self.webhook_refused_cidrs
+            ),
+        )

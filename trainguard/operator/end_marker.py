@@ -5,7 +5,7 @@ readers then know the run is over instead of waiting for an idle timeout. A rank
 by the hook is never overwritten, unless it closes an earlier attempt of a rank that was
 restarted since (a retried pod that died without writing its own). Opening the store with the
 DebugJob's S3 credentials is here; the key names and the document come from
-`trainguard.store.format`.
+`trainguard.store.run_format`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Phase
-from trainguard.store import backend, errors, format
+from trainguard.store import backends, errors, run_format
 from trainguard.store.source import later_attempt, load_json_doc
 
 
@@ -26,7 +26,7 @@ def end_status(phase: Phase) -> str:
 
 
 def write_missing(
-    store: backend.Store,
+    store: backends.Store,
     *,
     workers: int,
     last_steps: Mapping[int, int | None],
@@ -37,10 +37,10 @@ def write_missing(
     """Write END.json for every rank in `range(workers)` that has none, or a stale one; return those ranks."""
     written = []
     for rank in range(workers):
-        key = format.end_key(rank)
+        key = run_format.end_key(rank)
         if not _missing_or_stale(store, rank):
             continue
-        info = format.EndInfo(
+        info = run_format.EndInfo(
             status=status,
             last_step=last_steps.get(rank),
             wall_time=wall_time,
@@ -52,13 +52,13 @@ def write_missing(
     return written
 
 
-def _missing_or_stale(store: backend.Store, rank: int) -> bool:
+def _missing_or_stale(store: backends.Store, rank: int) -> bool:
     """Whether the rank has no END, or one that closes an attempt older than the newest in the store."""
     try:
-        end = load_json_doc(store, format.end_key(rank), format.EndInfo)
+        end = load_json_doc(store, run_format.end_key(rank), run_format.EndInfo)
     except errors.NotFound:
         return True
-    assert isinstance(end, format.EndInfo)
+    assert isinstance(end, run_format.EndInfo)
     return end.attempt is not None and later_attempt(store, rank, end.attempt) is not None
 
 
@@ -74,10 +74,10 @@ def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:
 
 def open_run_store(
     uri: str, capture: api.CaptureSpec, *, credentials: Mapping[str, str] | None
-) -> backend.Store:
+) -> backends.Store:
     """Open the run's store; for s3:// with `credentials` (access key id, secret key) from the DebugJob's Secret."""
     if not uri.startswith("s3://"):
-        return backend.open_store(uri)
+        return backends.open_store(uri)
     options: dict[str, Any] = {"endpoint_url": capture.endpoint, "region": capture.region}
     if credentials:
         import boto3
@@ -93,4 +93,4 @@ def open_run_store(
                 s3={"addressing_style": "path"} if capture.endpoint else {}, retries={"total_max_attempts": 1}
             ),
         )
-    return backend.open_store(uri, **options)
+    return backends.open_store(uri, **options)

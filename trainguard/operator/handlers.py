@@ -13,7 +13,10 @@ onto each event's body: a stale event can neither undo a Stopped phase nor repea
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import dataclasses
+import datetime
 import functools
 import json
 import logging
@@ -29,7 +32,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase
-from trainguard.operator import actions, build, client, end_marker, webhooks
+from trainguard.operator import actions, build, client, delivery, diffbase, end_marker, webhooks
 from trainguard.operator import status as status_logic
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
@@ -39,6 +42,14 @@ FINALIZER = f"{api.GROUP}/cleanup"
 _EMPTY_JOB = api.JobSummary().model_dump(mode="json", by_alias=True)
 RETRY_DELAY_SECONDS = 5
 """Pause before retrying a handler after an API failure (kopf's default is 60 s)."""
+FINAL_PHASE_ANNOTATION = f"{api.GROUP}/final-phase"
+"""Set by the operator on the DebugJob itself when it enters a terminal phase. Pods may patch the status
+subresource but never the object, so after a restart a terminal `status.phase` counts only when this
+annotation names the same phase (a phase the operator did not write is worked out again)."""
+END_MARKER_THREADS = 2
+"""Threads that write END markers of finished DebugJobs, off the handlers (a run may have thousands of ranks)."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -57,8 +68,18 @@ class OperatorState:
     """DebugJob uids being deleted: their Jobs' deletion is ours, not a failure to report."""
     ended: set[str] = dataclasses.field(default_factory=set)
     """DebugJob uids whose END markers were checked (after a restart they are checked once more)."""
+    suspending: set[str] = dataclasses.field(default_factory=set)
+    """DebugJob uids whose Job's suspension is done or scheduled (a cooperative stop waits before it)."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     metrics_server: Any = None
+    dispatcher: delivery.Dispatcher | None = None
+    """Sends webhooks from its own thread (started by `startup`)."""
+    background: concurrent.futures.ThreadPoolExecutor = dataclasses.field(
+        default_factory=lambda: concurrent.futures.ThreadPoolExecutor(
+            max_workers=END_MARKER_THREADS, thread_name_prefix="trainguard-end"
+        )
+    )
+    """Writes END markers, so storage latency never holds a handler thread."""
 
 
 def _state(memo: Any) -> OperatorState:
@@ -114,7 +135,7 @@ def startup(
     config: OperatorConfig = memo.get("config") or OperatorConfig()
     # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=api.GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = diffbase.SpecDigestStorage(
         prefix=api.GROUP, key="last-handled-configuration"
     )
     settings.persistence.finalizer = FINALIZER
@@ -127,11 +148,13 @@ def startup(
     settings.watching.connect_timeout = 5
     settings.networking.request_timeout = 30
     registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry)
     state = OperatorState(
         config=config,
         kube=client.Kube.connect(pool_size=config.max_workers * 2),
-        metrics=OperatorMetrics(registry),
+        metrics=metrics,
         registry=registry,
+        dispatcher=delivery.Dispatcher(config.delivery_settings(), metrics=metrics).start(),
     )
     if config.metrics_port is not None:
         server, _thread = start_http_server(
@@ -144,10 +167,13 @@ def startup(
 
 @kopf.on.cleanup()
 def shutdown(memo: kopf.Memo, **_: Any) -> None:
-    """Stop the metrics server and close the API client."""
+    """Let queued webhooks finish briefly, stop the metrics server and close the API client."""
     state = memo.get("state")
     if state is None:
         return
+    if state.dispatcher is not None:
+        state.dispatcher.close()
+    state.background.shutdown(wait=False, cancel_futures=True)
     if state.metrics_server is not None:
         state.metrics_server.shutdown()
         state.metrics_server.server_close()
@@ -171,6 +197,26 @@ def _overlay(state: OperatorState, uid: str, status: dict[str, Any]) -> dict[str
     return {**status, **written}
 
 
+def _trusted_status(state: OperatorState, data: dict[str, Any]) -> dict[str, Any]:
+    """Return the DebugJob's status as the operator may act on it: its own writes on top, no forged final phase.
+
+    The final phase is the one `FINAL_PHASE_ANNOTATION` names; a terminal `status.phase` without it
+    (written by someone else) is dropped and decided again from the Job and the reports. What the
+    operator wrote in this run (`_overlay`) wins over both.
+    """
+    meta = data.get("metadata") or {}
+    status = dict(data.get("status") or {})
+    final = (meta.get("annotations") or {}).get(FINAL_PHASE_ANNOTATION)
+    if final in _TERMINAL:
+        status["phase"] = final  # nor can a pod turn a finished DebugJob back into a running one
+    elif status.get("phase") in _TERMINAL:
+        del status["phase"]
+    return _overlay(state, meta.get("uid", ""), status)
+
+
+_TERMINAL = frozenset(p.value for p in status_logic.TERMINAL_PHASES)
+
+
 def _explain(err: Exception) -> str:
     if isinstance(err, pydantic.ValidationError):
         parts = []
@@ -192,10 +238,10 @@ def reconcile(
     state = _state(memo)
     data = _plain(body)
     owner = build.Owner.from_body(data)
-    status = _overlay(state, owner.uid, data.get("status") or {})
+    status = _trusted_status(state, data)
     conditions = [api.Condition.model_validate(c) for c in status.get("conditions") or []]
     generation = data["metadata"].get("generation")
-    if status.get("phase") in {p.value for p in status_logic.TERMINAL_PHASES}:
+    if status.get("phase") in _TERMINAL:
         # A final DebugJob never runs again, even if its Job is gone (ttlSecondsAfterFinished).
         logger.debug(
             "DebugJob %s/%s is %s; nothing to reconcile", owner.namespace, owner.name, status["phase"]
@@ -204,7 +250,7 @@ def reconcile(
     try:
         spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
         children = build.build_children(spec, owner, default_image=state.config.default_image)
-    except (pydantic.ValidationError, build.TemplateError) as err:
+    except (pydantic.ValidationError, build.TemplateError, build.InvalidName) as err:
         message = _explain(err)
         logger.warning("invalid DebugJob %s/%s, nothing created: %s", owner.namespace, owner.name, message)
         kopf.event(body, type="Warning", reason=status_logic.REASON_INVALID_SPEC, message=message)
@@ -275,7 +321,7 @@ def observe(
     meta = data.get("metadata") or {}
     if type == "DELETED" or meta.get("deletionTimestamp") or "uid" not in meta:
         return
-    status = _overlay(state, meta["uid"], data.get("status") or {})
+    status = _trusted_status(state, data)
     if not status.get("jobName"):
         return  # not reconciled yet, or invalid: `reconcile` owns those states
     try:
@@ -291,7 +337,7 @@ def observe(
         state.metrics.rule_triggered(owner.namespace, owner.name, rule.name)
         action = Action.STOP if rule is decision.stop else Action.NOTIFY
         if action == Action.STOP:
-            actions.stop(state.kube, owner)
+            _suspend(state, dj, owner, since=_now())
         state.metrics.actions.labels(action=action.value).inc()
         sign = decision.earlier_sign if action == Action.STOP else None
         event = webhooks.RuleEvent(
@@ -301,33 +347,101 @@ def observe(
             earlier_sign=None if sign is None else webhooks.EarlierSign(
                 rule=sign.name, step=sign.step, rank=sign.rank, message=sign.message),
         )  # fmt: skip
-        deliver = functools.partial(
-            webhooks.deliver,
-            max_attempts=state.config.webhook_max_attempts,
-            base_backoff_seconds=state.config.webhook_base_backoff_seconds,
-        )
+        assert state.dispatcher is not None, "startup creates the dispatcher"
         actions.announce(
-            state.kube, body=body, event=event, hooks=dj.spec.actions.notify.webhooks,
-            metrics=state.metrics, emit=kopf.event, deliver=deliver,
+            state.kube, body=_reference(data), event=event, hooks=dj.spec.actions.notify.webhooks,
+            metrics=state.metrics, emit=_emitter(), dispatcher=state.dispatcher,
         )  # fmt: skip
 
-    # END markers once the pods are gone: a stopped trainer may still close its run cleanly.
     job = dj.status.job
-    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active == 0):
+    if (
+        decision.stop is None
+        and decision.phase == Phase.STOPPED
+        and job is not None
+        and job.active
+        and not job.suspended
+    ):
+        # stopped earlier and not suspended yet (a cooperative stop whose timer an operator restart lost)
+        stopped = next((c for c in dj.status.conditions if c.type == ConditionType.STOPPED), None)
+        _suspend(state, dj, owner, since=stopped.last_transition_time if stopped else None)
+    # END markers once the pods are gone, terminating ones included: a stopped trainer may still close its run
+    # cleanly within its grace period.
+    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active + job.terminating == 0):
         with state.lock:
             first = owner.uid not in state.ended
             state.ended.add(owner.uid)
         if first:
-            _write_end_markers(state, dj, owner, decision.phase, logger)
+            # In this handler's context, so kopf's logger can still post its Events from the other thread.
+            context = contextvars.copy_context()
+            state.background.submit(context.run, _write_end_markers, state, dj, owner, decision.phase, logger)
+    if decision.phase in status_logic.TERMINAL_PHASES and decision.status.get("phase"):
+        # On the object, where pods cannot write: after a restart this proves the final phase is ours.
+        patch.metadata.annotations[FINAL_PHASE_ANNOTATION] = decision.phase.value
     # Sidecars write only `reports` and the Job watcher only `job`: every other field is the operator's.
-    _write(state, owner.uid, patch, decision.status)
-    state.metrics.observe(owner.namespace, owner.name, {**status, **decision.status})
+    fields = dict(decision.status)
+    if (data.get("status") or {}).get("phase") != decision.phase.value:
+        fields["phase"] = (
+            decision.phase.value
+        )  # the stored phase is not the one acted on (someone else wrote it)
+    _write(state, owner.uid, patch, fields)
+    state.metrics.observe(owner.namespace, owner.name, {**status, **fields})
+
+
+def _suspend(state: OperatorState, dj: api.DebugJob, owner: build.Owner, *, since: str | None) -> None:
+    """Suspend the Job for a stop verdict given at `since` (RFC 3339): at once, or, when a trainer polls the stop
+    file (its sidecar reports `stopWatched`), `cooperativeSeconds` after the verdict, so that it can save its work
+    and exit first. Once per DebugJob per operator process; the suspension is idempotent anyway."""
+    with state.lock:
+        if owner.uid in state.suspending:
+            return
+        state.suspending.add(owner.uid)
+    wait = dj.spec.actions.stop.cooperative_seconds
+    if wait and any(r.stop_watched for r in dj.status.reports.values()):
+        started = _parse_time(since) if since else time.time()
+        left = started + wait - time.time()
+        if left > 0:
+            log.info(
+                "DebugJob %s/%s: a trainer polls the stop file; suspending the Job in %.0f s",
+                owner.namespace, owner.name, left,
+            )  # fmt: skip
+            timer = threading.Timer(left, actions.stop, args=(state.kube, owner))
+            timer.daemon = True
+            timer.start()
+            return
+    actions.stop(state.kube, owner)
+
+
+def _parse_time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _reference(data: dict[str, Any]) -> dict[str, Any]:
+    """Return what an Event needs of a DebugJob (a plain copy: the dispatcher's thread may post it later)."""
+    meta = data["metadata"]
+    return {
+        "apiVersion": data.get("apiVersion", api.API_VERSION),
+        "kind": data.get("kind", api.KIND),
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
+    }
+
+
+def _emitter() -> actions.EmitEvent:
+    """Return `kopf.event` bound to this handler's context, so the dispatcher's thread can post Events too."""
+    context = contextvars.copy_context()
+
+    def emit(body: Any, **kwargs: Any) -> None:
+        try:
+            context.copy().run(kopf.event, body, **kwargs)
+        except RuntimeError as err:  # kopf's loop has stopped (operator shutdown): the log line stays
+            logging.getLogger(__name__).warning("could not post Event %s: %s", kwargs.get("reason"), err)
+
+    return emit
 
 
 def _write_end_markers(
     state: OperatorState, dj: api.DebugJob, owner: build.Owner, phase: Phase, logger: logging.Logger
 ) -> None:
-    """Write END.json for ranks that have none; a failure is logged, never fatal to the status update."""
+    """Write END.json for ranks that have none (on a background thread); a failure is logged, never raised."""
     uri = build.run_uri(dj.spec, owner)
     try:
         credentials = None

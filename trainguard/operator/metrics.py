@@ -2,9 +2,10 @@
 
 Per-DebugJob gauges (phase, condition, last step) come from a custom collector that reads the
 operator's in-memory view at scrape time, so a deleted DebugJob's series vanish with `forget()`.
-Counters cover rule triggers, reconcile errors, webhook deliveries and actions. Label values come
-from bounded sets (phase, condition, status, result, action, handler) plus object and rule names,
-which are bounded by the objects in the cluster.
+Counters cover rule triggers, reconcile errors, webhook deliveries and drops, and actions; a gauge
+the webhook deliveries queued. Label values come from bounded sets (phase, condition, status,
+result, reason, action, handler) plus object and rule names, which are bounded by the objects in
+the cluster.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from trainguard.api.enums import ConditionType, Phase
@@ -52,6 +53,17 @@ class OperatorMetrics:
             "trainguard_operator_webhook_deliveries",
             "Webhook deliveries by outcome (success or failure, after retries).",
             ["result"],
+            registry=registry,
+        )
+        self.webhook_dropped = Counter(
+            "trainguard_operator_webhook_dropped",
+            "Webhook deliveries dropped unsent: queue_full (the receiver's queue was full) or shutdown.",
+            ["reason"],
+            registry=registry,
+        )
+        self.webhook_queued = Gauge(
+            "trainguard_operator_webhook_queued",
+            "Webhook deliveries waiting or in progress.",
             registry=registry,
         )
         self.actions = Counter(

@@ -103,22 +103,32 @@ def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api
 REASON_JOB_DELETED = "JobDeleted"
 
 
+FAILED_CONDITIONS = ("Failed", "FailureTarget")
+COMPLETE_CONDITIONS = ("Complete", "SuccessCriteriaMet")
+"""Since Kubernetes 1.31 the Job controller first sets FailureTarget or SuccessCriteriaMet, and Failed or
+Complete only once every pod is gone; the outcome is decided at the first, so the phase follows it at
+once (else it would read Pending while the last pods wind down)."""
+
+
 def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSummary:
     """Return the parts of a Job's spec and status that drive the DebugJob's phase."""
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
-    terminal = conditions.get("Failed") or conditions.get("Complete") or {}
-    finished = "Failed" in conditions or "Complete" in conditions
+    failed = next((conditions[t] for t in FAILED_CONDITIONS if t in conditions), None)
+    complete = next((conditions[t] for t in COMPLETE_CONDITIONS if t in conditions), None)
+    terminal = failed or complete or {}
+    finished = bool(failed or complete)
     if deleted and not finished:
         terminal = {"reason": REASON_JOB_DELETED, "message": "the Job was deleted before it finished"}
     return api.JobSummary(
         active=int(status.get("active") or 0),
+        terminating=int(status.get("terminating") or 0),
         ready=int(status.get("ready") or 0),
         succeeded=int(status.get("succeeded") or 0),
         failed=int(status.get("failed") or 0),
         suspended=bool((job.get("spec") or {}).get("suspend")),
-        complete="Complete" in conditions,
-        failed_condition="Failed" in conditions or (deleted and not finished),
+        complete=complete is not None,
+        failed_condition=failed is not None or (deleted and not finished),
         deleted=deleted and not finished,
         reason=str(terminal.get("reason") or ""),
         message=str(terminal.get("message") or ""),
@@ -127,15 +137,21 @@ def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSu
     )
 
 
-def job_phase(job: api.JobSummary | None) -> Phase:
-    """Return the phase the Job alone implies (never Stopped: only a rule stops a DebugJob)."""
+def job_phase(job: api.JobSummary | None, *, current: Phase | None = None) -> Phase:
+    """Return the phase the Job implies (never Stopped: only a rule stops a DebugJob).
+
+    Running needs a ready pod, not only an active one: the Job counts pods that wait for a node or
+    an image as active, and a DebugJob whose image cannot be pulled is not running. Once Running
+    (`current`), active pods keep it Running: as the trainers finish, their pods are no longer
+    ready but still active until their sidecars have stopped.
+    """
     if job is None:
         return Phase.PENDING
     if job.failed_condition:
         return Phase.FAILED
     if job.complete:
         return Phase.SUCCEEDED
-    if job.active > 0 and not job.suspended:
+    if job.active > 0 and (job.ready > 0 or current == Phase.RUNNING) and not job.suspended:
         return Phase.RUNNING
     return Phase.PENDING
 
@@ -195,7 +211,11 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     current = status.phase or Phase.PENDING
     stop = None
     if current not in TERMINAL_PHASES:
-        stop = next((r for r in transitions if r.action == Action.STOP), None)
+        # Level-based as well: a stop rule with issues stops the job even when the stored `rules` (which
+        # a pod could have written) already claim IssuesFound and so hide the transition.
+        stop = next((r for r in transitions if r.action == Action.STOP), None) or next(
+            (r for r in rules if r.action == Action.STOP and r.state == RuleState.ISSUES_FOUND), None
+        )
     notify = [r for r in transitions if r.action == Action.NOTIFY]
 
     if current in TERMINAL_PHASES:
@@ -203,7 +223,7 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     elif stop is not None:
         phase = Phase.STOPPED
     else:
-        phase = job_phase(status.job)
+        phase = job_phase(status.job, current=current)
     entered_terminal = phase in TERMINAL_PHASES and current not in TERMINAL_PHASES
 
     triggered = next((r for r in rules if r.state == RuleState.ISSUES_FOUND), None)
@@ -229,9 +249,12 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     )
     sign = earlier_sign(rules, stop) if stop is not None else None
     if stop is not None:
-        message = (
-            f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; the Job was suspended"
-        )
+        wait = spec.actions.stop.cooperative_seconds
+        if wait and any(r.stop_watched for r in status.reports.values()):
+            how = f"the trainer polls the stop file: the Job is suspended in {wait} s unless it exits first"
+        else:
+            how = "the Job was suspended"
+        message = f"rule {stop.name} found issues at step {stop.step} on rank {stop.rank}; {how}"
         if sign is not None:
             message += (
                 f"; earlier sign: rule {sign.name} at step {sign.step} on rank {sign.rank}: {sign.message}"

@@ -1,20 +1,15 @@
-"""Webhook delivery: one JSON POST per rule transition, with bounded retries and backoff.
+"""Webhook payloads: what one rule transition looks like to a receiver, and its idempotency key.
 
-Owns the payload models (`generic`, `slack`) and `deliver()`. The URL comes from a Secret and
-often carries a token, so it never reaches a log line, an exception message, an Event or the
-status: failures name the webhook by its `name` only. Retryable: connection errors, timeouts,
-HTTP 429 and 5xx; any other 4xx is final. Resolving the Secret is left to `actions`.
+Owns the payload models (`generic`, `slack`), the one-line summary used in Events and messages,
+and `idempotency_key()`, which is derived from the DebugJob's uid, the rule and the transition, so
+a retry, a handler run again by kopf or an operator restarted mid-delivery sends the same key and
+a receiver can drop the duplicate. Sending is `delivery`'s; resolving the Secret is `actions`'.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
-import logging
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+import hashlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,10 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainguard._version import __version__
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action
-
-log = logging.getLogger(__name__)
-
-RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class EarlierSign(BaseModel):
@@ -65,6 +56,9 @@ class GenericPayload(BaseModel):
     kind: str = "TrainGuardRuleEvent"
     version: str = "v1"
     source: str = f"trainguard-operator/{__version__}"
+    idempotency_key: str = Field(
+        description="The same for every delivery of this transition (also the Idempotency-Key header): drop repeats."
+    )
     event: RuleEvent
     summary: str
 
@@ -91,72 +85,24 @@ def summary(event: RuleEvent) -> str:
     return text
 
 
+def idempotency_key(event: RuleEvent) -> str:
+    """Return the transition's key: a digest of the DebugJob uid, the rule, its new state and the finding's step.
+
+    Random keys would defeat the purpose: kopf may run a handler again, and an operator restarted
+    before it recorded the transition sees it again; both must send the key of the first try.
+    """
+    identity = "\n".join((event.uid, event.rule, "IssuesFound", str(event.step)))
+    return "tg-" + hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
 def payload(event: RuleEvent, fmt: api.WebhookFormat) -> dict[str, Any]:
-    """Return the JSON body for a webhook of format `fmt`."""
+    """Return the JSON body for a webhook of format `fmt` (Slack's has no room for the key: the header carries it)."""
     if fmt == api.WebhookFormat.SLACK:
         severity = (event.severity or "").upper()
         return SlackPayload(text=f":rotating_light: *TrainGuard {severity}* {summary(event)}").model_dump()
-    return GenericPayload(event=event, summary=summary(event)).model_dump(mode="json")
-
-
-def deliver(
-    url: str,
-    body: dict[str, Any],
-    *,
-    name: str,
-    max_attempts: int = 5,
-    base_backoff_seconds: float = 0.5,
-    max_backoff_seconds: float = 8.0,
-    timeout_seconds: float = 5.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> bool:
-    """POST `body` as JSON to `url`; return whether a 2xx came back within `max_attempts`.
-
-    Backoff doubles from `base_backoff_seconds` up to `max_backoff_seconds` (5 attempts wait at
-    most 0.5+1+2+4 = 7.5 s, short enough not to hold up the DebugJob's other handlers for long).
-    """
-    data = json.dumps(body).encode()
-    for attempt in range(1, max_attempts + 1):
-        outcome = _post_once(url, data, timeout_seconds=timeout_seconds)
-        if outcome is None:
-            log.info("webhook %s: delivered (attempt %d of %d)", name, attempt, max_attempts)
-            return True
-        retry, reason = outcome
-        if not retry:
-            log.warning(
-                "webhook %s: not delivered, %s; not retrying (fix the receiver or the URL)", name, reason
-            )
-            return False
-        log.warning("webhook %s: attempt %d of %d failed: %s", name, attempt, max_attempts, reason)
-        if attempt < max_attempts:
-            sleep(min(max_backoff_seconds, base_backoff_seconds * 2 ** (attempt - 1)))
-    log.error("webhook %s: gave up after %d attempts", name, max_attempts)
-    return False
-
-
-def _post_once(url: str, data: bytes, *, timeout_seconds: float) -> tuple[bool, str] | None:
-    """Return None on success, else (retryable, reason); the reason never contains the URL."""
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "trainguard"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:
-            response.read()
-            return None
-    except urllib.error.HTTPError as err:
-        return err.code in RETRYABLE_STATUS, f"HTTP {err.code}"
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        return True, f"{type(err).__name__} ({_redact(str(reason), url)})"
-    except ValueError as err:  # a malformed URL: say so without echoing it
-        return False, f"invalid URL ({type(err).__name__})"
-
-
-def _redact(text: str, url: str) -> str:
-    return text.replace(url, "<webhook url>")
+    return GenericPayload(
+        idempotency_key=idempotency_key(event), event=event, summary=summary(event)
+    ).model_dump(mode="json")
 
 
 def now_rfc3339() -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base
 from trainguard.rules.view import COL, StepView
 
@@ -19,6 +19,7 @@ _DEFAULT = (Collection.WEIGHTS.value, Collection.GRADIENTS.value, Collection.ACT
 
 class AllZero(base.Rule):
     name = "all_zero"
+    category = RuleCategory.WEIGHTS
     training_views_only = True
     summary = "Tensors whose elements are all (or at least `threshold` percent) exactly zero."
     hint = (

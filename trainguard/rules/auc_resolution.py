@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Severity
+from trainguard.api.enums import RuleCategory, Severity
 from trainguard.rules import auc
 from trainguard.rules.base import Finding, Params, Rule
 from trainguard.rules.view import StepView
@@ -32,6 +32,7 @@ class AucResolutionParams(Params):
 
 class AucResolution(Rule):
     name = "auc_resolution"
+    category = RuleCategory.PREDICTIONS
     Params = AucResolutionParams
     default_severity = Severity.INFO
     hint = "the scores sit in too few buckets: increase the bucket count, or check that the model output is not constant"

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trainguard.api.enums import Severity
+from trainguard.api.enums import RuleCategory, Severity
 from trainguard.rules.view import StepView
 
 
@@ -111,7 +111,9 @@ class Rule(abc.ABC):
     default_severity: ClassVar[Severity] = Severity.WARNING
     hint: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    """One line on what the rule detects (README table, `--help`)."""
+    """One line on what the rule detects (`trainguard rules list`, the docs' rules reference)."""
+    category: ClassVar[RuleCategory] = RuleCategory.WATCHPOINT
+    """What the rule looks at (groups the rules in `trainguard rules list` and the docs)."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
     training_views_only: ClassVar[bool] = False

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -38,6 +38,7 @@ _ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
 
 class DeadRelu(base.Rule):
     name = "dead_relu"
+    category = RuleCategory.ACTIVATIONS
     summary = (
         "Layers where more than half the ReLU-family units are inactive on almost every sample (per unit)."
     )

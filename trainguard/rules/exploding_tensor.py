@@ -15,7 +15,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, Severity
+from trainguard.api.enums import Collection, RuleCategory, Severity
 from trainguard.rules import base
 from trainguard.rules.view import COL, StepView, TensorMeta
 
@@ -56,6 +56,7 @@ def execution_key(meta: TensorMeta, row: int) -> tuple[int, int, int]:
 
 class ExplodingTensor(base.Rule):
     name = "exploding_tensor"
+    category = RuleCategory.NON_FINITE
     summary = (
         "NaN or infinite values in any tensor or in the loss; names the first tensor in execution order."
     )

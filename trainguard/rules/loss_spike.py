@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -24,6 +24,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 
 class LossSpike(base.Rule):
     name = "loss_spike"
+    category = RuleCategory.LOSS
     training_views_only = True
     summary = (
         "Training loss far above its rolling median (robust z of log loss), noting a gradient-norm co-spike."

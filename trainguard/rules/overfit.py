@@ -22,12 +22,14 @@ from typing import Any
 
 from pydantic import Field
 
+from trainguard.api.enums import RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
 
 class Overfit(base.Rule):
     name = "overfit"
+    category = RuleCategory.GENERALISATION
     summary = (
         "Validation loss well above the training loss for `patience` eval points (or once far above it), worsening "
         "while training improves."

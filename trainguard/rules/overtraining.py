@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from trainguard.api.enums import RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
@@ -30,6 +31,7 @@ _SAGEMAKER_KEYS = ("patience_train", "patience_validation", "delta")
 
 class Overtraining(base.Rule):
     name = "overtraining"
+    category = RuleCategory.GENERALISATION
     summary = (
         "Validation loss turning upwards: Prechelt's UP (default) or GL criterion, or SageMaker's patience."
     )

@@ -1,6 +1,8 @@
 """The built-in rules by name, building configured rules, and the default rule set.
 
-The evaluator calls `build(spec)` for every entry of a rules file (custom `python:` classes are
+`BUILTINS` is found, not listed: every concrete `Rule` subclass with a `name` in a module of this
+package is a built-in, so adding a rule is writing its module (and, if it should run without a
+rules file, one line in the default set of `trainguard.api.default_rules`). The evaluator calls `build(spec)` for every entry of a rules file (custom `python:` classes are
 imported by the evaluator and handed in as `rule_class`); `default_rules()` is what runs without a
 file. Every configuration error is a `ConfigError` that names the entry, the parameter and what was
 expected, so the CLI prints it as one line.
@@ -9,72 +11,53 @@ expected, so the CLI prints it as one line.
 from __future__ import annotations
 
 import difflib
+import importlib
+import inspect
+import pkgutil
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
+import trainguard.rules
 from trainguard.api import default_rules as default_rule_set
+from trainguard.api import sagemaker
 from trainguard.api.enums import Collection
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
-from trainguard.rules import (
-    all_zero,
-    auc_drop,
-    auc_resolution,
-    class_imbalance,
-    dead_relu,
-    diverging_loss,
-    exploding_gradient,
-    exploding_tensor,
-    loss_not_decreasing,
-    loss_spike,
-    oscillating_loss,
-    overfit,
-    overtraining,
-    poor_weight_initialization,
-    saturated_activation,
-    stalled_training,
-    tensor_variance,
-    threshold,
-    unchanged_tensor,
-    vanishing_gradient,
-    weight_update_ratio,
-)
-from trainguard.rules.base import Rule
+from trainguard.rules.base import Params, Rule
 
-BUILTINS: dict[str, type[Rule]] = {
-    cls.name: cls
-    for cls in (
-        exploding_tensor.ExplodingTensor,
-        vanishing_gradient.VanishingGradient,
-        exploding_gradient.ExplodingGradient,
-        dead_relu.DeadRelu,
-        saturated_activation.SaturatedActivation,
-        poor_weight_initialization.PoorWeightInitialization,
-        all_zero.AllZero,
-        unchanged_tensor.UnchangedTensor,
-        weight_update_ratio.WeightUpdateRatio,
-        tensor_variance.TensorVariance,
-        loss_not_decreasing.LossNotDecreasing,
-        diverging_loss.DivergingLoss,
-        overfit.Overfit,
-        overtraining.Overtraining,
-        loss_spike.LossSpike,
-        oscillating_loss.OscillatingLoss,
-        class_imbalance.ClassImbalance,
-        stalled_training.StalledTraining,
-        threshold.Threshold,
-        auc_drop.AucDrop,
-        auc_resolution.AucResolution,
-    )
-}
+
+def _discover() -> dict[str, type[Rule]]:
+    """Every concrete `Rule` subclass with a `name`, defined in a module of this package, by its name.
+
+    Adding a rule is one edit: its module. A name defined twice is a programming error, raised here."""
+    found: dict[str, type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(trainguard.rules.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{trainguard.rules.__name__}.{info.name}")
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, Rule)
+                and obj.__module__ == module.__name__
+                and obj.name
+                and not inspect.isabstract(obj)
+            ):
+                if obj.name in found and found[obj.name] is not obj:
+                    raise RuntimeError(
+                        f"two built-in rules are named {obj.name!r}: {found[obj.name]} and {obj}"
+                    )
+                found[obj.name] = obj
+    return found
+
+
+BUILTINS: dict[str, type[Rule]] = _discover()
 """Every built-in rule class by its name (SageMaker Debugger's snake_case names where one exists)."""
 
 # SageMaker Debugger's CamelCase rule names, so `type: VanishingGradient` from a ported config works.
 SAGEMAKER_ALIASES: dict[str, str] = {
     "".join(part.title() for part in name.split("_")): name for name in BUILTINS
-} | {"StalledTrainingRule": "stalled_training"}
+} | sagemaker.RULES
 
 DEFAULT_SET = default_rule_set.DEFAULT_SET
 """The rules that run without a rules file, and their actions. The list lives in
@@ -87,6 +70,11 @@ def get(name: str) -> type[Rule]:
     cls = BUILTINS.get(SAGEMAKER_ALIASES.get(name, name))
     if cls is not None:
         return cls
+    unsupported = sagemaker.unsupported_rule(name)
+    if unsupported is not None:
+        raise ConfigError(
+            f"{unsupported[0]} is a SageMaker Debugger rule that TrainGuard does not support: {unsupported[1]}"
+        )
     close = difflib.get_close_matches(name, [*BUILTINS, *SAGEMAKER_ALIASES], n=1, cutoff=0.5)
     maybe = f"; did you mean {SAGEMAKER_ALIASES.get(close[0], close[0])!r}?" if close else "."
     raise ConfigError(
@@ -133,6 +121,11 @@ def build(spec: RuleSpec, *, rule_class: type[Rule] | None = None, index: int | 
             raise ConfigError(
                 f"{entry}: tensors pattern {pattern!r} is not a valid regular expression ({err})"
             ) from err
+    for key in spec.params:
+        if key in sagemaker.PARAMETER_HINTS and key not in cls.Params.model_fields:
+            raise ConfigError(
+                f"{entry}: parameter {key!r} is SageMaker Debugger's: {sagemaker.PARAMETER_HINTS[key]}"
+            )
     try:
         params = cls.Params.model_validate(spec.params)
     except ValidationError as err:
@@ -142,3 +135,44 @@ def build(spec: RuleSpec, *, rule_class: type[Rule] | None = None, index: int | 
             f"{entry} of type {cls.name or spec.type}: {problems}. Parameters it takes: {fields}"
         ) from err
     return cls(params, instance_name=spec.key, collections=spec.collections, tensors=spec.tensors)
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """Every built-in rule as plain data: name, category, summary, severity, default action, SageMaker's
+    name, and its own parameters with their defaults and descriptions (the ones every rule takes,
+    such as `start_step`, are left out unless the rule changes their default).
+
+    `trainguard rules list` prints it and the docs' rules reference is generated from it."""
+    actions = dict(DEFAULT_SET)
+    sagemaker_names = {ours: theirs for theirs, ours in sagemaker.RULES.items()}
+    common = Params.model_fields
+    out = []
+    for name, cls in BUILTINS.items():
+        params = []
+        for pname, field in cls.Params.model_fields.items():
+            required = field.is_required()
+            default = None if required else field.get_default(call_default_factory=True)
+            if pname in common and default == common[pname].get_default(call_default_factory=True):
+                continue
+            params.append(
+                {
+                    "name": pname,
+                    "default": default,
+                    "required": required,
+                    "description": field.description or "",
+                }
+            )
+        action = actions.get(name)
+        out.append(
+            {
+                "name": name,
+                "category": cls.category.value,
+                "summary": cls.summary,
+                "severity": cls.default_severity.value,
+                "default_action": action.value if action else None,
+                "sagemaker_name": sagemaker_names.get(name),
+                "hint": cls.hint,
+                "params": params,
+            }
+        )
+    return out

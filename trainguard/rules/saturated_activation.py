@@ -11,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from trainguard.api.enums import RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
 
 class SaturatedActivation(base.Rule):
     name = "saturated_activation"
+    category = RuleCategory.ACTIVATIONS
     summary = (
         "Sigmoid/tanh layers where more than half the units are saturated on almost every sample (per unit)."
     )

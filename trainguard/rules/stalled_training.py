@@ -13,12 +13,14 @@ from typing import Any
 
 from pydantic import Field
 
+from trainguard.api.enums import RuleCategory
 from trainguard.rules import base
 from trainguard.rules.view import StepView
 
 
 class StalledTraining(base.Rule):
     name = "stalled_training"
+    category = RuleCategory.PROGRESS
     summary = (
         "No new training step for `threshold` seconds (hung data loader, deadlocked collective, stuck I/O)."
     )

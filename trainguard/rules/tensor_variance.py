@@ -12,7 +12,7 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base
 from trainguard.rules.view import COL, StepView
 
@@ -21,6 +21,7 @@ _WEIGHTS = (Collection.WEIGHTS.value,)
 
 class TensorVariance(base.Rule):
     name = "tensor_variance"
+    category = RuleCategory.WEIGHTS
     training_views_only = True
     summary = "Tensors whose variance is above `max_threshold` or below `min_threshold`."
     hint = "check the initialisation scale and the learning rate; add weight decay or normalisation if the weights drift"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from trainguard.api.enums import RuleCategory
 from trainguard.rules import base
 from trainguard.rules.view import COL, COLUMNS, StepView
 
@@ -49,6 +50,7 @@ _OPS: dict[str, Callable[[Any, float], Any]] = {
 
 class Threshold(base.Rule):
     name = "threshold"
+    category = RuleCategory.WATCHPOINT
     summary = "Watchpoint: a statistic of the watched tensors (or a scalar) compared with a value."
     hint = "inspect the named tensor around this step"
 

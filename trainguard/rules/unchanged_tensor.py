@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 MOVED = "moved"
-"""The Tier-1 per-unit kind read here (`store.format.UNIT_KINDS`): share of each unit's row that changed."""
+"""The Tier-1 per-unit kind read here (`store.run_format.UNIT_KINDS`): share of each unit's row that changed."""
 _FIRST_UNITS = 5
 """How many indices of frozen units a finding names."""
 _ACTIVE = "active"
@@ -51,6 +51,7 @@ _DEAD_PERCENT = 1.0
 
 class UnchangedTensor(base.Rule):
     name = "unchanged_tensor"
+    category = RuleCategory.WEIGHTS
     training_views_only = True
     summary = "Trainable layers whose parameters stop moving while the others train (frozen by mistake, blind zones)."
     hint = (

@@ -17,7 +17,7 @@ import numpy as np
 COLUMNS: tuple[str, ...] = (
     "count", "nan", "inf", "zero", "min", "max", "mean", "std", "abs_mean", "l2", "update_l2", "distance_l2",
 )  # fmt: skip
-"""Same order as `trainguard.store.format.STAT_COLUMNS` (checked by a test; rules may not import store)."""
+"""Same order as `trainguard.store.run_format.STAT_COLUMNS` (checked by a test; rules may not import store)."""
 COL: dict[str, int] = {c: i for i, c in enumerate(COLUMNS)}
 
 

@@ -1,9 +1,11 @@
 """The evaluator: follows a run, runs rules, and turns findings into verdicts, metrics and reports.
 
-Owns `evaluator` (Evaluator, Verdict, RuleStatus), `views` (segments -> StepViews), `checkpoint`
-(position and rule state in the store), `metrics` (a collector read at scrape time), `server`
-(/metrics, /healthz), `custom` (user rule classes, smdebug-style rules), `config` (rules and
-sidecar files -> rule instances) and `report_status` (DebugJob status patches).
-May import `store`, `rules`, `api` and the stop-file writer of `capture.stop`; never torch, never
-the operator. User rule code is imported here and nowhere else.
+Owns `evaluator` (Evaluator: reading, calling the rules, the stop file, checkpoints), `verdicts`
+(the pure verdict state machine: Verdict, RuleStatus), `_tracks` (which ranks are followed, and a
+track per rank), `views` (segments -> StepViews), `checkpoint` (position and rule state in the
+store), `metrics` (a collector read at scrape time), `server` (/metrics, /healthz), `custom` (user
+rule classes, smdebug-style rules), `config` (rules and sidecar files -> rule instances) and
+`report_status` (DebugJob status patches). May import `store`, `rules`, `api` and the stop-file
+writer of `trainguard.stop_flag`; never torch, capture or the operator. User rule code is
+imported here and nowhere else.
 """

@@ -1,6 +1,6 @@
 """The evaluator's checkpoint: where it is in each rank, each rule's state, and what it reported.
 
-Written by `Evaluator` after each evaluated segment to `format.evaluator_state_key(ranks)` in the
+Written by `Evaluator` after each evaluated segment to `run_format.evaluator_state_key(ranks)` in the
 run's own store with one PUT (atomic: a reader sees the old or the new document, never half).
 A restarted evaluator loads it, lists after each rank's `last_key`, restores every rule with
 `load_state_dict`, and knows which verdict transitions were already emitted, so it neither
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def load(store: Store, key: str) -> EvaluatorState | None:
         return None
     try:
         state = EvaluatorState.model_validate(json.loads(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, ValidationError, RecursionError) as err:
         log.warning(
             "trainguard: checkpoint %s/%s is damaged (%s); evaluating from the start", store.uri, key, err
         )
@@ -120,4 +120,4 @@ def save(store: Store, key: str, state: EvaluatorState) -> None:
 
 def key_for(ranks: int | Sequence[int] | None) -> str:
     """The checkpoint key of an evaluator that follows `ranks` (one rank, a pod's ranks, or None: all)."""
-    return format.evaluator_state_key(ranks)
+    return run_format.evaluator_state_key(ranks)

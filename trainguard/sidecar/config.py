@@ -9,6 +9,7 @@ custom ones from `custom.py`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +18,15 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from trainguard.api import rules_config
 from trainguard.api.enums import Severity
 from trainguard.api.rules_config import RulesConfig, RuleSpec
 from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.errors import ConfigError, TrainGuardError
 from trainguard.rules.base import Rule
 from trainguard.sidecar import custom
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ def _read_yaml(path: str | Path, *, what: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"the {what} {path} is not valid YAML: {err}") from err
+    except RecursionError as err:
+        raise ConfigError(f"the {what} {path} nests too deeply to parse") from err
 
 
 def _validate(model: type[BaseModel], doc: Any, *, what: str) -> Any:
@@ -56,7 +62,8 @@ def _validate(model: type[BaseModel], doc: Any, *, what: str) -> Any:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<top level>"
-        raise ConfigError(f"{what}: {where}: {first['msg']}") from err
+        # pydantic prefixes a validator's own message with "Value error, "; ours read as sentences already.
+        raise ConfigError(f"{what}: {where}: {first['msg'].removeprefix('Value error, ')}") from err
 
 
 def load_sidecar_config(path: str | Path) -> SidecarConfig:
@@ -67,8 +74,23 @@ def load_sidecar_config(path: str | Path) -> SidecarConfig:
 
 
 def load_rules_file(path: str | Path) -> list[RuleSpec]:
-    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs."""
+    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs.
+
+    A SageMaker Debugger rule configuration (JSON or YAML, see `trainguard.rules.convert`) is read as
+    it is when every rule in it converts; otherwise the first rule that does not is the error."""
     doc = _read_yaml(path, what="rules file")
+    from trainguard.rules import convert  # imports every built-in rule: only for such a file
+
+    if convert.is_sagemaker_config(doc):
+        result = convert.convert(doc)
+        if result.dropped:
+            raise ConfigError(
+                f"rules file {path} (a SageMaker Debugger configuration): {result.dropped[0]}; "
+                "`trainguard rules convert` shows the whole conversion"
+            )
+        for note in result.notes:
+            log.info("rules file %s: %s", path, note)
+        return result.rules
     if isinstance(doc, list):
         doc = {"rules": doc}
     config: RulesConfig = _validate(RulesConfig, doc or {}, what=f"rules file {path}")
@@ -82,14 +104,13 @@ def _entry(i: int, spec: RuleSpec) -> str:
 def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
     """Validate rule entries and return their factories; raise ConfigError naming the first bad entry."""
     out: list[CompiledRule] = []
-    seen: dict[str, int] = {}
+    duplicate = rules_config.first_duplicate(specs)
     for i, spec in enumerate(specs):
         entry = _entry(i, spec)
-        if spec.key in seen:
+        if duplicate is not None and i == duplicate[0]:
             raise ConfigError(
-                f"{entry}: duplicate rule name {spec.key!r} (also rules[{seen[spec.key]}]); give each entry a unique `name`"
+                f"{entry}: duplicate rule name {spec.key!r} (also rules[{duplicate[1]}]); give each entry a unique `name`"
             )
-        seen[spec.key] = i
         make = _factory(spec, index=i, entry=entry)
         try:
             probe = make()  # build once now, so a bad parameter fails at startup and not at the first step

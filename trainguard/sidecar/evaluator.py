@@ -1,123 +1,52 @@
 """`Evaluator`: follows a run, feeds every new step to the rules, and emits verdict transitions.
 
 Used by `trainguard sidecar` (the ranks of one pod, Kubernetes), `trainguard evaluate` (offline)
-and local mode (all ranks, in process). Each `poll()` reads only what is new (listing after the
-last key), turns segments into StepViews (`views.py`), calls each rule instance in isolation (an
-exception sets that rule to Error and the others go on), turns findings into per-rule state
-transitions (InProgress -> IssuesFound / Error / NoIssuesFound) emitted once each, creates the
-stop file on a `stop` verdict, and checkpoints after each segment (`checkpoint.py`). Verdicts are
-per rule over every followed rank (the first rank to trigger a rule emits its transition); each
-followed rank also keeps its own rule states (`rank_status`), which the sidecar reports under that
-rank's key. Metrics are read from it at scrape time (`metrics.py`); the HTTP server and status
+and local mode (all ranks, in process). The constructor only validates and compiles the rules;
+`open()` (called by the first poll if nobody called it) lists the run and loads the checkpoint.
+Each `poll()` reads only what is new (listing after the last key), turns segments into StepViews
+(`views.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
+others go on), hands findings to the verdict state machine (`verdicts.py`), emits each transition
+once, creates the stop file on a `stop` verdict, and checkpoints after each segment
+(`checkpoint.py`). Which ranks are followed, and what is held per rank, is `_tracks.py`. Metrics
+are read from it at scrape time by `metrics.EvaluatorCollector`; the HTTP server and status
 reports live in `server.py` and `report_status.py`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import prometheus_client
 
-from trainguard.api.enums import Action, Mode, RuleState, Severity
+from trainguard.api.enums import Mode
 from trainguard.api.rules_config import RuleSpec
-from trainguard.capture.stop import request_stop
-from trainguard.rules.base import Finding, Rule
+from trainguard.rules.base import Finding
 from trainguard.rules.view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
-from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
-from trainguard.sidecar.views import ViewBuilder
-from trainguard.store import errors, format
-from trainguard.store.backend import Store, open_store
-from trainguard.store.reader import Run, open_run
-from trainguard.store.source import RankSource, Source, load_json_doc
+from trainguard.sidecar._tracks import Ranks, RankTrack
+from trainguard.sidecar.predictions import StreamSummary
+from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
+from trainguard.stop_flag import request_stop
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store, open_store
+from trainguard.store.run_format import Segment
+from trainguard.store.runs import open_run
+
+__all__ = ["DATA_GAP", "Evaluator", "evaluate_stored"]
 
 log = logging.getLogger(__name__)
 
-MAX_FINDINGS_PER_RULE = 100
-"""Findings kept per rule (the first ones; later ones are counted in metrics only). Bounds memory
-and the checkpoint of a rule that fires on every step of a long run."""
-
+_SEGMENT_NAME = re.compile(r"seg-[0-9-]+\.npz")
+"""A segment's key inside a reader's problem message: it names the steps that went unchecked."""
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 """While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
 view this often; their thresholds are minutes, so a second is plenty."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A rule's state transition. `action` is STOP/NOTIFY only on a transition to IssuesFound."""
-
-    rule: str
-    action: Action
-    state: RuleState
-    step: int
-    rank: int
-    severity: Severity
-    message: str
-    finding: Finding | None
-    time: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "rule": self.rule,
-            "action": self.action.value,
-            "state": self.state.value,
-            "step": self.step,
-            "rank": self.rank,
-            "severity": self.severity.value,
-            "message": self.message,
-            "tensor": self.finding.tensor if self.finding else None,
-            "time": self.time,
-        }
-
-
-@dataclass(frozen=True)
-class RuleStatus:
-    """A rule's current state and the transition that set it (step, rank, message, time)."""
-
-    state: RuleState
-    action: Action
-    severity: Severity
-    step: int | None = None
-    rank: int | None = None
-    message: str = ""
-    time: float | None = None
-
-
-@dataclass
-class _RankTrack:
-    """What the evaluator holds for one followed rank: reader, view builder, its own rule instances."""
-
-    rank: int
-    source: Source
-    builder: ViewBuilder
-    rules: list[Rule]
-    predictions: PredictionTracker = field(default_factory=PredictionTracker)
-    skip_through: int | None = None
-    """For sources that cannot resume by key: steps up to this one were evaluated before a restart."""
-    last_step: int | None = None
-    last_stats_view: StepView | None = None
-    attempt: str | None = None
-    """The writer attempt of the last segment evaluated (a rank restarted on the same URI has several)."""
-    ended: bool = False
-    end_seen: bool = False
-    last_heartbeat: float = float("-inf")
-    problems_seen: int = 0
-
-
-@dataclass
-class _RuleCounters:
-    evaluations: int = 0
-    errors: int = 0
-    findings: dict[Severity, int] = field(default_factory=dict)
-    last_trigger_time: float | None = None
-    kept_findings: list[Finding] = field(default_factory=list)
 
 
 class Evaluator:
@@ -136,10 +65,13 @@ class Evaluator:
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
         not_before: float | None = None,
+        strict: bool = False,
     ) -> None:
         """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
         attempts started before it are an earlier pod's of a retried Job: their segments are left to that
         pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
+        `registry`: an `EvaluatorCollector` of this evaluator is registered there (`close` unregisters it).
+        `strict`: a rule whose `tensors` match no tensor of a rank is an Error there (else a warning).
         """
         if rank is not None and ranks is not None:
             raise ValueError("pass rank or ranks, not both")
@@ -154,78 +86,138 @@ class Evaluator:
         self.checkpoint_enabled = checkpoint
         self.clock = clock
         self.stop_file = stop_file
-        self._not_before = format.attempt_id(not_before) if not_before is not None else None
+        self._not_before = run_format.attempt_id(not_before) if not_before is not None else None
         self.compiled = config.compile_rules(config.default_specs() if rules is None else list(rules))
         self.rule_names = [c.name for c in self.compiled]
         self._lock = threading.RLock()
-        self._run: Run = open_run(run_uri, store=self.store, wait=True)
-        self._world_size = self._run.info.world_size if self._run.info else None
-        self._tracks: dict[int, _RankTrack] = {}
-        self._counters = [_RuleCounters() for _ in self.compiled]
-        self._status = self._fresh_statuses()
-        self._rank_status: dict[int, dict[str, RuleStatus]] = {}
-        self._stop_emitted: set[str] = set()
+        self._verdicts = Verdicts(self.compiled, clock=clock)
+        self._ranks: Ranks | None = None
+        self._tracks: dict[int, RankTrack] = {}
+        """The followed ranks' tracks (the same dict as `Ranks.tracks` once opened)."""
+        self._saved: ckpt.EvaluatorState | None = None
         self._unsavable: set[str] = set()
-        self.stop_requested = False
         self.ended = False
         self.timed_out = False
         self.last_error: str | None = None
         self.segments_total = 0
+        self.views_total = 0
+        """Steps given to the rules, with anything recorded (statistics or scalars)."""
+        self.stats_views_total = 0
+        """Of those, steps with tensor statistics (a saved step of the hook)."""
+        self.lost_steps_total = 0
+        """Steps the followed ranks' hooks report lost (segments after a gap, END.json)."""
+        self.strict = strict
+        self.warnings: list[str] = []
+        """Configuration warnings met while evaluating (a rule's `tensors` that match nothing), once each."""
         self.corrupt_segments_total = 0
         self.lag_seconds: float | None = None
         self.last_evaluation_time: float | None = None
         self.durations = metrics.Histogram(metrics.DURATION_BUCKETS_SECONDS)
-        self._saved = ckpt.load(self.store, ckpt.key_for(self.followed)) if checkpoint else None
-        if self._saved is not None:
-            self._restore_statuses(self._saved)
-        self._collector: metrics.EvaluatorCollector | None = None
-        if registry is not None:
-            self._collector = metrics.EvaluatorCollector(self)
-            registry.register(self._collector)
-        self._registry = registry
+        self._collector = (
+            metrics.EvaluatorCollector(self, registry=registry) if registry is not None else None
+        )
+
+    def open(self) -> None:
+        """Open the run and restore the checkpoint (I/O). Idempotent; the first `poll` calls it if nobody did."""
+        if self._ranks is not None:
+            return
+        run = open_run(self.run_uri, store=self.store, wait=True)
+        saved = ckpt.load(self.store, ckpt.key_for(self.followed)) if self.checkpoint_enabled else None
+        with self._lock:
+            self._saved = saved
+            if saved is not None:
+                self._verdicts.restore(saved)
+            self._ranks = Ranks(
+                self.store, run, followed=self.followed, compiled=self.compiled, not_before=self._not_before
+            )
+            self._tracks = self._ranks.tracks
+
+    def _opened(self) -> Ranks:
+        self.open()
+        assert self._ranks is not None
+        return self._ranks
 
     # --- public view of the state ----------------------------------------------------------------
     @property
     def findings(self) -> list[Finding]:
         """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), by step and rank."""
+        self.open()
         with self._lock:
-            out = [f for c in self._counters for f in c.kept_findings]
-        return sorted(out, key=lambda f: (f.step, f.rank))
+            return self._verdicts.findings()
 
     @property
     def rule_status(self) -> dict[str, RuleStatus]:
         """Each rule's state over every followed rank (the first transition wins)."""
+        self.open()
         with self._lock:
-            return dict(self._status)
+            return dict(self._verdicts.status)
 
     def rank_status(self, rank: int) -> dict[str, RuleStatus]:
         """Each rule's state on one followed rank (all InProgress before the rank is followed)."""
+        self.open()
         with self._lock:
-            return dict(self._rank_status.get(rank) or self._fresh_statuses())
+            return dict(self._verdicts.rank_status.get(rank) or self._verdicts.fresh())
 
     def rank_progress(self, rank: int) -> tuple[int | None, bool]:
         """One followed rank's last evaluated step and whether it ended (END seen, everything evaluated)."""
+        self.open()
         track = self._tracks.get(rank)
         if track is not None:
             return track.last_step, track.ended
         saved = self._saved.ranks.get(str(rank)) if self._saved else None  # restarted, not polled yet
         return (None, False) if saved is None else (saved.last_step, saved.ended)
 
-    def _fresh_statuses(self) -> dict[str, RuleStatus]:
-        return {
-            c.name: RuleStatus(state=RuleState.IN_PROGRESS, action=c.spec.action, severity=c.severity)
-            for c in self.compiled
-        }
+    @property
+    def tensors_declared(self) -> bool:
+        """Whether a followed rank's catalogue names tensors (not only scalars): a hook registered a model."""
+        return any(
+            not t.is_scalar for tr in list(self._tracks.values()) for t in tr.source.catalogue().values()
+        )
+
+    @property
+    def nothing_evaluated(self) -> str | None:
+        """Why no step was evaluated, or None when some were: nothing was read at all, or tensors were
+        registered but no step with their statistics was saved (a PyTorch hook without an optimizer)."""
+        if self.views_total == 0:
+            return "the run holds no step"
+        if self.stats_views_total == 0 and self.tensors_declared:
+            return (
+                "the run holds no saved step with tensor statistics, only scalars (a PyTorch script must call "
+                "hook.register_optimizer(optimizer): its steps count the saved steps)"
+            )
+        return None
+
+    def attempt_of(self, rank: int) -> str | None:
+        """The writer attempt of the newest segment evaluated from `rank` (None before its first one)."""
+        track = self._tracks.get(rank)
+        return None if track is None else track.attempt
+
+    def ends(self) -> dict[int, run_format.EndInfo]:
+        """The END.json of each followed rank that has a readable one."""
+        out = {}
+        for rank, track in sorted(self._tracks.items()):
+            try:
+                end = track.source.ended()
+            except errors.StoreError:
+                end = None
+            if end is not None:
+                out[rank] = end
+        return out
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether a stop verdict was issued (also before a restart)."""
+        self.open()
+        return self._verdicts.stop_requested
 
     @property
     def last_step(self) -> int | None:
-        steps = [t.last_step for t in list(self._tracks.values()) if t.last_step is not None]
-        return max(steps) if steps else None
+        return None if self._ranks is None else self._ranks.last_step
 
     @property
     def run_format(self) -> str:
         """The format of the followed run: trainguard, smdebug or tensorboard."""
-        return self._run.format
+        return self._opened().run.format
 
     @property
     def ranks(self) -> list[int]:
@@ -233,30 +225,23 @@ class Evaluator:
 
     @property
     def read_bytes_total(self) -> int:
-        return sum(int(getattr(t.source, "bytes_read", 0)) for t in list(self._tracks.values()))
+        return 0 if self._ranks is None else self._ranks.read_bytes_total
 
-    def counters(self) -> list[tuple[str, _RuleCounters]]:
+    def counters(self) -> list[tuple[str, RuleCounters]]:
         """Per-rule counters (for metrics); read under the evaluator's lock."""
-        return list(zip(self.rule_names, self._counters))
+        return list(zip(self.rule_names, self._verdicts.counters))
 
     def last_views(self) -> list[StepView]:
         """The newest view with tensor statistics of each rank, lowest rank first."""
-        return [t.last_stats_view for _, t in sorted(self._tracks.items()) if t.last_stats_view is not None]
+        return [] if self._ranks is None else self._ranks.last_views()
 
     def prediction_summary(self) -> dict[str, StreamSummary]:
         """AUC figures of the primary prediction stream by mode, from the lowest rank that has any."""
-        for _, t in sorted(self._tracks.items()):
-            found = t.predictions.summary()
-            if found:
-                return found
-        return {}
+        return {} if self._ranks is None else self._ranks.prediction_summary()
 
     def last_loss(self) -> dict[Mode, float]:
         """The newest loss values by mode, from the lowest followed rank that has them."""
-        for _, t in sorted(self._tracks.items()):
-            if t.builder.last_loss:
-                return dict(t.builder.last_loss)
-        return {}
+        return {} if self._ranks is None else self._ranks.last_loss()
 
     @property
     def lock(self) -> threading.RLock:
@@ -274,11 +259,12 @@ class Evaluator:
         following, as `run` does), a rank that brought nothing new gets a heartbeat view (its last
         step, the time now) for the rules that watch time, such as `stalled_training`.
         """
+        ranks = self._opened()
         out: list[Verdict] = []
-        self._discover()
-        for track in [t for _, t in sorted(self._tracks.items()) if not t.ended]:
+        self._discover(ranks)
+        for track in [t for t in ranks.in_order() if not t.ended]:
             segments = track.source.poll()
-            if not segments and track.source.ended() is not None:
+            if not segments and self._ended(track, out, on_verdict):
                 # END is written after the last segment; one more listing picks up any segment listed late.
                 segments = track.source.poll()
                 track.end_seen = True
@@ -292,14 +278,22 @@ class Evaluator:
                 if beat:
                     out.extend(self._emit(beat, on_verdict))
                     self._save()
-            self._note_problems(track)
+            out.extend(self._emit(self._note_problems(track), on_verdict))
             if track.end_seen:
+                out.extend(self._emit(self._trailing_gap(track), on_verdict))
                 track.ended = True
                 self._finish_rank(track)
                 self._save()
-        if self._all_ended():
+        if ranks.all_ended():
             out.extend(self._emit(self.finish(), on_verdict))
         return out
+
+    def poll_until_idle(self, *, on_verdict: Callable[[Verdict], None] | None = None) -> None:
+        """Poll until a poll brings nothing new or the evaluation ended: everything stored so far is evaluated."""
+        before = -1
+        while self.segments_total != before and not self.ended:
+            before = self.segments_total
+            self.poll(on_verdict=on_verdict)
 
     def _emit(self, verdicts: list[Verdict], on_verdict: Callable[[Verdict], None] | None) -> list[Verdict]:
         for v in verdicts:
@@ -319,8 +313,10 @@ class Evaluator:
     ) -> None:
         """Poll until every followed rank ended, `stop` is set, or nothing new came for `idle_timeout_seconds`.
 
-        A store that fails is retried at the poll interval (logged, and shown by `last_error`).
+        The run is opened first (a failure to open it is raised); a store that fails later is retried
+        at the poll interval (logged, and shown by `last_error`).
         """
+        self.open()
         last_data = monotonic()
         while not stop.is_set():
             before = self.segments_total
@@ -346,180 +342,53 @@ class Evaluator:
 
     def finish(self) -> list[Verdict]:
         """End the evaluation: rules still InProgress become NoIssuesFound. Idempotent."""
-        out: list[Verdict] = []
+        ranks = self._opened()
         with self._lock:
-            if self.ended and all(s.state != RuleState.IN_PROGRESS for s in self._status.values()):
-                return out
+            if self.ended and self._verdicts.all_decided():
+                return []
             self.ended = True
-            for track in self._tracks.values():
+            for track in ranks.tracks.values():
                 self._finish_rank(track)
             step = self.last_step if self.last_step is not None else 0
-            for c in self.compiled:
-                if self._status[c.name].state == RuleState.IN_PROGRESS:
-                    out.append(
-                        self._transition(
-                            c,
-                            RuleState.NO_ISSUES_FOUND,
-                            step=step,
-                            rank=self.followed[0] if self.followed else 0,
-                            severity=Severity.INFO,
-                            message=f"{c.name}: no issues found up to step {step}",
-                            finding=None,
-                            action=Action.NONE,
-                        )
-                    )
+            out = self._verdicts.finish(step=step, rank=self.followed[0] if self.followed else 0)
             self._save()
         return out
 
-    def _finish_rank(self, track: _RankTrack) -> None:
+    def _finish_rank(self, track: RankTrack) -> None:
         """One rank ended: its rules still InProgress there become NoIssuesFound on that rank."""
         with self._lock:
-            statuses = self._rank_status.setdefault(track.rank, self._fresh_statuses())
-            step = track.last_step if track.last_step is not None else 0
-            for name, status in statuses.items():
-                if status.state == RuleState.IN_PROGRESS:
-                    statuses[name] = dataclasses.replace(
-                        status,
-                        state=RuleState.NO_ISSUES_FOUND,
-                        step=step,
-                        rank=track.rank,
-                        severity=Severity.INFO,
-                        message=f"{name}: no issues found up to step {step}",
-                        time=self.clock(),
-                    )
+            self._verdicts.finish_rank(track.rank, track.last_step)
 
     def close(self) -> None:
         """Detach the metrics collector from the registry it was given."""
-        if self._registry is not None and self._collector is not None:
-            self._registry.unregister(self._collector)
+        if self._collector is not None:
+            self._collector.unregister()
             self._collector = None
 
     # --- internals ------------------------------------------------------------------------------
-    def _discover(self) -> None:
+    def _discover(self, ranks: Ranks) -> None:
         """Open a track for each rank to follow that is not followed yet."""
-        if self.followed is not None:
-            wanted = list(self.followed)
-        elif self._run.format == "trainguard":
-            wanted = self._trainguard_ranks()
-        else:
-            wanted = list(self._run.ranks)
-        for r in wanted:
-            if r not in self._tracks:
-                self._tracks[r] = self._open_track(r)
+        for r in ranks.wanted():
+            if r in ranks.tracks:
+                continue
+            saved = self._saved.ranks.get(str(r)) if self._saved else None
+            earlier_pod = ranks.follow(r, saved)
+            with self._lock:
+                if earlier_pod:
+                    self._verdicts.reopen_rank(r)
+                self._verdicts.on_rank(r)  # restored statuses are there already
 
-    def _trainguard_ranks(self) -> list[int]:
-        if self._world_size is not None and len(self._tracks) >= self._world_size:
-            return list(self._tracks)
-        top = self.store.list("", delimiter="/")
-        if self._world_size is None and format.RUN_INFO_KEY in top:
-            doc = load_json_doc(self.store, format.RUN_INFO_KEY, format.RunInfo)
-            assert isinstance(doc, format.RunInfo)
-            self._world_size = doc.world_size
-        return sorted(r for r in (format.parse_rank_prefix(e) for e in top) if r is not None)
-
-    def _open_track(self, rank: int) -> _RankTrack:
-        saved = self._saved.ranks.get(str(rank)) if self._saved else None
-        source: Source
-        skip: int | None = None
-        if self._run.format == "trainguard":
-            source = RankSource(
-                self.store, rank, start_after=saved.last_key if saved else None, not_before=self._not_before
-            )
-            # a format-1 run's attempt "" is whichever is current, as for its segments and END; None: no
-            # segment was read before the checkpoint
-            if (
-                saved is not None
-                and self._not_before is not None
-                and source.attempt != ""
-                and (source.attempt or "") < self._not_before
-            ):
-                log.info(
-                    "trainguard: rank %d: the checkpoint is of an earlier pod's trainer; its rules start over",
-                    rank,
-                )
-                self._reopen_rank(rank)
-                saved = None
-        else:
-            source = self._run.source(rank)
-            skip = saved.last_step if saved else None
-        track = _RankTrack(
-            rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
-        )
-        track.skip_through = skip
-        track.attempt = getattr(source, "attempt", None)
-        self._rank_status.setdefault(rank, self._fresh_statuses())  # restored ones are there already
-        if saved is not None:
-            # `ended` is not restored: the first poll finds END again, unless the rank was restarted since
-            track.last_step = saved.last_step
-            for c, rule in zip(self.compiled, track.rules):
-                state = saved.rules.get(c.name)
-                if state is None:
-                    continue
-                try:
-                    rule.load_state_dict(state)
-                except Exception as err:  # noqa: BLE001 - a rule's own restore code may fail in any way
-                    log.warning(
-                        "trainguard: cannot restore the state of rule %s on rank %s (%s); it starts fresh",
-                        c.name,
-                        rank,
-                        err,
-                    )
-        return track
-
-    def _restore_statuses(self, saved: ckpt.EvaluatorState) -> None:
-        index = {c.name: i for i, c in enumerate(self.compiled)}
-        for r, position in saved.ranks.items():
-            # A checkpoint written before per-rank statuses were kept followed one rank: its statuses are that rank's.
-            statuses = self._fresh_statuses()
-            for name, doc in (position.statuses or saved.statuses).items():
-                if name in statuses:
-                    statuses[name] = self._status_from_doc(name, doc)
-            self._rank_status[int(r)] = statuses
-        for name, doc in saved.statuses.items():
-            if name not in index:
-                continue  # a rule no longer configured
-            self._status[name] = self._status_from_doc(name, doc)
-            if doc.stop_emitted:
-                self._stop_emitted.add(name)
-            if doc.state == RuleState.ISSUES_FOUND.value:
-                self._counters[index[name]].last_trigger_time = doc.time
-        for d in saved.findings:
-            i = index.get(str(d.get("rule")))
-            if i is not None:
-                self._counters[i].kept_findings.append(_finding_from_dict(d))
-        self.stop_requested = saved.stop_requested
-
-    def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:
-        c = next(c for c in self.compiled if c.name == name)
-        return RuleStatus(
-            state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
-            step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
-        )  # fmt: skip
-
-    def _new_attempt(self, track: _RankTrack, attempt: str) -> None:
+    def _new_attempt(self, track: RankTrack, attempt: str) -> None:
         """The rank was restarted on the same URI (a retried pod, a resumed run): its rules start over."""
         log.warning(
             "trainguard: rank %d was restarted (writer attempt %s after %s); its rules start over",
             track.rank, attempt, track.attempt,
         )  # fmt: skip
-        track.builder = ViewBuilder(track.rank)
-        track.rules = [c.make() for c in self.compiled]
-        track.predictions = PredictionTracker()
-        track.last_stats_view = None
-        track.last_step = None
-        self._reopen_rank(track.rank)
-
-    def _reopen_rank(self, rank: int) -> None:
-        """A new attempt of `rank` is evaluated: its statuses go back to InProgress, except IssuesFound, which
-        is final (the DebugJob keeps what an earlier attempt found, and its action is not taken twice)."""
+        track.restart(self.compiled)
         with self._lock:
-            old = self._rank_status.get(rank, {})
-            self._rank_status[rank] = {
-                name: old[name] if name in old and old[name].state == RuleState.ISSUES_FOUND else fresh
-                for name, fresh in self._fresh_statuses().items()
-            }
+            self._verdicts.reopen_rank(track.rank)
 
-    def _evaluate_segment(self, track: _RankTrack, seg: format.Segment) -> list[Verdict]:
+    def _evaluate_segment(self, track: RankTrack, seg: Segment) -> list[Verdict]:
         started = time.perf_counter()
         verdicts: list[Verdict] = []
         with self._lock:
@@ -527,26 +396,30 @@ class Evaluator:
                 if track.attempt is not None:
                     self._new_attempt(track, seg.attempt)
                 track.attempt = seg.attempt
+            if seg.lost_before.size:
+                first, last, n = (int(x) for x in seg.lost_before)
+                track.lost_seen = seg.lost_steps_total
+                self.lost_steps_total += n
+                verdicts += self._data_gap(
+                    track.rank, first,
+                    f"steps {first}-{last} of rank {track.rank} never reached the store ({n} steps lost: it "
+                    "failed for longer than the hook's pending memory covers); the rules did not see them",
+                )  # fmt: skip
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]
+            self.views_total += len(views)
+            self.stats_views_total += sum(1 for v in views if v.names)
+            if not track.patterns_checked and any(v.names for v in views):
+                track.patterns_checked = True
+                verdicts += self._check_patterns(track, next(v for v in views if v.names))
             for view in views:
-                for i, rule in enumerate(track.rules):
-                    try:
-                        found = rule.update(view)
-                    except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
-                        v = self._rule_error(i, track.rank, view, err)
-                        if v is not None:
-                            verdicts.append(v)
-                        continue
-                    if found:
-                        verdicts.extend(self._on_findings(i, track.rank, found))
+                verdicts.extend(self._update_rules(track, view))
                 if view.names:
                     track.last_stats_view = view
                 if view.predictions or view.eval_predictions:
                     track.predictions.update(view)
-            for c in self._counters:
-                c.evaluations += len(views)
+            self._verdicts.count_evaluations(len(views))
             if views:
                 track.last_step = views[-1].step
             now = self.clock()
@@ -557,126 +430,121 @@ class Evaluator:
             self.durations.observe(time.perf_counter() - started)
         return verdicts
 
-    def _heartbeat(self, track: _RankTrack) -> list[Verdict]:
+    def _update_rules(self, track: RankTrack, view: StepView, *, heartbeat: bool = False) -> list[Verdict]:
+        """Give `view` to each of the track's rules (with `heartbeat`, only those that want one), each in
+        isolation: one rule's exception sets it to Error and the others go on."""
+        verdicts: list[Verdict] = []
+        for i, rule in enumerate(track.rules):
+            if heartbeat and not rule.wants_heartbeat:
+                continue
+            try:
+                found = rule.update(view)
+            except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
+                v = self._verdicts.on_error(i, track.rank, view, err)
+                if v is not None:
+                    log.error("trainguard: %s; the other rules go on", v.message)
+                    verdicts.append(v)
+                continue
+            if found:
+                verdicts.extend(self._verdicts.on_findings(i, track.rank, found))
+        return verdicts
+
+    def _heartbeat(self, track: RankTrack) -> list[Verdict]:
         """Send a heartbeat view to the rules that want one, at most every HEARTBEAT_INTERVAL_SECONDS."""
         now = self.clock()
         if track.last_step is None or now - track.last_heartbeat < HEARTBEAT_INTERVAL_SECONDS:
             return []
         track.last_heartbeat = now
         view = StepView(step=track.last_step, rank=track.rank, wall_time=now)
-        verdicts: list[Verdict] = []
         with self._lock:
-            for i, rule in enumerate(track.rules):
-                if not rule.wants_heartbeat:
-                    continue
-                try:
-                    found = rule.update(view)
-                except Exception as err:  # noqa: BLE001 - one rule's failure must not stop the others
-                    v = self._rule_error(i, track.rank, view, err)
-                    verdicts.extend([v] if v is not None else [])
-                    continue
-                verdicts.extend(self._on_findings(i, track.rank, found))
-        return verdicts
-
-    def _on_findings(self, i: int, rank: int, found: list[Finding]) -> list[Verdict]:
-        """Count and keep findings of rule `i` on the followed rank `rank`; return the rule's transition, if any."""
-        c = self.compiled[i]
-        counters = self._counters[i]
-        out: list[Verdict] = []
-        for f in found:
-            counters.findings[f.severity] = counters.findings.get(f.severity, 0) + 1
-            if len(counters.kept_findings) < MAX_FINDINGS_PER_RULE:
-                counters.kept_findings.append(f)
-            if f.severity.rank < Severity.WARNING.rank:
-                continue
-            counters.last_trigger_time = self.clock()
-            message = f.message + (f" {f.hint}" if f.hint and f.hint not in f.message else "")
-            on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
-            if on_rank[c.name].state != RuleState.ISSUES_FOUND:
-                on_rank[c.name] = RuleStatus(
-                    state=RuleState.ISSUES_FOUND, action=c.spec.action, severity=f.severity, step=f.step,
-                    rank=rank, message=message, time=self.clock(),
-                )  # fmt: skip
-            if self._status[c.name].state != RuleState.ISSUES_FOUND:
-                out.append(
-                    self._transition(
-                        c,
-                        RuleState.ISSUES_FOUND,
-                        step=f.step,
-                        rank=f.rank,
-                        severity=f.severity,
-                        message=message,
-                        finding=f,
-                        action=c.spec.action,
-                    )
-                )
-        return out
-
-    def _rule_error(self, i: int, rank: int, view: StepView, err: Exception) -> Verdict | None:
-        c = self.compiled[i]
-        self._counters[i].errors += 1
-        message = f"{c.name} failed at step {view.step} on rank {view.rank}: {type(err).__name__}: {err}"
-        on_rank = self._rank_status.setdefault(rank, self._fresh_statuses())
-        if on_rank[c.name].state == RuleState.ERROR:
-            on_rank[c.name] = dataclasses.replace(on_rank[c.name], message=message)
-        elif on_rank[c.name].state != RuleState.ISSUES_FOUND:
-            on_rank[c.name] = RuleStatus(
-                state=RuleState.ERROR, action=c.spec.action, severity=on_rank[c.name].severity, step=view.step,
-                rank=rank, message=message, time=self.clock(),
-            )  # fmt: skip
-        status = self._status[c.name]
-        if status.state == RuleState.ISSUES_FOUND:
-            return None
-        if status.state == RuleState.ERROR:
-            self._status[c.name] = dataclasses.replace(status, message=message)
-            return None
-        log.error("trainguard: %s; the other rules go on", message)
-        return self._transition(
-            c, RuleState.ERROR, step=view.step, rank=view.rank, severity=status.severity, message=message,
-            finding=None, action=Action.NONE,
-        )  # fmt: skip
-
-    def _transition(
-        self, c: config.CompiledRule, state: RuleState, *, step: int, rank: int, severity: Severity, message: str,
-        finding: Finding | None, action: Action,
-    ) -> Verdict:  # fmt: skip
-        now = self.clock()
-        self._status[c.name] = RuleStatus(
-            state=state,
-            action=c.spec.action,
-            severity=severity,
-            step=step,
-            rank=rank,
-            message=message,
-            time=now,
-        )
-        return Verdict(
-            rule=c.name, action=action, state=state, step=step, rank=rank, severity=severity, message=message,
-            finding=finding, time=now,
-        )  # fmt: skip
+            return self._update_rules(track, view, heartbeat=True)
 
     def _act(self, verdict: Verdict) -> None:
         """Create the stop file for a STOP verdict (once per rule)."""
-        if verdict.action != Action.STOP or verdict.rule in self._stop_emitted:
+        if not self._verdicts.take_stop(verdict):
             return
-        self._stop_emitted.add(verdict.rule)
-        self.stop_requested = True
         if self.stop_file:
             request_stop(self.stop_file, rule=verdict.rule, message=verdict.message)
         log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
 
-    def _note_problems(self, track: _RankTrack) -> None:
-        n = len(track.source.problems)
-        if n > track.problems_seen:
-            self.corrupt_segments_total += n - track.problems_seen
-            track.problems_seen = n
+    def _check_patterns(self, track: RankTrack, view: StepView) -> list[Verdict]:
+        """At a rank's first saved step: a rule whose `tensors` match none of the rank's tensors and scalars
+        checks nothing there. Say so once (a warning), or with `strict` make the rule an Error."""
+        names = {t.name for t in track.source.catalogue().values()} | set(view.names)
+        out: list[Verdict] = []
+        for i, (c, rule) in enumerate(zip(self.compiled, track.rules)):
+            pattern = rule.pattern
+            if (
+                pattern is None
+                or any(pattern.search(n) for n in names)
+                or c.name in self._verdicts.checks_nothing
+            ):
+                continue
+            shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+            asked = c.spec.tensors or rule.params.tensor_regex or [pattern.pattern]
+            message = (
+                f"{c.name}: its tensors {list(asked)} match none of the {len(names)} tensors and scalars of "
+                f"rank {track.rank} ({shown}); it checks nothing. Fix `tensors` in the rules file"
+            )
+            self._verdicts.checks_nothing[c.name] = message
+            self.warnings.append(message)
+            log.warning("trainguard: %s", message)
+            if self.strict:
+                v = self._verdicts.on_error(i, track.rank, view, ChecksNothing(message))
+                out += [v] if v is not None else []
+        return out
 
-    def _all_ended(self) -> bool:
-        if not self._tracks or not all(t.ended for t in self._tracks.values()):
-            return False
-        if self.followed is None and self._world_size is not None:
-            return len(self._tracks) >= self._world_size
-        return True
+    def _ended(
+        self, track: RankTrack, out: list[Verdict], on_verdict: Callable[[Verdict], None] | None
+    ) -> bool:
+        """Whether the rank has an END; a damaged one ends it too (the writer got that far), as a data gap."""
+        try:
+            return track.source.ended() is not None
+        except errors.FormatError as err:
+            if not track.end_damaged:
+                track.end_damaged = True
+                gap = self._data_gap(
+                    track.rank, track.last_step or 0, f"{err}; how rank {track.rank} ended is unknown"
+                )
+                out.extend(self._emit(gap, on_verdict))
+            return True
+
+    def _note_problems(self, track: RankTrack) -> list[Verdict]:
+        """Each object the rank's reader skipped (damaged, gone) is a data gap: its steps went unchecked."""
+        problems = track.source.problems
+        new = problems[track.problems_seen :]
+        self.corrupt_segments_total += len(new)
+        track.problems_seen = len(problems)
+        out: list[Verdict] = []
+        for message in new:
+            found = _SEGMENT_NAME.search(message)
+            name = run_format.parse_segment_name(found.group(0)) if found else None
+            step = name.first_step if name else (track.last_step or 0)
+            span = f"steps {name.first_step}-{name.last_step}" if name else "its steps"
+            out += self._data_gap(track.rank, step, f"{message} ({span} of rank {track.rank} went unchecked)")
+        return out
+
+    def _trailing_gap(self, track: RankTrack) -> list[Verdict]:
+        """Steps END.json counts as lost beyond the last gap a segment announced: lost at the end of the run."""
+        try:
+            end = track.source.ended()
+        except errors.FormatError:
+            return []  # reported as damaged by `_ended`
+        missing = 0 if end is None else end.lost_steps - track.lost_seen
+        if missing <= 0:
+            return []
+        self.lost_steps_total += missing
+        after = track.last_step if track.last_step is not None else 0
+        return self._data_gap(
+            track.rank, after,
+            f"{missing} steps of rank {track.rank} after step {after} never reached the store (END.json "
+            "lost_steps: the store failed until the rank closed); the rules did not see them",
+        )  # fmt: skip
+
+    def _data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+        log.warning("trainguard: %s", message)
+        with self._lock:
+            return self._verdicts.data_gap(rank, step, message)
 
     def _save(self) -> None:
         if not self.checkpoint_enabled:
@@ -693,16 +561,13 @@ class Evaluator:
                             for c, rule in zip(self.compiled, t.rules)
                             if c.name not in self._unsavable
                         },
-                        statuses={name: _status_doc(s) for name, s in self._rank_status.get(r, {}).items()},
+                        statuses=self._verdicts.rank_docs(r),
                     )
                     for r, t in self._tracks.items()
                 },
-                statuses={
-                    name: _status_doc(s, stop_emitted=name in self._stop_emitted)
-                    for name, s in self._status.items()
-                },
-                findings=[f.to_dict() for c in self._counters for f in c.kept_findings],
-                stop_requested=self.stop_requested,
+                statuses=self._verdicts.status_docs(),
+                findings=self._verdicts.finding_docs(),
+                stop_requested=self._verdicts.stop_requested,
             )
         try:
             ckpt.save(self.store, ckpt.key_for(self.followed), state)
@@ -722,22 +587,14 @@ class Evaluator:
             ckpt.save(self.store, ckpt.key_for(self.followed), state)
 
 
-def _status_doc(s: RuleStatus, *, stop_emitted: bool = False) -> ckpt.StatusDoc:
-    return ckpt.StatusDoc(
-        state=s.state.value, step=s.step, rank=s.rank, message=s.message, time=s.time,
-        severity=s.severity.value, stop_emitted=stop_emitted,
-    )  # fmt: skip
-
-
-def _finding_from_dict(d: dict[str, object]) -> Finding:
-    return Finding(
-        rule=str(d["rule"]),
-        severity=Severity(str(d["severity"])),
-        step=int(d["step"]),  # type: ignore[call-overload]
-        message=str(d.get("message", "")),
-        rank=int(d.get("rank", 0)),  # type: ignore[call-overload]
-        tensor=None if d.get("tensor") is None else str(d["tensor"]),
-        hint=str(d.get("hint", "")),
-        value=None if d.get("value") is None else float(d["value"]),  # type: ignore[arg-type]
-        threshold=None if d.get("threshold") is None else float(d["threshold"]),  # type: ignore[arg-type]
+def evaluate_stored(uri: str, *, attempt: str | None = None) -> list[Finding]:
+    """Evaluate a stored run once with the default rules and return every finding kept (with `attempt`: of
+    the writer attempts from that one on only), as `trainguard report` marks them."""
+    ev = Evaluator(
+        uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
     )
+    try:
+        ev.poll_until_idle()
+    finally:
+        ev.close()
+    return ev.findings

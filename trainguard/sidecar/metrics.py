@@ -1,7 +1,8 @@
 """The evaluator's Prometheus metrics, built afresh from the evaluator's state on every scrape.
 
-`EvaluatorCollector` is registered by `Evaluator` on the `CollectorRegistry` it is given (never
-the global one). Labels come from bounded sets only: rule names, severities, collections and
+`EvaluatorCollector` reads anything shaped like an evaluator (`EvaluatorState`, which `Evaluator`
+is) and registers itself on the `CollectorRegistry` it is given (never the global one), as
+prometheus_client's own collectors do; this module never imports the evaluator. Labels come from bounded sets only: rule names, severities, collections and
 modes, never tensor or layer names. Training gauges describe the newest step with statistics of
 the lowest followed rank (one rank per sidecar in Kubernetes; rank 0 in local mode).
 """
@@ -10,19 +11,19 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from trainguard.api.enums import RuleState, Severity
+from trainguard.api.enums import Mode, RuleState, Severity
 from trainguard.rules.view import COL, StepView
-
-if TYPE_CHECKING:
-    from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.predictions import StreamSummary
+from trainguard.sidecar.verdicts import RuleCounters, RuleStatus
 
 DURATION_BUCKETS_SECONDS = (
     0.0005,
@@ -86,11 +87,52 @@ def collection_norms(view: StepView) -> dict[str, tuple[float, float | None, flo
     return out
 
 
-class EvaluatorCollector(Collector):
-    """Reads an `Evaluator` at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*` family."""
+class EvaluatorState(Protocol):
+    """What the collector reads of an evaluator at scrape time (under its `lock`)."""
 
-    def __init__(self, evaluator: Evaluator) -> None:
+    @property
+    def lock(self) -> threading.RLock: ...
+    @property
+    def last_step(self) -> int | None: ...
+    @property
+    def rule_status(self) -> Mapping[str, RuleStatus]: ...
+    @property
+    def durations(self) -> Histogram: ...
+    @property
+    def lag_seconds(self) -> float | None: ...
+    @property
+    def read_bytes_total(self) -> int: ...
+    @property
+    def segments_total(self) -> int: ...
+    @property
+    def corrupt_segments_total(self) -> int: ...
+    @property
+    def lost_steps_total(self) -> int: ...
+    @property
+    def stop_requested(self) -> bool: ...
+    @property
+    def last_evaluation_time(self) -> float | None: ...
+    def counters(self) -> list[tuple[str, RuleCounters]]: ...
+    def last_loss(self) -> dict[Mode, float]: ...
+    def last_views(self) -> list[StepView]: ...
+    def prediction_summary(self) -> dict[str, StreamSummary]: ...
+
+
+class EvaluatorCollector(Collector):
+    """Reads an evaluator at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*` family."""
+
+    def __init__(self, evaluator: EvaluatorState, *, registry: CollectorRegistry | None = None) -> None:
+        """With `registry`, register there at once (duplicate series names fail here, not at scrape time)."""
         self.evaluator = evaluator
+        self._registry = registry
+        if registry is not None:
+            registry.register(self)
+
+    def unregister(self) -> None:
+        """Leave the registry this collector was registered on, if any."""
+        if self._registry is not None:
+            self._registry.unregister(self)
+            self._registry = None
 
     def describe(self) -> list[Metric]:
         # Names only, so registration checks duplicates without reading a half-built evaluator.
@@ -173,6 +215,11 @@ class EvaluatorCollector(Collector):
             labels=["mode"],
         )
         stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
+        lost = GaugeMetricFamily(
+            "trainguard_capture_lost_steps",
+            "Steps the followed ranks' hooks report lost: they never reached the store (an outage longer than "
+            "the hook's pending memory, or one at its close).",
+        )
         last_eval = GaugeMetricFamily(
             "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
         )
@@ -204,6 +251,7 @@ class EvaluatorCollector(Collector):
             segments.add_metric([], float(ev.segments_total))
             corrupt.add_metric([], float(ev.corrupt_segments_total))
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
+            lost.add_metric([], float(ev.lost_steps_total))
             if ev.last_evaluation_time is not None:
                 last_eval.add_metric([], ev.last_evaluation_time)
             for pred_mode, summ in ev.prediction_summary().items():
@@ -227,5 +275,5 @@ class EvaluatorCollector(Collector):
             findings,
             last_trigger,
         )
-        yield from (duration, lag, read_bytes, segments, corrupt, stop, last_eval)
+        yield from (duration, lag, read_bytes, segments, corrupt, stop, lost, last_eval)
         yield from (auc_decayed, auc_se, auc_total, pos_rate)

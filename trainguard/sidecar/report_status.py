@@ -7,13 +7,22 @@ operator aggregates the reports and decides what to do from the DebugJob's own s
 sent at once after each verdict transition and otherwise at most every `interval_seconds` while
 the last step moves (a heartbeat). The report is rebuilt from the evaluator's current state each
 time, so a report lost to a crash or an API error is repaired by the next one. The official
-`kubernetes` client is configured at call time: `KUBECONFIG` when set, else the in-cluster
-service account, else `~/.kube/config`.
+`kubernetes` client is configured at call time (`custom_objects_api`): on a cluster from the
+projected token the operator mounts into the sidecar alone.
+
+In a DebugJob pod of a job with more than `FULL_REPORT_RANKS` ranks (`pod_index` given) the reports
+stay small and few whatever the number of ranks:
+only the first pod reports its first rank in full and keeps the heartbeat (progress for `kubectl get`);
+every pod reports, for each rule in IssuesFound or Error, the one rank of its own that found it first,
+with that rule only. The first `PROMPT_FINDING_PODS` pods do so at once; the others wait
+`FINDING_CHECK_DELAY_SECONDS` and leave out what the DebugJob already shows, so that a NaN that every
+rank of a data-parallel job sees at the same step costs a few writes, not one per pod.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import threading
@@ -22,14 +31,27 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from trainguard.api import debugjob
+from trainguard.api.enums import RuleState
 from trainguard.api.sidecar_config import DebugJobRef
-from trainguard.sidecar.evaluator import Evaluator, Verdict
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.sidecar.verdicts import Verdict
+from trainguard.stop_flag import watched
 
 log = logging.getLogger(__name__)
 
 REPORT_INTERVAL_SECONDS = 10.0
-"""Heartbeat: the longest a moving lastStep goes unreported. One small PATCH per rank every 10 s
-keeps `kubectl get debugjobs` current without loading the API server."""
+"""Heartbeat: the longest a moving lastStep goes unreported. One small PATCH every 10 s (from the first
+pod only, in a DebugJob) keeps `kubectl get debugjobs` current without loading the API server."""
+FULL_REPORT_RANKS = 32
+"""Jobs of up to this many ranks get every rank's full report from every pod (a few KiB per rank); larger
+ones get condensed reports (`pod_index`), which stay small at any number of ranks."""
+PROMPT_FINDING_PODS = 16
+"""Pods (by index) that report a new finding at once. With at most this many pods writing findings, the
+DebugJob's status stays far below Kubernetes' object size limits at any number of ranks."""
+FINDING_CHECK_DELAY_SECONDS = 3.0
+"""How long a later pod waits before checking whether the DebugJob already shows its finding: enough for
+the first pods' reports to reach the operator; a finding on those later pods alone is reported this late."""
+FINDING_STATES = frozenset({RuleState.ISSUES_FOUND, RuleState.ERROR})
 
 
 def _iso(t: float | None) -> str | None:
@@ -57,6 +79,7 @@ def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -
         last_step=last_step,
         time=_iso(now),
         ended=ended,
+        stop_watched=bool(evaluator.stop_file and watched(evaluator.stop_file)),
         rules=[
             debugjob.RankRuleReport(
                 name=name,
@@ -73,9 +96,48 @@ def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -
     return doc
 
 
-def status_patch(*, rank: int, report: dict[str, Any]) -> dict[str, Any]:
-    """Return the merge patch that sets this rank's report and leaves every other key alone."""
-    return reports_patch({rank: report})
+def finding_reports(evaluator: Evaluator, ranks: Sequence[int], *, now: float) -> dict[int, dict[str, Any]]:
+    """Return, for each rule in IssuesFound or Error on one of `ranks`, the report of the rank that found it first.
+
+    A rank that is first for several rules gets one report with those rules; each report holds only
+    them (lastStep, time and ended as in a full report).
+    """
+    first: dict[str, tuple[int, int]] = {}
+    for rank in ranks:
+        for name, status in evaluator.rank_status(rank).items():
+            if status.state in FINDING_STATES:
+                key = (status.step if status.step is not None else 1 << 62, rank)
+                first[name] = min(first.get(name, key), key)
+    out: dict[int, dict[str, Any]] = {}
+    for name, (_, rank) in sorted(first.items()):
+        report = out.setdefault(rank, {**build_report(evaluator, now=now, rank=rank), "rules": []})
+        full = build_report(evaluator, now=now, rank=rank)
+        report["rules"] += [entry for entry in full["rules"] if entry["name"] == name]
+    return out
+
+
+def _signature(reports: dict[int, dict[str, Any]]) -> str:
+    """What decides whether reports changed: the rules' states and steps and each rank's end, not the clock or
+    the last step (the heartbeat carries those)."""
+    return json.dumps(
+        {
+            rank: [rep.get("ended"), [(r["name"], r["state"], r.get("step")) for r in rep.get("rules", [])]]
+            for rank, rep in reports.items()
+        },
+        sort_keys=True,
+    )
+
+
+def _unknown_findings(
+    reports: dict[int, dict[str, Any]], known: dict[str, str], *, previously: set[int]
+) -> dict[int, dict[str, Any]]:
+    """Drop the findings the DebugJob already shows in the same state; keep emptied ranks sent before."""
+    out: dict[int, dict[str, Any]] = {}
+    for rank, report in reports.items():
+        rules = [r for r in report.get("rules", []) if known.get(r["name"]) != r["state"]]
+        if rules or rank in previously:
+            out[rank] = {**report, "rules": rules}
+    return out
 
 
 def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -83,9 +145,15 @@ def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return {"status": {"reports": {rank_key(rank): report for rank, report in sorted(reports.items())}}}
 
 
-def custom_objects_api() -> Any:
-    """Return a CustomObjectsApi configured now (not at import): KUBECONFIG, in-cluster, or ~/.kube/config."""
+def custom_objects_api(service_account_dir: str | None = None) -> Any:
+    """Return a CustomObjectsApi configured now (not at import).
+
+    In order: `KUBECONFIG` when set (tests, local runs); the token and CA in `service_account_dir`
+    (the projected token the operator mounts into the sidecar alone, re-read as the kubelet rotates
+    it); the standard in-cluster path; `~/.kube/config`.
+    """
     from kubernetes import client, config
+    from kubernetes.config import incluster_config
 
     configuration = client.Configuration()
     kubeconfig = os.environ.get("KUBECONFIG")
@@ -93,6 +161,12 @@ def custom_objects_api() -> Any:
         config.load_kube_config(
             config_file=kubeconfig, client_configuration=configuration, persist_config=False
         )
+    elif service_account_dir:
+        incluster_config.InClusterConfigLoader(
+            token_filename=os.path.join(service_account_dir, "token"),
+            cert_filename=os.path.join(service_account_dir, "ca.crt"),
+            try_refresh_token=True,
+        ).load_and_set(configuration)
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config(client_configuration=configuration)
     else:
@@ -111,12 +185,21 @@ class StatusReporter:
         ranks: Sequence[int] | None = None,
         evaluator: Evaluator,
         interval_seconds: float = REPORT_INTERVAL_SECONDS,
+        pod_index: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if (rank is None) == (ranks is None) or ranks == []:
             raise ValueError("pass the rank or the ranks to report")
         self.ref = ref
         self.ranks: tuple[int, ...] = (rank,) if rank is not None else tuple(sorted(set(ranks or ())))
+        self.pod_index = pod_index
+        """The pod's index in its Job: then only the first pod reports in full (see the module docstring)."""
+        self.full_ranks: tuple[int, ...] = (
+            self.ranks if pod_index is None else self.ranks[:1] if pod_index == 0 else ()
+        )
+        self._finding_keys: set[int] = set()
+        self._finding_seen_at: float | None = None
+        self._sent_signature: str | None = None
         self.evaluator = evaluator
         self.interval_seconds = interval_seconds
         self.clock = clock
@@ -127,7 +210,6 @@ class StatusReporter:
         self._stop = threading.Event()
         self.refused: str | None = None
         """Why this reporter will not report (the DebugJob was recreated), else None."""
-        self._sent_states: tuple[Any, ...] | None = None
         self._sent_step: int | None = None
         self._sent_at = float("-inf")
         self._thread: threading.Thread | None = None
@@ -139,24 +221,44 @@ class StatusReporter:
     def report(self, *, force: bool = False) -> bool:
         """Send the report if a rule's state changed, if `force`, or when the heartbeat is due; return whether sent.
 
-        The heartbeat is due when `interval_seconds` passed since the last report and lastStep moved.
+        The heartbeat is due when `interval_seconds` passed since the last report and lastStep moved
+        (only for reporters of full reports: every rank without `pod_index`, the first pod's first rank with).
         """
         if self.refused is not None:
             return False
         now = self.clock()
-        states = tuple(
-            (
-                tuple((n, s.state, s.step) for n, s in self.evaluator.rank_status(r).items()),
-                self.evaluator.rank_progress(r)[1],
-            )
-            for r in self.ranks
-        )
+        reports = {r: build_report(self.evaluator, now=now, rank=r) for r in self.full_ranks}
+        if self.pod_index is not None:
+            findings = finding_reports(self.evaluator, [r for r in self.ranks if r not in reports], now=now)
+            # A rank reported before but no longer first for any rule: its report is emptied, not left stale.
+            for r in sorted(self._finding_keys - findings.keys()):
+                findings[r] = {**build_report(self.evaluator, now=now, rank=r), "rules": []}
+            reports.update(findings)
+        if not reports:
+            return False
+        signature = _signature(reports)
         last_step = self.evaluator.last_step
-        changed = states != self._sent_states
-        due = now - self._sent_at >= self.interval_seconds and last_step != self._sent_step
+        changed = signature != self._sent_signature
+        due = (
+            bool(self.full_ranks)
+            and now - self._sent_at >= self.interval_seconds
+            and last_step != self._sent_step
+        )
         if not (force or changed or due):
             return False
-        body = reports_patch({r: build_report(self.evaluator, now=now, rank=r) for r in self.ranks})
+        if changed and self.pod_index is not None and self.pod_index >= PROMPT_FINDING_PODS:
+            if self._finding_seen_at is None:
+                self._finding_seen_at = now
+            if now - self._finding_seen_at < FINDING_CHECK_DELAY_SECONDS:
+                return False
+            known = self._known_rules()
+            if known is None:
+                return False
+            reports = _unknown_findings(reports, known, previously=self._finding_keys)
+            if not reports:
+                self._sent_signature, self._finding_seen_at = signature, None
+                return False
+        body = reports_patch(reports)
         try:
             api = self._connect()
             if api is None:
@@ -169,14 +271,31 @@ class StatusReporter:
             self._failed(err)
             return False
         self.last_error = None
-        self._sent_states, self._sent_step, self._sent_at = states, last_step, now
+        self._sent_signature, self._sent_step, self._sent_at = signature, last_step, now
+        self._finding_seen_at = None
+        self._finding_keys |= {r for r in reports if r not in self.full_ranks}
         self.reports_sent += 1
         return True
+
+    def _known_rules(self) -> dict[str, str] | None:
+        """Return each rule's state as the DebugJob's status shows it (None when it cannot be read now)."""
+        try:
+            api = self._connect()
+            if api is None:
+                return None
+            obj = api.get_namespaced_custom_object(
+                debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name
+            )
+        except Exception as err:  # noqa: BLE001 - as for a report: logged, tried again at the next tick
+            self._failed(err)
+            return None
+        rules = (obj.get("status") or {}).get("rules") or []
+        return {str(r.get("name")): str(r.get("state")) for r in rules}
 
     def _connect(self) -> Any:
         """Return the API client; the first time, check that the DebugJob is the one configured (uid)."""
         if self._api is None:
-            api = custom_objects_api()
+            api = custom_objects_api(self.ref.service_account_dir)
             try:
                 obj = api.get_namespaced_custom_object(
                     debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name

@@ -18,14 +18,14 @@ import numpy as np
 
 from trainguard.api.enums import Mode
 from trainguard.rules.view import COLUMNS, StepView, TensorMeta
-from trainguard.store import format
+from trainguard.store import run_format
 
 _EVAL_PREFIXES = ("val", "eval", "test", "valid")
 _PRED_PREFIX = "pred."
 _STEPS_SUFFIX = ".steps"
 
 
-def loss_mode(info: format.TensorInfo) -> Mode | None:
+def loss_mode(info: run_format.TensorInfo) -> Mode | None:
     """Return the mode a scalar reports as `trainguard_training_loss{mode}`, or None if it is no loss.
 
     A scalar counts as a loss when its name contains "loss"; it is an eval loss when recorded in
@@ -57,7 +57,7 @@ class ViewBuilder:
         self.last_loss: dict[Mode, float] = {}
         """The newest value of the loss scalars seen so far, by mode (for the loss gauge)."""
 
-    def _layout(self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]) -> _Layout:
+    def _layout(self, seg: run_format.Segment, catalogue: Mapping[int, run_format.TensorInfo]) -> _Layout:
         # A new catalogue object (a new version was fetched) invalidates the cache.
         if self._catalogue_key != id(catalogue):
             self._layouts.clear()
@@ -71,7 +71,7 @@ class ViewBuilder:
             for tid in seg.tensor_ids.tolist():
                 info = catalogue.get(int(tid))
                 if info is None:
-                    info = format.TensorInfo(id=int(tid), name=f"tensor-{tid}", collection="unknown")
+                    info = run_format.TensorInfo(id=int(tid), name=f"tensor-{tid}", collection="unknown")
                 names.append(info.name)
                 meta.append(
                     TensorMeta(
@@ -89,7 +89,9 @@ class ViewBuilder:
             self._layouts[key] = layout
         return layout
 
-    def views(self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]) -> list[StepView]:
+    def views(
+        self, seg: run_format.Segment, catalogue: Mapping[int, run_format.TensorInfo]
+    ) -> list[StepView]:
         """Return the views of every step in `seg` (tensor steps and scalar-only steps), in step order."""
         layout = self._layout(seg, catalogue)
         stats = np.asarray(seg.stats, dtype=np.float64)
@@ -126,7 +128,7 @@ class ViewBuilder:
         return out
 
     @staticmethod
-    def _nearest_wall_time(seg: format.Segment, step: int) -> float:
+    def _nearest_wall_time(seg: run_format.Segment, step: int) -> float:
         """Wall time of a scalar-only step: that of the nearest saved step at or before it, if any."""
         if not seg.steps.size:
             return 0.0
@@ -134,7 +136,7 @@ class ViewBuilder:
         return float(seg.wall_time[max(i, 0)])
 
     def _scalars_by_step(
-        self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+        self, seg: run_format.Segment, catalogue: Mapping[int, run_format.TensorInfo]
     ) -> tuple[dict[int, dict[str, float]], dict[int, dict[str, float]]]:
         train: dict[int, dict[str, float]] = {}
         evals: dict[int, dict[str, float]] = {}
@@ -156,7 +158,7 @@ class ViewBuilder:
         return train, evals
 
     def _tier1_by_step(
-        self, seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+        self, seg: run_format.Segment, catalogue: Mapping[int, run_format.TensorInfo]
     ) -> dict[int, tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]]:
         out: dict[int, tuple[dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]] = {}
         if not seg.tier1_steps.size or not (seg.units or seg.hists):
@@ -172,7 +174,7 @@ class ViewBuilder:
 
 
 def _predictions_by_step(
-    seg: format.Segment, catalogue: Mapping[int, format.TensorInfo]
+    seg: run_format.Segment, catalogue: Mapping[int, run_format.TensorInfo]
 ) -> dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
     """Prediction-count records (`extra["pred.<id>"]`, steps in `extra["pred.<id>.steps"]`) by step and mode."""
     out: dict[int, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = {}
@@ -189,6 +191,6 @@ def _predictions_by_step(
     return out
 
 
-def _name(catalogue: Mapping[int, format.TensorInfo], tid: int) -> str:
+def _name(catalogue: Mapping[int, run_format.TensorInfo], tid: int) -> str:
     info = catalogue.get(tid)
     return info.name if info is not None else f"tensor-{tid}"

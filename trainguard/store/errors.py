@@ -34,5 +34,11 @@ class SegmentCorrupt(FormatError):
     """A segment is truncated or damaged. Readers report it and go on with the next one."""
 
 
+class RefusedObject(FormatError):
+    """A key names something that is not a stored object: a FIFO, a device, a directory, or a symbolic link
+    that leads out of the run root. It is never read (a FIFO would block, a device never end); readers
+    report it and go on, like a damaged segment."""
+
+
 class UnknownScheme(StoreError):
     """The URI's scheme has no registered backend."""

@@ -3,7 +3,7 @@
 Polls `Source.poll()` (which lists after the last key seen, so no key is read twice), sleeps
 `poll_interval_seconds` between empty polls, ends when the rank's END marker appears (after one
 last poll, so nothing written before END is missed), and gives up on a writer that stays silent
-for `idle_timeout_seconds`, setting `timed_out`. Parsing lives in `format.py` and `source.py`.
+for `idle_timeout_seconds`, setting `timed_out`. Parsing lives in `run_format.py` and `source.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from trainguard.store import format
+from trainguard.store import run_format
 from trainguard.store.source import Source
 
 
@@ -33,7 +33,7 @@ class Follower:
         self.source = source
         self.poll_interval_seconds = poll_interval_seconds
         self.idle_timeout_seconds = idle_timeout_seconds
-        self.end: format.EndInfo | None = None
+        self.end: run_format.EndInfo | None = None
         self.timed_out = False
         self._clock = clock
         self._stop = stop or threading.Event()
@@ -46,7 +46,7 @@ class Follower:
         """Make the iteration end at its next poll (from another thread)."""
         self._stop.set()
 
-    def __iter__(self) -> Iterator[format.Segment]:
+    def __iter__(self) -> Iterator[run_format.Segment]:
         last_data = self._clock()
         while not self._stop.is_set():
             segs = self.source.poll()

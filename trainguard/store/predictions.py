@@ -38,13 +38,6 @@ def logits_of_scores(scores: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def bucket_upper_scores(*, buckets: int = BUCKETS) -> np.ndarray:
-    """Return the score (probability) at the upper edge of each bucket: the ROC thresholds."""
-    z = -LOGIT_RANGE + (np.arange(buckets) + 1) * (2 * LOGIT_RANGE / buckets)
-    upper: np.ndarray = 1.0 / (1.0 + np.exp(-z))
-    return upper
-
-
 def count(
     scores: np.ndarray, labels: np.ndarray, *, logits: bool = False, buckets: int = BUCKETS
 ) -> np.ndarray:
@@ -67,16 +60,3 @@ def count(
     out[1] = np.bincount(b[~y], minlength=buckets)
     out[2] = np.bincount(b, weights=p, minlength=buckets)
     return out
-
-
-def one_vs_rest(
-    scores: np.ndarray, labels: np.ndarray, classes: list[int], *, buckets: int = BUCKETS
-) -> dict[int, np.ndarray]:
-    """Return the counts of each class in `classes` against the rest, from [N, C] class probabilities."""
-    s = np.asarray(scores, np.float64)
-    y = np.asarray(labels).astype(np.int64).ravel()
-    if s.ndim != 2 or s.shape[0] != y.size:
-        raise ValueError(
-            f"multi-class scores must be [N, C] with N labels; got scores {s.shape}, labels {y.shape}"
-        )
-    return {c: count(s[:, c], (y == c).astype(np.float64), buckets=buckets) for c in classes}

@@ -1,9 +1,10 @@
-"""`open_run(uri)`: a whole run as numpy arrays, whatever wrote it.
+"""`Run`: a whole run as numpy arrays, whatever wrote it.
 
-Detects the format at the root (ours: `run.json` or `rank-NNNNN/`; smdebug: `index/` and
-`events/`; TensorBoard: `*tfevents*` files) and gives one interface over all of them: ranks,
-steps, the tensor catalogue by collection, statistic series, scalars by mode, and `follow()`.
-Series are built from segments loaded once and cached; following is left to `follow.py`.
+One interface over every format a run can be in: ranks, steps, the tensor catalogue by
+collection, statistic series, scalars by mode, and `follow()`. A `Run` reads through one
+`Source` per rank (ours in `source.py`, foreign ones in `foreign/`); which format a root holds
+is decided by `runs.open_run`. Series are built from segments loaded once and cached; following
+is left to `follow.py`.
 A rank written by several attempts (restarted on the same URI) reads as its attempts one after
 the other: series hold every attempt's steps in write order (steps start again where an attempt
 restarted from an earlier step), each segment resolved with its own attempt's catalogue.
@@ -17,10 +18,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store, open_store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
 from trainguard.store.follow import Follower
-from trainguard.store.source import RankSource, Source, load_catalogue, load_json_doc
+from trainguard.store.source import Source, load_catalogue
 
 
 class Series(NamedTuple):
@@ -32,13 +33,13 @@ class Series(NamedTuple):
 
 @dataclass
 class _Loaded:
-    segments: list[format.Segment]
-    catalogues: dict[str, dict[int, format.TensorInfo]]
+    segments: list[run_format.Segment]
+    catalogues: dict[str, dict[int, run_format.TensorInfo]]
     """Each writer attempt's newest catalogue, in attempt order."""
 
-    def tensors(self) -> list[format.TensorInfo]:
+    def tensors(self) -> list[run_format.TensorInfo]:
         """Every tensor and scalar of every attempt; a name in several attempts as the newest knows it."""
-        out: dict[tuple[str, str | None], format.TensorInfo] = {}
+        out: dict[tuple[str, str | None], run_format.TensorInfo] = {}
         for cat in self.catalogues.values():
             out.update({(t.name, t.mode): t for t in cat.values()})
         return list(out.values())
@@ -62,7 +63,7 @@ class Run:
         kind: str,
         ranks: list[int],
         source_factory: Callable[[int], Source],
-        info: format.RunInfo | None = None,
+        info: run_format.RunInfo | None = None,
     ) -> None:
         self.uri = uri
         self.store = store
@@ -106,7 +107,7 @@ class Run:
             self._loaded[rank] = self._whole._load(rank).only(self.attempt)
         if rank not in self._loaded:
             src = self.source(rank)
-            segs: list[format.Segment] = []
+            segs: list[run_format.Segment] = []
             # poll() hands over what it read before a failure and raises at that key on the next call, so
             # read until a call brings nothing new: the failure surfaces instead of a silently short run
             while new := src.poll():
@@ -125,10 +126,10 @@ class Run:
         """Return the writer attempts of a rank in write order (one unless it was restarted on this URI)."""
         return list(self._load(rank).catalogues)
 
-    def segments(self, rank: int = 0) -> list[format.Segment]:
+    def segments(self, rank: int = 0) -> list[run_format.Segment]:
         return self._load(rank).segments
 
-    def tensors(self, collection: str | None = None, *, rank: int = 0) -> list[format.TensorInfo]:
+    def tensors(self, collection: str | None = None, *, rank: int = 0) -> list[run_format.TensorInfo]:
         """Return the catalogue (tensors and scalars), optionally only one collection."""
         return [t for t in self._load(rank).tensors() if collection is None or t.collection == collection]
 
@@ -148,7 +149,7 @@ class Run:
         segs = self._load(rank).segments
         return max((s.last_step for s in segs), default=None)
 
-    def _ids(self, rank: int, match: Callable[[format.TensorInfo], bool]) -> dict[str, int]:
+    def _ids(self, rank: int, match: Callable[[run_format.TensorInfo], bool]) -> dict[str, int]:
         """Return, for each attempt of `rank` whose catalogue has an entry that `match`es, its id there."""
         return {
             attempt: t.id
@@ -169,10 +170,10 @@ class Run:
 
     def series(self, name: str, stat: str, *, rank: int = 0) -> Series:
         """Return one statistic column of one tensor over all saved steps (absent steps are skipped)."""
-        if stat not in format.COLUMN:
-            raise KeyError(f"unknown statistic {stat!r}; columns are: {', '.join(format.STAT_COLUMNS)}")
+        if stat not in run_format.COLUMN:
+            raise KeyError(f"unknown statistic {stat!r}; columns are: {', '.join(run_format.STAT_COLUMNS)}")
         ids = self._find(name, rank, scalar=False)
-        col = format.COLUMN[stat]
+        col = run_format.COLUMN[stat]
         steps: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for seg in self._load(rank).segments:
@@ -223,7 +224,7 @@ class Run:
             {t.name for t in self.tensors(rank=rank) if t.is_scalar and (mode is None or t.mode == mode)}
         )
 
-    def ended(self, *, rank: int = 0) -> format.EndInfo | None:
+    def ended(self, *, rank: int = 0) -> run_format.EndInfo | None:
         return self.source(rank).ended()
 
     def follow(
@@ -239,51 +240,3 @@ class Run:
             poll_interval_seconds=poll_interval_seconds,
             idle_timeout_seconds=idle_timeout_seconds,
         )
-
-
-def _ranks_of(store: Store) -> list[int]:
-    ranks = []
-    for entry in store.list("", delimiter="/"):
-        r = format.parse_rank_prefix(entry)
-        if r is not None:
-            ranks.append(r)
-    return sorted(ranks)
-
-
-def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run:
-    """Open a run at `uri` in our format, an smdebug output directory, or a TensorBoard log directory.
-
-    With `wait=True` a root that holds nothing yet is opened as an empty TrainGuard run (rank 0),
-    so a follower can start before the writer; otherwise an empty root raises `NotFound`.
-    """
-    store = store or open_store(uri)
-    top = store.list("", delimiter="/")
-    if format.RUN_INFO_KEY in top or any(format.parse_rank_prefix(e) is not None for e in top):
-        info = None
-        if format.RUN_INFO_KEY in top:
-            doc = load_json_doc(store, format.RUN_INFO_KEY, format.RunInfo)
-            assert isinstance(doc, format.RunInfo)
-            info = doc
-        ranks = _ranks_of(store) or [0]
-        return Run(
-            uri,
-            store,
-            kind="trainguard",
-            ranks=ranks,
-            info=info,
-            source_factory=lambda r: RankSource(store, r),
-        )
-    if "index/" in top and ("events/" in top or "collections/" in top):
-        from trainguard.store import smdebug
-
-        return smdebug.open_smdebug(uri, store)
-    if any("tfevents" in k for k in store.list("")):
-        from trainguard.store import tensorboard
-
-        return tensorboard.open_tensorboard(uri, store)
-    if wait:
-        return Run(uri, store, kind="trainguard", ranks=[0], source_factory=lambda r: RankSource(store, r))
-    raise errors.NotFound(
-        f"no run at {uri}: expected run.json or rank-NNNNN/ (TrainGuard), index/ + events/ (smdebug) "
-        f"or *tfevents* files (TensorBoard); check the URI"
-    )

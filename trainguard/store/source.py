@@ -2,7 +2,7 @@
 
 `RankSource.poll()` lists the rank's prefix after the last key seen (`StartAfter`), so no key
 is read twice and the whole prefix is never re-listed. Keys sort in write order, attempt by
-attempt (see `format`): a rank restarted on the same URI continues after the earlier attempt's
+attempt (see `run_format`): a rank restarted on the same URI continues after the earlier attempt's
 segments, each segment carrying its `attempt`. A catalogue version newer than the one held (or
 the first of a new attempt) is fetched by its key before the segment that needs it is returned.
 An END of an attempt older than the newest one read is stale (the rank was restarted) and is
@@ -23,8 +23,8 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from trainguard.store import errors, format
-from trainguard.store.backend import Store
+from trainguard.store import errors, run_format
+from trainguard.store.backends import Store
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +35,17 @@ class Source(Protocol):
     rank: int
     problems: list[str]
 
-    def poll(self) -> list[format.Segment]:
+    def poll(self) -> list[run_format.Segment]:
         """Return the segments that appeared since the last call, in step order."""
 
-    def catalogue(self) -> dict[int, format.TensorInfo]:
+    def catalogue(self) -> dict[int, run_format.TensorInfo]:
         """Return every tensor and scalar known so far, by id."""
 
-    def ended(self) -> format.EndInfo | None:
+    def ended(self) -> run_format.EndInfo | None:
         """Return the end marker once the rank has stopped writing, else None."""
 
 
-def load_json_doc(store: Store, key: str, model: type[format._Doc]) -> format._Doc:
+def load_json_doc(store: Store, key: str, model: type[run_format._Doc]) -> run_format._Doc:
     """Fetch and validate a JSON document; raise FormatError naming the key on bad content."""
     raw = store.get(key)
     try:
@@ -54,8 +54,12 @@ def load_json_doc(store: Store, key: str, model: type[format._Doc]) -> format._D
         raise errors.FormatError(
             f"{store.uri}/{key} is not valid JSON ({err}); the object is damaged"
         ) from err
+    except RecursionError as err:  # json's parser recurses once per nesting level
+        raise errors.FormatError(
+            f"{store.uri}/{key} nests arrays or objects too deeply to parse; the object is damaged"
+        ) from err
     if isinstance(doc, dict) and "format_version" in doc:
-        format.check_version(str(doc["format_version"]), what=f"{store.uri}/{key}")
+        run_format.check_version(str(doc["format_version"]), what=f"{store.uri}/{key}")
     try:
         return model.model_validate(doc)
     except ValidationError as err:
@@ -64,10 +68,10 @@ def load_json_doc(store: Store, key: str, model: type[format._Doc]) -> format._D
         raise errors.FormatError(f"{store.uri}/{key}: field {where!r} {first['msg'].lower()}") from err
 
 
-def load_catalogue(store: Store, rank: int, attempt: str, version: int) -> dict[int, format.TensorInfo]:
+def load_catalogue(store: Store, rank: int, attempt: str, version: int) -> dict[int, run_format.TensorInfo]:
     """Fetch catalogue `version` of one writer attempt of a rank, by tensor id."""
-    cat = load_json_doc(store, format.meta_key(rank, version, attempt=attempt), format.Catalogue)
-    assert isinstance(cat, format.Catalogue)
+    cat = load_json_doc(store, run_format.meta_key(rank, version, attempt=attempt), run_format.Catalogue)
+    assert isinstance(cat, run_format.Catalogue)
     return cat.by_id()
 
 
@@ -78,9 +82,10 @@ def later_attempt(store: Store, rank: int, attempt: str) -> str | None:
     catalogue before its first segment, so a later attempt with data has one.
     """
     keys = store.list(
-        format.rank_prefix(rank) + "meta-", start_after=format.after_attempt(rank, attempt, kind="meta")
+        run_format.rank_prefix(rank) + "meta-",
+        start_after=run_format.after_attempt(rank, attempt, kind="meta"),
     )
-    return max((m[0] for m in map(format.parse_meta_name, keys) if m and m[0]), default=None)
+    return max((m[0] for m in map(run_format.parse_meta_name, keys) if m and m[0]), default=None)
 
 
 class RankSource:
@@ -91,17 +96,17 @@ class RankSource:
     ) -> None:
         self.store = store
         self.rank = rank
-        self.prefix = format.rank_prefix(rank)
+        self.prefix = run_format.rank_prefix(rank)
         self.last_key: str | None = start_after
-        name = format.parse_segment_name(start_after) if start_after else None
+        name = run_format.parse_segment_name(start_after) if start_after else None
         self.attempt: str | None = name.attempt if name else None
         """The writer attempt of the last segment read (None before the first)."""
         self.not_before = not_before
         self.problems: list[str] = []
         self.bytes_read = 0
-        self._catalogue: dict[int, format.TensorInfo] = {}
+        self._catalogue: dict[int, run_format.TensorInfo] = {}
         self._catalogue_at: tuple[str, int] = ("", -1)
-        self._end: format.EndInfo | None = None
+        self._end: run_format.EndInfo | None = None
 
     def _ensure_catalogue(self, attempt: str, version: int) -> None:
         held_attempt, held_version = self._catalogue_at
@@ -110,18 +115,18 @@ class RankSource:
         self._catalogue = load_catalogue(self.store, self.rank, attempt, version)
         self._catalogue_at = (attempt, version)
 
-    def poll(self) -> list[format.Segment]:
+    def poll(self) -> list[run_format.Segment]:
         keys = self.store.list(self.prefix, start_after=self.last_key or self.prefix + "seg-")
-        out: list[format.Segment] = []
+        out: list[run_format.Segment] = []
         for key in keys:
-            name = format.parse_segment_name(key)
+            name = run_format.parse_segment_name(key)
             if name is None:
                 self.last_key = key  # not a segment: skipped, and not listed again
                 continue
             try:
                 data = self.store.get(key)
                 self.bytes_read += len(data)
-                seg = format.decode_segment(data, key=f"{self.store.uri}/{key}")
+                seg = run_format.decode_segment(data, key=f"{self.store.uri}/{key}")
                 self._ensure_catalogue(name.attempt, seg.catalogue_version)
                 if name.attempt:
                     seg = dataclasses.replace(seg, attempt=name.attempt)
@@ -147,26 +152,26 @@ class RankSource:
         log.warning("trainguard: %s", message)
         self.problems.append(message)
 
-    def catalogue(self) -> dict[int, format.TensorInfo]:
+    def catalogue(self) -> dict[int, run_format.TensorInfo]:
         if self._catalogue_at[1] < 0:
             # No segment yet: take the newest catalogue that exists, if any.
-            metas = [m for m in map(format.parse_meta_name, self.store.list(self.prefix + "meta-")) if m]
+            metas = [m for m in map(run_format.parse_meta_name, self.store.list(self.prefix + "meta-")) if m]
             if metas:
                 self._ensure_catalogue(*max(metas))
         return self._catalogue
 
-    def ended(self) -> format.EndInfo | None:
+    def ended(self) -> run_format.EndInfo | None:
         """Return the rank's END once it closes the newest attempt read; a stale one is read again next time."""
         if self._end is None or self._stale(self._end):
             try:
-                doc = load_json_doc(self.store, format.end_key(self.rank), format.EndInfo)
+                doc = load_json_doc(self.store, run_format.end_key(self.rank), run_format.EndInfo)
             except errors.NotFound:
                 return None
-            assert isinstance(doc, format.EndInfo)
+            assert isinstance(doc, run_format.EndInfo)
             self._end = doc
         return None if self._stale(self._end) else self._end
 
-    def _stale(self, end: format.EndInfo) -> bool:
+    def _stale(self, end: run_format.EndInfo) -> bool:
         """Whether `end` closes an attempt older than the newest read (or than `not_before`)."""
         if end.attempt is None:
             return False  # the operator's, or format 1: whichever attempt is current

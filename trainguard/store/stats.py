@@ -1,16 +1,16 @@
 """The Tier-0 and Tier-1 statistics in numpy: the definition of every column, and the reference every device path is checked against.
 
 Used by the `Recorder` for numpy loops, by the smdebug reader (statistics computed on read), and by tests as the slow, obviously correct
-ground truth of the PyTorch implementation. Column order is `format.STAT_COLUMNS`.
+ground truth of the PyTorch implementation. Column order is `run_format.STAT_COLUMNS`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from trainguard.store import format
+from trainguard.store import run_format
 
-K = len(format.STAT_COLUMNS)
+K = len(run_format.STAT_COLUMNS)
 MOVED = "moved"
 """Kind of the Tier-1 per-unit vector of a trainable parameter: the share of each unit's elements that changed."""
 
@@ -45,13 +45,13 @@ def log2_hist(x: np.ndarray) -> np.ndarray:
     """Return float32[HIST_BINS]: bin 0 = exact zeros (and non-finite excluded), bin b = |x| in [2^(b-40), 2^(b-39))."""
     a = np.abs(np.asarray(x, dtype=np.float64).ravel())
     a = a[np.isfinite(a)]
-    hist = np.zeros(format.HIST_BINS, np.float64)
+    hist = np.zeros(run_format.HIST_BINS, np.float64)
     hist[0] = np.count_nonzero(a == 0)
     nz = a[a > 0]
     if nz.size:
-        b = np.floor(np.log2(nz)).astype(np.int64) - format.HIST_MIN_EXPONENT + 1
-        b = np.clip(b, 1, format.HIST_BINS - 1)
-        hist += np.bincount(b, minlength=format.HIST_BINS)[: format.HIST_BINS]
+        b = np.floor(np.log2(nz)).astype(np.int64) - run_format.HIST_MIN_EXPONENT + 1
+        b = np.clip(b, 1, run_format.HIST_BINS - 1)
+        hist += np.bincount(b, minlength=run_format.HIST_BINS)[: run_format.HIST_BINS]
     return hist.astype(np.float32)
 
 

@@ -53,3 +53,15 @@ app.kubernetes.io/part-of: trainguard
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/* The namespaces the operator watches, as a JSON list: watchNamespaces, else the release namespace when
+     rbac.clusterWide is false, else [] (every namespace). */}}
+{{- define "trainguard.watchNamespaces" -}}
+{{- if .Values.watchNamespaces }}
+{{- .Values.watchNamespaces | uniq | toJson }}
+{{- else if not .Values.rbac.clusterWide }}
+{{- list .Release.Namespace | toJson }}
+{{- else }}
+{{- list | toJson }}
+{{- end }}
+{{- end }}

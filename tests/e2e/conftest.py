@@ -1,0 +1,202 @@
+"""Fixtures of the end-to-end tests: a real cluster (`dev/k8s.sh`), TrainGuard installed by its chart, S3 for pods.
+
+Session scope: `cluster` (started once, or joined when a developer already runs one; stopped and
+wiped at the end only if this session started it), `bridge_s3` (a SeaweedFS serving on the node's
+bridge address, which pods reach), `release` (`helm install` of the chart with the project image;
+the operator runs as a pod with the chart's ServiceAccount). Per test: `namespace` (with the S3
+Secret; deleted afterwards, and nothing of it may be left) and `webhook` (a receiver on the bridge).
+
+Every test here is marked `k8s`. When the cluster binaries were never built (`dev/k8s.sh build`),
+the tests are deselected with a note, unless TRAINGUARD_E2E=require (set by `dev/test.sh` and so by
+CI), where a missing cluster is a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SeaweedServer, start_seaweedfs
+from tests.deploy.tooling import find_tool
+from tests.e2e import cluster as k8s
+
+RELEASE = "tg"
+RELEASE_NAMESPACE = "trainguard-e2e"
+OPERATOR_LABELS = "app.kubernetes.io/instance=tg,app.kubernetes.io/component=operator"
+S3_SECRET = "s3-credentials"
+TEST_TIMEOUT_SECONDS = 1800
+FORBIDDEN = re.compile(r"HTTP 403|[Ff]orbidden")
+"""How a refused request shows in the operator's log (the client's `HTTP 403 Forbidden: <reason>`, kopf's own)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    ours = [item for item in items if here in Path(str(item.fspath)).parents]
+    for item in ours:
+        item.add_marker(pytest.mark.k8s)
+        item.add_marker(pytest.mark.slow)
+        # The first test also waits for the cluster, the image build and helm; each polls with its own deadline.
+        item.add_marker(pytest.mark.timeout(TEST_TIMEOUT_SECONDS))
+    missing = k8s.built()
+    if not ours or not missing or os.environ.get("TRAINGUARD_E2E") == "require":
+        return
+    config.hook.pytest_deselected(items=ours)
+    items[:] = [item for item in items if item not in ours]
+    print(
+        f"\ntests/e2e: {len(ours)} tests deselected: the test cluster is not built "
+        f"({', '.join(missing)} missing); run dev/k8s.sh build, or dev/test.sh, which builds it",
+        file=sys.stderr,
+    )
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[k8s.Cluster]:
+    missing = k8s.built()
+    if missing:
+        pytest.fail(f"the test cluster is not built ({', '.join(missing)} missing): run dev/k8s.sh build")
+    reuse = os.environ.get("TRAINGUARD_E2E_REUSE_IMAGE") == "1"
+    c = k8s.Cluster.start(build_image=not reuse)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def bridge_s3(cluster: k8s.Cluster) -> Iterator[SeaweedServer]:
+    """SeaweedFS on the bridge address: the host and every pod reach it at the same URL."""
+    server = start_seaweedfs(host=cluster.bridge_ip)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Release:
+    """TrainGuard installed by its chart; the operator pod's log is checked for 403s after each test."""
+
+    cluster: k8s.Cluster
+    namespace: str = RELEASE_NAMESPACE
+    name: str = RELEASE
+
+    def operator_pods(self) -> list[dict[str, Any]]:
+        return self.cluster.items(f"/api/v1/namespaces/{self.namespace}/pods", labels=OPERATOR_LABELS)
+
+    def operator_log(self) -> str:
+        proc = self.cluster.kubectl(
+            "logs", "-n", self.namespace, "-l", OPERATOR_LABELS, "--tail=-1", "--prefix", check=False
+        )
+        return proc.stdout + proc.stderr
+
+    def metrics(self) -> str:
+        """The operator's /metrics, read through the API server's pod proxy."""
+        pod = next(p for p in self.operator_pods() if p["status"].get("phase") == "Running")
+        name = pod["metadata"]["name"]
+        proc = self.cluster.kubectl(
+            "get", "--raw", f"/api/v1/namespaces/{self.namespace}/pods/{name}:9401/proxy/metrics"
+        )
+        return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def release(cluster: k8s.Cluster) -> Iterator[Release]:
+    helm = find_tool("helm")
+    image_repository, image_tag = k8s.IMAGE.rsplit(":", 1)
+    env = {
+        **os.environ,
+        "KUBECONFIG": cluster.kubeconfig,
+        "HELM_CACHE_HOME": str(cluster.run_dir / "helm-cache"),
+    }
+    args = [helm, "upgrade", "--install", RELEASE, str(k8s.ROOT / "charts" / "trainguard"),
+            "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
+            "--set", f"image.repository={image_repository}", "--set", f"image.tag={image_tag}",
+            "--set", "operator.verbose=true"]  # fmt: skip
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=400, env=env, check=False)
+    assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
+    rel = Release(cluster)
+    try:
+        yield rel
+    finally:
+        subprocess.run([helm, "uninstall", RELEASE, "--namespace", RELEASE_NAMESPACE, "--wait", "--timeout", "3m"],
+                       capture_output=True, text=True, timeout=300, env=env, check=False)  # fmt: skip
+        # crds.keep leaves the CRD (and every DebugJob) on uninstall, as users want; the test cluster does not.
+        cluster.kubectl(
+            "delete", "crd", "debugjobs.trainguard.dev", "--ignore-not-found", "--wait", check=False
+        )
+        cluster.kubectl("delete", "namespace", RELEASE_NAMESPACE, "--ignore-not-found", "--wait", check=False)
+
+
+@pytest.fixture
+def operator(release: Release) -> Iterator[Release]:
+    """The installed operator; after the test, its log must hold no 403 (a missing permission)."""
+    yield release
+    log = release.operator_log()
+    forbidden = [line for line in log.splitlines() if FORBIDDEN.search(line)]
+    assert not forbidden, "the operator was refused a request:\n" + "\n".join(forbidden[:20])
+
+
+@pytest.fixture
+def namespace(
+    cluster: k8s.Cluster, bridge_s3: SeaweedServer, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A fresh namespace with the S3 Secret; deleted after the test (its DebugJobs first, by the operator)."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    cluster.kubectl("create", "secret", "generic", S3_SECRET, "-n", name,
+                    f"--from-literal=AWS_ACCESS_KEY_ID={bridge_s3.access_key}",
+                    f"--from-literal=AWS_SECRET_ACCESS_KEY={bridge_s3.secret_key}")  # fmt: skip
+    try:
+        yield name
+    finally:
+        cluster.kubectl(
+            "delete", "debugjobs", "--all", "-n", name, "--timeout", "120s", check=False, timeout=150
+        )
+        cluster.kubectl("delete", "namespace", name, "--timeout", "180s", check=False, timeout=210)
+
+
+@dataclass
+class WebhookReceiver:
+    """An HTTP endpoint on the bridge address that records every POST the operator sends."""
+
+    url: str
+    received: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture
+def webhook(cluster: k8s.Cluster) -> Iterator[WebhookReceiver]:
+    received: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with contextlib.suppress(ValueError):
+                received.append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((cluster.bridge_ip, 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield WebhookReceiver(url=f"http://{cluster.bridge_ip}:{server.server_port}/hook", received=received)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

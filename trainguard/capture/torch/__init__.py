@@ -1,0 +1,13 @@
+"""The PyTorch side of capture: the hook and everything in capture that imports torch.
+
+`hook` holds `Hook` (public as `trainguard.torch`): its API, registration, the hook bodies and
+the lifecycle. What a saved step does is split by job, in internal modules (a leading
+underscore: nothing outside this package imports them): `_plan` (which tensors, which device, the
+packed layout), `_step` (what a saved step gathers; the `Path` interface), one module per path
+(`_packed` for accelerators and the general case, `_kernel` for the C kernel on CPU, `_worker` for
+the CPU statistics worker), `_finalize` (the one device-to-host copy and the write), `_streams`
+(prediction counts) and `_guard` (fail-open). Below them: `device_stats` (statistics on the
+device), `native` (the C kernel's wrapper) and `stats_worker` (the worker thread). Nothing
+outside `trainguard.capture` and `trainguard.torch` imports torch, so `import trainguard` never
+does.
+"""

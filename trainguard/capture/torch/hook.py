@@ -1,0 +1,585 @@
+"""The PyTorch hook (`import trainguard.torch as tg`; `tg.Hook`): its public API and lifecycle.
+
+The step counter is the optimizer's step count. On steps that are not saved the hook does
+nothing but count (activation hooks are only installed for saved iterations, the registered
+modules' forward pre-hook for saved iterations and the one after each). On a saved step the
+optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
+handed on by one of three paths behind one interface (`_step.Path`), chosen each time the
+capture plan is laid out (`_plan.CapturePlan`: the first saved step, again when parameters move
+or modules are added):
+
+- `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
+  results and its scalars reach the host in ONE copy at the start of the next iteration
+  (`_finalize.StepWriter`);
+- `_kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
+  training thread and writes the step there and then;
+- `_worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
+  reduces, copies and writes the step.
+
+Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
+second, small copy of their own. Every hook body that does real work is decorated with one
+fail-open guard (`_guard.fail_open`): a failure disables capture, is logged once and lands in
+END.json.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from trainguard.capture import exit_watch
+from trainguard.capture.config import CaptureConfig
+from trainguard.capture.torch import native
+from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._guard import fail_open
+from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._packed import PackedPath
+from trainguard.capture.torch._plan import (
+    ACTIVATION_KINDS,
+    DEFAULT_PACK_MAX_NUMEL,
+    Activation,
+    CapturePlan,
+    NativePlan,
+)
+from trainguard.capture.torch._step import MAX_HELD_SCALARS, Path, Pending, SavedStep, Scalars
+from trainguard.capture.torch._streams import PredictionStreams
+from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS, WorkerPath
+from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.stop_flag import StopFlag
+from trainguard.store import writer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["ACTIVATION_KINDS", "Hook"]
+
+log = logging.getLogger(__name__)
+
+
+class Hook:
+    """Captures a PyTorch training run into a TrainGuard run. Inert (all methods no-ops) without a config."""
+
+    def __init__(
+        self,
+        out: str | None = None,
+        *,
+        config: CaptureConfig | None = None,
+        environ: Mapping[str, str] | None = None,
+        pack_max_numel: int = DEFAULT_PACK_MAX_NUMEL,
+        **settings: Any,
+    ) -> None:
+        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ)."""
+        if config is None:
+            overrides: dict[str, Any] = dict(settings)
+            if out:
+                overrides["out"] = out
+            config = CaptureConfig.from_env(environ, **overrides)
+        self.config = config
+        self.pack_max_numel = pack_max_numel
+        self._every = config.save_interval if config else 1
+        """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
+        self._native = bool(config and config.native_stats and native.AVAILABLE)
+        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
+        self.step = 0
+        """Optimizer steps completed; the step in progress has this number."""
+        self._in_iteration = False
+        self._handles: list[RemovableHandle] = []
+        self._roots: list[nn.Module] = []
+        """The registered modules: their training forward starts an iteration (`_on_forward`)."""
+        self._root_handles: list[RemovableHandle] = []
+        """Their forward pre-hooks, installed only for iterations that need them (`_watch_forward`)."""
+        self._order_handles: list[RemovableHandle] = []
+        """Forward pre-hooks that number the modules in the first training forward, then go (`_finish_order`)."""
+        self._armed = False
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
+        self._pending: Pending | None = None
+        """A saved step reduced on the device, written at the start of the next iteration (`_finalize`)."""
+        self._staged_by: Path | None = None
+        self._staged_step = -1
+        """The saved step a path staged in the optimizer's pre-hook, and which path: it completes the step."""
+        self._worker_path: WorkerPath | None = None
+        self._worker: StatsWorker | None = None
+        """The statistics worker's thread, created when a plan first chooses its path."""
+        self._predictions: PredictionStreams | None = None
+        self._writer: writer.RankWriter | None = None
+        self._stop = StopFlag(config.stop_file if config else None)
+        self._closed = False
+        self._failed = False
+        self._forwards_without_optimizer = 0
+        self._warned_no_optimizer = False
+        if config is None:
+            return
+        # The parts below exist only for a configured hook; every method that reaches them first checks
+        # `enabled` or the writer.
+        w = self._writer = config.open_writer(framework="pytorch")
+        self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
+        self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
+        self._step_writer = StepWriter(w)
+        self._packed = PackedPath(self._plan, self._saved, self._scalars, w)
+        self._kernel = (
+            KernelPath(self._plan, self._saved, self._scalars, self._step_writer) if self._native else None
+        )
+        self._path: Path = self._packed
+        exit_watch.install()
+        atexit.register(self.close)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Hook:
+        """Return a hook configured by `TRAINGUARD_*` variables; an inert hook when TRAINGUARD_OUT is unset."""
+        return cls(environ=environ, **overrides)
+
+    # --- state ------------------------------------------------------------------------------------
+    @property
+    def enabled(self) -> bool:
+        """True while the hook captures: configured, not closed, and no failure so far."""
+        w = self._writer
+        return w is not None and not w.disabled and not self._closed and not self._failed
+
+    @property
+    def errors(self) -> list[str]:
+        return [] if self._writer is None else list(self._writer.errors)
+
+    @property
+    def lost_steps(self) -> int:
+        """Steps whose data never reached the store: the store failed for longer than the pending segments'
+        memory (`max_pending_bytes`) covers, or `close()` ran out of time; also END.json `lost_steps`."""
+        return 0 if self._writer is None else self._writer.lost_steps
+
+    @property
+    def skipped_steps(self) -> int:
+        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
+        return 0 if self._worker_path is None else self._worker_path.skipped_steps
+
+    @property
+    def worker_cpu_seconds(self) -> float:
+        """CPU seconds the statistics worker thread has spent so far (0 without one)."""
+        return 0.0 if self._worker is None else self._worker.cpu_seconds
+
+    @property
+    def _native_plan(self) -> NativePlan | None:
+        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel.KernelPath`)."""
+        return self._plan.native_plan
+
+    def is_saved_step(self, step: int | None = None) -> bool:
+        """Return whether `step` (default: the step in progress) is a saved step."""
+        return (
+            self.config is not None
+            and ((self.step if step is None else step) % self.config.save_interval) == 0
+        )
+
+    def _fail(self, where: str, err: BaseException) -> None:
+        message = f"{where} failed: {type(err).__name__}: {err}; capture disabled, training continues"
+        if not self._failed:
+            log.error("trainguard: %s", message)
+        self._failed = True
+        if self._writer is not None:
+            # The store is fine: only capture stops. Unlike RankWriter._fail (a failing store), the
+            # writer stays up, so the steps written before the failure still land, and END.json
+            # carries the error.
+            self._writer.errors.append(message)
+            self._packed.drop()
+        self._remove_handles()
+        self._pending = None
+        if self._worker is not None:
+            self._worker.stop()  # what it still holds is dropped; what it wrote stays
+
+    def _check_worker(self) -> None:
+        """On the training thread: turn a failure inside the statistics worker into a hook failure."""
+        failure = self._worker.error if self._worker is not None else None
+        if failure is not None and not self._failed:
+            self._fail(f"statistics worker ({failure[0]})", failure[1])
+
+    # --- registration -----------------------------------------------------------------------------
+    @fail_open("register_module")
+    def register_module(self, module: nn.Module) -> None:
+        """Capture the module's weights, biases, gradients and activations (on saved steps)."""
+        if not self.enabled:
+            return
+        assert self._writer is not None
+        modules = self._plan.add_module(module, self._writer)
+        self._roots.append(module)
+        self._watch_forward(False)
+        self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
+        order = self._plan.module_order
+        owners = {p.module for p in self._plan.params} | {a.name for a in self._plan.activations}
+        for name, m in modules.items():
+            if name in owners and name not in order:
+                self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
+        self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
+
+    def _no_optimizer(self, when: str) -> None:
+        """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
+        if self._warned_no_optimizer:
+            return
+        self._warned_no_optimizer = True
+        message = (
+            f"no optimizer registered {when}: no step is counted and nothing is saved; call "
+            "hook.register_optimizer(optimizer) after creating the optimizer"
+        )
+        log.warning("trainguard: %s", message)
+        if self._writer is not None:
+            self._writer.errors.append(message)
+
+    @fail_open("register_optimizer")
+    def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
+        if not self.enabled:
+            return
+        if self._optimizer is not None:
+            log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
+            return
+        self._optimizer = optimizer
+        self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
+        self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
+
+    def _arm_activations(self, on: bool, *, force: bool = False) -> None:
+        """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
+        if on == self._armed and not force:
+            return
+        self._armed = on
+        for act in self._plan.activations:
+            if on and act.handle is None:
+                act.handle = act.module.register_forward_hook(self._activation_hook(act))
+            elif not on and act.handle is not None:
+                act.handle.remove()
+                act.handle = None
+
+    def _watch_forward(self, on: bool) -> None:
+        """Install (or remove) the forward pre-hook of every registered module.
+
+        A hook on a module makes every call of it take torch's slow path (~8 us per training step
+        on the benchmark's CPU, more than the rest of the hook on a step that is not saved), so it
+        is only there for the iterations that need it (`_needs_forward`)."""
+        if on and not self._root_handles:
+            self._root_handles = [m.register_forward_pre_hook(self._on_forward) for m in self._roots]
+        elif not on:
+            for h in self._root_handles:
+                h.remove()
+            self._root_handles = []
+
+    def _needs_forward(self, step: int) -> bool:
+        """Whether the training forward of iteration `step` must be seen: it finalises a pending step, numbers
+        modules or ships prediction counts, or a value recorded during it belongs to a saved step (this one)
+        rather than to the one before (`_record_step`), which matters when either is saved."""
+        return bool(
+            self._optimizer is None  # no optimizer steps: nothing else ends an iteration
+            or self._predictions
+            or self._order_handles
+            or self._pending is not None
+            or self.is_saved_step(step)
+            or self.is_saved_step(step - 1)
+        )
+
+    def _remove_handles(self) -> None:
+        for h in self._handles + self._order_handles:
+            h.remove()
+        self._handles.clear()
+        self._order_handles.clear()
+        self._watch_forward(False)
+        self._arm_activations(False, force=True)
+
+    def _note_order(self, name: str) -> Callable[[nn.Module, object], None]:
+        order = self._plan.module_order
+
+        def hook(module: nn.Module, args: object) -> None:
+            if module.training and name not in order:
+                order[name] = len(order)
+
+        return hook
+
+    def _finish_order(self) -> None:
+        """After the first training forward (at the next optimizer step or training forward, whichever comes
+        first): drop the numbering hooks, give the weights and biases their module's `order` (gradients and
+        activations are defined later, with it)."""
+        for h in self._order_handles:
+            h.remove()
+        self._order_handles = []
+        if self._writer is not None:
+            self._plan.annotate_order(self._writer)
+
+    # --- hook bodies ------------------------------------------------------------------------------
+    def _on_forward(self, module: nn.Module, args: object) -> None:
+        if not module.training:
+            return
+        if self._optimizer is None:
+            self._forwards_without_optimizer += 1
+            if (
+                self._forwards_without_optimizer == 2
+            ):  # one may come before the optimizer exists (shape checks)
+                self._no_optimizer("after two training forwards")
+        self._in_iteration = True
+        if self._order_handles and self._plan.module_order:
+            self._finish_order()  # a second training forward (no optimizer step registered in between)
+        if self._pending is not None:
+            self._finalize_pending()
+        if self._predictions:
+            self._ship_predictions()
+
+    @fail_open("finalising a saved step")
+    def _finalize_pending(self) -> None:
+        self._finalize()
+
+    def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
+        def hook(module: nn.Module, inputs: object, output: object) -> None:
+            if not module.training or act.captured_step == self.step or not self.is_saved_step():
+                return
+            self._capture_activation(act, output)
+
+        return hook
+
+    @fail_open("capturing act/{0.name}")
+    def _capture_activation(self, act: Activation, output: object) -> None:
+        if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
+            return
+        act.captured_step = self.step
+        if act.tid is None:
+            assert self._writer is not None
+            act.tid = self._writer.define(
+                f"act/{act.name}",
+                collection="activations",
+                shape=list(output.shape),
+                dtype=str(output.dtype).removeprefix("torch."),
+                module=act.name,
+                activation=act.kind,
+                order=self._plan.module_order.get(act.name),
+                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
+            )
+        self._saved.add_activation(act.tid, act.kind, output, self._plan.tier1(self.step))
+
+    def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        if self._order_handles and self._plan.module_order:
+            self._finish_order()
+        if self._pending is None and self.step % self._every:
+            return  # a step that is not saved, with nothing left to write
+        self._begin_step(self.step)
+
+    @fail_open("optimizer step {0} (gradients)")
+    def _begin_step(self, step: int) -> None:
+        """The optimizer's pre-hook of a step that is saved or has a pending step to write first."""
+        if self._pending is not None:
+            self._finalize()
+        if self.enabled and self.is_saved_step(step):
+            self._stage(step)
+
+    def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        step = self.step
+        self.step += 1
+        self._in_iteration = False
+        worker = self._worker
+        if worker is not None and worker.error is not None:
+            self._check_worker()
+        if step % self._every and self.step % self._every and not self._predictions:
+            if self._root_handles and not self._needs_forward(self.step):
+                self._watch_forward(False)  # the iteration after a saved one is over
+            return  # neither this step nor the next is saved: nothing to finish, nothing to arm
+        if not self.enabled:
+            return
+        self._end_step(step, optimizer)
+        if self._predictions:
+            self._ship_predictions()  # no registered module: the steps end here
+
+    @fail_open("optimizer step {0} (weights)")
+    def _end_step(self, step: int, optimizer: torch.optim.Optimizer) -> None:
+        """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
+        if self.is_saved_step(step):
+            self._complete(step, optimizer)
+        self._arm_activations(self.is_saved_step())
+        self._watch_forward(self._needs_forward(self.step))
+
+    # --- saved steps --------------------------------------------------------------------------------
+    def _stage(self, step: int) -> None:
+        """Stage saved step `step`. The kernel's whole-step path goes first and does not look at the plan (that
+        keeps it cheap); any other step has the plan brought up to date, which may choose another path,
+        and the path in use stages it."""
+        kernel = self._kernel
+        path: Path
+        if kernel is not None and kernel.stage(step):
+            path = kernel
+        else:
+            if self._plan.refresh():
+                self._path = self._choose_path()
+            path = self._path
+            path.stage(step)
+        self._staged_by, self._staged_step = path, step
+
+    def _complete(self, step: int, optimizer: torch.optim.Optimizer) -> None:
+        """Complete saved step `step` on the path that staged it; keep what it leaves for the next iteration."""
+        if self._staged_step != step:
+            self._stage(step)
+        path = self._staged_by
+        assert path is not None
+        self._staged_by, self._staged_step = None, -1
+        self._pending = path.complete(step, optimizer)
+
+    def _choose_path(self) -> Path:
+        """The path for the plan just laid out (`_kernel.KernelPath`, when the plan has one, goes first on its
+        own): the statistics worker for CPU tensors the kernel does not read, when `stats_worker` is on;
+        else the packed path."""
+        assert self.config is not None and self._writer is not None
+        plan = self._plan
+        if not self.config.stats_worker or not plan.on_cpu or plan.kernel_reads_params:
+            return self._packed
+        if self._worker_path is None:
+            self._worker_path = WorkerPath(self._packed, self._step_writer, self._writer, self.config)
+            self._worker = self._worker_path.worker
+        return self._worker_path
+
+    def _finalize(self) -> None:
+        """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
+        pending, self._pending = self._pending, None
+        self._step_writer.write(pending, self._scalars.take())
+
+    # --- scalars and control --------------------------------------------------------------------------
+    def record_scalar(
+        self, name: str, value: float | torch.Tensor, *, mode: str = "train", collection: str | None = None
+    ) -> None:
+        """Record a scalar (a float or a one-element tensor, which stays on its device until the step's copy).
+
+        A scalar belongs to the iteration in progress: after `optimizer.step()` and before the
+        next training forward of a registered module, that is the step just completed. Train
+        scalars are kept on saved steps only; eval scalars always. On an iteration where neither
+        its step nor the one before is saved the forward is not watched (`_watch_forward`), so a
+        value recorded during it belongs to the step just completed: no train scalar is kept
+        either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
+        means "losses" for a name with "loss" in it, else "metrics".
+        """
+        step = self._record_step()
+        if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
+            return
+        self._add_scalar(step, name, value, mode, collection)
+
+    @fail_open("record_scalar({1!r})")
+    def _add_scalar(
+        self, step: int, name: str, value: float | torch.Tensor, mode: str, collection: str | None
+    ) -> None:
+        self._scalars.add(step, name, value, mode=mode, collection=collection)
+        if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
+            self._finalize()  # a long eval loop between saved steps: bound what is held
+
+    def _record_step(self) -> int:
+        """The step a value recorded now belongs to: the iteration in progress, else the step just completed."""
+        return self.step if self._in_iteration or self.step == 0 else self.step - 1
+
+    def record_predictions(
+        self,
+        scores: Any,
+        labels: Any,
+        *,
+        name: str = "predictions",
+        mode: str = "train",
+        logits: bool = False,
+        max_classes: int = 10,
+    ) -> None:
+        """Add a batch of predictions to bucket counts (AUC, ROC, PR, calibration downstream).
+
+        Same semantics as `Recorder.record_predictions`. Binary: `scores` [N] probabilities (or
+        logits with `logits=True`) and 0/1 `labels`. Multi-class: `scores` [N, C] probabilities and
+        integer `labels`, counted one-vs-rest for the `max_classes` most frequent classes of the
+        first batch (whose labels are read on the host once). Counts accumulate on the scores'
+        device on every call without a host sync; they belong to the step a scalar recorded now
+        would (`record_scalar`). Train counts are written on saved steps (everything since the
+        previous saved step), eval counts for every step that has some, the rest at `close`; they
+        add up exactly. Written counts reach the host in a second small copy of their own
+        (float64[3, 10^4] per stream and class) right after the saved step's copy, when the device
+        has just synchronised: they do not ride in the step's one copy. A failure (e.g. scores and
+        labels of different lengths) never raises: it disables capture like any hook failure.
+        """
+        if not self.enabled or self.config is None or not self.config.wants("predictions"):
+            return
+        self._add_predictions(name, mode, scores, labels, logits, max_classes)
+
+    @fail_open("record_predictions({0!r})")
+    def _add_predictions(
+        self, name: str, mode: str, scores: Any, labels: Any, logits: bool, max_classes: int
+    ) -> None:
+        streams = self._predictions
+        if streams is None:
+            assert self._writer is not None
+            streams = self._predictions = PredictionStreams(self._writer, is_saved_step=self.is_saved_step)
+        step = self._record_step()
+        streams.add(step, scores, labels, name=name, mode=mode, logits=logits, max_classes=max_classes)
+
+    @fail_open("writing prediction counts")
+    def _ship_predictions(self, final: bool = False) -> None:
+        """Write the counts of the streams whose step is over (all of them when `final`), in one copy."""
+        assert self._predictions is not None
+        self._predictions.ship(self._record_step(), final=final)
+
+    def should_stop(self) -> bool:
+        """True once the evaluator asked this job to stop (cooperative stop)."""
+        return self._stop.is_set()
+
+    def stop_reason(self) -> str | None:
+        """The message the evaluator left with the stop request, if any."""
+        return self._stop.reason()
+
+    def flush(self) -> None:
+        """Write the pending step and scalars and hand the buffer to the uploader.
+
+        With a statistics worker, wait (at most `WORKER_DRAIN_SECONDS`) for its steps in flight first.
+        """
+        if self._writer is None:
+            return
+        self._flush()
+
+    @fail_open("flush")
+    def _flush(self) -> None:
+        assert self._writer is not None
+        if self._worker_path is not None and self.enabled:
+            self._worker_path.flush(self._scalars.take())
+            self._check_worker()
+        if self.enabled and (self._pending is not None or self._scalars.held):
+            self._finalize()
+        self._writer.flush()
+
+    def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:
+        """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
+        True if both are idle. Writes nothing early (unlike `flush`): for benchmarks and tests."""
+        deadline = time.monotonic() + timeout
+        if self._worker is not None and not self._worker.drain(timeout):
+            return False
+        return self._writer is None or self._writer.wait_idle(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Flush, write END.json, remove every hook. Idempotent; also runs at interpreter exit."""
+        self._close(exception=exit_watch.uncaught())
+
+    def _close(self, *, exception: str | None) -> None:
+        if self._closed:
+            return
+        if self.enabled and self._predictions:
+            self._ship_predictions(True)  # counts since the last written step still belong to the run
+        if self.enabled:
+            self.flush()
+        self._closed = True
+        self._remove_handles()
+        if self._worker is not None:
+            if self._worker.in_flight and self._writer is not None:
+                self._writer.errors.append(
+                    f"statistics worker still held {self._worker.in_flight} saved steps after "
+                    f"{WORKER_DRAIN_SECONDS:.0f}s at close; they are not written"
+                )
+            self._worker.stop()
+        if self._writer is not None:
+            if self._roots and self._optimizer is None and not self._failed:
+                self._no_optimizer("at close")
+            self._writer.close(exception=exception)
+            atexit.unregister(self.close)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # an exception ending the block is what ended the capture (the excepthook, if any, comes too late)
+        self._close(exception=exit_watch.describe(exc) if exc is not None else exit_watch.uncaught())

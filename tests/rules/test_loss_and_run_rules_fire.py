@@ -11,6 +11,7 @@ import numpy as np
 from tests.rules.streams import StepData, Stream, first, run
 from trainguard.api.enums import Severity
 from trainguard.rules.class_imbalance import ClassImbalance
+from trainguard.rules.diverging_loss import DivergingLoss
 from trainguard.rules.loss_not_decreasing import LossNotDecreasing
 from trainguard.rules.loss_spike import LossSpike
 from trainguard.rules.oscillating_loss import OscillatingLoss
@@ -440,3 +441,35 @@ def test_class_imbalance_reads_prediction_streams_binary_and_one_vs_rest() -> No
     ]
     f = first(run(ClassImbalance(), multi))
     assert (f.step, f.tensor) == (5, "pred/digits") and "class 0 has 18x the samples of class 7" in f.message
+
+
+def test_diverging_loss_names_a_loss_falling_without_bound() -> None:
+    def nll_on_raw_logits(d: StepData) -> None:  # -mean(logit of the label): no lower bound, falls steadily
+        d.scalars["loss"] = 0.05 - 0.04 * d.step
+
+    found = run(DivergingLoss(), (v for v in Stream(steps=300, fault=nll_on_raw_logits) if v.step % 10 == 0))
+    assert found[0].step == 140 and found[0].tensor == "loss"  # three 50-step windows: -0.75, -2.75, -4.75
+    assert found[0].message.startswith("loss: falling without bound, -0.75 -> -2.75 -> -4.75")
+    assert "log_softmax" in found[0].hint
+
+
+def test_diverging_loss_names_a_loss_growing_steadily() -> None:
+    def warmup_never_capped(d: StepData) -> None:
+        d.scalars["loss"] = 0.3 * 1.01 ** max(d.step - 100, 0)
+
+    found = run(DivergingLoss(), Stream(steps=400, fault=warmup_never_capped))
+    assert found and found[0].message.startswith("loss: growing steadily") and "schedule" in found[0].hint
+
+
+def test_diverging_loss_leaves_losses_with_a_floor_and_noise_near_zero_alone() -> None:
+    def policy_gradient(d: StepData) -> None:  # wanders around 0 within the size of its first value
+        d.scalars["loss"] = 0.2 * math.sin(d.step / 40)
+
+    def converging_below_zero(d: StepData) -> None:  # a Gaussian likelihood settling at its floor
+        d.scalars["loss"] = -3.0 + 4.0 * math.exp(-d.step / 60)
+
+    def tiny_noise(d: StepData) -> None:  # an easy task near 0: 1e-4 -> 3e-4 is no growth
+        d.scalars["loss"] = 2.3 if d.step == 0 else 1e-4 * (1 + d.step / 100)
+
+    for fault in (policy_gradient, converging_below_zero, tiny_noise):
+        assert run(DivergingLoss(), Stream(steps=600, fault=fault)) == [], fault.__name__

@@ -2,12 +2,15 @@
 
 The loss is averaged over windows of `window_steps` training steps. Over the last three windows:
 - falling without bound: every window below the one before, the last one negative and at least
-  `growth` times the magnitude of the first, and the fall not slowing down (the last drop at least
-  `keep_pace` of the one before). A loss with a floor decelerates towards it; `nll_loss` on raw logits
-  (no log_softmax) has none and falls from about 0 to -1e5, steadily;
+  `growth` times the magnitude of the first of the three and of any loss in the run's first window,
+  and the fall not slowing down (the last drop at least `keep_pace` of the one before). A loss with
+  a floor decelerates towards it, and a policy-gradient loss wanders around 0 within the size it
+  had from the start;
+  `nll_loss` on raw logits (no log_softmax) has no floor and falls from about 0 to -1e5, steadily;
 - growing without bound: every window above the one before, the last at least `growth` times the
-  first, and the rise not slowing down: steps that are too large and getting larger (a warmup that
-  never stops) before anything turns non-finite.
+  first (floored at `floor_fraction` of the first loss, so noise on a loss near 0 is no growth), and
+  the rise not slowing down: steps that are too large and getting larger (a warmup that never
+  stops) before anything turns non-finite.
 A run that records several losses and no total (a GAN's `d_loss` and `g_loss`) is not judged.
 """
 
@@ -47,6 +50,7 @@ class DivergingLoss(base.Rule):
             description="The last window's change must be at least this share of the one before: a loss "
             "approaching a floor (or a ceiling) slows down; one running away does not.",
         )
+        floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
         )
@@ -59,6 +63,10 @@ class DivergingLoss(base.Rule):
         self.n = 0
         self.start: int | None = None
         self.last_step: int | None = None
+        self.first: float | None = None
+        self.first_step = 0
+        self.scale = 0.0
+        """The largest |loss| in the run's first window."""
         self.means: list[float] = []
         """Means of the last three complete windows, oldest first."""
 
@@ -67,6 +75,10 @@ class DivergingLoss(base.Rule):
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []  # a non-finite loss is exploding_tensor's
+        if self.first is None:
+            self.first, self.first_step = loss, view.step
+        if view.step < self.first_step + p.window_steps:
+            self.scale = max(self.scale, abs(loss))
         if self.start is None:
             self.start = view.step
         self.sum += loss
@@ -80,10 +92,18 @@ class DivergingLoss(base.Rule):
         if len(self.means) < 3:
             return []
         m1, m2, m3 = self.means
+        first = abs(self.first or 0.0)
         falling = (
-            m1 > m2 > m3 and m3 < 0 and abs(m3) >= p.growth * abs(m1) and (m2 - m3) >= p.keep_pace * (m1 - m2)
+            m1 > m2 > m3
+            and m3 < 0
+            and abs(m3) >= p.growth * max(abs(m1), self.scale)
+            and (m2 - m3) >= p.keep_pace * (m1 - m2)
         )
-        rising = 0 < m1 < m2 < m3 and m3 >= p.growth * m1 and (m3 - m2) >= p.keep_pace * (m2 - m1)
+        rising = (
+            0 < m1 < m2 < m3
+            and m3 >= p.growth * max(m1, p.floor_fraction * first)
+            and (m3 - m2) >= p.keep_pace * (m2 - m1)
+        )
         if not (falling or rising):
             return []
         span = 3 * p.window_steps
@@ -114,6 +134,9 @@ class DivergingLoss(base.Rule):
             "start": self.start,
             "last": self.last_step,
             "means": self.means,
+            "first": self.first,
+            "first_step": self.first_step,
+            "scale": self.scale,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -122,3 +145,6 @@ class DivergingLoss(base.Rule):
         self.start = state.get("start")
         self.last_step = state.get("last")
         self.means = [float(x) for x in state.get("means", [])]
+        self.first = None if state.get("first") is None else float(state["first"])
+        self.first_step = int(state.get("first_step", 0))
+        self.scale = float(state.get("scale", 0.0))

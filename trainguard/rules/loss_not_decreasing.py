@@ -218,7 +218,7 @@ class LossNotDecreasing(base.Rule):
         pair = self.kernels(view, rows) if len(rows) else None
         if pair is not None:
             first, last = view.stats[pair[0], COL["l2"]], view.stats[pair[1], COL["l2"]]
-            if last > 0 and math.isfinite(first / last):
+            if math.isfinite(first) and 0 < last < math.inf:
                 self.grad_ratio.append((view.step, float(first / last)))
         while self.grad_ratio and self.grad_ratio[0][0] <= view.step - p.stuck_window_steps:
             self.grad_ratio.popleft()

@@ -133,7 +133,7 @@ class ExplodingTensor(base.Rule):
         elif n_nan + n_inf == 0:  # only its min or max overflowed: a wider float beyond float32's range
             what = (
                 f"values beyond float32's range (stored min {base.fmt(stats[first, _MIN])}, max "
-                f"{base.fmt(stats[first, _MAX])}) among the"
+                f"{base.fmt(stats[first, _MAX])}) in some"
             )
         else:
             what = f"{base.fmt(n_nan)} NaN and {base.fmt(n_inf)} Inf values"

@@ -2,8 +2,8 @@
 # Starts Kueue $KUEUE_VERSION on the running test cluster (idempotent): its CRDs from the Go module, then the
 # controller manager as a host process with the admin kubeconfig. Only the batch/Job integration; no
 # admission webhooks are registered (the operator creates queued Jobs suspended itself), the visibility
-# server is off, leader election too. Health on 127.0.0.1; the webhook server Kueue always runs gets a
-# certificate of the test CA on 127.0.0.1.
+# server is off, leader election too. Health on 127.0.0.1; the webhook and metrics servers Kueue always
+# runs get a certificate of the test CA for 127.0.0.1.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 command -v kueue >/dev/null || die "kueue is missing: run dev/k8s.sh build --kueue"
@@ -33,7 +33,16 @@ leaderElection: {leaderElect: false}
 internalCertManagement: {enable: false}
 integrations: {frameworks: ["batch/job"]}
 YAML
-kueue --config "$K/config.yaml" --feature-gates VisibilityOnDemand=false >> "$RUN/kueue.log" 2>&1 &
+# Without its internal certificate management Kueue reads its metrics certificate from the fixed path
+# /etc/kueue/metrics/certs: give it one in a private mount namespace, over an overlay of /etc, so the
+# host's /etc stays untouched.
+mkdir -p "$K/etc-upper" "$K/etc-work"
+unshare --mount --propagation private -- sh -c '
+  set -e
+  mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/etc-upper,workdir=$1/etc-work" /etc
+  mkdir -p /etc/kueue/metrics/certs
+  cp "$1/certs/tls.crt" "$1/certs/tls.key" /etc/kueue/metrics/certs/
+  exec kueue --config "$1/config.yaml" --feature-gates VisibilityOnDemand=false' kueue "$K" >> "$RUN/kueue.log" 2>&1 &
 echo $! > "$RUN/kueue.pid"
 for _ in $(seq 300); do
   curl -sf "http://127.0.0.1:$HEALTH/readyz" >/dev/null 2>&1 && { log "Kueue $KUEUE_VERSION ready"; exit 0; }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -235,6 +235,9 @@ class EvaluatorSpec(_Model):
     image_pull_policy: str | None = Field(default=None, description="IfNotPresent, Always or Never.")
     resources: dict[str, dict[str, int | str]] = Field(
         default_factory=_default_evaluator_resources,
+        json_schema_extra={
+            "default": cast(Any, _default_evaluator_resources())
+        },  # a factory is not in the schema
         description="Sidecar resource requests and limits (core/v1 ResourceRequirements); one core is plenty.",
     )
 

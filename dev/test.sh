@@ -16,6 +16,8 @@ if [ "$#" -eq 0 ]; then
   echo "==> test cluster: dev/k8s.sh install and build (cached in ~/.cache/trainguard/k8s)"
   dev/k8s.sh install
   dev/k8s.sh build --kueue
+  # CI starts from a clean cluster: what a stopped run left behind (pid files, etcd data, a release) goes
+  if [ "${CI:-}" = "true" ]; then dev/k8s.sh down --wipe; fi
   export TRAINGUARD_E2E=require
 fi
 set +e

@@ -31,8 +31,8 @@ What is checked:
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import uuid
 from pathlib import Path

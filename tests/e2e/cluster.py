@@ -196,11 +196,13 @@ class Cluster:
             f"/api/v1/namespaces/{namespace}/pods", labels=f"trainguard.dev/debugjob={debugjob}"
         )
 
-    def events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+    def events(self, namespace: str, name: str, kind: str = "DebugJob") -> list[dict[str, Any]]:
+        """The Events about one object (the Job of a DebugJob has the same name: the kind tells them apart)."""
         return [
             e
             for e in self.items(f"/api/v1/namespaces/{namespace}/events")
             if (e.get("involvedObject") or {}).get("name") == name
+            and (e.get("involvedObject") or {}).get("kind") == kind
         ]
 
     # --- the node ------------------------------------------------------------------------------------
@@ -218,6 +220,69 @@ class Cluster:
         os.kill(pid, 15)
         eventually(lambda: not _alive(pid), timeout_seconds=30, what=f"the kubelet (pid {pid}) to exit")
         _k8s_sh("up", timeout=UP_TIMEOUT_SECONDS)
+
+
+RELEASE = "tg"
+RELEASE_NAMESPACE = "trainguard-e2e"
+OPERATOR_LABELS = "app.kubernetes.io/instance=tg,app.kubernetes.io/component=operator"
+
+
+@dataclass
+class Release:
+    """TrainGuard installed by its chart with the project image: the operator runs as a pod."""
+
+    cluster: Cluster
+    helm: str
+    namespace: str = RELEASE_NAMESPACE
+    name: str = RELEASE
+
+    @classmethod
+    def install(cls, cluster: Cluster, *, helm: str) -> Release:
+        """`helm upgrade --install` the chart of this checkout and wait until the operator runs."""
+        release = cls(cluster, helm)
+        repository, tag = IMAGE.rsplit(":", 1)
+        proc = release._helm("upgrade", "--install", RELEASE, str(ROOT / "charts" / "trainguard"),
+                             "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
+                             "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
+                             "--set", "operator.verbose=true")  # fmt: skip
+        if proc.returncode != 0:
+            raise AssertionError(f"helm install failed:\n{proc.stdout}\n{proc.stderr}")
+        return release
+
+    def uninstall(self) -> None:
+        """Uninstall, then delete what the chart keeps on purpose (the CRD) and the namespace."""
+        self._helm("uninstall", self.name, "--namespace", self.namespace, "--wait", "--timeout", "3m")
+        # crds.keep leaves the CRD (and every DebugJob) on uninstall, as users want; the test cluster does not.
+        self.cluster.kubectl(
+            "delete", "crd", "debugjobs.trainguard.dev", "--ignore-not-found", "--wait", check=False
+        )
+        self.cluster.kubectl(
+            "delete", "namespace", self.namespace, "--ignore-not-found", "--wait", check=False
+        )
+
+    def _helm(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": self.cluster.kubeconfig,
+               "HELM_CACHE_HOME": str(self.cluster.run_dir / "helm-cache")}  # fmt: skip
+        return subprocess.run(
+            [self.helm, *args], capture_output=True, text=True, timeout=400, env=env, check=False
+        )
+
+    def operator_pods(self) -> list[dict[str, Any]]:
+        return self.cluster.items(f"/api/v1/namespaces/{self.namespace}/pods", labels=OPERATOR_LABELS)
+
+    def operator_log(self) -> str:
+        proc = self.cluster.kubectl(
+            "logs", "-n", self.namespace, "-l", OPERATOR_LABELS, "--tail=-1", "--prefix", check=False
+        )
+        return proc.stdout + proc.stderr
+
+    def metrics(self) -> str:
+        """The operator's /metrics, read through the API server's pod proxy."""
+        pod = next(p for p in self.operator_pods() if p["status"].get("phase") == "Running")
+        name = pod["metadata"]["name"]
+        return self.cluster.kubectl(
+            "get", "--raw", f"/api/v1/namespaces/{self.namespace}/pods/{name}:9401/proxy/metrics"
+        ).stdout
 
 
 def _alive(pid: int) -> bool:

@@ -296,12 +296,18 @@ def test_a_receiver_that_hangs_delays_only_its_own_queue(
         stuck.wait_connected()
         dispatcher.submit(_delivery(webhook_receiver.url, receiver="ml/b/team"))
         _wait(lambda: webhook_receiver.calls, "the second receiver's delivery")
+        # the receiver records the call before the dispatcher counts it: poll for the counts
+        _wait(
+            lambda: (
+                registry.get_sample_value(
+                    "trainguard_operator_webhook_deliveries_total", {"result": "success"}
+                )
+                == 1
+            ),
+            "the second delivery counted",
+        )
         assert stuck.open_connections == 1, "the first delivery is still waiting for its answer"
         assert registry.get_sample_value("trainguard_operator_webhook_queued") == 1
-        assert (
-            registry.get_sample_value("trainguard_operator_webhook_deliveries_total", {"result": "success"})
-            == 1
-        )
     finally:
         dispatcher.close()
 

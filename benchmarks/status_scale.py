@@ -160,7 +160,7 @@ def run_one(
             raise RuntimeError(f"{name}: no report reached the DebugJob: {errors or 'no error either'}")
         ok0, bad0 = _patches(cluster)
         cpu0, t0 = _cpu_seconds(operator_pid), time.monotonic()
-        largest = tick_for(args.seconds)
+        largest = tick_for(args.seconds if condensed else args.peer_seconds)
         ok1, bad1 = _patches(cluster)
         elapsed = time.monotonic() - t0
         result.update(steady_writes=(ok1 - ok0) / elapsed, steady_refused=bad1 - bad0, steady_size=largest,
@@ -191,6 +191,9 @@ def main() -> int:
     parser.add_argument("--nproc", type=int, default=8, help="ranks per pod (default 8: 2,048 ranks)")
     parser.add_argument("--seconds", type=float, default=60, help="steady phase (default 60 s)")
     parser.add_argument("--no-peer", dest="peer", action="store_false", help="skip the per-rank reports")
+    parser.add_argument(
+        "--peer-seconds", type=float, default=20, help="steady phase of the per-rank reports (20 s)"
+    )
     args = parser.parse_args()
     cluster = Cluster.start(build_image=False)
     os.environ["KUBECONFIG"] = (

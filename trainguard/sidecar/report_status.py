@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 REPORT_INTERVAL_SECONDS = 10.0
 """Heartbeat: the longest a moving lastStep goes unreported. One small PATCH every 10 s (from the first
 pod only, in a DebugJob) keeps `kubectl get debugjobs` current without loading the API server."""
+REQUEST_TIMEOUT_SECONDS = 10.0
+"""Longest a report may wait for the API server: a slow server delays the next report, never the thread forever."""
 FULL_REPORT_RANKS = 32
 """Jobs of up to this many ranks get every rank's full report from every pod (a few KiB per rank); larger
 ones get condensed reports (`pod_index`), which stay small at any number of ranks."""
@@ -265,7 +267,7 @@ class StatusReporter:
                 return False
             api.patch_namespaced_custom_object_status(
                 debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name, body,
-                _content_type="application/merge-patch+json",
+                _content_type="application/merge-patch+json", _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )  # fmt: skip
         except Exception as err:  # noqa: BLE001 - API, network or config failures: logged, retried at the next report
             self._failed(err)
@@ -284,7 +286,12 @@ class StatusReporter:
             if api is None:
                 return None
             obj = api.get_namespaced_custom_object(
-                debugjob.GROUP, debugjob.VERSION, self.ref.namespace, debugjob.PLURAL, self.ref.name
+                debugjob.GROUP,
+                debugjob.VERSION,
+                self.ref.namespace,
+                debugjob.PLURAL,
+                self.ref.name,
+                _request_timeout=REQUEST_TIMEOUT_SECONDS,
             )
         except Exception as err:  # noqa: BLE001 - as for a report: logged, tried again at the next tick
             self._failed(err)

@@ -36,10 +36,13 @@ image() { # [tag]: build with dev/build-image.sh, import into the node's contain
   local t0; t0=$(now)
   "$here/build-image.sh" --root "$CACHE/containers" --tag "$tag" >/dev/null
   local tar; tar=$(mktemp -p "$CACHE" image-XXXXXX.tar); rm -f "$tar"
-  buildah --storage-driver vfs --root "$CACHE/containers" --runroot "$CACHE/containers/run" \
-    push --quiet "$tag" "docker-archive:$tar:$tag"
+  local B=(buildah --storage-driver vfs --root "$CACHE/containers" --runroot "$CACHE/containers/run")
+  "${B[@]}" push --quiet "$tag" "docker-archive:$tar:$tag"
   ctr --address "$RUN/containerd/containerd.sock" -n k8s.io images import "$tar" >/dev/null
   rm -f "$tar"
+  # The node has it now; keep only the base image in the build store (vfs keeps full copies of every layer).
+  "${B[@]}" rmi "$tag" >/dev/null
+  "${B[@]}" rmi --prune >/dev/null 2>&1 || true
   log "image $tag built and loaded into the node in $(since "$t0") s"
 }
 

@@ -2,7 +2,7 @@
 
 Session scope: `cluster` (started once, or joined when a developer already runs one; stopped and
 wiped at the end only if this session started it), `bridge_s3` (a SeaweedFS serving on the node's
-bridge address, which pods reach), `release` (`helm install` of the chart with the project image;
+bridge address, which pods reach), `release` (`helm install` of the chart with the project image, `cluster.Release`;
 the operator runs as a pod with the chart's ServiceAccount). Per test: `namespace` (with the S3
 Secret; deleted afterwards, and nothing of it may be left) and `webhook` (a receiver on the bridge).
 
@@ -18,7 +18,6 @@ import http.server
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import uuid
@@ -33,9 +32,6 @@ from tests.conftest import SeaweedServer, start_seaweedfs
 from tests.deploy.tooling import find_tool
 from tests.e2e import cluster as k8s
 
-RELEASE = "tg"
-RELEASE_NAMESPACE = "trainguard-e2e"
-OPERATOR_LABELS = "app.kubernetes.io/instance=tg,app.kubernetes.io/component=operator"
 S3_SECRET = "s3-credentials"
 TEST_TIMEOUT_SECONDS = 1800
 FORBIDDEN = re.compile(r"HTTP 403|[Ff]orbidden")
@@ -86,63 +82,17 @@ def bridge_s3(cluster: k8s.Cluster) -> Iterator[SeaweedServer]:
         server.stop()
 
 
-@dataclass
-class Release:
-    """TrainGuard installed by its chart; the operator pod's log is checked for 403s after each test."""
-
-    cluster: k8s.Cluster
-    namespace: str = RELEASE_NAMESPACE
-    name: str = RELEASE
-
-    def operator_pods(self) -> list[dict[str, Any]]:
-        return self.cluster.items(f"/api/v1/namespaces/{self.namespace}/pods", labels=OPERATOR_LABELS)
-
-    def operator_log(self) -> str:
-        proc = self.cluster.kubectl(
-            "logs", "-n", self.namespace, "-l", OPERATOR_LABELS, "--tail=-1", "--prefix", check=False
-        )
-        return proc.stdout + proc.stderr
-
-    def metrics(self) -> str:
-        """The operator's /metrics, read through the API server's pod proxy."""
-        pod = next(p for p in self.operator_pods() if p["status"].get("phase") == "Running")
-        name = pod["metadata"]["name"]
-        proc = self.cluster.kubectl(
-            "get", "--raw", f"/api/v1/namespaces/{self.namespace}/pods/{name}:9401/proxy/metrics"
-        )
-        return proc.stdout
-
-
 @pytest.fixture(scope="session")
-def release(cluster: k8s.Cluster) -> Iterator[Release]:
-    helm = find_tool("helm")
-    image_repository, image_tag = k8s.IMAGE.rsplit(":", 1)
-    env = {
-        **os.environ,
-        "KUBECONFIG": cluster.kubeconfig,
-        "HELM_CACHE_HOME": str(cluster.run_dir / "helm-cache"),
-    }
-    args = [helm, "upgrade", "--install", RELEASE, str(k8s.ROOT / "charts" / "trainguard"),
-            "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
-            "--set", f"image.repository={image_repository}", "--set", f"image.tag={image_tag}",
-            "--set", "operator.verbose=true"]  # fmt: skip
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=400, env=env, check=False)
-    assert proc.returncode == 0, f"helm install failed:\n{proc.stdout}\n{proc.stderr}"
-    rel = Release(cluster)
+def release(cluster: k8s.Cluster) -> Iterator[k8s.Release]:
+    rel = k8s.Release.install(cluster, helm=find_tool("helm"))
     try:
         yield rel
     finally:
-        subprocess.run([helm, "uninstall", RELEASE, "--namespace", RELEASE_NAMESPACE, "--wait", "--timeout", "3m"],
-                       capture_output=True, text=True, timeout=300, env=env, check=False)  # fmt: skip
-        # crds.keep leaves the CRD (and every DebugJob) on uninstall, as users want; the test cluster does not.
-        cluster.kubectl(
-            "delete", "crd", "debugjobs.trainguard.dev", "--ignore-not-found", "--wait", check=False
-        )
-        cluster.kubectl("delete", "namespace", RELEASE_NAMESPACE, "--ignore-not-found", "--wait", check=False)
+        rel.uninstall()
 
 
 @pytest.fixture
-def operator(release: Release) -> Iterator[Release]:
+def operator(release: k8s.Release) -> Iterator[k8s.Release]:
     """The installed operator; after the test, its log must hold no 403 (a missing permission)."""
     yield release
     log = release.operator_log()

@@ -17,6 +17,7 @@ writes the rank's END itself.
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
@@ -48,6 +49,7 @@ def main(mode: str, steps: int, diverge_from: int = 0) -> int:
     ddp = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9 if mode == "healthy" else 0.0)
     print(f"rank {rank} of {dist.get_world_size()}: {mode}, {steps} steps", flush=True)
+    nonfinite_seen = False
     with tg.Hook.from_env() as hook:
         hook.register_module(model)
         hook.register_optimizer(optimizer)
@@ -63,6 +65,9 @@ def main(mode: str, steps: int, diverge_from: int = 0) -> int:
             loss.backward()
             hook.record_scalar("loss", loss)
             optimizer.step()
+            if not nonfinite_seen and not math.isfinite(loss.item()):
+                nonfinite_seen = True  # the stop-latency benchmark times the stop from this line's timestamp
+                print(f"rank {rank} step {step}: first non-finite loss", flush=True)
             if step % 10 == 0:
                 print(f"rank {rank} step {step}: loss {loss.item():.4g}", flush=True)
             if hook.should_stop():

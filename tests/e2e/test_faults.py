@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import SeaweedServer
-from tests.e2e.cluster import Cluster, eventually
-from tests.e2e.conftest import Release, WebhookReceiver
+from tests.e2e.cluster import Cluster, Release, eventually
+from tests.e2e.conftest import WebhookReceiver
 from tests.e2e.runs import Run, delete_and_check_nothing_is_left, submit, submit_diverging
 from trainguard.operator.build import SIDECAR_NAME
 

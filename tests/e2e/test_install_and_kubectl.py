@@ -7,8 +7,7 @@ import re
 
 import yaml
 
-from tests.e2e.cluster import IMAGE, ROOT, Cluster, eventually
-from tests.e2e.conftest import Release
+from tests.e2e.cluster import IMAGE, ROOT, Cluster, Release, eventually
 from trainguard.api import debugjob as api
 
 EXAMPLE = ROOT / "examples" / "debugjob.yaml"

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import Cluster, eventually
-from tests.e2e.conftest import Release
+from tests.e2e.cluster import Cluster, Release, eventually
 from tests.e2e.debugjobs import training_debugjob
 
 CHILD_KINDS = "jobs,services,configmaps,serviceaccounts,roles,rolebindings"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import SeaweedServer
-from tests.e2e.cluster import K8S_SH, Cluster, eventually
-from tests.e2e.conftest import Release, WebhookReceiver
+from tests.e2e.cluster import K8S_SH, Cluster, Release, eventually
+from tests.e2e.conftest import WebhookReceiver
 from tests.e2e.runs import delete_and_check_nothing_is_left, submit_diverging
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"

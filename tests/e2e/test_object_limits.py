@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.e2e.cluster import Cluster, eventually
-from tests.e2e.conftest import Release
+from tests.e2e.cluster import Cluster, Release, eventually
 from tests.e2e.debugjobs import training_debugjob
 
 SPEC_BYTES = 150_000

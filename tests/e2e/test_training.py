@@ -9,8 +9,8 @@ decides. Nothing is simulated.
 from __future__ import annotations
 
 from tests.conftest import SeaweedServer
-from tests.e2e.cluster import Cluster, eventually
-from tests.e2e.conftest import Release, WebhookReceiver
+from tests.e2e.cluster import Cluster, Release, eventually
+from tests.e2e.conftest import WebhookReceiver
 from tests.e2e.runs import PhaseLog, delete_and_check_nothing_is_left, submit, submit_diverging
 
 RUN_TIMEOUT_SECONDS = 420

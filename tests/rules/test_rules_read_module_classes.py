@@ -13,6 +13,7 @@ import trainguard.torch as tg
 from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.signals import KernelPair
+from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.sidecar.views import ViewBuilder
 
 
@@ -113,3 +114,33 @@ def test_a_relu_on_a_classifiers_logits_is_named_at_the_start(tmp_path: Path) ->
     regression = DeadRelu()
     views = classifier_views(tmp_path / "regression", relu_on_logits=True, outputs=1)
     assert [f for v in views for f in regression.update(v)] == []
+
+
+def test_a_sparse_embedding_tables_unsampled_rows_are_not_frozen(tmp_path: Path) -> None:
+    # nn.Embedding(sparse=True) under SparseAdam: the gradient is sparse, so no statistics tell unsampled rows (most
+    # of a Zipf-distributed item table) from frozen ones; their standing still is no blind zone
+    torch.manual_seed(0)
+    table = nn.Embedding(400, 8, sparse=True)
+    head = nn.Linear(8, 1)
+    model = nn.ModuleDict({"item": table, "head": head})
+    opt = torch.optim.SparseAdam(list(table.parameters()), lr=1e-2)
+    dense = torch.optim.Adam(head.parameters(), lr=1e-2)
+    popular = torch.arange(200)  # half of the items never appear
+    with tg.Hook(f"file://{tmp_path}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(60):
+            opt.zero_grad()
+            dense.zero_grad()
+            items = popular[torch.randint(0, 200, (16,))]
+            loss = head(table(items)).pow(2).mean()
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+            dense.step()
+    source = trainguard.open_run(f"file://{tmp_path}").source(0)
+    builder = ViewBuilder(rank=0)
+    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    assert not any(n == "grad/item.weight" for v in views for n in v.names)  # sparse: not captured
+    rule = UnchangedTensor()
+    assert [f.message for v in views for f in rule.update(v)] == []

@@ -469,7 +469,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(os.path.join(root, "truths.json")) as fh:
             truths = [programs.Truth(**t) for t in json.load(fh) if t["seed"] < seeds.get(t["program"], 0)]
         timing = os.path.join(root, "timing.json")
-        kept_train_seconds = json.load(open(timing))["train_seconds"] if os.path.exists(timing) else None
+        kept_train_seconds = None
+        if os.path.exists(timing):
+            with open(timing) as fh:
+                kept_train_seconds = json.load(fh)["train_seconds"]
     else:
         # the slowest runs first, so the pool ends on short ones
         jobs = [(p, s, root) for p in torch_progs for s in range(args.torch_seeds)]

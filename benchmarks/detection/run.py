@@ -468,6 +468,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds = {p.name: args.seeds for p in progs} | {p.name: args.torch_seeds for p in torch_progs}
         with open(os.path.join(root, "truths.json")) as fh:
             truths = [programs.Truth(**t) for t in json.load(fh) if t["seed"] < seeds.get(t["program"], 0)]
+        timing = os.path.join(root, "timing.json")
+        kept_train_seconds = None
+        if os.path.exists(timing):
+            with open(timing) as fh:
+                kept_train_seconds = json.load(fh)["train_seconds"]
     else:
         # the slowest runs first, so the pool ends on short ones
         jobs = [(p, s, root) for p in torch_progs for s in range(args.torch_seeds)]
@@ -476,10 +481,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
         with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
             truths = list(pool.map(_train_one, jobs, chunksize=1 if real else 2))
-        if args.keep:
-            with open(os.path.join(root, "truths.json"), "w") as fh:
-                json.dump([asdict(t) for t in truths], fh)
+        kept_train_seconds = None
     t_train = time.perf_counter() - t0
+    if args.keep:
+        with open(os.path.join(root, "truths.json"), "w") as fh:
+            json.dump([asdict(t) for t in truths], fh)
+        with open(os.path.join(root, "timing.json"), "w") as fh:
+            json.dump({"train_seconds": round(t_train, 1)}, fh)
+    if kept_train_seconds is not None:
+        t_train = kept_train_seconds  # the kept runs' training, not the seconds it took to read them
     if real:
         torch_real.label(truths, progs)
     else:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.detection import programs, run, torch_programs
+from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.rules import registry
 
 SEED = 0  # a calibration seed: the defaults were set on these
@@ -71,3 +72,40 @@ def test_a_learning_rate_far_too_low_is_reported_at_the_hooks_default_save_inter
     # loss gate counted views and the eval points broke weight_update_ratio's 5 saved views in a row
     found = outcome("F2_lr_x1e-4", tmp_path, save_interval=10)
     assert "weight_update_ratio" in found.rules, f"rules that reported it: {found.rules}"
+
+
+# The realistic PyTorch suite (`--suite torch-real`): a few programs through the real hook at save_interval 10,
+# seed 0 (calibration). Each healthy one once drew a warning: a user table called `user` judged as a dense kernel,
+# never-sampled embedding rows called frozen, a GAN's discriminator loss called not decreasing.
+REAL = {p.name: p for p in torch_real.catalogue()}
+REAL_HEALTHY = (
+    "real_mf_plain_sgd_sparse_usage",
+    "real_gan_bce_two_optimizers",
+    "real_binary_noisy_bayes_floor",
+)
+REAL_BUGS = {
+    "real_B01_nll_loss_on_raw_logits": "diverging_loss",
+    "real_B02_labels_shuffled_apart_from_inputs": "loss_not_decreasing",
+    "real_B21_zero_grad_between_backward_and_step": "unchanged_tensor",
+}
+
+
+def real_outcome(name: str, root: Path) -> run.Outcome:
+    truth = run._train_one((REAL[name], SEED, str(root)))
+    return run.evaluate_rules(registry.default_rules(), run.load_views(str(root), truth))
+
+
+@pytest.mark.parametrize("name", REAL_HEALTHY)
+def test_realistic_healthy_pytorch_programs_stay_quiet(name: str, tmp_path: Path) -> None:
+    found = real_outcome(name, tmp_path)
+    assert found.alarm_step is None, f"{name}: {sorted(found.rules)} fired from step {found.alarm_step}"
+
+
+@pytest.mark.parametrize("name", sorted(REAL_BUGS))
+def test_realistic_pytorch_bugs_are_named_by_their_rule_within_150_steps(name: str, tmp_path: Path) -> None:
+    found = real_outcome(name, tmp_path)
+    rule = REAL_BUGS[name]
+    assert rule in REAL[name].intended_rules
+    assert rule in found.first_by_label and found.first_by_label[rule] <= 150, (
+        f"{name}: {found.first_by_label}"
+    )

@@ -359,12 +359,15 @@ def test_weight_update_ratio_blow_up_threshold_is_per_view_or_per_step_between_c
         )
         return found[0].step if found else None
 
-    # 2.5x a step for 20 steps: at every step each view (2x a step); 10 steps apart once 10x lies between views
-    assert (first_step(grow_all(2.5, 30, 20), 1), first_step(grow_all(2.5, 30, 20), 10)) == (30, 40)
+    # 2.5x a step for 20 steps: at every step each view (2x a step); 10 steps apart the first view after it (2x)
+    assert (first_step(grow_all(2.5, 30, 20), 1), first_step(grow_all(2.5, 30, 20), 10)) == (30, 30)
     # 1.5x a step: not at every step; 10 steps apart it is 57x
     assert (first_step(grow_all(1.5, 30, 20), 1), first_step(grow_all(1.5, 30, 20), 10)) == (None, 40)
-    # one jump of 5x: between views 1 step apart, not between views 10 apart
-    assert (first_step(grow_all(5.0, 31, 1), 1), first_step(grow_all(5.0, 31, 1), 10)) == (31, None)
+    # one jump of 5x: between views 1 step apart, and between views 10 apart (5x is 1.17x a step)
+    assert (first_step(grow_all(5.0, 31, 1), 1), first_step(grow_all(5.0, 31, 1), 10)) == (31, 40)
+    # 1.8x over 10 steps is neither (below 2x); 3x over 20 steps neither (below 1.07x a step, 3.9x)
+    assert first_step(grow_all(1.8**0.1, 30, 10), 10) is None
+    assert first_step(grow_all(3.0**0.05, 30, 20), 20) is None
 
 
 def test_weight_update_ratio_low_side_after_a_blow_up_asks_for_a_lower_learning_rate() -> None:

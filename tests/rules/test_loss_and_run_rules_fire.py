@@ -42,13 +42,13 @@ def test_loss_not_decreasing_blocks_are_training_steps_at_any_save_interval() ->
     assert (f.step, f.tensor) == (495, "loss") and "4 blocks in a row" in f.message
 
 
-def test_loss_not_decreasing_names_a_loss_that_never_moved_after_100_steps() -> None:
-    # saved every 10th step: the mean of the views in the last 50 steps is still within 1.5% of the first loss; the
+def test_loss_not_decreasing_names_a_loss_that_never_moved_after_150_steps() -> None:
+    # saved every 10th step: the mean of the views in the last 50 steps is still within 2% of the first loss; the
     # stream records no module classes, so chance level is not known and the first loss is the reference
     views = (v for v in Stream(steps=700, fault=flat_loss) if v.step % 10 == 0)
     found = run(LossNotDecreasing(), views)
-    assert found[0].step == 100 and found[0].tensor == "loss"
-    assert "within 1.5% of its first value 2.3 after 100 steps" in found[0].message
+    assert found[0].step == 150 and found[0].tensor == "loss"
+    assert "within 2% of its first value 2.3 after 150 steps" in found[0].message
     assert "labels match the inputs" in found[0].hint
 
 
@@ -69,10 +69,9 @@ def test_loss_not_decreasing_names_a_loss_that_fell_to_chance_level_and_stayed()
         LossNotDecreasing(),
         with_module_classes(v for v in Stream(steps=300, fault=to_chance) if v.step % 10 == 0),
     )
-    assert found[0].step == 180 and found[0].tensor == "loss"
-    assert (
-        "within 1.5% of ln 10 = 2.3, chance level for its 10 outputs (first value 3.5) after 180 steps"
-        in (found[0].message)
+    assert found[0].step == 170 and found[0].tensor == "loss"
+    assert "within 2% of ln 10 = 2.3, chance level for its 10 outputs (first value 3.5) after 170 steps" in (
+        found[0].message
     )
     # without module classes chance level is not known, and 300 steps are too few for 4 blocks
     assert run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=to_chance) if v.step % 10 == 0)) == []

@@ -10,8 +10,10 @@ from torch import nn
 
 import trainguard
 import trainguard.torch as tg
+from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.signals import KernelPair
+from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.sidecar.views import ViewBuilder
 
 
@@ -71,3 +73,74 @@ def test_the_first_and_last_kernels_skip_lookup_tables(tmp_path: Path) -> None:
     rows = view.rows(collections=["gradients"])
     first, last = KernelPair()(view, rows)  # type: ignore[misc]
     assert (view.names[first], view.names[last]) == ("grad/rnn.weight_ih_l0", "grad/head.weight")
+
+
+def classifier_views(tmp_path: Path, *, relu_on_logits: bool, outputs: int = 10) -> list:  # type: ignore[type-arg]
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, outputs)]
+    if relu_on_logits:
+        layers.append(nn.ReLU())
+    model = nn.Sequential(*layers)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with tg.Hook(f"file://{tmp_path}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(3):
+            opt.zero_grad()
+            x = torch.randn(32, 16)
+            out = model(x)
+            if outputs > 1:
+                loss = nn.functional.cross_entropy(out, torch.randint(0, outputs, (32,)))
+            else:
+                loss = nn.functional.mse_loss(out.squeeze(1), x[:, 0].abs())
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+    source = trainguard.open_run(f"file://{tmp_path}").source(0)
+    builder = ViewBuilder(rank=0)
+    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+
+
+def test_a_relu_on_a_classifiers_logits_is_named_at_the_start(tmp_path: Path) -> None:
+    rule = DeadRelu()
+    found = [f for v in classifier_views(tmp_path / "relu", relu_on_logits=True) for f in rule.update(v)]
+    assert [(f.step, f.tensor) for f in found] == [(0, "act/3")]
+    assert "clips the logits of a 10-class classifier at 0" in found[0].message
+    quiet = DeadRelu()
+    assert [
+        f for v in classifier_views(tmp_path / "plain", relu_on_logits=False) for f in quiet.update(v)
+    ] == []
+    # a regression with non-negative targets may end in a ReLU: one output, no class to clip
+    regression = DeadRelu()
+    views = classifier_views(tmp_path / "regression", relu_on_logits=True, outputs=1)
+    assert [f for v in views for f in regression.update(v)] == []
+
+
+def test_a_sparse_embedding_tables_unsampled_rows_are_not_frozen(tmp_path: Path) -> None:
+    # nn.Embedding(sparse=True) under SparseAdam: the gradient is sparse, so no statistics tell unsampled rows (most
+    # of a Zipf-distributed item table) from frozen ones; their standing still is no blind zone
+    torch.manual_seed(0)
+    table = nn.Embedding(400, 8, sparse=True)
+    head = nn.Linear(8, 1)
+    model = nn.ModuleDict({"item": table, "head": head})
+    opt = torch.optim.SparseAdam(list(table.parameters()), lr=1e-2)
+    dense = torch.optim.Adam(head.parameters(), lr=1e-2)
+    popular = torch.arange(200)  # half of the items never appear
+    with tg.Hook(f"file://{tmp_path}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(60):
+            opt.zero_grad()
+            dense.zero_grad()
+            items = popular[torch.randint(0, 200, (16,))]
+            loss = head(table(items)).pow(2).mean()
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+            dense.step()
+    source = trainguard.open_run(f"file://{tmp_path}").source(0)
+    builder = ViewBuilder(rank=0)
+    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    assert not any(n == "grad/item.weight" for v in views for n in v.names)  # sparse: not captured
+    rule = UnchangedTensor()
+    assert [f.message for v in views for f in rule.update(v)] == []

@@ -18,10 +18,13 @@ reported at once. Between `threshold_layer` and `severe_layer` it is a soft symp
 while the training loss is not improving (the loss gate): a small dense layer of a healthy CNN under
 Adam loses half its units while the loss keeps falling. The hint names the input scale first when
 the dead layer is the first ReLU-family activation in forward order (inputs far from unit scale).
+Once at the start, a ReLU after the last dense layer of a K-class classifier (its first loss near
+ln K, K from the catalogue's module classes) is reported: it clips the logits at 0.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -69,6 +72,11 @@ class DeadRelu(base.Rule):
             "gradients accumulated without zero_grad) leaves 99-100% dead; healthy runs reach 53-56% (a 32-unit "
             "dense layer of a CNN under Adam) while their loss still falls.",
         )
+        check_output_activation: bool = Field(
+            default=True,
+            description="Report, once at the start, a ReLU after the last dense layer of a K-class classifier (its "
+            "first loss within 10% of ln K; K from the module classes in the catalogue): it clips the logits.",
+        )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)
 
@@ -78,6 +86,8 @@ class DeadRelu(base.Rule):
         self._proved: list[tuple[int, float]] = []
         """(row, non-zero share) of the layers the zero bound proved dead in the view `applies` saw last."""
         self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
+        self.output_checked = False
+        self._output: base.Finding | None = None
         self._first_relu: tuple[tuple[str, ...] | None, str | None] = (None, None)
 
     def _relu_rows(self, view: StepView) -> np.ndarray:
@@ -94,6 +104,35 @@ class DeadRelu(base.Rule):
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
         layer = p.threshold_layer if layer_percent is None else layer_percent
         return (1.0 - layer / 100.0) * p.threshold_inactivity / 100.0
+
+    def _relu_on_logits(self, view: StepView) -> base.Finding | None:
+        """Once, when the first loss and the layers are known: a ReLU after the last dense layer of a K-class classifier
+        (its first loss near ln K) clips the logits at 0, so a class can only be told by positive evidence and every
+        logit at 0 is a uniform guess (improper output activation)."""
+        p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        first = self.gate.range.first
+        layer = signals.output_layer(view)
+        if first is None or layer is None:
+            return None
+        self.output_checked = True
+        order, classes = layer
+        if (
+            not p.check_output_activation
+            or classes < 2
+            or abs(first - math.log(classes)) > 0.1 * math.log(classes)
+        ):
+            return None
+        after = [int(i) for i in self._relu_rows(view) if (view.meta[int(i)].order or -1) > order]
+        if not after:
+            return None
+        name = view.names[after[0]]
+        msg = (
+            f"{name}: a ReLU after the last dense layer clips the logits of a {classes}-class classifier at 0 (first "
+            f"loss {base.fmt(first)}, ln {classes} = {base.fmt(math.log(classes))}) {self.where(view)}: a class can "
+            "only be told by positive evidence, and samples whose logits are all 0 get a uniform guess"
+        )
+        hint = "remove the activation after the output layer: the loss takes raw logits"
+        return self.finding(view, msg, tensor=name, hint=hint)
 
     def _reportable(self, dead_percent: float) -> bool:
         """A layer this dead is reported now: past `severe_layer`, or past `threshold_layer` with the gate open."""
@@ -119,6 +158,10 @@ class DeadRelu(base.Rule):
 
     def applies(self, view: StepView) -> bool:
         self.gate.push(view)
+        if not self.output_checked and view.names:
+            self._output = self._relu_on_logits(view)
+            if self._output is not None:
+                return True
         if signals.has_units(view, "active"):
             return True
         rows = self._relu_rows(view)
@@ -133,6 +176,9 @@ class DeadRelu(base.Rule):
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        if self._output is not None:
+            found, self._output = self._output, None
+            return [self.at_once(found)]
         if not signals.has_units(view, "active"):
             return self._zero_bound_findings(view, p)
         out = []
@@ -179,7 +225,8 @@ class DeadRelu(base.Rule):
         return out
 
     def get_state(self) -> dict[str, Any]:
-        return {"gate": self.gate.get_state()}
+        return {"gate": self.gate.get_state(), "output_checked": self.output_checked}
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
+        self.output_checked = bool(state.get("output_checked", False))

@@ -116,6 +116,27 @@ LOOKUP_TABLES = frozenset({"Embedding", "EmbeddingBag"})
 """Module classes whose weights are lookup tables, not kernels: only the rows a batch looked up get a gradient."""
 
 
+def output_classes(view: StepView) -> int | None:
+    """K for chance level ln K: the outputs of the last dense or convolution kernel in forward order (PyTorch
+    keeps them in dim 0), when the catalogue names module classes; None for fewer than two outputs (a binary
+    logit or a regression: ln 2 would be a coincidence for a squared error) or when unknown."""
+    layer = output_layer(view)
+    return layer[1] if layer is not None and layer[1] >= 2 else None
+
+
+def output_layer(view: StepView) -> tuple[int, int] | None:
+    """(forward order, outputs) of the last dense or convolution kernel, when the catalogue names module classes."""
+    last: tuple[int, int] | None = None
+    for m in view.meta:
+        if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
+            continue
+        if m.module_type is None or m.module_type in LOOKUP_TABLES:
+            continue
+        if last is None or m.order > last[0]:
+            last = (m.order, int(m.shape[0]))
+    return last
+
+
 class KernelPair:
     """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
     the given rows, cached until the view's tensor names change; None with fewer than two.
@@ -445,14 +466,16 @@ class WeightBlowUp:
     """The weights' total l2 norm multiplying between two views: a step far too large.
 
     A view is a blow-up when the norm grew `growth`x since the previous view, or `per_step`x per
-    training step when the views are so close that `growth` would need more (at every step: 2x).
+    training step when the views are so close that `growth` would need more (at every step: 2x),
+    and in any case at least `rate`x per training step between them (views far apart leave
+    healthy weights time to grow from a small init).
     The LR x100, unnormalised-input and loss-scale x512 runs of the detection benchmark grow 35x to
     1e18x in 5 steps and 4x or more in one; healthy runs at most 3% in 5 steps and 0.6% in one.
     `seen` keeps the first blow-up: small updates after it are its aftermath (dead units pass no
     gradient), not a learning rate too low."""
 
-    def __init__(self, growth: float, per_step: float) -> None:
-        self.growth, self.per_step = growth, per_step
+    def __init__(self, growth: float, per_step: float, rate: float = 1.0) -> None:
+        self.growth, self.per_step, self.rate = growth, per_step, rate
         self.norm: float | None = None
         self.step: int | None = None
         self.names: tuple[str, ...] = ()
@@ -477,7 +500,8 @@ class WeightBlowUp:
         if not same or prev is None or not 0 < prev < math.inf:
             return None
         growth = norm / prev
-        if growth < min(self.growth, self.per_step ** min(steps, 64)):  # capped: no float overflow
+        span = min(steps, 64)  # capped: no float overflow
+        if growth < max(min(self.growth, self.per_step**span), self.rate**span):
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
             self.fastest = int(np.nanargmax(np.where(prev_l2 > 0, l2 / prev_l2, 0.0)))

@@ -18,7 +18,8 @@ and as wide, fired on fewer than 1% of samples: no gradient reaches that row, an
 reports the layer), or unless the gradient explains it: a row whose gradient is exactly zero has
 nothing to move it (an embedding row no batch sampled, in a recommender with Zipf-distributed item
 ids most of them), so at a view where the share of the parameter's gradient elements that are
-exactly zero covers the share of frozen units, none counts as frozen. A row with a gradient that
+exactly zero covers the share of frozen units, none counts as frozen; an embedding table with a
+sparse gradient (no statistics recorded) cannot tell, and its still rows do not count. A row with a gradient that
 still does not move (a row-wise learning rate of 0, an optimizer masking it) is what counts. A layer is
 reported when more than `unit_fraction` percent of its units were frozen for `num_steps` Tier-1
 views in a row (a gradient mask, a detached slice, a row-wise learning rate of 0). A view where
@@ -207,12 +208,16 @@ class UnchangedTensor(base.Rule):
 
     def _zero_gradient_covers(self, view: StepView, name: str, frozen_share: float) -> bool:
         """Whether at least `frozen_share` of the gradient of parameter `name` is exactly zero at this view (0.5
-        percentage points of slack: a frozen row's gradient is zero in every element)."""
+        percentage points of slack: a frozen row's gradient is zero in every element). A lookup table whose gradient
+        has no statistics (a sparse gradient, `nn.Embedding(sparse=True)`) cannot tell unsampled rows from frozen
+        ones, so its still rows count as unsampled."""
         if not frozen_share:
             return False
-        i = self._row_of_name(view).get(f"grad/{name}")
+        row_of = self._row_of_name(view)
+        i = row_of.get(f"grad/{name}")
         if i is None:
-            return False
+            w = row_of.get(name)
+            return w is not None and view.meta[w].module_type in signals.LOOKUP_TABLES
         count, zero = view.stats[i, COL["count"]], view.stats[i, COL["zero"]]
         return bool(count > 0 and zero / count + 0.005 >= frozen_share)
 

@@ -167,7 +167,7 @@ def catalogue() -> list[RealProgram]:
           "DeepFD activation faults; StackOverflow: network without nonlinearity"),
         b("B05", "epoch_scheduler_stepped_per_batch", cnn, "sched_per_batch", "SC", NOT_LEARNING,
           "StackOverflow/PyTorch forums: scheduler.step() inside the batch loop"),
-        b("B06", "inputs_not_normalised_x1000", mlp_adam, "x1000", "DR", ("dead_relu", *DIVERGING),
+        b("B06", "inputs_not_normalised_x1000", mlp_adam, "x1000", "DR", ("poor_weight_initialization", "dead_relu", *DIVERGING),
           "AUTOTRAINER-TDSC abnormal data; UMLAUT input range"),
         b("B07", "missing_zero_grad", mlp_momentum, "no_zero_grad", "OL", UNSTABLE,
           "TrainCheck silent errors; StackOverflow: gradients accumulate without zero_grad"),

@@ -6,9 +6,9 @@ bridge address, which pods reach), `release` (`helm install` of the chart with t
 the operator runs as a pod with the chart's ServiceAccount). Per test: `namespace` (with the S3
 Secret; deleted afterwards, and nothing of it may be left) and `webhook` (a receiver on the bridge).
 
-Every test here is marked `k8s`. They run when TRAINGUARD_E2E=require (`TRAINGUARD_E2E=require
-dev/test.sh` builds the cluster first), where a missing cluster is a failure; otherwise they are
-deselected with a note.
+Every test here is marked `k8s`. They run when TRAINGUARD_E2E=require, which `dev/test.sh` sets
+unless told TRAINGUARD_E2E=skip (it builds the cluster first); then a missing cluster is a failure.
+A plain `pytest` without it deselects them with a note.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     missing = k8s.built()
     why = f"the test cluster is not built ({', '.join(missing)} missing); " if missing else ""
     print(
-        f"\ntests/e2e: {len(ours)} tests deselected: {why}run them with TRAINGUARD_E2E=require "
-        "(dev/test.sh then builds the cluster first)",
+        f"\ntests/e2e: {len(ours)} tests deselected: {why}dev/test.sh runs them "
+        "(it builds the cluster first), as does TRAINGUARD_E2E=require",
         file=sys.stderr,
     )
 

@@ -68,9 +68,10 @@ PEER_OPERATOR = textwrap.dedent(
 
     @kopf.on.create("trainguard.dev", "v1alpha1", "debugjobs")
     def create(spec, name, namespace, memo, patch, **_):
+        template = {**spec["template"], "spec": {"restartPolicy": "Never", **spec["template"]["spec"]}}
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
                "spec": {"completionMode": "Indexed", "completions": spec["workers"], "parallelism": spec["workers"],
-                        "suspend": spec.get("suspend", False), "template": spec["template"]}}
+                        "suspend": spec.get("suspend", False), "template": template}}
         kopf.adopt(job)
         memo["batch"].create_namespaced_job(namespace, job)
         patch.status["jobName"] = name
@@ -209,8 +210,10 @@ def run_one_real(
             if have >= count:
                 break
             if time.monotonic() - started > 600 or proc.poll() is not None:
+                tail = (workdir / f"{label}-real.log").read_text()[-3000:]
                 raise RuntimeError(
-                    f"{label}: only {have} of {count} Jobs after {time.monotonic() - started:.0f} s"
+                    f"{label}: only {have} of {count} Jobs after {time.monotonic() - started:.0f} s; "
+                    f"the end of its log:\n{tail}"
                 )
             time.sleep(0.5)
         seconds = time.monotonic() - started
@@ -238,9 +241,17 @@ def real_rows(
     cluster = Cluster.start(build_image=False)
     try:
         cluster.install_crd()
-        return [(f"{name}, real API server", *run_one_real(cluster, command, count=args.debugjobs,
-                                                            label=name.split()[0], workdir=workdir))
-                for name, command in commands]  # fmt: skip
+        rows = []
+        for name, command in commands:
+            label = "trainguard" if name.startswith("trainguard") else "peer"
+            row = (f"{name}, real API server",
+                   *run_one_real(cluster, command, count=args.debugjobs, label=label, workdir=workdir))  # fmt: skip
+            print(
+                f"  {row[0]}: {row[1]:.1f} s, peak {row[2]:.0f} MB, {row[4]:.1f} requests per DebugJob",
+                flush=True,
+            )
+            rows.append(row)
+        return rows
     finally:
         cluster.stop()
 

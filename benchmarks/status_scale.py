@@ -55,6 +55,7 @@ class SimulatedPod:
         self.nan_at: int | None = None
         self.nan_wall = 0.0
         self.specs = default_rules.default_specs()
+        self.stop_file = None  # the stop flag an evaluator watches; none here (the report says so)
 
     @property
     def last_step(self) -> int:

@@ -116,6 +116,7 @@ def _evaluator_registry(tmp: Path) -> Any:
     import prometheus_client
 
     import trainguard
+    from trainguard.sidecar import metrics
     from trainguard.sidecar.evaluator import Evaluator
 
     uri = f"file://{tmp}/run"
@@ -132,7 +133,9 @@ def _evaluator_registry(tmp: Path) -> Any:
     registry = prometheus_client.CollectorRegistry()
     logging.disable(logging.WARNING)  # the stop verdict's warning line is expected here
     try:
-        Evaluator(uri, registry=registry).poll()
+        evaluator = Evaluator(uri)
+        registry.register(metrics.EvaluatorCollector(evaluator))
+        evaluator.poll()
     finally:
         logging.disable(logging.NOTSET)
     return registry

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
+
+from trainguard.local import supervise
+from trainguard.sidecar import metrics
 
 WAITING_SCRIPT = """
 import os, time
@@ -73,3 +79,32 @@ def test_metrics_are_served_while_the_command_runs_and_the_port_is_freed_after(t
     assert proc.returncode == 0, err
     with socket.socket() as s, pytest.raises(ConnectionRefusedError):
         s.connect(("127.0.0.1", port))  # the server is gone with the run
+
+
+def test_local_mode_registers_its_collector_for_the_run_and_unregisters_it_after(tmp_path: Path) -> None:
+    # the caller owns the registry (the `trainguard run` command serves it); the supervisor registers a
+    # collector over its evaluator while CMD runs and leaves the registry as it found it
+    (tmp_path / "train.py").write_text(WAITING_SCRIPT)
+    registry = CollectorRegistry()
+    sup = supervise.Supervisor(
+        [sys.executable, "train.py"],
+        run_uri=f"file://{tmp_path}/run",
+        cwd=str(tmp_path),
+        registry=registry,
+        progress=supervise.Progress(io.StringIO(), tty=False),
+    )
+    outcome: list[supervise.Outcome] = []
+    thread = threading.Thread(target=lambda: outcome.append(sup.run()))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and registry.get_sample_value("trainguard_training_step") != 190.0:
+            time.sleep(0.1)
+        assert registry.get_sample_value("trainguard_training_step") == 190.0
+    finally:
+        (tmp_path / "go").write_text("")
+        thread.join(timeout=60)
+    assert not thread.is_alive() and outcome[0].exit_code == 0
+    assert registry.get_sample_value("trainguard_training_step") is None
+    assert sup.evaluator is not None
+    registry.register(metrics.EvaluatorCollector(sup.evaluator))  # registers again without a duplicate error

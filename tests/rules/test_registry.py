@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainguard.api import default_rules
 from trainguard.api.enums import Action
 from trainguard.api.rules_config import RulesConfig, RuleSpec
 from trainguard.errors import ConfigError
@@ -110,3 +111,14 @@ def test_the_default_set_stops_on_exploding_tensor_and_notifies_on_the_rest() ->
         actions
     )
     assert all(registry.build(s).name == s.type for s in specs)
+
+
+def test_the_default_set_the_operator_reads_is_the_one_the_rule_classes_declare() -> None:
+    # a rule joins the default set by setting `default_action` in its module; the operator reads the
+    # copy in trainguard/api/_default_set.py, which dev/gen_docs.py writes
+    assert default_rules.DEFAULT_SET == registry.declared_default_set(), (
+        "trainguard/api/_default_set.py differs from the rules' `default_action`: run .venv/bin/python dev/gen_docs.py"
+    )
+    assert registry.DEFAULT_SET is default_rules.DEFAULT_SET, (
+        "the evaluator runs the set the operator acts on"
+    )

@@ -13,10 +13,20 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+from prometheus_client import CollectorRegistry
 
 from trainguard.commands.sidecar import POD_STARTED_FILE
+from trainguard.sidecar import metrics
+from trainguard.sidecar.evaluator import Evaluator
 from trainguard.store import run_format
 from trainguard.store.backends import Store
+
+
+def registered(ev: Evaluator, registry: CollectorRegistry) -> Evaluator:
+    """Return `ev` with a metrics collector over it registered on `registry`, as the commands register one."""
+    registry.register(metrics.EvaluatorCollector(ev))
+    return ev
+
 
 TENSORS = (
     run_format.TensorInfo(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.sidecar.runs import custom, write_run
+from tests.sidecar.runs import custom, registered, write_run
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.cli import main
 from trainguard.local.supervise import verdict_table
@@ -136,11 +136,10 @@ def test_evaluator_metrics_count_the_lost_steps(file_uri: str) -> None:
     store = PausedStore(open_store(file_uri))
     w = write_with_outage(store, outage=range(10, 20), total=30)
     registry = prometheus_client.CollectorRegistry()
-    ev = Evaluator(file_uri, registry=registry, checkpoint=False)
+    ev = registered(Evaluator(file_uri, checkpoint=False), registry)
     while not ev.ended:
         ev.poll()
     assert registry.get_sample_value("trainguard_capture_lost_steps") == w.lost_steps
-    ev.close()
 
 
 def test_a_run_with_no_step_is_nothing_evaluated_with_exit_4(file_uri: str, tmp_path: Path) -> None:

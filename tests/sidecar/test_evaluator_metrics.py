@@ -21,7 +21,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from tests.conftest import free_port
-from tests.sidecar.runs import RunBuilder, custom
+from tests.sidecar.runs import RunBuilder, custom, registered
 from trainguard.api.enums import Action
 from trainguard.api.rules_config import RuleSpec
 from trainguard.sidecar.evaluator import Evaluator
@@ -39,7 +39,7 @@ def _evaluated(uri: str, registry: CollectorRegistry, *, wall_time: float | None
     b = RunBuilder(open_store(uri))
     b.segment(range(5), loss={0: 2.0, 4: 1.5}, val_loss={4: 1.75}, wall_time=wall_time)
     b.segment(range(5, 10), nan_at=[8], loss={9: float("nan")}, wall_time=wall_time)
-    ev = Evaluator(uri, rules=RULES, registry=registry, checkpoint=False)
+    ev = registered(Evaluator(uri, rules=RULES, checkpoint=False), registry)
     ev.poll()
     return ev
 
@@ -109,7 +109,7 @@ def test_a_corrupt_segment_is_counted_and_skipped(file_uri: str) -> None:
     store.put("rank-00000/seg-000000000005-000000000009-000001.npz", b"PK\x03\x04 truncated")
     b.seq = 2
     b.segment(range(10, 15), nan_at=[12])
-    ev = Evaluator(file_uri, rules=RULES, registry=registry, checkpoint=False)
+    ev = registered(Evaluator(file_uri, rules=RULES, checkpoint=False), registry)
     assert [v.step for v in ev.poll() if v.rule == "nan-guard"] == [12]
     assert registry.get_sample_value("trainguard_sidecar_corrupt_segments_total") == 1.0
     assert registry.get_sample_value("trainguard_sidecar_segments_total") == 2.0
@@ -128,7 +128,7 @@ def test_a_segment_of_a_newer_major_version_stops_the_reading_instead_of_being_s
     np.savez(buf, **{**arrays, "format_version": np.array("3.0")})
     store.put(key, buf.getvalue())
     registry = CollectorRegistry()
-    ev = Evaluator(file_uri, rules=RULES, registry=registry, checkpoint=False)
+    ev = registered(Evaluator(file_uri, rules=RULES, checkpoint=False), registry)
     ev.run(threading.Event(), poll_interval_seconds=0.01, idle_timeout_seconds=0.2)
     assert ev.timed_out and ev.last_error is not None
     assert "run-format version 3.0" in ev.last_error and "Upgrade TrainGuard" in ev.last_error
@@ -147,16 +147,6 @@ def test_metrics_labels_never_carry_tensor_names(file_uri: str) -> None:
             assert set(sample.labels) <= allowed, (sample.name, sample.labels)
             names = [v for k, v in sample.labels.items() if k != "le"]
             assert not any("." in v or "/" in v for v in names), sample
-
-
-def test_closing_the_evaluator_unregisters_its_collector(file_uri: str) -> None:
-    registry = CollectorRegistry()
-    ev = _evaluated(file_uri, registry)
-    ev.close()
-    assert registry.get_sample_value("trainguard_training_step") is None
-    Evaluator(
-        file_uri, rules=RULES, registry=registry, checkpoint=False
-    )  # registers again without a duplicate error
 
 
 def _get(url: str) -> tuple[int, bytes, str]:
@@ -262,7 +252,7 @@ def test_a_real_prometheus_scrapes_the_evaluator_and_sees_the_rule_triggered(
     store = open_store(file_uri)
     b = RunBuilder(store)
     b.segment(range(5))
-    ev = Evaluator(file_uri, rules=RULES, registry=registry, checkpoint=False)
+    ev = registered(Evaluator(file_uri, rules=RULES, checkpoint=False), registry)
     ev.poll()
     with MetricsServer(registry, health=lambda: (True, {}), address="127.0.0.1", port=0) as server:
         prom = prometheus_factory([f"127.0.0.1:{server.port}"])

@@ -6,6 +6,7 @@ import numpy as np
 import prometheus_client
 
 import trainguard
+from tests.sidecar.runs import registered
 from trainguard.rules import auc
 from trainguard.sidecar.evaluator import Evaluator
 
@@ -23,7 +24,7 @@ def test_evaluator_exports_decayed_and_cumulative_auc_and_the_positive_rate(tmp_
             rec.record_scalar("loss", 1.0)
             rec.step()
     registry = prometheus_client.CollectorRegistry()
-    ev = Evaluator(f"file://{tmp_path}", registry=registry, checkpoint=False)
+    ev = registered(Evaluator(f"file://{tmp_path}", checkpoint=False), registry)
     ev.poll()
     exact = auc.exact_auc(np.concatenate(scores_all), np.concatenate(labels_all))
     cumulative = registry.get_sample_value("trainguard_predictions_cumulative_auc", {"mode": "train"})

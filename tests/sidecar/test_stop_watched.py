@@ -20,7 +20,6 @@ def test_polling_the_stop_flag_marks_it_watched_and_the_report_says_so(file_uri:
     flag = StopFlag(stop_file)
     assert flag.is_set() is False  # the trainer's first poll
     assert watched(stop_file) and build_report(ev, now=0.0, rank=0)["stopWatched"] is True
-    ev.close()
 
 
 def test_a_stop_flag_in_a_directory_it_cannot_write_still_works(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Owns: `enums` (phases, conditions, severities, actions, collections, rule states), the rules
 configuration schema shared by the rules file and `spec.rules`, the default rule set (names and
-actions, shared by the evaluator and the operator), and the DebugJob models from
+actions, shared by the evaluator and the operator; `_default_set` is generated from the rule
+classes by `dev/gen_docs.py`), and the DebugJob models from
 which the CRD is generated. Imports nothing of ours but `trainguard.errors`; every other
 subpackage may import it. Nothing here performs I/O.
 """

@@ -6,39 +6,20 @@ DebugJob's `spec.rules` is empty; the operator, which never imports the rules li
 the action of each rule from it in that case (`trainguard.operator.status.rule_actions`). So the
 rule whose sidecar writes the stop file is the rule for which the operator suspends the Job.
 
-Severities stay with the rule classes (`Rule.default_severity`): the operator never needs one
-before a sidecar reports it, and a second copy here could drift.
+Each rule declares its own membership (`Rule.default_action`); `DEFAULT_SET` is the copy that
+`dev/gen_docs.py` writes into `_default_set.py`, in evaluation order. `exploding_tensor` stops the
+job, the others notify; the watchpoints (`all_zero`, `tensor_variance`, `threshold`) need to be told
+what to watch and `auc_resolution` is a check worth asking for, so they are not in it. Severities
+stay with the rule classes (`Rule.default_severity`): the operator never needs one before a
+sidecar reports it.
 """
 
 from __future__ import annotations
 
-from trainguard.api.enums import Action
+from trainguard.api._default_set import DEFAULT_SET
 from trainguard.api.rules_config import RuleSpec
 
-DEFAULT_SET: tuple[tuple[str, Action], ...] = (
-    ("exploding_tensor", Action.STOP),
-    ("vanishing_gradient", Action.NOTIFY),
-    ("exploding_gradient", Action.NOTIFY),
-    ("dead_relu", Action.NOTIFY),
-    ("saturated_activation", Action.NOTIFY),
-    ("poor_weight_initialization", Action.NOTIFY),
-    ("unchanged_tensor", Action.NOTIFY),
-    ("weight_update_ratio", Action.NOTIFY),
-    ("loss_not_decreasing", Action.NOTIFY),
-    ("diverging_loss", Action.NOTIFY),
-    ("overfit", Action.NOTIFY),
-    ("overtraining", Action.NOTIFY),
-    ("loss_spike", Action.NOTIFY),
-    ("oscillating_loss", Action.NOTIFY),
-    ("class_imbalance", Action.NOTIFY),
-    ("stalled_training", Action.NOTIFY),
-    ("auc_drop", Action.NOTIFY),
-)
-"""(built-in rule name, action) in evaluation order: `exploding_tensor` stops the job, the others
-notify. `all_zero`, `tensor_variance` and `threshold` are watchpoints that need to be told what to
-watch, so they are not in it; nor is `auc_resolution`, a check of the bucket resolution that is
-worth asking for. `auc_drop` is a no-op without prediction streams and stays quiet on healthy ones
-(tests/rules/test_auc_drop_stays_quiet_on_healthy_predictions.py)."""
+__all__ = ["DEFAULT_SET", "default_specs", "effective_specs"]
 
 
 def default_specs() -> list[RuleSpec]:

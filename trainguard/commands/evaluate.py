@@ -85,20 +85,17 @@ def main(args: argparse.Namespace) -> int:
         if v.state != RuleState.NO_ISSUES_FOUND:
             print(supervise.describe_verdict(v), file=sys.stderr, flush=True)
 
-    try:
-        if args.follow:
-            ev.run(
-                threading.Event(),
-                on_verdict,
-                poll_interval_seconds=args.poll_interval_seconds,
-                idle_timeout_seconds=args.idle_timeout_seconds,
-            )
-        else:
-            ev.poll_until_idle(on_verdict=on_verdict)
-        for v in ev.finish():
-            on_verdict(v)
-    finally:
-        ev.close()
+    if args.follow:
+        ev.run(
+            threading.Event(),
+            on_verdict,
+            poll_interval_seconds=args.poll_interval_seconds,
+            idle_timeout_seconds=args.idle_timeout_seconds,
+        )
+    else:
+        ev.poll_until_idle(on_verdict=on_verdict)
+    for v in ev.finish():
+        on_verdict(v)
     status = dict(ev.rule_status)
     code = exit_status(status)
     nothing = ev.nothing_evaluated

@@ -86,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
 
     from trainguard.errors import ConfigError
     from trainguard.sidecar import config as sidecar_config
+    from trainguard.sidecar import metrics
     from trainguard.sidecar.evaluator import Evaluator
     from trainguard.sidecar.report_status import FULL_REPORT_RANKS, StatusReporter
     from trainguard.sidecar.server import MetricsServer
@@ -118,11 +119,12 @@ def main(args: argparse.Namespace) -> int:
         rules=cfg.rules or None,
         ranks=ranks,
         store=open_store(cfg.run_uri, **options),
-        registry=registry,
         checkpoint=cfg.checkpoint,
         stop_file=cfg.stop_file,
         not_before=not_before,
     )
+    collector = metrics.EvaluatorCollector(evaluator)
+    registry.register(collector)
     evaluator.open()  # the run and the checkpoint, before anything reports the restored statuses
     stop = threading.Event()
     running = threading.Event()
@@ -191,7 +193,7 @@ def main(args: argparse.Namespace) -> int:
         if reporter is not None:
             reporter.close()
         server.close()
-        evaluator.close()
+        registry.unregister(collector)
         for s, handler in previous.items():
             signal.signal(s, handler)
         sys.stdout.flush()

@@ -37,6 +37,7 @@ from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import TrainGuardError
 from trainguard.rules.base import Finding
+from trainguard.sidecar import metrics
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.stop_flag import watched
@@ -315,7 +316,7 @@ class Supervisor:
     poll_interval_seconds: float = 0.25
     """Pause between listings of the run when nothing is new; bounds detection latency."""
     registry: prometheus_client.CollectorRegistry | None = None
-    """Where the evaluator's metrics collector is registered (served by the caller)."""
+    """Where `run()` registers a metrics collector over its evaluator while CMD runs (served by the caller)."""
     env: Mapping[str, str] | None = None
     progress: Progress | None = None
     cwd: str | None = None
@@ -458,24 +459,27 @@ class Supervisor:
         stop_dir = tempfile.mkdtemp(prefix="trainguard-stop-")
         self._started_at = time.time()
         self.stop_file = os.path.join(stop_dir, "stop")
+        collector: metrics.EvaluatorCollector | None = None
         try:
             self.evaluator = Evaluator(
                 self.run_uri,
                 rules=self.rules,
                 rank=None,
-                registry=self.registry,
                 checkpoint=False,
                 stop_file=self.stop_file,
                 strict=self.strict,
                 # CMD starts after this: what an earlier run wrote on the same --out is not this run's
                 not_before=self._started_at,
             )
+            if self.registry is not None:
+                collector = metrics.EvaluatorCollector(self.evaluator)
+                self.registry.register(collector)
             self.evaluator.open()  # a run root that cannot be read is reported before CMD starts
             return self._supervise(self.evaluator)
         finally:
             self.progress.done()
-            if self.evaluator is not None:
-                self.evaluator.close()
+            if collector is not None and self.registry is not None:
+                self.registry.unregister(collector)
             shutil.rmtree(stop_dir, ignore_errors=True)
 
     def _supervise(self, ev: Evaluator) -> Outcome:

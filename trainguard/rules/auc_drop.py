@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainguard.api.enums import RuleCategory, Severity
+from trainguard.api.enums import Action, RuleCategory, Severity
 from trainguard.rules import auc, signals
 from trainguard.rules.base import Finding, Params, Rule
 from trainguard.rules.view import StepView
@@ -58,6 +58,7 @@ class _Stream:
 class AucDrop(Rule):
     name = "auc_drop"
     category = RuleCategory.PREDICTIONS
+    default_action = Action.NOTIFY
     summary = (
         "The decayed AUC of a prediction stream (`pred/<name>`) fell more than `num_se` standard errors "
         "and `min_drop` below its longer-horizon average."

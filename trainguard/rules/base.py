@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trainguard.api.enums import RuleCategory, Severity
+from trainguard.api.enums import Action, RuleCategory, Severity
 from trainguard.rules.view import StepView
 
 
@@ -114,6 +114,10 @@ class Rule(abc.ABC):
     """One line on what the rule detects (`trainguard rules list`, the docs' rules reference)."""
     category: ClassVar[RuleCategory] = RuleCategory.WATCHPOINT
     """What the rule looks at (groups the rules in `trainguard rules list` and the docs)."""
+    default_action: ClassVar[Action | None] = None
+    """The rule's action in the default set, what runs without a rules file; None: not in that set.
+    The only place it is declared: `dev/gen_docs.py` copies the set into `trainguard/api/_default_set.py`
+    for the operator, which never imports the rules (a test fails while that copy is stale)."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
     training_views_only: ClassVar[bool] = False

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory, Severity
+from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base
 from trainguard.rules.view import COL, StepView
 
@@ -31,6 +31,7 @@ _PRED_RE = re.compile(r"^pred/(?P<stream>[^/]+)(?:/class(?P<cls>.+))?$")
 class ClassImbalance(base.Rule):
     name = "class_imbalance"
     category = RuleCategory.PREDICTIONS
+    default_action = Action.NOTIFY
     summary = (
         "Largest/smallest class count above `threshold_imbalance` (label_count/<class> scalars, 0/1 label "
         "tensors or prediction streams)."

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -42,6 +42,7 @@ _ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
 class DeadRelu(base.Rule):
     name = "dead_relu"
     category = RuleCategory.ACTIVATIONS
+    default_action = Action.NOTIFY
     summary = (
         "Layers where more than half the ReLU-family units are inactive on almost every sample (per unit)."
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
@@ -29,6 +29,7 @@ from trainguard.rules.view import StepView
 class DivergingLoss(base.Rule):
     name = "diverging_loss"
     category = RuleCategory.LOSS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = (
         "A finite training loss falling without bound below zero, or growing steadily by a large factor."

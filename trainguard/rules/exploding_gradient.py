@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -29,6 +29,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 class ExplodingGradient(base.Rule):
     name = "exploding_gradient"
     category = RuleCategory.GRADIENTS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = "Gradient norms far above their own recent history, above an absolute bound, or growing towards the input."
     hint = "lower the learning rate, clip gradients (e.g. max norm 1.0), or add normalisation layers"

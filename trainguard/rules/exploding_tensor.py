@@ -15,7 +15,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory, Severity
+from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base
 from trainguard.rules.view import COL, StepView, TensorMeta
 
@@ -57,6 +57,7 @@ def execution_key(meta: TensorMeta, row: int) -> tuple[int, int, int]:
 class ExplodingTensor(base.Rule):
     name = "exploding_tensor"
     category = RuleCategory.NON_FINITE
+    default_action = Action.STOP
     summary = (
         "NaN or infinite values in any tensor or in the loss; names the first tensor in execution order."
     )

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -44,6 +44,7 @@ def normalise_mode(v: object) -> object:
 class LossNotDecreasing(base.Rule):
     name = "loss_not_decreasing"
     category = RuleCategory.LOSS
+    default_action = Action.NOTIFY
     summary = (
         "The mean loss over the last `num_steps` views is not `diff_percent` below the best earlier block."
     )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -25,6 +25,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 class LossSpike(base.Rule):
     name = "loss_spike"
     category = RuleCategory.LOSS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = (
         "Training loss far above its rolling median (robust z of log loss), noting a gradient-norm co-spike."

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -58,6 +58,7 @@ class NormHistory:
 class OscillatingLoss(base.Rule):
     name = "oscillating_loss"
     category = RuleCategory.LOSS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = (
         "Loss alternating up and down by large amounts over a window while it does not improve, or thrown back "

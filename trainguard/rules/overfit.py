@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
@@ -30,6 +30,7 @@ from trainguard.rules.view import StepView
 class Overfit(base.Rule):
     name = "overfit"
     category = RuleCategory.GENERALISATION
+    default_action = Action.NOTIFY
     summary = (
         "Validation loss well above the training loss for `patience` eval points (or once far above it), worsening "
         "while training improves."

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
@@ -32,6 +32,7 @@ _SAGEMAKER_KEYS = ("patience_train", "patience_validation", "delta")
 class Overtraining(base.Rule):
     name = "overtraining"
     category = RuleCategory.GENERALISATION
+    default_action = Action.NOTIFY
     summary = (
         "Validation loss turning upwards: Prechelt's UP (default) or GL criterion, or SageMaker's patience."
     )

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView, TensorMeta
 
@@ -66,6 +66,7 @@ def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
 class PoorWeightInitialization(base.Rule):
     name = "poor_weight_initialization"
     category = RuleCategory.WEIGHTS
+    default_action = Action.NOTIFY
     summary = "At the start: kernel std far from He/Glorot/LeCun targets, all-zero kernels, initial loss far from ln K."
     hint = "initialise kernels with He (ReLU) or Glorot (tanh/sigmoid) scaling and check the output layer and the loss"
 

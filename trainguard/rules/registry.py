@@ -1,11 +1,13 @@
 """The built-in rules by name, building configured rules, and the default rule set.
 
 `BUILTINS` is found, not listed: every concrete `Rule` subclass with a `name` in a module of this
-package is a built-in, so adding a rule is writing its module (and, if it should run without a
-rules file, one line in the default set of `trainguard.api.default_rules`). The evaluator calls `build(spec)` for every entry of a rules file (custom `python:` classes are
-imported by the evaluator and handed in as `rule_class`); `default_rules()` is what runs without a
-file. Every configuration error is a `ConfigError` that names the entry, the parameter and what was
-expected, so the CLI prints it as one line.
+package is a built-in, so adding a rule is writing its module; a rule that sets `default_action`
+joins the default set (`declared_default_set`, copied for the operator into
+`trainguard.api._default_set` by `dev/gen_docs.py`). The evaluator calls `build(spec)` for every
+entry of a rules file (custom `python:` classes are imported by the evaluator and handed in as
+`rule_class`); `default_rules()` is what runs without a file. Every configuration error is a
+`ConfigError` that names the entry, the parameter and what was expected, so the CLI prints it as
+one line.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 import trainguard.rules
 from trainguard.api import default_rules as default_rule_set
 from trainguard.api import sagemaker
-from trainguard.api.enums import Collection
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.rules.base import Params, Rule
@@ -60,9 +62,21 @@ SAGEMAKER_ALIASES: dict[str, str] = {
 } | sagemaker.RULES
 
 DEFAULT_SET = default_rule_set.DEFAULT_SET
-"""The rules that run without a rules file, and their actions. The list lives in
-`trainguard.api.default_rules`, so the operator (which never imports this package) resolves the
-same actions when a DebugJob's `spec.rules` is empty."""
+"""The rules that run without a rules file, and their actions: the copy of `declared_default_set()` in
+`trainguard.api`, so the evaluator runs exactly the set for which the operator (which never imports
+this package) resolves actions when a DebugJob's `spec.rules` is empty."""
+
+
+def declared_default_set() -> tuple[tuple[str, Action], ...]:
+    """(name, action) of every built-in whose class sets `default_action`: by category in `RuleCategory`'s
+    order (as the docs' rules reference lists them), then by name. `dev/gen_docs.py` writes it into
+    `trainguard/api/_default_set.py`; tests/rules/test_registry.py fails while the two differ."""
+    categories = list(RuleCategory)
+    chosen = sorted(
+        (cls for cls in BUILTINS.values() if cls.default_action is not None),
+        key=lambda cls: (categories.index(cls.category), cls.name),
+    )
+    return tuple((cls.name, cls.default_action) for cls in chosen if cls.default_action is not None)
 
 
 def get(name: str) -> type[Rule]:
@@ -143,7 +157,6 @@ def catalogue() -> list[dict[str, Any]]:
     such as `start_step`, are left out unless the rule changes their default).
 
     `trainguard rules list` prints it and the docs' rules reference is generated from it."""
-    actions = dict(DEFAULT_SET)
     sagemaker_names = {ours: theirs for theirs, ours in sagemaker.RULES.items()}
     common = Params.model_fields
     out = []
@@ -162,7 +175,7 @@ def catalogue() -> list[dict[str, Any]]:
                     "description": field.description or "",
                 }
             )
-        action = actions.get(name)
+        action = cls.default_action
         out.append(
             {
                 "name": name,

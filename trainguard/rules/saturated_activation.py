@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import StepView
 
@@ -19,6 +19,7 @@ from trainguard.rules.view import StepView
 class SaturatedActivation(base.Rule):
     name = "saturated_activation"
     category = RuleCategory.ACTIVATIONS
+    default_action = Action.NOTIFY
     summary = (
         "Sigmoid/tanh layers where more than half the units are saturated on almost every sample (per unit)."
     )

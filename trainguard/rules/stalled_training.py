@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainguard.api.enums import RuleCategory
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base
 from trainguard.rules.view import StepView
 
@@ -21,6 +21,7 @@ from trainguard.rules.view import StepView
 class StalledTraining(base.Rule):
     name = "stalled_training"
     category = RuleCategory.PROGRESS
+    default_action = Action.NOTIFY
     summary = (
         "No new training step for `threshold` seconds (hung data loader, deadlocked collective, stuck I/O)."
     )

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -53,6 +53,7 @@ _DEAD_PERCENT = 1.0
 class UnchangedTensor(base.Rule):
     name = "unchanged_tensor"
     category = RuleCategory.WEIGHTS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = "Trainable layers whose parameters stop moving while the others train (frozen by mistake, blind zones)."
     hint = (

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -30,6 +30,7 @@ _GRADIENTS = (Collection.GRADIENTS.value,)
 class VanishingGradient(base.Rule):
     name = "vanishing_gradient"
     category = RuleCategory.GRADIENTS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = "Gradients too small to train: mean |g| of a layer below a threshold, or first/last layer norm ratio collapsed."
     hint = (

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, signals
 from trainguard.rules.view import COL, StepView
 
@@ -32,6 +32,7 @@ _WEIGHTS = (Collection.WEIGHTS.value,)
 class WeightUpdateRatio(base.Rule):
     name = "weight_update_ratio"
     category = RuleCategory.WEIGHTS
+    default_action = Action.NOTIFY
     training_views_only = True
     summary = "Median over layers of ||dW|| / ||W|| outside a band (learning rate far too low or too high)."
     hint = "tune the learning rate: a median update ratio near 1e-3 is typical"

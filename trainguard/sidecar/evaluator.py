@@ -8,8 +8,8 @@ Each `poll()` reads only what is new (listing after the last key), turns segment
 others go on), hands findings to the verdict state machine (`verdicts.py`), emits each transition
 once, creates the stop file on a `stop` verdict, and checkpoints after each segment
 (`checkpoint.py`). Which ranks are followed, and what is held per rank, is `_tracks.py`. Metrics
-are read from it at scrape time by `metrics.EvaluatorCollector`; the HTTP server and status
-reports live in `server.py` and `report_status.py`.
+are read from it at scrape time by a `metrics.EvaluatorCollector`, which the caller builds and
+registers; the HTTP server and status reports live in `server.py` and `report_status.py`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-
-import prometheus_client
 
 from trainguard.api.enums import Mode
 from trainguard.api.rules_config import RuleSpec
@@ -60,7 +58,6 @@ class Evaluator:
         rank: int | None = None,
         ranks: Sequence[int] | None = None,
         store: Store | None = None,
-        registry: prometheus_client.CollectorRegistry | None = None,
         checkpoint: bool = True,
         clock: Callable[[], float] = time.time,
         stop_file: str | None = None,
@@ -70,7 +67,6 @@ class Evaluator:
         """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
         attempts started before it are an earlier pod's of a retried Job: their segments are left to that
         pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
-        `registry`: an `EvaluatorCollector` of this evaluator is registered there (`close` unregisters it).
         `strict`: a rule whose `tensors` match no tensor of a rank is an Error there (else a warning).
         """
         if rank is not None and ranks is not None:
@@ -113,9 +109,6 @@ class Evaluator:
         self.lag_seconds: float | None = None
         self.last_evaluation_time: float | None = None
         self.durations = metrics.Histogram(metrics.DURATION_BUCKETS_SECONDS)
-        self._collector = (
-            metrics.EvaluatorCollector(self, registry=registry) if registry is not None else None
-        )
 
     def open(self) -> None:
         """Open the run and restore the checkpoint (I/O). Idempotent; the first `poll` calls it if nobody did."""
@@ -359,12 +352,6 @@ class Evaluator:
         with self._lock:
             self._verdicts.finish_rank(track.rank, track.last_step)
 
-    def close(self) -> None:
-        """Detach the metrics collector from the registry it was given."""
-        if self._collector is not None:
-            self._collector.unregister()
-            self._collector = None
-
     # --- internals ------------------------------------------------------------------------------
     def _discover(self, ranks: Ranks) -> None:
         """Open a track for each rank to follow that is not followed yet."""
@@ -593,8 +580,5 @@ def evaluate_stored(uri: str, *, attempt: str | None = None) -> list[Finding]:
     ev = Evaluator(
         uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
     )
-    try:
-        ev.poll_until_idle()
-    finally:
-        ev.close()
+    ev.poll_until_idle()
     return ev.findings

@@ -1,9 +1,11 @@
 """The evaluator's Prometheus metrics, built afresh from the evaluator's state on every scrape.
 
 `EvaluatorCollector` reads anything shaped like an evaluator (`EvaluatorState`, which `Evaluator`
-is) and registers itself on the `CollectorRegistry` it is given (never the global one), as
-prometheus_client's own collectors do; this module never imports the evaluator. Labels come from bounded sets only: rule names, severities, collections and
-modes, never tensor or layer names. Training gauges describe the newest step with statistics of
+is); this module never imports the evaluator. Whoever runs an evaluator and serves metrics (the
+`trainguard sidecar` command, local mode) builds the collector over it and registers it on a
+`CollectorRegistry` of its own (never the global one), as prometheus_client's custom collectors
+are registered, and unregisters it when done. Labels come from bounded sets only: rule names,
+severities, collections and modes, never tensor or layer names. Training gauges describe the newest step with statistics of
 the lowest followed rank (one rank per sidecar in Kubernetes; rank 0 in local mode).
 """
 
@@ -17,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trainguard.api.enums import Mode, RuleState, Severity
@@ -121,21 +123,12 @@ class EvaluatorState(Protocol):
 class EvaluatorCollector(Collector):
     """Reads an evaluator at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*` family."""
 
-    def __init__(self, evaluator: EvaluatorState, *, registry: CollectorRegistry | None = None) -> None:
-        """With `registry`, register there at once (duplicate series names fail here, not at scrape time)."""
+    def __init__(self, evaluator: EvaluatorState) -> None:
+        """Register it with `registry.register(collector)`: duplicate series names fail there, not at scrape time."""
         self.evaluator = evaluator
-        self._registry = registry
-        if registry is not None:
-            registry.register(self)
-
-    def unregister(self) -> None:
-        """Leave the registry this collector was registered on, if any."""
-        if self._registry is not None:
-            self._registry.unregister(self)
-            self._registry = None
 
     def describe(self) -> list[Metric]:
-        # Names only, so registration checks duplicates without reading a half-built evaluator.
+        # Names only, so registration checks duplicates without taking the evaluator's lock.
         return list(self._families(with_values=False))
 
     def collect(self) -> Iterator[Metric]:

@@ -44,6 +44,12 @@ class PackedPath:
             self.reduce(pending)
         return pending
 
+    def laid_out(self) -> None:
+        """The plan was laid out again: forget the buffers of devices that no longer pack a parameter, so that
+        update tracking starts afresh when parameters come back to one (its saved copies would be stale)."""
+        keep = {device for device, *_ in self.plan.per_device}
+        self._packers = {device: p for device, p in self._packers.items() if device in keep}
+
     def drop(self) -> None:
         """Forget a staged step (capture failed)."""
         self._staged = None

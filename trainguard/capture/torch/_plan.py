@@ -1,12 +1,12 @@
 """The capture plan: which tensors the hook captures, and how a saved step lays them out per device.
 
 `Hook.register_module` adds a module's parameters (defined in the catalogue at once) and its
-activation modules here. On the first saved step, and again whenever the parameters' devices
-change or a module is added, `refresh` lays the parameters out: the small ones (`packs`) go into
-each device's packed buffer, tracked ones first; the large ones are reduced one by one; when the
-C kernel reads every parameter, a `NativePlan` lets a saved step read them all from one spec.
-The hook chooses its path from the result (`Hook._choose_path`); reading the tensors is left to
-the paths (`_packed`, `_kernel`, `_worker`) and `_step.SavedStep`.
+activation modules here. `refresh` lays the parameters out when a module is added, and again
+whenever a parameter's device or dtype changes: the small ones (`packs`) go into each device's
+packed buffer, tracked ones first; the large ones are reduced one by one; when the C kernel reads
+every parameter, a `NativePlan` lets a saved step read them all from one spec. The path is
+chosen from the result (`_paths.Paths.choose`); reading the tensors is left to the paths
+(`_packed`, `_kernel`, `_worker`) and `_step.SavedStep`.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ class CapturePlan:
         self.large_params: list[Param] = []
         self.grad_params: list[Param] = []
         self.per_device: list[DevicePlan] = []
-        self.devices: tuple[torch.device, ...] = ()
+        self.placement: tuple[tuple[torch.device, torch.dtype], ...] = ()
+        """Each parameter's device and dtype when laid out: a change means lay out again (`refresh`)."""
         self.on_cpu = True
         self.kernel_reads_params = False
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
@@ -158,6 +159,21 @@ class CapturePlan:
                     self.activations.append(Activation(name, m, kind))
         return modules
 
+    def define_activation(self, act: Activation, output: torch.Tensor, w: writer.RankWriter) -> int:
+        """Define `act/<module>` in the catalogue from the first output captured (shape, dtype, units); return its id."""
+        if act.tid is None:
+            act.tid = w.define(
+                f"act/{act.name}",
+                collection="activations",
+                shape=list(output.shape),
+                dtype=str(output.dtype).removeprefix("torch."),
+                module=act.name,
+                activation=act.kind,
+                order=self.module_order.get(act.name),
+                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
+            )
+        return act.tid
+
     def annotate_order(self, w: writer.RankWriter) -> None:
         """Give the weights and biases their module's `order` (gradients and activations are defined with it)."""
         for p in self.params:
@@ -166,18 +182,25 @@ class CapturePlan:
                 w.annotate(p.tid, order=order)
 
     def refresh(self) -> bool:
-        """Lay the parameters out if they have no layout or moved to other devices; return whether it did."""
-        devices = tuple(p.param.device for p in self.params)
-        if self.small_params is not None and self.devices == devices:
+        """Lay the parameters out if they have no layout, or one is on another device or of another dtype than
+        when they were laid out (`.to(device)`, `.half()`); return whether it did."""
+        placement = tuple((p.param.device, p.param.dtype) for p in self.params)
+        if self.small_params is not None and self.placement == placement:
             return False
-        self._lay_out(devices)
+        self._lay_out(placement)
         return True
 
-    def _lay_out(self, devices: tuple[torch.device, ...]) -> None:
+    def _lay_out(self, placement: tuple[tuple[torch.device, torch.dtype], ...]) -> None:
         """Lay out the packed parameters per device (tracked ones first: their rows are compared with the
         copies kept from earlier steps)."""
         assert self.config is not None
         track = self.config.track_updates
+        for p in self.params:
+            h = p.history
+            if h is not None and (h.prev.device != p.param.device or h.prev.dtype != p.param.dtype):
+                # its copies are where and what it was: tracking starts again at the next saved step
+                # (update_l2 NaN there, distance_l2 from there), as for a packed parameter on a new device
+                p.history = None
         small = [p for p in self.params if p.tid is not None and self.packs(p.param)]
         small.sort(key=lambda p: not (track and p.param.requires_grad))
         self.small_params = small
@@ -191,8 +214,8 @@ class CapturePlan:
             tensors.append(p.param)
             plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.param.requires_grad))
         self.per_device = [(device, *entry) for device, entry in plan.items()]
-        self.devices = devices
-        self.on_cpu = all(d.type == "cpu" for d in devices)
+        self.placement = placement
+        self.on_cpu = all(device.type == "cpu" for device, _ in placement)
         self.kernel_reads_params = self.kernel and any(native.usable(p.param) for p in self.params)
         large = self.large_params
         self.native_plan = (

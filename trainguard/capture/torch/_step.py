@@ -76,7 +76,7 @@ class Pending:
 class Path(Protocol):
     """How a saved step is read and handed on: `_packed.PackedPath` (accelerators, and the general path),
     `_worker.WorkerPath` (CPU tensors no kernel reads) or `_kernel.KernelPath` (the C kernel reads it all).
-    The hook chooses one each time the capture plan is laid out (`Hook._choose_path`)."""
+    One is chosen at registration and checked again at each saved step (`_paths.Paths`)."""
 
     def stage(self, step: int) -> bool:
         """Optimizer pre-hook of saved step `step`: take its gradients and the activations gathered so far.

@@ -4,9 +4,10 @@ The step counter is the optimizer's step count. On steps that are not saved the 
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
 optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
-handed on by one of three paths behind one interface (`_step.Path`), chosen each time the
-capture plan is laid out (`_plan.CapturePlan`: the first saved step, again when parameters move
-or modules are added):
+handed on by one of three paths behind one interface (`_step.Path`), chosen when a module is
+registered and checked again cheaply at each saved step (`_paths.Paths`: the capture plan,
+`_plan.CapturePlan`, is laid out again and the path chosen again when a parameter changed device
+or dtype):
 
 - `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
   results and its scalars reach the host in ONE copy at the start of the next iteration
@@ -17,9 +18,9 @@ or modules are added):
   reduces, copies and writes the step.
 
 Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
-second, small copy of their own. Every hook body that does real work is decorated with one
-fail-open guard (`_guard.fail_open`): a failure disables capture, is logged once and lands in
-END.json.
+second, small copy of their own. Which forward hooks are installed when is `_forward`. Every hook
+body that does real work is decorated with one fail-open guard (`_guard.fail_open`): a failure
+disables capture, is logged once and lands in END.json.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import native
 from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._forward import ForwardHooks
 from trainguard.capture.torch._guard import fail_open
-from trainguard.capture.torch._kernel import KernelPath
-from trainguard.capture.torch._packed import PackedPath
+from trainguard.capture.torch._paths import Paths
 from trainguard.capture.torch._plan import (
     ACTIVATION_KINDS,
     DEFAULT_PACK_MAX_NUMEL,
@@ -49,9 +50,9 @@ from trainguard.capture.torch._plan import (
     CapturePlan,
     NativePlan,
 )
-from trainguard.capture.torch._step import MAX_HELD_SCALARS, Path, Pending, SavedStep, Scalars
+from trainguard.capture.torch._step import MAX_HELD_SCALARS, Pending, SavedStep, Scalars
 from trainguard.capture.torch._streams import PredictionStreams
-from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS, WorkerPath
+from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS
 from trainguard.capture.torch.stats_worker import StatsWorker
 from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
@@ -92,23 +93,14 @@ class Hook:
         """Optimizer steps completed; the step in progress has this number."""
         self._in_iteration = False
         self._handles: list[RemovableHandle] = []
-        self._roots: list[nn.Module] = []
-        """The registered modules: their training forward starts an iteration (`_on_forward`)."""
-        self._root_handles: list[RemovableHandle] = []
-        """Their forward pre-hooks, installed only for iterations that need them (`_watch_forward`)."""
-        self._order_handles: list[RemovableHandle] = []
-        """Forward pre-hooks that number the modules in the first training forward, then go (`_finish_order`)."""
-        self._armed = False
+        """The optimizer's step hooks."""
         self._optimizer: torch.optim.Optimizer | None = None
         self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
+        self._forward = ForwardHooks(
+            self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
+        )
         self._pending: Pending | None = None
         """A saved step reduced on the device, written at the start of the next iteration (`_finalize`)."""
-        self._staged_by: Path | None = None
-        self._staged_step = -1
-        """The saved step a path staged in the optimizer's pre-hook, and which path: it completes the step."""
-        self._worker_path: WorkerPath | None = None
-        self._worker: StatsWorker | None = None
-        """The statistics worker's thread, created when a plan first chooses its path."""
         self._predictions: PredictionStreams | None = None
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
@@ -124,11 +116,9 @@ class Hook:
         self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
         self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
         self._step_writer = StepWriter(w)
-        self._packed = PackedPath(self._plan, self._saved, self._scalars, w)
-        self._kernel = (
-            KernelPath(self._plan, self._saved, self._scalars, self._step_writer) if self._native else None
+        self._paths = Paths(
+            self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native
         )
-        self._path: Path = self._packed
         exit_watch.install()
         atexit.register(self.close)
 
@@ -157,17 +147,28 @@ class Hook:
     @property
     def skipped_steps(self) -> int:
         """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
-        return 0 if self._worker_path is None else self._worker_path.skipped_steps
+        return 0 if self._writer is None else self._writer.skipped_steps
 
     @property
     def worker_cpu_seconds(self) -> float:
         """CPU seconds the statistics worker thread has spent so far (0 without one)."""
-        return 0.0 if self._worker is None else self._worker.cpu_seconds
+        worker = self._worker
+        return 0.0 if worker is None else worker.cpu_seconds
+
+    @property
+    def _worker(self) -> StatsWorker | None:
+        """The statistics worker's thread, once a plan called for it (`_paths.Paths`)."""
+        return None if self._writer is None else self._paths.worker
 
     @property
     def _native_plan(self) -> NativePlan | None:
         """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel.KernelPath`)."""
         return self._plan.native_plan
+
+    @property
+    def _order_handles(self) -> list[RemovableHandle]:
+        """The pre-hooks numbering the modules in the first training forward (`_forward.ForwardHooks`)."""
+        return self._forward.order_handles
 
     def is_saved_step(self, step: int | None = None) -> bool:
         """Return whether `step` (default: the step in progress) is a saved step."""
@@ -186,15 +187,14 @@ class Hook:
             # writer stays up, so the steps written before the failure still land, and END.json
             # carries the error.
             self._writer.errors.append(message)
-            self._packed.drop()
+            self._paths.drop()
         self._remove_handles()
         self._pending = None
-        if self._worker is not None:
-            self._worker.stop()  # what it still holds is dropped; what it wrote stays
 
     def _check_worker(self) -> None:
         """On the training thread: turn a failure inside the statistics worker into a hook failure."""
-        failure = self._worker.error if self._worker is not None else None
+        worker = self._worker
+        failure = worker.error if worker is not None else None
         if failure is not None and not self._failed:
             self._fail(f"statistics worker ({failure[0]})", failure[1])
 
@@ -205,16 +205,9 @@ class Hook:
         if not self.enabled:
             return
         assert self._writer is not None
-        modules = self._plan.add_module(module, self._writer)
-        self._roots.append(module)
-        self._watch_forward(False)
-        self._watch_forward(True)  # the new module too; the next optimizer step drops unneeded ones
-        order = self._plan.module_order
-        owners = {p.module for p in self._plan.params} | {a.name for a in self._plan.activations}
-        for name, m in modules.items():
-            if name in owners and name not in order:
-                self._order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
-        self._arm_activations(self.is_saved_step(), force=True)  # new modules: what this step needs
+        self._forward.add(module, self._plan.add_module(module, self._writer))
+        self._paths.choose()  # the path for the tensors as they are now; each saved step checks it again
+        self._forward.arm(self.is_saved_step(), force=True)  # new modules: what this step needs
 
     def _no_optimizer(self, when: str) -> None:
         """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
@@ -241,70 +234,25 @@ class Hook:
         self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
         self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
 
-    def _arm_activations(self, on: bool, *, force: bool = False) -> None:
-        """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
-        if on == self._armed and not force:
-            return
-        self._armed = on
-        for act in self._plan.activations:
-            if on and act.handle is None:
-                act.handle = act.module.register_forward_hook(self._activation_hook(act))
-            elif not on and act.handle is not None:
-                act.handle.remove()
-                act.handle = None
-
-    def _watch_forward(self, on: bool) -> None:
-        """Install (or remove) the forward pre-hook of every registered module.
-
-        A hook on a module makes every call of it take torch's slow path (~8 us per training step
-        on the benchmark's CPU, more than the rest of the hook on a step that is not saved), so it
-        is only there for the iterations that need it (`_needs_forward`)."""
-        if on and not self._root_handles:
-            self._root_handles = [m.register_forward_pre_hook(self._on_forward) for m in self._roots]
-        elif not on:
-            for h in self._root_handles:
-                h.remove()
-            self._root_handles = []
-
     def _needs_forward(self, step: int) -> bool:
-        """Whether the training forward of iteration `step` must be seen: it finalises a pending step, numbers
-        modules or ships prediction counts, or a value recorded during it belongs to a saved step (this one)
-        rather than to the one before (`_record_step`), which matters when either is saved."""
+        """Whether the training forward of iteration `step` must be seen (`ForwardHooks.watch`): it finalises a
+        pending step, numbers modules or ships prediction counts, or a value recorded during it belongs to a
+        saved step (this one) rather than to the one before (`_record_step`), which matters when either is
+        saved."""
         return bool(
             self._optimizer is None  # no optimizer steps: nothing else ends an iteration
             or self._predictions
-            or self._order_handles
+            or self._forward.order_handles
             or self._pending is not None
             or self.is_saved_step(step)
             or self.is_saved_step(step - 1)
         )
 
     def _remove_handles(self) -> None:
-        for h in self._handles + self._order_handles:
+        for h in self._handles:
             h.remove()
         self._handles.clear()
-        self._order_handles.clear()
-        self._watch_forward(False)
-        self._arm_activations(False, force=True)
-
-    def _note_order(self, name: str) -> Callable[[nn.Module, object], None]:
-        order = self._plan.module_order
-
-        def hook(module: nn.Module, args: object) -> None:
-            if module.training and name not in order:
-                order[name] = len(order)
-
-        return hook
-
-    def _finish_order(self) -> None:
-        """After the first training forward (at the next optimizer step or training forward, whichever comes
-        first): drop the numbering hooks, give the weights and biases their module's `order` (gradients and
-        activations are defined later, with it)."""
-        for h in self._order_handles:
-            h.remove()
-        self._order_handles = []
-        if self._writer is not None:
-            self._plan.annotate_order(self._writer)
+        self._forward.remove()
 
     # --- hook bodies ------------------------------------------------------------------------------
     def _on_forward(self, module: nn.Module, args: object) -> None:
@@ -312,13 +260,11 @@ class Hook:
             return
         if self._optimizer is None:
             self._forwards_without_optimizer += 1
-            if (
-                self._forwards_without_optimizer == 2
-            ):  # one may come before the optimizer exists (shape checks)
+            if self._forwards_without_optimizer == 2:  # the first may precede the optimizer (shape checks)
                 self._no_optimizer("after two training forwards")
         self._in_iteration = True
-        if self._order_handles and self._plan.module_order:
-            self._finish_order()  # a second training forward (no optimizer step registered in between)
+        if self._forward.order_handles and self._plan.module_order:
+            self._forward.finish_order(self._writer)  # a second training forward (no optimizer step between)
         if self._pending is not None:
             self._finalize_pending()
         if self._predictions:
@@ -341,23 +287,13 @@ class Hook:
         if not isinstance(output, torch.Tensor) or not output.is_floating_point() or not self.enabled:
             return
         act.captured_step = self.step
-        if act.tid is None:
-            assert self._writer is not None
-            act.tid = self._writer.define(
-                f"act/{act.name}",
-                collection="activations",
-                shape=list(output.shape),
-                dtype=str(output.dtype).removeprefix("torch."),
-                module=act.name,
-                activation=act.kind,
-                order=self._plan.module_order.get(act.name),
-                units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
-            )
-        self._saved.add_activation(act.tid, act.kind, output, self._plan.tier1(self.step))
+        assert self._writer is not None
+        tid = self._plan.define_activation(act, output, self._writer)
+        self._saved.add_activation(tid, act.kind, output, self._plan.tier1(self.step))
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
-        if self._order_handles and self._plan.module_order:
-            self._finish_order()
+        if self._forward.order_handles and self._plan.module_order:
+            self._forward.finish_order(self._writer)  # after the first training forward
         if self._pending is None and self.step % self._every:
             return  # a step that is not saved, with nothing left to write
         self._begin_step(self.step)
@@ -368,18 +304,18 @@ class Hook:
         if self._pending is not None:
             self._finalize()
         if self.enabled and self.is_saved_step(step):
-            self._stage(step)
+            self._paths.stage(step)
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         step = self.step
         self.step += 1
         self._in_iteration = False
-        worker = self._worker
+        worker = self._paths.worker
         if worker is not None and worker.error is not None:
             self._check_worker()
         if step % self._every and self.step % self._every and not self._predictions:
-            if self._root_handles and not self._needs_forward(self.step):
-                self._watch_forward(False)  # the iteration after a saved one is over
+            if self._forward.root_handles and not self._needs_forward(self.step):
+                self._forward.watch(False)  # the iteration after a saved one is over
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
         if not self.enabled:
             return
@@ -391,48 +327,11 @@ class Hook:
     def _end_step(self, step: int, optimizer: torch.optim.Optimizer) -> None:
         """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
         if self.is_saved_step(step):
-            self._complete(step, optimizer)
-        self._arm_activations(self.is_saved_step())
-        self._watch_forward(self._needs_forward(self.step))
+            self._pending = self._paths.complete(step, optimizer)
+        self._forward.arm(self.is_saved_step())
+        self._forward.watch(self._needs_forward(self.step))
 
     # --- saved steps --------------------------------------------------------------------------------
-    def _stage(self, step: int) -> None:
-        """Stage saved step `step`. The kernel's whole-step path goes first and does not look at the plan (that
-        keeps it cheap); any other step has the plan brought up to date, which may choose another path,
-        and the path in use stages it."""
-        kernel = self._kernel
-        path: Path
-        if kernel is not None and kernel.stage(step):
-            path = kernel
-        else:
-            if self._plan.refresh():
-                self._path = self._choose_path()
-            path = self._path
-            path.stage(step)
-        self._staged_by, self._staged_step = path, step
-
-    def _complete(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """Complete saved step `step` on the path that staged it; keep what it leaves for the next iteration."""
-        if self._staged_step != step:
-            self._stage(step)
-        path = self._staged_by
-        assert path is not None
-        self._staged_by, self._staged_step = None, -1
-        self._pending = path.complete(step, optimizer)
-
-    def _choose_path(self) -> Path:
-        """The path for the plan just laid out (`_kernel.KernelPath`, when the plan has one, goes first on its
-        own): the statistics worker for CPU tensors the kernel does not read, when `stats_worker` is on;
-        else the packed path."""
-        assert self.config is not None and self._writer is not None
-        plan = self._plan
-        if not self.config.stats_worker or not plan.on_cpu or plan.kernel_reads_params:
-            return self._packed
-        if self._worker_path is None:
-            self._worker_path = WorkerPath(self._packed, self._step_writer, self._writer, self.config)
-            self._worker = self._worker_path.worker
-        return self._worker_path
-
     def _finalize(self) -> None:
         """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
         pending, self._pending = self._pending, None
@@ -447,7 +346,7 @@ class Hook:
         A scalar belongs to the iteration in progress: after `optimizer.step()` and before the
         next training forward of a registered module, that is the step just completed. Train
         scalars are kept on saved steps only; eval scalars always. On an iteration where neither
-        its step nor the one before is saved the forward is not watched (`_watch_forward`), so a
+        its step nor the one before is saved the forward is not watched (`ForwardHooks.watch`), so a
         value recorded during it belongs to the step just completed: no train scalar is kept
         either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
         means "losses" for a name with "loss" in it, else "metrics".
@@ -534,8 +433,8 @@ class Hook:
     @fail_open("flush")
     def _flush(self) -> None:
         assert self._writer is not None
-        if self._worker_path is not None and self.enabled:
-            self._worker_path.flush(self._scalars.take())
+        if self._paths.worker_path is not None and self.enabled:
+            self._paths.flush(self._scalars.take())
             self._check_worker()
         if self.enabled and (self._pending is not None or self._scalars.held):
             self._finalize()
@@ -545,7 +444,8 @@ class Hook:
         """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
         True if both are idle. Writes nothing early (unlike `flush`): for benchmarks and tests."""
         deadline = time.monotonic() + timeout
-        if self._worker is not None and not self._worker.drain(timeout):
+        worker = self._worker
+        if worker is not None and not worker.drain(timeout):
             return False
         return self._writer is None or self._writer.wait_idle(max(0.0, deadline - time.monotonic()))
 
@@ -562,15 +462,9 @@ class Hook:
             self.flush()
         self._closed = True
         self._remove_handles()
-        if self._worker is not None:
-            if self._worker.in_flight and self._writer is not None:
-                self._writer.errors.append(
-                    f"statistics worker still held {self._worker.in_flight} saved steps after "
-                    f"{WORKER_DRAIN_SECONDS:.0f}s at close; they are not written"
-                )
-            self._worker.stop()
         if self._writer is not None:
-            if self._roots and self._optimizer is None and not self._failed:
+            self._paths.close()
+            if self._forward.roots and self._optimizer is None and not self._failed:
                 self._no_optimizer("at close")
             self._writer.close(exception=exception)
             atexit.unregister(self.close)

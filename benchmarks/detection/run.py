@@ -64,22 +64,29 @@ RULE_CATEGORY = {
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),
 # evaluated only on the steps SageMaker saves by default (every 500 steps). SageMaker neither
-# debounces (k of n) nor gates on the loss, so both are turned off where our rule classes have them.
+# debounces (k of n) nor gates on the loss, so both are turned off where our rule classes have them;
+# nor has it the findings our rule classes gained for the realistic PyTorch suite (a loss stuck since
+# the start or a collapsed learning rate, a ReLU on the logits, activations far from unit scale at the
+# start, a standstill of every parameter, a flat or parting validation loss), which are turned off too.
 _SM_ONCE = {"trigger_k": 1, "trigger_n": 1}
 _SM_UNGATED = {**_SM_ONCE, "gate_on_loss": False}
 SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
     {"type": "exploding_tensor", "action": "stop"},
     {"type": "vanishing_gradient", "params": {"threshold": 1e-7, "biases_beside_live_kernels": True, **_SM_UNGATED}},
-    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_UNGATED}},
+    {"type": "dead_relu", "params": {"threshold_inactivity": 1.0, "threshold_layer": 50.0, **_SM_UNGATED,
+                                     "check_output_activation": False}},
     {"type": "saturated_activation", "params": _SM_ONCE},
     {"type": "weight_update_ratio", "params": {"large_threshold": 10.0, "small_threshold": 1e-8, **_SM_UNGATED}},
     {"type": "loss_not_decreasing", "params": {"num_steps": 10, "diff_percent": 0.1, "patience": 1,
-                                               "ignore_below_fraction": None}},
-    {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False}},
-    {"type": "overtraining", "params": {"patience_train": 5, "patience_validation": 10, "delta": 0.01}},
-    {"type": "poor_weight_initialization"},
+                                               "ignore_below_fraction": None, "stuck_steps": None,
+                                               "collapsed_lr_fraction": None}},
+    {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False,
+                                   "flat_val_drop": None}},
+    {"type": "overtraining", "params": {"patience_train": 5, "patience_validation": 10, "delta": 0.01,
+                                        "rise_percent": None}},
+    {"type": "poor_weight_initialization", "params": {"activation_std_max": None}},
     {"type": "all_zero"},
-    {"type": "unchanged_tensor", "params": {"num_steps": 3, "rtol": 1e-5, "atol": 1e-8}},
+    {"type": "unchanged_tensor", "params": {"num_steps": 3, "rtol": 1e-5, "atol": 1e-8, "standstill_steps": None}},
 ]  # fmt: skip
 SAGEMAKER_SAVE_INTERVAL = 500
 

@@ -87,6 +87,32 @@ def test_loss_not_decreasing_leaves_a_plateau_the_gradient_barely_reaches_alone(
     assert run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=plateau) if v.step % 10 == 0)) == []
 
 
+def test_loss_not_decreasing_needs_the_gradient_at_the_first_layer_at_every_view_of_the_window() -> None:
+    def breaking_out(
+        d: StepData,
+    ) -> None:  # a deep sigmoid plateau: the first layer's share swings between 3% and 8%
+        flat_loss(d)
+        share = 0.08 if d.step % 20 < 10 else 0.03
+        d.set("grad/fc0.weight", l2=share * d.cols["grad/fc3.weight"][COL["l2"]])
+
+    # saved every 10th step, most windows hold three views at 8%: their median passes 0.05, their lowest does not
+    assert (
+        run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=breaking_out) if v.step % 10 == 0)) == []
+    )
+
+
+def test_loss_not_decreasing_measures_convergence_from_the_first_steps_when_chance_level_is_unknown() -> None:
+    def permuted(
+        d: StepData,
+    ) -> None:  # an init's large logits: 3.0 at first, at 2.3 for good within 30 steps
+        d.scalars["loss"] = 2.3 + 0.7 * math.exp(-d.step / 8) + 0.01 * math.sin(d.step * 1.7)
+
+    f = first(run(LossNotDecreasing(), Stream(steps=700, fault=permuted)))
+    # 2.3 is 23% below the first loss but 4% below the first 50 steps' mean: no learning, reported by the blocks
+    # (100-199 the best, the fall being in 0-99; the next four fail)
+    assert (f.step, f.tensor) == (599, "loss") and "4 blocks in a row" in f.message
+
+
 def test_loss_not_decreasing_does_not_judge_a_run_with_several_losses_and_no_total() -> None:
     def adversarial(
         d: StepData,

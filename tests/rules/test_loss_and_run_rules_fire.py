@@ -486,6 +486,23 @@ def test_diverging_loss_names_a_loss_growing_steadily() -> None:
     assert found and found[0].message.startswith("loss: growing steadily") and "schedule" in found[0].hint
 
 
+def test_diverging_loss_leaves_a_rise_within_the_batch_noise_alone() -> None:
+    # batches of 8 saved every 10th step: five losses a window, one of them an outlier batch; the means rise
+    # 0.30 -> 0.46 -> 0.72 (2.4x) while the windows' spread puts the last 1.7 standard errors above the first
+    windows = ([0.47, 0.38, 0.04, 0.52, 0.11], [1.81, 0.12, 0.10, 0.14, 0.13], [0.11, 0.54, 1.43, 0.61, 0.93])
+    losses = [2.3] * 15 + [x for w in windows for x in w]
+
+    def batch_noise(d: StepData) -> None:
+        d.scalars["loss"] = losses[min(d.step // 10, len(losses) - 1)]
+
+    views = [v for v in Stream(steps=300, fault=batch_noise) if v.step % 10 == 0]
+    assert run(DivergingLoss(), views) == []
+    found = run(DivergingLoss({"min_significance": 1.5}), views)
+    assert found[0].step == 290 and found[0].message.startswith(
+        "loss: growing steadily, 0.304 -> 0.46 -> 0.724"
+    )
+
+
 def test_diverging_loss_leaves_losses_with_a_floor_and_noise_near_zero_alone() -> None:
     def policy_gradient(d: StepData) -> None:  # wanders around 0 within the size of its first value
         d.scalars["loss"] = 0.2 * math.sin(d.step / 40)

@@ -99,15 +99,18 @@ class DivergingLoss(base.Rule):
             self.scale = max(self.scale, abs(loss))
         if self.start is None:
             self.start, self.shift = view.step, loss
-        self.sum += loss - self.shift
-        self.sq += (loss - self.shift) ** 2
+        d = loss - self.shift
+        self.sum += d
+        self.sq += d * d  # inf beyond float range, where `**` would raise
         self.n += 1
         gap = signals.steps_since(self.last_step, view.step)
         self.last_step = view.step
         if view.step + gap < self.start + p.window_steps:
             return []
         mean = self.sum / self.n
-        var = max(self.sq / self.n - mean**2, 0.0) * self.n / (self.n - 1) if self.n > 1 else 0.0
+        var = max(self.sq / self.n - mean * mean, 0.0) * self.n / (self.n - 1) if self.n > 1 else 0.0
+        if not math.isfinite(var):
+            var = 0.0  # losses beyond float range have no usable spread: their growth alone decides
         self.means = [*self.means[-2:], self.shift + mean]
         self.errors = [*self.errors[-2:], var / self.n]
         self.sum, self.sq, self.n, self.start = 0.0, 0.0, 0, None

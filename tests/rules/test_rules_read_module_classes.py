@@ -36,6 +36,13 @@ class Recommender(nn.Module):
         return self.head(torch.relu(self.dense(torch.cat([self.user(users), h], 1)))).squeeze(1)
 
 
+def rank0_views(root: Path) -> list:  # type: ignore[type-arg]
+    """Every view of rank 0 of the run the hook wrote at `root`."""
+    source = trainguard.open_run(f"file://{root}").source(0)
+    builder = ViewBuilder(rank=0)
+    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+
+
 def views_of(tmp_path: Path, dense_std: float) -> list:  # type: ignore[type-arg]
     torch.manual_seed(0)
     model = Recommender(dense_std)
@@ -50,9 +57,7 @@ def views_of(tmp_path: Path, dense_std: float) -> list:  # type: ignore[type-arg
             loss.backward()
             hook.record_scalar("loss", loss)
             opt.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    return rank0_views(tmp_path)
 
 
 def test_embedding_tables_and_an_identity_recurrent_matrix_are_no_poor_init(tmp_path: Path) -> None:
@@ -96,9 +101,7 @@ def classifier_views(tmp_path: Path, *, relu_on_logits: bool, outputs: int = 10)
             loss.backward()
             hook.record_scalar("loss", loss)
             opt.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    return rank0_views(tmp_path)
 
 
 def test_a_relu_on_a_classifiers_logits_is_named_at_the_start(tmp_path: Path) -> None:
@@ -138,9 +141,7 @@ def test_a_sparse_embedding_tables_unsampled_rows_are_not_frozen(tmp_path: Path)
             hook.record_scalar("loss", loss)
             opt.step()
             dense.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    views = rank0_views(tmp_path)
     assert not any(n == "grad/item.weight" for v in views for n in v.names)  # sparse: not captured
     rule = UnchangedTensor()
     assert [f.message for v in views for f in rule.update(v)] == []

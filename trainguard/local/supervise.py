@@ -43,7 +43,7 @@ from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.stop_flag import watched
 from trainguard.store import errors as store_errors
 from trainguard.store import run_format
-from trainguard.store.runs import list_ranks
+from trainguard.store.runs import list_ranks, read_run_info
 from trainguard.store.source import load_json_doc
 
 EXIT_STOPPED = 3
@@ -568,7 +568,10 @@ class Supervisor:
         # before its first segment); not the ranks an earlier run left on the same --out
         attempts = {r: ev.attempt_of(r) for r in list_ranks(store)}
         ranks = {r for r, a in attempts.items() if a is not None and a >= ours}
-        info = self._run_info(store)
+        try:
+            info = read_run_info(store)
+        except store_errors.StoreError:  # unreadable: the ranks with segments are all there is to go on
+            info = None
         if info is not None and info.start_time >= self._started_at:
             ranks |= set(range(info.world_size))
         code = exit_status(returncode)
@@ -613,15 +616,6 @@ class Supervisor:
             store.put(key, new.model_dump_json().encode())
             out[rank] = new
         return out
-
-    @staticmethod
-    def _run_info(store: Any) -> run_format.RunInfo | None:
-        try:
-            info = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
-        except store_errors.StoreError:
-            return None
-        assert isinstance(info, run_format.RunInfo)
-        return info
 
     def _wait(self, proc: subprocess.Popen[bytes], started: float) -> bool:
         """Wait for CMD, updating progress and enforcing the grace period; return True if SIGKILL was sent."""

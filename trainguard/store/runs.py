@@ -24,7 +24,7 @@ def list_ranks(store: Store) -> list[int]:
     return sorted(r for r in found if r is not None)
 
 
-def _run_info(store: Store) -> run_format.RunInfo | None:
+def read_run_info(store: Store) -> run_format.RunInfo | None:
     """Return `run.json`, or None when there is none."""
     try:
         doc = load_json_doc(store, run_format.RUN_INFO_KEY, run_format.RunInfo)
@@ -51,7 +51,7 @@ def open_run(uri: str, *, store: Store | None = None, wait: bool = False) -> Run
     # Only the names our format uses are listed (`rank-`, `run.json`), and foreign formats are probed with
     # bounded listings, so a root that also holds many unrelated objects opens in a few requests.
     ranks = list_ranks(store)
-    info = _run_info(store)
+    info = read_run_info(store)
     if info is not None or ranks:
         return Run(
             uri,

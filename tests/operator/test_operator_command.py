@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import subprocess
 import sys
@@ -75,3 +76,31 @@ def test_crd_command_prints_the_checked_in_crd() -> None:
         [sys.executable, "-m", "trainguard", "crd"], capture_output=True, text=True, check=True
     )
     assert out.stdout == (ROOT / "crds" / "debugjob.yaml").read_text()
+
+
+def test_worker_limit_and_idle_timeout_reach_kopf(kube: KubeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kopf's per-object workers are bounded (each may hold a TLS connection), and idle ones leave after 1 s."""
+    import kopf
+
+    from trainguard.operator import handlers
+    from trainguard.operator.config import OperatorConfig
+
+    monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig))
+    settings = kopf.OperatorSettings()
+    assert settings.queueing.worker_limit is None  # kopf's default: as many workers as objects
+    memo = kopf.Memo(config=OperatorConfig(worker_limit=7))
+    handlers.startup(settings=settings, memo=memo, logger=logging.getLogger("test"))
+    try:
+        assert settings.queueing.worker_limit == 7
+        assert settings.queueing.idle_timeout == handlers.WORKER_IDLE_SECONDS == 1.0
+    finally:
+        handlers.shutdown(memo=memo)
+
+
+def test_worker_limit_below_one_is_refused_with_the_setting_named(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "trainguard", "operator", "--worker-limit=0", "--liveness=none"],
+        check=False, capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(tmp_path / "none")},
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "worker_limit" in out.stderr and "greater than or equal to 1" in out.stderr, out.stderr

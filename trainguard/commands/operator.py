@@ -42,6 +42,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", help="evaluator sidecar image for DebugJobs that name none")
     parser.add_argument("--workers", type=int, default=16, help="threads for handlers (default 16)")
     parser.add_argument(
+        "--worker-limit",
+        type=int,
+        default=128,
+        help="kopf per-object workers at once, per watched kind; bounds API connections and memory (default 128)",
+    )
+    parser.add_argument(
         "--webhook-timeout",
         type=float,
         default=10.0,
@@ -80,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
             metrics_port=args.metrics_port,
             metrics_address=args.metrics_address,
             max_workers=args.workers,
+            worker_limit=args.worker_limit,
             webhook_attempt_timeout_seconds=args.webhook_timeout,
             webhook_refuse_internal=args.webhook_refuse_internal,
             webhook_refused_cidrs=tuple(args.webhook_refuse_cidr),

@@ -46,6 +46,8 @@ FINAL_PHASE_ANNOTATION = f"{api.GROUP}/final-phase"
 """Set by the operator on the DebugJob itself when it enters a terminal phase. Pods may patch the status
 subresource but never the object, so after a restart a terminal `status.phase` counts only when this
 annotation names the same phase (a phase the operator did not write is worked out again)."""
+WORKER_IDLE_SECONDS = 1.0
+"""How long a kopf per-object worker waits for its object's next event before leaving (kopf's default is 5 s)."""
 END_MARKER_THREADS = 2
 """Threads that write END markers of finished DebugJobs, off the handlers (a run may have thousands of ranks)."""
 
@@ -142,6 +144,11 @@ def startup(
     # kopf would post an Event per handler run; only warnings (and our own Events) are worth one.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = config.max_workers
+    # kopf starts a worker per object with pending events, and its connection pool has no bound: a burst of
+    # 500 new DebugJobs held ~500 TLS connections to the API server at once (~300 MB peak). Bound the
+    # workers, and let an idle one leave after 1 s instead of 5 so that the bound costs no throughput.
+    settings.queueing.worker_limit = config.worker_limit
+    settings.queueing.idle_timeout = WORKER_IDLE_SECONDS
     # Reconnect watches before load balancers drop idle streams (nolar/kopf#698, #204).
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150

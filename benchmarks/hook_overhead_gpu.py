@@ -6,7 +6,7 @@ One command, one table per model:
 
 The MLP is the CPU benchmark's (32->256->256->10, 76k parameters, batch 64, SGD), on the device.
 The GPT-style model has 12 pre-norm blocks of width 768 (12 heads, GELU, causal attention through
-PyTorch's scaled-dot-product kernels), an embedding and a head over a 4096-token vocabulary (92M
+PyTorch's scaled-dot-product kernels), an embedding and a head over a 16384-token vocabulary (110M
 parameters), trains on 8 sequences of 512 tokens per step with AdamW under bfloat16 autocast, and
 records its loss every step. Every configuration of a model trains in lockstep with two no-hook
 copies, `--block` steps at a time in rotating order, each block timed from a device
@@ -35,6 +35,7 @@ from torch import nn
 
 import trainguard.torch as tg
 from benchmarks.hook_overhead import disk_usage, median, print_header, timing_cells
+from trainguard.capture.torch._plan import DEFAULT_PACK_MAX_NUMEL
 
 Step = Callable[[], torch.Tensor]
 """One training step of a model; returns its loss."""
@@ -96,10 +97,15 @@ def mlp(device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
 
 
 def gpt(
-    device: torch.device, *, width: int = 768, layers: int = 12, seq: int = 512, batch: int = 8
+    device: torch.device,
+    *,
+    width: int = 768,
+    layers: int = 12,
+    seq: int = 512,
+    batch: int = 8,
+    vocab: int = 16384,
 ) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
     torch.manual_seed(0)
-    vocab = 4096
     model = GPT(vocab=vocab, width=width, layers=layers, heads=max(width // 64, 1), seq=seq).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16)
@@ -152,14 +158,19 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def repetition(model: Model, configs: list[Config], device: torch.device) -> None:
+def repetition(model: Model, configs: list[Config], device: torch.device, pack_max_numel: int) -> None:
     trainers = []
     for c in configs:
         module, opt, step = model.build(device)
         out = Path(tempfile.mkdtemp(prefix="tg-gpu-bench-"))
         hook = None
         if c.save_interval is not None:
-            hook = tg.Hook(f"file://{out}/run", save_interval=c.save_interval, track_updates=c.track_updates)
+            hook = tg.Hook(
+                f"file://{out}/run",
+                save_interval=c.save_interval,
+                track_updates=c.track_updates,
+                pack_max_numel=pack_max_numel,
+            )
             hook.register_module(module)
             hook.register_optimizer(opt)
         trainers.append(Trainer(c, step, hook, out))
@@ -182,7 +193,7 @@ def repetition(model: Model, configs: list[Config], device: torch.device) -> Non
         torch.cuda.empty_cache()
 
 
-def measure(model: Model, device: torch.device, reps: int) -> None:
+def measure(model: Model, device: torch.device, reps: int, pack_max_numel: int) -> None:
     module, _, _ = model.build(device)
     params = sum(p.numel() for p in module.parameters())
     del module
@@ -193,7 +204,7 @@ def measure(model: Model, device: torch.device, reps: int) -> None:
         Config("trainguard, no update_l2/distance_l2", 1, track_updates=False),
     ]
     for _ in range(reps):
-        repetition(model, [*base, *ours], device)
+        repetition(model, [*base, *ours], device, pack_max_numel)
     per_rep = [statistics.fmean(pair) for pair in zip(*(b.seconds for b in base))]
     base_s = statistics.fmean(median(b.seconds) for b in base)
     spread = abs(median(base[0].seconds) - median(base[1].seconds)) / base_s
@@ -223,6 +234,12 @@ def main() -> int:
     ap.add_argument(
         "--small", action="store_true", help="a 2-block GPT of width 64 (to try the script on CPU)"
     )
+    ap.add_argument(
+        "--pack-max-numel",
+        type=int,
+        default=DEFAULT_PACK_MAX_NUMEL,
+        help="the hook's pack_max_numel: larger tensors are reduced one by one (default %(default)s)",
+    )
     args = ap.parse_args()
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -238,7 +255,7 @@ def main() -> int:
     models = [
         Model("MLP 32-256-256-10, batch 64, SGD", mlp, args.mlp_steps, 50),
         Model(
-            "GPT-style, 12 blocks of width 768, 8 x 512 tokens, AdamW, bf16 autocast"
+            "GPT-style, 110M parameters (12 blocks of width 768), 8 x 512 tokens, AdamW, bf16 autocast"
             if not args.small
             else "GPT-style, 2 blocks of width 64 (--small)",
             gpt_build,
@@ -247,7 +264,7 @@ def main() -> int:
         ),
     ]
     for m in models:
-        measure(m, device, args.reps)
+        measure(m, device, args.reps, args.pack_max_numel)
     return 0
 
 

@@ -11,7 +11,7 @@ echo "==> lint: ruff, mypy --strict, import contracts"
 .venv/bin/mypy trainguard
 .venv/bin/lint-imports
 # The end-to-end tests run on a real cluster (dev/k8s.sh: Kubernetes built from source once per
-# machine, about 25-50 minutes cold on 2 cores, seconds warm; cached in ~/.cache/trainguard/k8s).
+# machine, about 30-50 minutes cold on 2 cores, seconds warm; cached in ~/.cache/trainguard/k8s).
 # TRAINGUARD_E2E=skip leaves them out (deselected with a note), for a quick run while developing.
 if [ "${TRAINGUARD_E2E:-require}" = "require" ]; then
   export TRAINGUARD_E2E=require

@@ -390,7 +390,10 @@ def decide_and_act(
         if first:
             # In this handler's context, so kopf's logger can still post its Events from the other thread.
             context = contextvars.copy_context()
-            state.background.submit(context.run, _write_end_markers, state, dj, owner, decision.phase, logger)
+            stopped_by = decision.triggered_rule if decision.phase == Phase.STOPPED else None
+            state.background.submit(
+                context.run, _write_end_markers, state, dj, owner, decision.phase, stopped_by, logger
+            )
     if decision.phase in status_decision.TERMINAL_PHASES and decision.status.get("phase"):
         # On the object, where pods cannot write: after a restart this proves the final phase is ours.
         patch.metadata.annotations[FINAL_PHASE_ANNOTATION] = decision.phase.value
@@ -456,9 +459,16 @@ def _emitter() -> actions.EmitEvent:
 
 
 def _write_end_markers(
-    state: OperatorState, dj: api.DebugJob, owner: build.Owner, phase: Phase, logger: logging.Logger
+    state: OperatorState,
+    dj: api.DebugJob,
+    owner: build.Owner,
+    phase: Phase,
+    stopped_by: str | None,
+    logger: logging.Logger,
 ) -> None:
-    """Write END.json for ranks that have none (on a background thread); a failure is logged, never raised."""
+    """Write END.json for ranks that have none (on a background thread); a failure is logged, never raised.
+
+    The reason names the final phase and, for Stopped, the stop rule (`stopped_by`, as in `triggeredRule`)."""
     uri = build.run_uri(dj.spec, owner)
     try:
         credentials = None
@@ -478,7 +488,8 @@ def _write_end_markers(
             workers=dj.spec.workers * dj.spec.nproc_per_node,
             last_steps=end_marker.last_steps(dj.status.reports),
             status=end_marker.end_status(phase),
-            reason=f"the operator wrote END: the DebugJob became {phase.value}",
+            reason=f"the operator wrote END: the DebugJob became {phase.value}"
+            + (f" (stopped by rule {stopped_by})" if stopped_by else ""),
             wall_time=time.time(),
         )
     except Exception as err:  # noqa: BLE001  (storage trouble must not block the status update)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.operator.conftest import debugjob_object
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
@@ -29,17 +30,7 @@ def _report(step: int, **states: Any) -> api.RankReport:
 def _dj(
     reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any
 ) -> api.DebugJob:
-    return api.DebugJob(
-        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
-        spec=api.DebugJobSpec(
-            template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
-            rules=RULES,
-        ),
-        status=api.DebugJobStatus(
-            phase=phase, reports=reports, job=api.JobSummary(active=2, ready=2), **status_fields
-        ),
-    )
+    return debugjob_object(RULES, reports, phase=phase, **status_fields)
 
 
 def test_worst_state_wins_and_the_earliest_finding_is_kept() -> None:
@@ -197,16 +188,7 @@ def test_a_job_deleted_before_it_finished_fails_but_a_finished_one_does_not() ->
 
 
 def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
-    return api.DebugJob(
-        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 1},
-        spec=api.DebugJobSpec(
-            template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
-        ),
-        status=api.DebugJobStatus(
-            phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2, ready=2)
-        ),
-    )
+    return debugjob_object([], reports, phase=Phase.RUNNING)
 
 
 def test_without_spec_rules_the_default_set_acts_as_the_sidecar_runs_it() -> None:

@@ -7,10 +7,9 @@ findings, nor what the status already names, may make a Stopped DebugJob name a 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from tests.operator.conftest import debugjob_object
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
@@ -31,18 +30,6 @@ def _report(step: int, **findings: int) -> api.RankReport:
             api.RankRuleReport(name=name, state=RuleState.ISSUES_FOUND, step=at, message=f"{name} at {at}")
             for name, at in findings.items()
         ],
-    )
-
-
-def _dj(rules: list[RuleSpec], reports: dict[str, api.RankReport], **status: Any) -> api.DebugJob:
-    return api.DebugJob(
-        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 1},
-        spec=api.DebugJobSpec(
-            template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
-            rules=rules,
-        ),
-        status=api.DebugJobStatus(reports=reports, job=api.JobSummary(active=2, ready=2), **status),
     )
 
 
@@ -82,7 +69,7 @@ def _assert_stopped_by_the_stop_rule(dj: api.DebugJob, *, notify_step: int) -> N
 def test_a_notify_and_a_stop_finding_in_one_decision_stop_by_the_stop_rule_and_notify_the_other(
     rules: list[RuleSpec], notify_step: int
 ) -> None:
-    dj = _dj(rules, _both_found(notify_step), phase=Phase.RUNNING)
+    dj = debugjob_object(rules, _both_found(notify_step), phase=Phase.RUNNING)
     decision = status_decision.decide(dj, now=NOW)
     assert decision.stop is not None and decision.stop.name == "exploding_tensor"
     assert [r.name for r in decision.notify] == ["loss_not_decreasing"]
@@ -103,7 +90,7 @@ def test_a_stop_after_an_operator_restart_replaces_the_notify_rule_the_status_al
     rules: list[RuleSpec], notify_step: int
 ) -> None:
     # Before the restart: the notify rule's finding was decided alone; the status names it.
-    notified = _dj(
+    notified = debugjob_object(
         rules, {"rank-00000": _report(notify_step, loss_not_decreasing=notify_step)}, phase=Phase.RUNNING
     )
     first = status_decision.decide(notified, now=NOW)
@@ -123,7 +110,7 @@ def test_a_stop_after_an_operator_restart_replaces_the_notify_rule_the_status_al
 
 def test_a_stopped_status_that_names_a_notify_rule_is_read_as_stopped_by_its_stop_rule() -> None:
     # Written before triggeredRule meant the stop rule: Stopped, yet naming the notify rule that found issues first.
-    dj = _dj([NOTIFY, STOP], _both_found(640), phase=Phase.RUNNING)
+    dj = debugjob_object([NOTIFY, STOP], _both_found(640), phase=Phase.RUNNING)
     stopped = _applied(dj, status_decision.decide(dj, now=NOW))
     stale = stopped.model_copy(
         update={"status": stopped.status.model_copy(update={"triggered_rule": "loss_not_decreasing"})}
@@ -138,7 +125,7 @@ def test_a_running_job_names_the_earliest_finding_whichever_reached_the_operator
     early = {"rank-00001": _report(50, loss_spike=30)}
     late = {"rank-00000": _report(60, loss_not_decreasing=45)}
     for arrivals in ([early, late], [late, early]):
-        dj = _dj(rules, {}, phase=Phase.RUNNING)
+        dj = debugjob_object(rules, {}, phase=Phase.RUNNING)
         for reports in arrivals:
             dj = dj.model_copy(
                 update={"status": dj.status.model_copy(update={"reports": {**dj.status.reports, **reports}})}
@@ -151,7 +138,7 @@ def test_a_running_job_names_the_earliest_finding_whichever_reached_the_operator
 
 
 def test_no_rule_is_named_while_none_found_issues() -> None:
-    dj = _dj([NOTIFY, STOP], {}, phase=Phase.RUNNING)
+    dj = debugjob_object([NOTIFY, STOP], {}, phase=Phase.RUNNING)
     decision = status_decision.decide(dj, now=NOW)
     assert decision.triggered_rule is None and decision.status.get("triggeredRule") is None
     assert _conditions(_applied(dj, decision))["RuleTriggered"].message == "no rule found issues"

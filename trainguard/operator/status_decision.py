@@ -1,10 +1,12 @@
-"""Pure status logic: sidecar reports -> per-rule statuses, Job summary -> phase, conditions, transitions.
+"""Decides a DebugJob's status: sidecar reports -> per-rule statuses, Job summary -> phase, conditions.
 
-Called by the DebugJob handler with the object it just received; returns what to write and which
-rule transitions need an action. No API calls and no clock (`now` comes in), so every rule of the
-status contract is tested without a cluster. The action of a rule is always the one in the spec
-(or, when the spec lists no rules, the default set's, which is what the sidecars then run):
-whatever a pod claims is ignored. Terminal phases (Stopped, Succeeded, Failed) never change.
+Called by the handlers (`decide_and_act`, and `reconcile` for the first phase) with the object just
+received; `decide` returns what to write and which rule transitions need an action. No API calls
+and no clock (`now` comes in), so every rule of the status contract is tested without a cluster.
+The action of a rule is always the one in the spec (or, when the spec lists no rules, the default
+set's, which is what the sidecars then run): whatever a pod claims is ignored. Terminal phases
+(Stopped, Succeeded, Failed) never change, and a Stopped DebugJob names its stop rule wherever it
+names a rule, whatever notify rule found issues too.
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ class Decision:
     entered_terminal: bool
     """The phase became terminal in this decision (write END markers, record completion time)."""
     triggered_rule: str | None
-    """What `status.triggeredRule` names after this decision (`triggered_rule`): for a Stopped DebugJob its stop rule."""
+    """The rule `status.triggeredRule` names after this decision (`triggered_rule`): a Stopped one's stop rule."""
 
 
 def decide(dj: api.DebugJob, *, now: str) -> Decision:

@@ -8,6 +8,8 @@ the op inside `torch.compile(fullgraph=True)`.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
@@ -20,6 +22,16 @@ from trainguard.store import stats
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 RTOL = 2e-5
+needs_triton = pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None, reason="Triton is not installed"
+)
+
+
+@pytest.fixture
+def interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the op's Triton kernel on CPU through Triton's interpreter (read at each call)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert _multi.available(torch.device("cpu"))
 
 
 def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
@@ -138,3 +150,86 @@ def test_arguments_outside_the_definition_are_refused_with_what_to_send() -> Non
         run_op([x, torch.ones(4, dtype=torch.float16)])
     with pytest.raises(ValueError, match="float64"):
         torch.ops.trainguard.multi_stats([x], [], [], torch.empty(1, _multi.WIDTH))
+
+
+def test_the_kernel_runs_only_where_triton_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert not _multi.available(torch.device("cpu")), "CPU only under the interpreter"
+    assert not _multi.available(torch.device("meta"))
+
+
+@needs_triton
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_kernel_matches_numpy_for_every_column(dtype: torch.dtype) -> None:
+    tensors = sample_tensors(dtype)
+    out = run_op(tensors)
+    assert_columns_match(columns(out, tensors)[:, :10], np.stack([reference(t) for t in tensors])[:, :10])
+    assert (out[:, torch_stats.UPD :] == 0).all(), "no history: update and distance are 0"
+    torch_rows = torch.empty_like(out)
+    _multi._reference(tensors, [], [], torch_rows)
+    np.testing.assert_array_equal(
+        out[:, :5].numpy(), torch_rows[:, :5].numpy()
+    )  # counts and extremes are exact
+    np.testing.assert_allclose(out.numpy(), torch_rows.numpy(), rtol=RTOL, atol=0, equal_nan=True)
+
+
+@needs_triton
+@pytest.mark.usefixtures("interpreter")
+def test_the_kernel_keeps_the_spread_of_a_tensor_whose_mean_dwarfs_it() -> None:
+    """7 + N(0, 1e-3): sum(x^2) - sum(x)^2 / n in float32 would be off by several times the variance."""
+    g = torch.Generator().manual_seed(3)
+    x = 7 + torch.randn(2000, generator=g) * 1e-3
+    out = run_op([x])[0]
+    a = x.numpy().astype(np.float64)
+    want = np.sum((a - a.mean()) ** 2)
+    assert abs(out[torch_stats.DEV].item() - want) <= 1e-5 * want
+    assert abs(out[torch_stats.SUM].item() / a.size - a.mean()) <= 1e-6 * np.abs(a).mean()
+
+
+@needs_triton
+@pytest.mark.usefixtures("interpreter")
+def test_the_kernel_sums_squares_beyond_float32s_range_as_the_float64_reference_does() -> None:
+    x = torch.tensor([3e30, -1e30, 2.0, 0.0] * 40)
+    out = run_op([x], (torch.zeros_like(x),), (-x,))[0]
+    a = x.numpy().astype(np.float64)
+    want = {
+        torch_stats.SQ: np.sum(a * a),
+        torch_stats.UPD: np.sum(a * a),
+        torch_stats.DIST: np.sum(4 * a * a),
+    }
+    for column, value in want.items():
+        assert np.isfinite(out[column].item())
+        np.testing.assert_allclose(out[column].item(), value, rtol=1e-6)
+    np.testing.assert_allclose(out[torch_stats.DEV].item(), np.sum((a - a.mean()) ** 2), rtol=1e-6)
+
+
+@needs_triton
+@pytest.mark.usefixtures("interpreter")
+@pytest.mark.parametrize("history_dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_the_kernel_measures_update_and_distance_and_refreshes_prev(history_dtype: torch.dtype) -> None:
+    g = torch.Generator().manual_seed(4)
+    xs = [torch.randn(n, generator=g).to(torch.bfloat16) for n in (5, 300, 1100)]
+    firsts = [(x.float() + torch.randn(x.shape, generator=g)).to(history_dtype) for x in xs]
+    prevs = [(x.float() * 0.5).to(history_dtype) for x in xs]
+    old = [p.clone() for p in prevs]
+    out = run_op(xs, tuple(prevs), tuple(firsts))
+    want = np.stack([reference(x, prev=p, first=f) for x, p, f in zip(xs, old, firsts)])
+    assert_columns_match(columns(out, xs), want)
+    for x, p in zip(xs, prevs):
+        assert torch.equal(p, x.to(history_dtype)), "prev becomes a copy of the tensor"
+    again = run_op(xs, tuple(prevs), tuple(firsts))
+    assert (again[:, torch_stats.UPD] == 0).all(), "unchanged since the refresh"
+
+
+@needs_triton
+@pytest.mark.usefixtures("interpreter")
+def test_the_kernel_is_deterministic_and_follows_tensors_that_move() -> None:
+    tensors = sample_tensors(torch.float32)
+    first = run_op(tensors)
+    np.testing.assert_array_equal(run_op(tensors).numpy(), first.numpy())  # bitwise, NaN in the same places
+    moved = [t.clone() for t in tensors]  # same layout, new addresses: a new address table
+    moved[1].mul_(2)
+    again = run_op(moved)
+    np.testing.assert_array_equal(again[2:].numpy(), first[2:].numpy())
+    assert again[1, torch_stats.MIN] == 2 * first[1, torch_stats.MIN]

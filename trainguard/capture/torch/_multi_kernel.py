@@ -7,13 +7,19 @@ moments per item, in fixed places (no atomics: the same inputs give bitwise the 
 second (`_merge`) folds each tensor's partial rows, in order, into its row of `out`.
 
 Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each
-register block of BLOCK elements is reduced in float32: counts as int32, min/max, sums of x, |x|,
-x^2, and the squared deviations around the block's own mean (two passes over registers, no extra
-memory traffic); blocks and partial rows are merged in float64, the deviations with Chan's
-formula (never sum(x^2) - sum(x)^2 / n, which loses everything when the mean dwarfs the spread). A
-block whose largest magnitude exceeds 2^56 is reduced scaled by 2^-72, so that float32 squares and
-sums cannot overflow where the float64 reference would not. NaN makes min, max and every sum NaN,
+lane of a register block (BLOCK elements) keeps float32 accumulators over the item's blocks: NaN,
+Inf and zero counts (int32), min, max, sums of x, |x|, x^2, squared update and distance, and the
+squared deviations around its block's mean: one reduction per block gives that mean, so the
+variance is two-pass within the block at no extra memory traffic. The block means are merged in
+float64 with Chan's formula, lanes once per item, partial rows in float64 (Chan again): never
+sum(x^2) - sum(x)^2 / n, which loses everything when the mean dwarfs the spread. Values are shifted
+by the item's first element before the block mean is taken, so a constant tensor gives exactly 0.
+Overflow: an item whose float32 sums overflow with no NaN or Inf among its elements (|x| near 2^64)
+is read again scaled by 2^-72; update and distance differences above 2^56 are squared scaled,
+element by element (the first pass already refreshed prev). NaN makes min, max and every sum NaN,
 as torch's reductions do; any NaN or Inf makes the deviation sum NaN, as `reduce_large` gives.
+Whole blocks are read without masks (vector loads where every address is 16-byte aligned); the
+last, partial block of an item with masks.
 
 Work lists and address tables are cached per layout (`_Layout`): the list once per layout, an
 address table per set of addresses (a small host-to-device copy, non-blocking from pinned memory on
@@ -73,7 +79,8 @@ def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
         sms = torch.cuda.get_device_properties(device).multi_processor_count
-        return Config(block=4096, chunk=65536, merge_block=256, programs=8 * sms, num_warps=8)
+        # 4 elements per thread: ptxas (sm_90a) gives 211 registers, no spills; 8 per thread reach 255 and spill
+        return Config(block=1024, chunk=65536, merge_block=256, programs=4 * sms, num_warps=8)
     return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
 
 
@@ -91,78 +98,143 @@ def _partials_fn(  # type: ignore[no-untyped-def]
     P_DTYPE: tl.constexpr,
     F_DTYPE: tl.constexpr,
     HISTORY: tl.constexpr,
+    ALIGNED: tl.constexpr,
     BLOCK: tl.constexpr,
     CHUNK: tl.constexpr,
 ):
-    """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts)."""
+    """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
+
+    Per lane (element of the register block) float32 accumulators over the item's blocks; per block one
+    reduction, its sum, for the block mean that the squared deviations are taken around (two passes
+    over registers); the blocks' means merged in float64 (Chan); the lanes merged once per item. An
+    item whose sums overflow float32 with no NaN or Inf among its elements is read again scaled by 2^-72;
+    differences to prev and first above 2^56 are squared scaled, element by element.
+    """
     lanes = tl.arange(0, BLOCK)
     for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
         t = tl.load(static_ptr + n_tensors + item)
         start = tl.load(static_ptr + n_tensors + n_items + item)
         end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
         x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
+        f_base = tl.load(table_ptr + 2 * n_tensors + t).to(tl.pointer_type(F_DTYPE))
+        if ALIGNED:  # every address is 16-byte aligned: vector loads
+            x_base = tl.multiple_of(x_base, 16)
+            p_base = tl.multiple_of(p_base, 16)
+            f_base = tl.multiple_of(f_base, 16)
         pivot = tl.load(x_base + start).to(tl.float32)
+        scale = tl.cast(1.0, tl.float32)
+        unscale = tl.cast(1.0, tl.float64)
+        again = True
+        # the item's results, set by the loop below (loop-carried, hence defined first)
         n_acc = tl.cast(0.0, tl.float64)
         mean_acc = tl.cast(0.0, tl.float64)
-        m2_acc = tl.cast(0.0, tl.float64)
-        s_acc = tl.cast(0.0, tl.float64)
-        a_acc = tl.cast(0.0, tl.float64)
-        q_acc = tl.cast(0.0, tl.float64)
-        u_acc = tl.cast(0.0, tl.float64)
-        d_acc = tl.cast(0.0, tl.float64)
+        m2 = tl.cast(0.0, tl.float64)
+        s = tl.cast(0.0, tl.float64)
+        a = tl.cast(0.0, tl.float64)
+        q = tl.cast(0.0, tl.float64)
+        u = tl.cast(0.0, tl.float64)
+        d = tl.cast(0.0, tl.float64)
         nan_c = tl.cast(0, tl.int32)
         inf_c = tl.cast(0, tl.int32)
         zero_c = tl.cast(0, tl.int32)
         mn = tl.cast(float("inf"), tl.float32)
         mx = tl.cast(float("-inf"), tl.float32)
-        for off in range(start, end, BLOCK):
-            idx = off + lanes
-            valid = idx < end
-            raw = tl.load(x_base + idx, mask=valid, other=0.0)
-            x = raw.to(tl.float32)
-            is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
-            nan_c += tl.reduce(is_nan.to(tl.int32), 0, _ADD)
-            inf_c += tl.reduce((tl.abs(x) == float("inf")).to(tl.int32), 0, _ADD)
-            zero_c += tl.reduce(((x == 0.0) & valid).to(tl.int32), 0, _ADD)
-            ordered = valid & ~is_nan
-            b_min = tl.reduce(tl.where(ordered, x, float("inf")), 0, _MIN)
-            b_max = tl.reduce(tl.where(ordered, x, float("-inf")), 0, _MAX)
-            mn = tl.minimum(mn, b_min)
-            mx = tl.maximum(mx, b_max)
-            # scale blocks with magnitudes above 2^56 by 2^-72 so that float32 sums and squares stay finite
-            big = tl.maximum(tl.maximum(b_max, -b_min), tl.abs(pivot)) > 72057594037927936.0
-            scale = tl.where(big, 2.0**-72, 1.0)
-            unscale = tl.where(big, 4722366482869645213696.0, 1.0).to(tl.float64)
-            xs = x * scale
-            s_acc += tl.reduce(xs, 0, _ADD).to(tl.float64) * unscale
-            a_acc += tl.reduce(tl.abs(xs), 0, _ADD).to(tl.float64) * unscale
-            q_acc += tl.reduce(xs * xs, 0, _ADD).to(tl.float64) * unscale * unscale
-            # the block's (n, mean, M2) in two passes over registers, shifted by the item's first element
-            # (a constant tensor gives exactly 0), then Chan's merge into the item's running moments
-            ys = tl.where(valid, xs - pivot * scale, 0.0)
-            nb = tl.reduce(valid.to(tl.int32), 0, _ADD).to(tl.float64)
-            y_sum = tl.reduce(ys, 0, _ADD)
-            dev = tl.where(valid, ys - y_sum / nb.to(tl.float32), 0.0)
-            b_m2 = tl.reduce(dev * dev, 0, _ADD).to(tl.float64) * unscale * unscale
-            delta = pivot.to(tl.float64) + y_sum.to(tl.float64) * unscale / nb - mean_acc
-            n_new = n_acc + nb
-            mean_acc += delta * (nb / n_new)
-            m2_acc += b_m2 + delta * delta * (n_acc * nb / n_new)
-            n_acc = n_new
-            if HISTORY:
-                p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
-                f_base = tl.load(table_ptr + 2 * n_tensors + t).to(tl.pointer_type(F_DTYPE))
-                upd = tl.where(valid, x - tl.load(p_base + idx, mask=valid, other=0.0).to(tl.float32), 0.0)
-                dist = tl.where(valid, x - tl.load(f_base + idx, mask=valid, other=0.0).to(tl.float32), 0.0)
-                big_u = tl.reduce(tl.abs(upd), 0, _MAX) > 72057594037927936.0
-                upd = upd * tl.where(big_u, 2.0**-72, 1.0)
-                unscale_u = tl.where(big_u, 4722366482869645213696.0, 1.0).to(tl.float64)
-                u_acc += tl.reduce(upd * upd, 0, _ADD).to(tl.float64) * unscale_u * unscale_u
-                big_d = tl.reduce(tl.abs(dist), 0, _MAX) > 72057594037927936.0
-                dist = dist * tl.where(big_d, 2.0**-72, 1.0)
-                unscale_d = tl.where(big_d, 4722366482869645213696.0, 1.0).to(tl.float64)
-                d_acc += tl.reduce(dist * dist, 0, _ADD).to(tl.float64) * unscale_d * unscale_d
-                tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
+        while again:
+            n_acc = tl.cast(0.0, tl.float64)
+            mean_acc = tl.cast(0.0, tl.float64)
+            between = tl.cast(0.0, tl.float64)
+            s_l = tl.full([BLOCK], 0.0, tl.float32)
+            a_l = tl.full([BLOCK], 0.0, tl.float32)
+            q_l = tl.full([BLOCK], 0.0, tl.float32)
+            m2_l = tl.full([BLOCK], 0.0, tl.float32)
+            u_l = tl.full([BLOCK], 0.0, tl.float32)
+            ub_l = tl.full([BLOCK], 0.0, tl.float32)
+            d_l = tl.full([BLOCK], 0.0, tl.float32)
+            db_l = tl.full([BLOCK], 0.0, tl.float32)
+            nan_l = tl.full([BLOCK], 0, tl.int32)
+            inf_l = tl.full([BLOCK], 0, tl.int32)
+            zero_l = tl.full([BLOCK], 0, tl.int32)
+            mn_l = tl.full([BLOCK], float("inf"), tl.float32)
+            mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
+            full_end = start + (end - start) // BLOCK * BLOCK
+            for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
+                for off in range(full_end if tail else start, end if tail else full_end, BLOCK):
+                    idx = off + lanes
+                    if ALIGNED:
+                        idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
+                    if tail:
+                        valid = idx < end
+                        raw = tl.load(x_base + idx, mask=valid, other=0.0)
+                    else:  # no mask: vector loads
+                        valid = lanes < BLOCK
+                        raw = tl.load(x_base + idx)
+                    x = raw.to(tl.float32)
+                    is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
+                    nan_l += is_nan.to(tl.int32)
+                    inf_l += (tl.abs(x) == float("inf")).to(tl.int32)
+                    zero_l += ((x == 0.0) & valid).to(tl.int32)
+                    ordered = valid & ~is_nan
+                    mn_l = tl.minimum(mn_l, tl.where(ordered, x, float("inf")))
+                    mx_l = tl.maximum(mx_l, tl.where(ordered, x, float("-inf")))
+                    xs = x * scale
+                    s_l += xs
+                    a_l += tl.abs(xs)
+                    q_l += xs * xs
+                    # deviations around the block's own mean, the values shifted by the item's first element
+                    # (a constant tensor gives exactly 0); the block means are merged below (Chan)
+                    ys = tl.where(valid, xs - pivot * scale, 0.0)
+                    nb = (tl.minimum(end - off, BLOCK) if tail else tl.cast(BLOCK, tl.int64)).to(tl.float64)
+                    y_sum = tl.reduce(ys, 0, _ADD)
+                    dev = tl.where(valid, ys - y_sum / nb.to(tl.float32), 0.0)
+                    m2_l += dev * dev
+                    delta = pivot.to(tl.float64) + y_sum.to(tl.float64) * unscale / nb - mean_acc
+                    n_new = n_acc + nb
+                    mean_acc += delta * (nb / n_new)
+                    between += delta * delta * (n_acc * nb / n_new)
+                    n_acc = n_new
+                    if HISTORY:  # noqa: SIM102 -- a compile-time test, kept apart from the runtime one
+                        if scale == 1.0:  # the first pass only: it refreshes prev
+                            if tail:
+                                prev = tl.load(p_base + idx, mask=valid, other=0.0)
+                                first = tl.load(f_base + idx, mask=valid, other=0.0)
+                            else:
+                                prev = tl.load(p_base + idx)
+                                first = tl.load(f_base + idx)
+                            du = x - prev.to(tl.float32)
+                            big_u = tl.abs(du) > 72057594037927936.0  # squared in float32 only below 2^56
+                            du = tl.where(big_u, du * 2.0**-72, du)
+                            u_l += tl.where(big_u, 0.0, du * du)
+                            ub_l += tl.where(big_u, du * du, 0.0)
+                            dd = x - first.to(tl.float32)
+                            big_d = tl.abs(dd) > 72057594037927936.0
+                            dd = tl.where(big_d, dd * 2.0**-72, dd)
+                            d_l += tl.where(big_d, 0.0, dd * dd)
+                            db_l += tl.where(big_d, dd * dd, 0.0)
+                            if tail:
+                                tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
+                            else:
+                                tl.store(p_base + idx, raw.to(P_DTYPE))
+            nan_c = tl.reduce(nan_l, 0, _ADD)
+            inf_c = tl.reduce(inf_l, 0, _ADD)
+            zero_c = tl.reduce(zero_l, 0, _ADD)
+            mn = tl.reduce(mn_l, 0, _MIN)
+            mx = tl.reduce(mx_l, 0, _MAX)
+            unscale2 = unscale * unscale
+            s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
+            a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
+            q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
+            m2 = tl.reduce(m2_l.to(tl.float64), 0, _ADD) * unscale2 + between
+            if scale == 1.0:
+                big2 = tl.cast(2.0**144, tl.float64)
+                u = tl.reduce(u_l.to(tl.float64), 0, _ADD) + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
+                d = tl.reduce(d_l.to(tl.float64), 0, _ADD) + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
+            # float32 overflow with finite elements (|x| near 2^64 or above): read the item again, scaled
+            # (update and distance are kept from the first pass, which scaled them element by element)
+            total = a + q + m2
+            again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
+            scale = tl.cast(2.0**-72, tl.float32)
+            unscale = tl.cast(4722366482869645213696.0, tl.float64)
         row = part_ptr + item
         tl.store(row, n_acc)
         tl.store(row + n_items, nan_c.to(tl.float64))
@@ -170,13 +242,13 @@ def _partials_fn(  # type: ignore[no-untyped-def]
         tl.store(row + 3 * n_items, zero_c.to(tl.float64))
         tl.store(row + 4 * n_items, mn.to(tl.float64))
         tl.store(row + 5 * n_items, mx.to(tl.float64))
-        tl.store(row + 6 * n_items, s_acc)
-        tl.store(row + 7 * n_items, a_acc)
-        tl.store(row + 8 * n_items, q_acc)
+        tl.store(row + 6 * n_items, s)
+        tl.store(row + 7 * n_items, a)
+        tl.store(row + 8 * n_items, q)
         tl.store(row + 9 * n_items, mean_acc)
-        tl.store(row + 10 * n_items, m2_acc)
-        tl.store(row + 11 * n_items, u_acc)
-        tl.store(row + 12 * n_items, d_acc)
+        tl.store(row + 10 * n_items, m2)
+        tl.store(row + 11 * n_items, u)
+        tl.store(row + 12 * n_items, d)
 
 
 def _merge_fn(  # type: ignore[no-untyped-def]
@@ -366,6 +438,7 @@ def launch(
                 P_DTYPE=_TL_DTYPES[prevs[0].dtype] if history else x_dtype,
                 F_DTYPE=_TL_DTYPES[firsts[0].dtype] if history else x_dtype,
                 HISTORY=history,
+                ALIGNED=all(address % 16 == 0 for address in addresses),
                 BLOCK=cfg.block,
                 CHUNK=cfg.chunk,
                 num_warps=cfg.num_warps,

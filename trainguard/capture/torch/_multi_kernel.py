@@ -29,6 +29,7 @@ CUDA). Offsets are int64, so tensors over 2^31 elements are read whole.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -75,6 +76,7 @@ class Config:
     num_warps: int
 
 
+@functools.cache
 def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
@@ -326,7 +328,12 @@ def _merge_fn(  # type: ignore[no-untyped-def]
     tl.store(row + 10, tl.where(empty, nan, d_acc))
 
 
-_compiled = (JITFunction(_partials_fn), JITFunction(_merge_fn))
+# counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
+_SIZES = ["n_items", "n_tensors"]
+_compiled = (
+    JITFunction(_partials_fn, do_not_specialize=_SIZES),
+    JITFunction(_merge_fn, do_not_specialize=_SIZES),
+)
 _interpreted = (InterpretedFunction(_partials_fn), InterpretedFunction(_merge_fn))
 
 

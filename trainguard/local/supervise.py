@@ -1,7 +1,7 @@
 """Local mode: runs a training command under live supervision (`trainguard run`).
 
-`Supervisor.run()` starts CMD in its own process group with `TRAINGUARD_OUT`, `TRAINGUARD_RUN_ID`
-and `TRAINGUARD_STOP_FILE` set, follows what it writes with an `Evaluator` (all ranks) on a
+`Supervisor.run()` starts CMD in its own process group with `TRAINGUARD_OUT`, `TRAINGUARD_RUN_ID`,
+`TRAINGUARD_STOP_FILE` (and `TRAINGUARD_SAVE_INTERVAL` when given) set, named by `capture.config`, follows what it writes with an `Evaluator` (all ranks) on a
 thread and shows progress on stderr. A `stop` verdict writes the stop file first (cooperative):
 when CMD polls it (`hook.should_stop()`), CMD gets `cooperative_seconds` to save its work and end by
 itself; then, or at once when nothing polls the file, SIGTERM goes to the whole group, and SIGKILL
@@ -29,6 +29,7 @@ import prometheus_client
 
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
+from trainguard.capture import config as capture_config
 from trainguard.local import ends
 from trainguard.local.evaluation import EvaluationThread
 from trainguard.local.outcome import (
@@ -115,6 +116,8 @@ class Supervisor:
     progress: Progress | None = None
     cwd: str | None = None
     tick_seconds: float = 0.1
+    save_interval: int | None = None
+    """Steps between saved steps that CMD's hook is told (`TRAINGUARD_SAVE_INTERVAL`); None: the hook's own."""
     _stop_verdict: Verdict | None = field(default=None, init=False)
     _stop_at: float | None = field(default=None, init=False)
     _started_at: float = field(default=0.0, init=False)
@@ -139,6 +142,10 @@ class Supervisor:
             raise SuperviseError(
                 f"grace_period_seconds must not be negative, got {self.grace_period_seconds}"
             )
+        if self.save_interval is not None and self.save_interval < 1:
+            raise SuperviseError(
+                f"save_interval (--save-interval) must be at least 1, got {self.save_interval}"
+            )
         self.run_id = self.run_id or new_run_id()
         self.run_uri = self.run_uri or default_run_uri(self.run_id)
         self.progress = self.progress or Progress(sys.stderr)
@@ -151,9 +158,11 @@ class Supervisor:
         """Return CMD's environment: ours (or `env`) plus the TRAINGUARD_* settings of this run, with
         this interpreter's bin directory first on PATH."""
         env = dict(os.environ if self.env is None else self.env)
-        env["TRAINGUARD_OUT"] = str(self.run_uri)
-        env["TRAINGUARD_RUN_ID"] = str(self.run_id)
-        env["TRAINGUARD_STOP_FILE"] = stop_file
+        env.update(
+            capture_config.to_env(
+                out=self.run_uri, run_id=self.run_id, stop_file=stop_file, save_interval=self.save_interval
+            )
+        )
         # `python` in CMD should find trainguard: put this interpreter's bin directory (the venv) first.
         bin_dir = str(Path(sys.executable).parent)
         if bin_dir not in env.get("PATH", "").split(os.pathsep):

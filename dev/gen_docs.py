@@ -6,7 +6,8 @@
 Sources: the rules registry (every rule's category, default action, severity and parameters; also
 the default set's copy for the operator, `trainguard/api/_default_set.py`), the
 evaluator's and the operator's Prometheus collectors (scraped after real work, so each family shows
-its labels), the capture settings model (`TRAINGUARD_*`), the generated DebugJob CRD schema, and
+its labels), the capture settings model (`TRAINGUARD_*`) and the storage backends' declared settings,
+the `trainguard` command's parsers, the generated DebugJob CRD schema, and
 the chart's values.yaml with its `# --` comments (helm-docs style; a value without one is an error).
 """
 
@@ -216,11 +217,6 @@ EXTRA_VARIABLES = [
         "0, 1",
         "This process's rank and the number of ranks (torchrun sets them); TRAINGUARD_RANK and TRAINGUARD_WORLD_SIZE win.",
     ),
-    (
-        "AWS_ENDPOINT_URL",
-        "unset",
-        "S3 endpoint when TRAINGUARD_S3_ENDPOINT is unset (MinIO, Ceph, SeaweedFS).",
-    ),
 ]
 """Variables the capture settings read besides their own fields (`CaptureConfig.from_env`)."""
 
@@ -231,6 +227,8 @@ def configuration_page() -> str:
 
     rows = []
     for name, field in config.CaptureConfig.model_fields.items():
+        if name == "store":
+            continue  # the backends' own variables, below
         if field.is_required():
             default = "unset (the hook is inert)" if name == "out" else "required"
         elif field.default_factory is not None and name == "run_id":
@@ -240,6 +238,7 @@ def configuration_page() -> str:
             default = ",".join(value) if isinstance(value, tuple) else value_text(value)
         rows.append([code(config.ENV_PREFIX + name.upper()), code(default), cell(field.description or "")])
     rows += [[code(n), code(d), cell(m)] for n, d, m in EXTRA_VARIABLES]
+    rows += _store_rows(config.ENV_PREFIX)
     return (
         "# Configuration reference\n\n"
         + GENERATED.format(source="the capture settings model (`trainguard.capture.config.CaptureConfig`)")
@@ -249,6 +248,55 @@ def configuration_page() -> str:
         "`TRAINGUARD_RUN_ID` and `TRAINGUARD_STOP_FILE`; other variables you export pass through.\n\n"
         + table(["variable", "default", "meaning"], rows)
     )
+
+
+def _store_rows(prefix: str) -> list[list[str]]:
+    """One row per setting a storage backend declares: its variable, and the hook's own name for it if any."""
+    from trainguard.store import backends
+
+    rows = []
+    for backend in backends.declared().values():
+        for setting in backend.settings:
+            names = [prefix + a.upper() for a in setting.aliases] + [setting.env]
+            rows.append(
+                [
+                    ", ".join(code(n) for n in names),
+                    code("unset"),
+                    cell(f"{backend.scheme}:// runs: {setting.description}")
+                    + (f" {names[0]} wins over {setting.env}." if len(names) > 1 else ""),
+                ]
+            )
+    return rows
+
+
+# --- command line ----------------------------------------------------------------------------------------
+def cli_page() -> str:
+    """Every `trainguard` command with its options, from the argparse parsers the command line builds."""
+    from trainguard import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = [
+        "# Command-line reference\n\n",
+        GENERATED.format(source="the `trainguard` command's parsers (`trainguard/commands/`)"),
+        "Every command also takes `-v`/`--verbose` before its name (`trainguard -v run ...`): debug logging.\n",
+    ]
+    helps = {a.dest: a.help for a in commands._choices_actions}
+    for name, sub in commands.choices.items():
+        out.append(f"\n## trainguard {name}\n\n{cell(helps.get(name) or '')}.\n\n")
+        rows = []
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if action.option_strings:
+                flag = ", ".join(action.option_strings)
+                if action.nargs != 0:
+                    flag += f" {action.metavar or action.dest.upper()}"
+            else:
+                flag = str(action.metavar or action.dest)
+            rows.append([code(flag), cell(action.help or "")])
+        out.append(table(["argument", "meaning"], rows) if rows else "No options.\n")
+    return "".join(out)
 
 
 # --- DebugJob ------------------------------------------------------------------------------------------
@@ -423,6 +471,7 @@ PAGES = {
     "docs/reference/rules.md": rules_page,
     "docs/reference/metrics.md": metrics_page,
     "docs/reference/configuration.md": configuration_page,
+    "docs/reference/cli.md": cli_page,
     "docs/reference/debugjob.md": debugjob_page,
     "docs/reference/chart-values.md": chart_values_page,
     "charts/trainguard/README.md": chart_readme,

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from trainguard.api import store_settings
 from trainguard.api.enums import Action, Collection, ConditionType, Phase, RuleState, Severity
 from trainguard.api.rules_config import RulesConfig, RuleSpec
 
@@ -41,8 +42,6 @@ MAX_WEBHOOKS = 10
 """Webhooks per DebugJob; wider fan-out belongs in Alertmanager (docs/notifications.md)."""
 MAX_RULES = 100
 """Rules per DebugJob (the built-in library has fewer than 40)."""
-
-_URI_RE = re.compile(r"^(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?|file:///.+)$")
 
 NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 """A DebugJob's name is a DNS-1035 label: it names the Job, the headless Service and (with `-<index>`) each pod's hostname."""
@@ -101,19 +100,6 @@ class SecretKeyRef(_Model):
     key: str = Field(min_length=1, description="Key inside the Secret whose value is used.")
 
 
-class S3CredentialsRef(_Model):
-    """A Secret holding S3 credentials; its values reach the trainer and sidecar as environment variables."""
-
-    name: str = Field(min_length=1, description="Name of the Secret (same namespace as the DebugJob).")
-    access_key_id_key: str = Field(
-        default="AWS_ACCESS_KEY_ID",
-        description="Key of the access key id in the Secret (boto3's variable name).",
-    )
-    secret_access_key_key: str = Field(
-        default="AWS_SECRET_ACCESS_KEY", description="Key of the secret access key in the Secret."
-    )
-
-
 SaveInterval = Annotated[int, Field(ge=1)]
 """Statistics are saved every this many training steps: the one definition, for the DebugJob's capture
 settings and the hook's (`capture.config.CaptureConfig`)."""
@@ -121,27 +107,19 @@ DEFAULT_SAVE_INTERVAL = 10
 """10 keeps the hook's overhead near 1% and the detection latency low."""
 
 
-class CaptureSpec(_Model):
+if TYPE_CHECKING:
+    _CaptureStore = _Model
+else:  # uri, the backends' settings (s3: endpoint, region) and secretRef, as the backends declare them
+    _CaptureStore = create_model("_CaptureStore", __base__=_Model, **store_settings.store_fields())
+
+
+class CaptureSpec(_CaptureStore):
     """Where and how the training hook writes statistics."""
 
-    uri: str = Field(
-        pattern=_URI_RE.pattern,
-        description=(
-            "Root URI, s3://bucket/prefix or file:///path. Each run writes under "
-            "<uri>/<namespace>/<debugjob>/<uid>/ so reruns never mix."
-        ),
-    )
-    endpoint: str | None = Field(
-        default=None,
-        description="S3 endpoint URL for MinIO, Ceph or SeaweedFS (AWS_ENDPOINT_URL); empty means AWS S3.",
-    )
-    region: str | None = Field(
-        default=None, description="S3 region (AWS_REGION); empty leaves boto3's default."
-    )
-    secret_ref: S3CredentialsRef | None = Field(
-        default=None,
-        description="Secret with S3 credentials. Empty: the pod's service account identity (IRSA, workload identity).",
-    )
+    if TYPE_CHECKING:  # fields of _CaptureStore that code reads by name
+        uri: str
+        secret_ref: store_settings.SecretRefBase | None
+
     save_interval: SaveInterval = Field(
         default=DEFAULT_SAVE_INTERVAL,
         description="Save statistics every N training steps (TRAINGUARD_SAVE_INTERVAL); 10 costs about 1%.",
@@ -155,6 +133,15 @@ class CaptureSpec(_Model):
     @classmethod
     def _uri(cls, v: str) -> str:
         return v.rstrip("/")
+
+    def backend(self) -> store_settings.Backend:
+        """Return the storage backend of `uri`."""
+        return store_settings.backend_of(self.uri)
+
+    def store_settings(self) -> dict[str, str]:
+        """Return the settings of `uri`'s backend that are set, by setting name (`{"endpoint": ...}`)."""
+        values = {s.name: getattr(self, s.name) for s in self.backend().settings}
+        return {name: str(v) for name, v in values.items() if v}
 
 
 class StopAction(_Model):

@@ -7,8 +7,11 @@ validates them against the rule classes, which the operator never imports.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trainguard.api import store_settings
 from trainguard.api.rules_config import RuleSpec
 
 
@@ -61,7 +64,13 @@ class SidecarConfig(BaseModel):
             "are condensed: progress from the first pod only, findings from one rank per pod and rule."
         ),
     )
-    s3_endpoint: str | None = Field(default=None, description="S3 endpoint URL for S3-compatible stores.")
+    store: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Settings of the run's storage backend, by the names it declares (s3: endpoint, region); "
+            "credentials never appear here, they come from the pod's environment."
+        ),
+    )
     rules: list[RuleSpec] = Field(default_factory=list, description="Rules; empty means the default set.")
     metrics_port: int = Field(
         default=9400, ge=0, le=65535, description="Port of /metrics and /healthz; 0 picks a free one."
@@ -82,6 +91,12 @@ class SidecarConfig(BaseModel):
     debugjob: DebugJobRef | None = Field(
         default=None, description="Report verdicts into this DebugJob's status (Kubernetes only)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, doc: Any) -> Any:
+        """Read a setting under an older name its backend still declares (`s3_endpoint`) into `store`."""
+        return store_settings.fold_older_names(doc, uri_key="run_uri", into="store")
 
     @model_validator(mode="after")
     def _one_way_to_pick_ranks(self) -> SidecarConfig:

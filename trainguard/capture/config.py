@@ -2,7 +2,9 @@
 
 Shared by the PyTorch hook and the numpy `Recorder`. `from_env()` returns None when
 `TRAINGUARD_OUT` is unset (the hook is then inert) or `TRAINGUARD_DISABLE` is true (the
-kill switch). The operator and `trainguard run` set these variables; see README "Configuration".
+kill switch). This module is the one home of the variables' names: the operator (`operator/build.py`)
+and `trainguard run` render them with `to_env`, which `from_env` reads back. The store backend's
+settings (`store`) are read from the variables its declaration names (s3: AWS_ENDPOINT_URL, AWS_REGION).
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trainguard.api import debugjob
 from trainguard.api.enums import Collection
-from trainguard.errors import ConfigError
+from trainguard.errors import ConfigError, TrainGuardError
 from trainguard.store import backends, writer
 
 DEFAULT_COLLECTIONS = (
@@ -30,6 +33,15 @@ DEFAULT_COLLECTIONS = (
 )
 
 ENV_PREFIX = "TRAINGUARD_"
+"""Every capture setting has a variable: `TRAINGUARD_<FIELD>` (`env_name`). This module is the home of
+these names: the operator (`operator/build.py`) and local mode render them with `to_env`, the hook reads
+them back with `CaptureConfig.from_env`."""
+DISABLE_ENV = ENV_PREFIX + "DISABLE"
+"""The kill switch: `1`, `true` or `yes` makes the hook inert even with TRAINGUARD_OUT set."""
+_PLATFORM_ENV = {"rank": "RANK", "world_size": "WORLD_SIZE"}
+"""Settings also read from the launcher's variables (torchrun, the operator) when TRAINGUARD_<FIELD> is unset."""
+_NOT_FROM_ENV = frozenset({"store"})
+"""Settings with no TRAINGUARD_ variable: the store backend's are read from its own variables."""
 
 
 class CaptureConfig(BaseModel):
@@ -109,9 +121,17 @@ class CaptureConfig(BaseModel):
     )
     rank: int = Field(default=0, ge=0, description="This process's rank (RANK).")
     world_size: int = Field(default=1, ge=1, description="Number of ranks (WORLD_SIZE).")
-    s3_endpoint: str | None = Field(
-        default=None, description="S3 endpoint URL for MinIO/Ceph/SeaweedFS (AWS_ENDPOINT_URL)."
+    store: dict[str, str] = Field(
+        default_factory=dict,
+        description="Settings of the store backend of `out`, by the names it declares (s3: endpoint, region); "
+        "read from the backend's own variables (AWS_ENDPOINT_URL, AWS_REGION) or TRAINGUARD_S3_ENDPOINT.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, doc: Any) -> Any:
+        """Take a store setting given under an older name its backend declares (`s3_endpoint=`) into `store`."""
+        return backends.fold_older_names(doc, uri_key="out", into="store")
 
     @field_validator("collections", mode="before")
     @classmethod
@@ -126,23 +146,29 @@ class CaptureConfig(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> CaptureConfig | None:
-        """Build the config from `TRAINGUARD_*`, `RANK`, `WORLD_SIZE`; None when capture is off."""
+        """Build the config from `TRAINGUARD_*`, `RANK`, `WORLD_SIZE` and the store backend's own variables;
+        None when capture is off."""
         env = os.environ if environ is None else environ
-        if env.get(ENV_PREFIX + "DISABLE", "").lower() in ("1", "true", "yes"):
+        if env.get(DISABLE_ENV, "").lower() in ("1", "true", "yes"):
             return None
-        if not env.get(ENV_PREFIX + "OUT") and "out" not in overrides:
+        if not env.get(env_name("out")) and "out" not in overrides:
             return None
         values: dict[str, object] = {}
         for name in cls.model_fields:
-            raw = env.get(ENV_PREFIX + name.upper())
+            if name in _NOT_FROM_ENV:
+                continue
+            raw = env.get(env_name(name))
             if raw is not None and raw != "":
                 values[name] = raw
-        if "RANK" in env and "rank" not in values:
-            values["rank"] = env["RANK"]
-        if "WORLD_SIZE" in env and "world_size" not in values:
-            values["world_size"] = env["WORLD_SIZE"]
-        if env.get("AWS_ENDPOINT_URL") and "s3_endpoint" not in values:
-            values["s3_endpoint"] = env["AWS_ENDPOINT_URL"]
+        for name, variable in _PLATFORM_ENV.items():
+            if variable in env and name not in values:
+                values[name] = env[variable]
+        out = overrides.get("out", values.get("out"))
+        if isinstance(out, str):
+            try:
+                values["store"] = backends.for_uri(out).read_env(env, prefix=ENV_PREFIX)
+            except TrainGuardError:
+                pass  # the writer reports an unknown scheme when it opens the store
         values.update(overrides)
         try:
             return cls.model_validate(values)
@@ -156,9 +182,7 @@ class CaptureConfig(BaseModel):
 
     def open_writer(self, *, framework: str) -> writer.RankWriter:
         """Return the rank writer these settings describe (store, rank, flush and blocking limits)."""
-        options = (
-            {"endpoint_url": self.s3_endpoint} if self.s3_endpoint and self.out.startswith("s3://") else {}
-        )
+        options = backends.for_uri(self.out).options(self.store)
         return writer.RankWriter(
             backends.open_store(self.out, **options),
             rank=self.rank,
@@ -176,3 +200,29 @@ class CaptureConfig(BaseModel):
                 ),
             ),
         )
+
+
+def env_name(field: str) -> str:
+    """Return the variable of a capture setting: `TRAINGUARD_<FIELD>`; raise `KeyError` for an unknown field."""
+    if field not in CaptureConfig.model_fields or field in _NOT_FROM_ENV:
+        raise KeyError(
+            f"{field!r} is not a capture setting with a variable; known: {', '.join(CaptureConfig.model_fields)}"
+        )
+    return ENV_PREFIX + field.upper()
+
+
+def env_value(value: object) -> str:
+    """Return a setting's value as `from_env` reads it back: collections joined by commas, booleans lowercase."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(getattr(v, "value", v)) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(getattr(value, "value", value))
+
+
+def to_env(**settings: object) -> dict[str, str]:
+    """Return the `TRAINGUARD_*` variables that make `CaptureConfig.from_env` read `settings` back (None: unset).
+
+    `to_env(out="s3://b/run", run_id="r1", save_interval=5)` gives `{"TRAINGUARD_OUT": "s3://b/run",
+    "TRAINGUARD_RUN_ID": "r1", "TRAINGUARD_SAVE_INTERVAL": "5"}`."""
+    return {env_name(name): env_value(value) for name, value in settings.items() if value is not None}

@@ -1,7 +1,7 @@
 """Run a training command under TrainGuard: live rules, a stop on a `stop` verdict, a report at the end.
 
-CMD gets TRAINGUARD_OUT (default file://./trainguard-runs/<run-id>), TRAINGUARD_RUN_ID and
-TRAINGUARD_STOP_FILE. A stop writes the stop file first; a CMD that polls it (`hook.should_stop()`)
+CMD gets TRAINGUARD_OUT (default file://./trainguard-runs/<run-id>), TRAINGUARD_RUN_ID,
+TRAINGUARD_STOP_FILE and, with --save-interval, TRAINGUARD_SAVE_INTERVAL. A stop writes the stop file first; a CMD that polls it (`hook.should_stop()`)
 gets --grace seconds to save its work and exit, then SIGTERM, then SIGKILL after
 --grace-period-seconds. Exit status: CMD's own when it ends by itself (128+N when signal N ended it),
 3 when a rule stopped it, 4 when it exited 0 but nothing was checked (it wrote no TrainGuard data, or
@@ -53,6 +53,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument(
+        "--save-interval", type=int, metavar="N",
+        help="CMD's hook saves statistics every N training steps (sets TRAINGUARD_SAVE_INTERVAL; default: an "
+        "exported TRAINGUARD_SAVE_INTERVAL, else 10); a save_interval the script passes to its hook wins",
+    )  # fmt: skip
+    parser.add_argument(
         "--grace", type=float, default=30.0, metavar="S",
         help="after a stop verdict, how long a CMD that polls hook.should_stop() may take to save its work and "
         "exit before SIGTERM (default 30; 0: SIGTERM at once, with the stop file)",
@@ -93,6 +98,7 @@ def main(args: argparse.Namespace) -> int:
         cooperative_seconds=args.grace,
         strict=args.strict,
         progress=progress,
+        save_interval=args.save_interval,
     )
     if args.metrics_port is not None:
         import prometheus_client

@@ -91,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     from trainguard.sidecar.report_status import FULL_REPORT_RANKS, StatusReporter
     from trainguard.sidecar.server import MetricsServer
     from trainguard.sidecar.verdicts import Verdict
-    from trainguard.store.backends import open_store
+    from trainguard.store import backends
 
     cfg = sidecar_config.load_sidecar_config(args.config)
     ranks: list[int] | None = None
@@ -105,9 +105,7 @@ def main(args: argparse.Namespace) -> int:
                 f"{args.config}: no rank: set `rank` in the config, or RANK / JOB_COMPLETION_INDEX in the environment"
             )
         ranks = cfg.pod_ranks(index)
-    options: dict[str, Any] = (
-        {"endpoint_url": cfg.s3_endpoint} if cfg.s3_endpoint and cfg.run_uri.startswith("s3://") else {}
-    )
+    options = backends.for_uri(cfg.run_uri).options(cfg.store)
     registry = prometheus_client.CollectorRegistry()
     not_before = (
         pod_started_at(os.path.join(os.path.dirname(cfg.stop_file), POD_STARTED_FILE), time.time())
@@ -118,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
         cfg.run_uri,
         rules=cfg.rules or None,
         ranks=ranks,
-        store=open_store(cfg.run_uri, **options),
+        store=backends.open_store(cfg.run_uri, **options),
         checkpoint=cfg.checkpoint,
         stop_file=cfg.stop_file,
         not_before=not_before,

@@ -21,6 +21,7 @@ import yaml
 from trainguard.api import debugjob as api
 from trainguard.api.rules_config import RulesConfig
 from trainguard.api.sidecar_config import DebugJobRef, SidecarConfig
+from trainguard.capture import config as capture_config
 
 LABEL_DEBUGJOB = f"{api.GROUP}/debugjob"
 """Label on every child (and on the pods): the owning DebugJob's name."""
@@ -127,7 +128,7 @@ def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
         rank=None,
         ranks_per_pod=spec.nproc_per_node,
         world_size=spec.workers * spec.nproc_per_node,
-        s3_endpoint=spec.capture.endpoint,
+        store=spec.capture.store_settings(),
         rules=list(spec.rules),
         metrics_port=SIDECAR_PORT,
         stop_file=STOP_FILE,
@@ -235,26 +236,29 @@ def _rank_env(name: str) -> dict[str, Any]:
     }
 
 
-def _s3_env(spec: api.DebugJobSpec) -> list[dict[str, Any]]:
-    """Endpoint, region and credentials shared by the trainer and the sidecar; secrets stay references."""
+def _store_env(spec: api.DebugJobSpec) -> list[dict[str, Any]]:
+    """The variables the run's storage backend declares, shared by the trainer and the sidecar: its settings by
+    value (s3: `AWS_ENDPOINT_URL`, `AWS_REGION`), its credentials as references to the Secret (never copied)."""
     cap = spec.capture
-    env: list[dict[str, Any]] = []
-    if cap.endpoint:
-        env.append({"name": "AWS_ENDPOINT_URL", "value": cap.endpoint})
-    if cap.region:
-        env.append({"name": "AWS_REGION", "value": cap.region})
+    backend = cap.backend()
+    env: list[dict[str, Any]] = [
+        {"name": name, "value": value} for name, value in backend.env(cap.store_settings()).items()
+    ]
     if cap.secret_ref is not None:
         ref = cap.secret_ref
-        for var, key in (
-            ("AWS_ACCESS_KEY_ID", ref.access_key_id_key),
-            ("AWS_SECRET_ACCESS_KEY", ref.secret_access_key_key),
-        ):
-            env.append({"name": var, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": key}}})
+        for credential in backend.credentials:
+            env.append(
+                {
+                    "name": credential.env,
+                    "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key_of(credential)}},
+                }
+            )
     return env
 
 
 def trainer_env(spec: api.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
-    """Return the rendezvous (`MASTER_*`, `RANK`, `WORLD_SIZE`, `PET_*`) and `TRAINGUARD_*` variables."""
+    """Return the rendezvous (`MASTER_*`, `RANK`, `WORLD_SIZE`, `PET_*`), the hook's `TRAINGUARD_*` variables
+    (named by `capture.config.to_env`, which `CaptureConfig.from_env` reads back) and the store's."""
     names = Names.of(owner.name)
     master = f"{names.job}-0.{names.service}"
     env: list[dict[str, Any]] = [
@@ -268,16 +272,16 @@ def trainer_env(spec: api.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
         {"name": "PET_MASTER_ADDR", "value": master},
         {"name": "PET_MASTER_PORT", "value": str(spec.master_port)},
         {"name": "PYTHONUNBUFFERED", "value": "1"},
-        {"name": "TRAINGUARD_OUT", "value": run_uri(spec, owner)},
-        {"name": "TRAINGUARD_RUN_ID", "value": owner.uid},
-        {"name": "TRAINGUARD_SAVE_INTERVAL", "value": str(spec.capture.save_interval)},
-        {"name": "TRAINGUARD_STOP_FILE", "value": STOP_FILE},
     ]
-    if spec.capture.collections:
-        env.append(
-            {"name": "TRAINGUARD_COLLECTIONS", "value": ",".join(c.value for c in spec.capture.collections)}
-        )
-    return env + _s3_env(spec)
+    hook = capture_config.to_env(
+        out=run_uri(spec, owner),
+        run_id=owner.uid,
+        save_interval=spec.capture.save_interval,
+        stop_file=STOP_FILE,
+        collections=spec.capture.collections or None,
+    )
+    env += [{"name": name, "value": value} for name, value in hook.items()]
+    return env + _store_env(spec)
 
 
 def _merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -295,7 +299,7 @@ def build_sidecar_container(spec: api.DebugJobSpec, owner: Owner, *, default_ima
         "image": ev.image or default_image,
         "restartPolicy": "Always",
         "command": ["trainguard", "sidecar", "--config", f"{CONFIG_DIR}/{SIDECAR_CONFIG_KEY}"],
-        "env": [_rank_env("RANK"), {"name": "PYTHONUNBUFFERED", "value": "1"}, *_s3_env(spec)],
+        "env": [_rank_env("RANK"), {"name": "PYTHONUNBUFFERED", "value": "1"}, *_store_env(spec)],
         "ports": [{"name": SIDECAR_PORT_NAME, "containerPort": SIDECAR_PORT, "protocol": "TCP"}],
         # The trainer starts once the evaluator follows the run, so no early step goes unchecked.
         "startupProbe": {

@@ -75,22 +75,10 @@ def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:
 def open_run_store(
     uri: str, capture: api.CaptureSpec, *, credentials: Mapping[str, str] | None
 ) -> backends.Store:
-    """Open the run's store; for s3:// with `credentials` (access key id, secret key) from the DebugJob's Secret."""
-    if not uri.startswith("s3://"):
-        return backends.open_store(uri)
-    options: dict[str, Any] = {"endpoint_url": capture.endpoint, "region": capture.region}
+    """Open the run's store with the settings of `capture` and, when given, the `credentials` read from the
+    DebugJob's Secret (by the variable each credential's backend declares: `AWS_ACCESS_KEY_ID`, ...)."""
+    backend = capture.backend()
+    options: dict[str, Any] = backend.options(capture.store_settings())
     if credentials:
-        import boto3
-        from botocore.config import Config
-
-        options["client"] = boto3.session.Session().client(
-            "s3",
-            endpoint_url=capture.endpoint,
-            region_name=capture.region or "us-east-1",
-            aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
-            config=Config(
-                s3={"addressing_style": "path"} if capture.endpoint else {}, retries={"total_max_attempts": 1}
-            ),
-        )
+        options.update({c.option: credentials[c.env] for c in backend.credentials if c.env in credentials})
     return backends.open_store(uri, **options)

@@ -16,6 +16,15 @@ import threading
 from pathlib import Path
 
 from trainguard.store import errors
+from trainguard.store.backends import declaration
+
+BACKEND = declaration.Backend(
+    scheme="file",
+    store_class="trainguard.store.backends.local.FileStore",
+    uri_pattern=r"file:///.+",
+    uri_example="file:///path",
+)
+"""`file://` needs no settings and no credentials: the directory must be reachable from every pod."""
 
 _TMP = ".tmp-"
 

@@ -19,8 +19,49 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from trainguard.store import errors
+from trainguard.store.backends import declaration
 
 log = logging.getLogger(__name__)
+
+BACKEND = declaration.Backend(
+    scheme="s3",
+    store_class="trainguard.store.backends.s3.S3Store",
+    uri_pattern=r"s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?",
+    uri_example="s3://bucket/prefix",
+    install_hint="pip install 'trainguard[s3]'",
+    settings=(
+        declaration.Setting(
+            name="endpoint",
+            env="AWS_ENDPOINT_URL",
+            option="endpoint_url",
+            description="S3 endpoint URL for MinIO, Ceph or SeaweedFS (AWS_ENDPOINT_URL); empty means AWS S3.",
+            aliases=("s3_endpoint",),
+        ),
+        declaration.Setting(
+            name="region",
+            env="AWS_REGION",
+            option="region",
+            description="S3 region (AWS_REGION); empty leaves boto3's default.",
+        ),
+    ),
+    credentials=(
+        declaration.Credential(
+            name="access_key_id",
+            env="AWS_ACCESS_KEY_ID",
+            option="access_key_id",
+            description="Key of the access key id in the Secret (boto3's variable name).",
+        ),
+        declaration.Credential(
+            name="secret_access_key",
+            env="AWS_SECRET_ACCESS_KEY",
+            option="secret_access_key",
+            description="Key of the secret access key in the Secret.",
+        ),
+    ),
+    credentials_description="an access key id and a secret access key; without a Secret, boto3's chain "
+    "(the pod's service account identity: IRSA, workload identity)",
+)
+"""What the `s3://` backend needs in a pod: endpoint and region as plain variables, the key pair from a Secret."""
 
 T = TypeVar("T")
 
@@ -62,7 +103,7 @@ ACCESS_DENIED_CODES = frozenset(
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "HTTP 404"})
 
 _CREDENTIALS_HINT = (
-    "check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE / the pod's service account) "
+    f"check {' and '.join(c.env for c in BACKEND.credentials)} (or AWS_PROFILE / the pod's service account) "
     "and that they are valid for this endpoint and bucket"
 )
 
@@ -111,7 +152,7 @@ def _botocore_session() -> Any:
 
 def endpoint_from_env() -> str | None:
     """Return the S3 endpoint set in the environment (`AWS_ENDPOINT_URL_S3`, then `AWS_ENDPOINT_URL`)."""
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or BACKEND.read_env(os.environ).get("endpoint") or None
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:

@@ -1,0 +1,82 @@
+"""How each rank of a supervised run ended: the END.json documents the supervisor completes.
+
+Called by `supervise.Supervisor` once CMD has exited. A rank without an END.json (killed by the stop
+or a signal, or crashed before its hook closed) gets one written by the supervisor; a rank whose hook
+wrote one gets CMD's exit status added. Only this run's ranks are touched: what an earlier run left
+on the same `--out` is recognised by its attempt (its start time) and left alone. The documents and
+keys are `trainguard.store.run_format`'s.
+"""
+
+from __future__ import annotations
+
+import time
+
+from trainguard.local.outcome import exit_status
+from trainguard.local.process import signal_name
+from trainguard.sidecar.evaluator import Evaluator
+from trainguard.store import errors as store_errors
+from trainguard.store import run_format
+from trainguard.store.runs import list_ranks, read_run_info
+from trainguard.store.source import load_json_doc
+
+
+def close_ranks(
+    ev: Evaluator, returncode: int, *, started_at: float, stopped_by: str | None
+) -> dict[int, run_format.EndInfo]:
+    """Give every rank of CMD's run an END.json that says how it ended, and return them by rank.
+
+    `started_at` is the Unix time just before CMD started; `stopped_by` the rule that stopped CMD, if one
+    did. A rank without an END gets `stopped`, `crashed` or `ok` by how CMD ended; a rank whose hook wrote
+    one gets CMD's exit status added (and `error` instead of `ok` when CMD failed). So `evaluate --follow`
+    and readers see every rank end, and `inspect` and the report say how."""
+    store = ev.store
+    stopped = stopped_by is not None
+    ours = run_format.attempt_id(started_at)
+    # this run's ranks: those it wrote segments for, and every rank of its run.json (a rank that died
+    # before its first segment); not the ranks an earlier run left on the same --out
+    attempts = {r: ev.attempt_of(r) for r in list_ranks(store)}
+    ranks = {r for r, a in attempts.items() if a is not None and a >= ours}
+    try:
+        info = read_run_info(store)
+    except store_errors.StoreError:  # unreadable: the ranks with segments are all there is to go on
+        info = None
+    if info is not None and info.start_time >= started_at:
+        ranks |= set(range(info.world_size))
+    code = exit_status(returncode)
+    sig = signal_name(returncode)
+    out: dict[int, run_format.EndInfo] = {}
+    for rank in sorted(ranks):
+        key = run_format.end_key(rank)
+        try:
+            end = load_json_doc(store, key, run_format.EndInfo)
+        except store_errors.NotFound:
+            end = None
+        except store_errors.FormatError:
+            end = None  # a damaged END is replaced: the supervisor knows how the rank ended
+        if isinstance(end, run_format.EndInfo) and end.attempt is not None and end.attempt < ours:
+            end = None  # an earlier run's: this run's rank ended without one
+        if end is None:
+            status = "stopped" if stopped else ("ok" if code == 0 else "crashed")
+            reason = (
+                f"the command was stopped by rule {stopped_by}"
+                if stopped
+                else f"the command ended (exit status {code}) before the rank's hook closed"
+            )
+            new = run_format.EndInfo(
+                status=status, last_step=ev.rank_progress(rank)[0], wall_time=time.time(),
+                written_by="supervisor", errors=[reason], exit_code=code, signal=sig,
+                # this run's attempt: a later run on the same --out sees it as stale, not as its own end
+                attempt=ev.attempt_of(rank) or ours,
+            )  # fmt: skip
+        else:
+            assert isinstance(end, run_format.EndInfo)
+            if end.exit_code is not None:
+                out[rank] = end
+                continue
+            failed = code != 0 and not stopped
+            new = end.model_copy(
+                update={"exit_code": code, "signal": sig, "status": "error" if failed and end.status == "ok" else end.status}
+            )  # fmt: skip
+        store.put(key, new.model_dump_json().encode())
+        out[rank] = new
+    return out

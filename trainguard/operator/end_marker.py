@@ -4,7 +4,7 @@ Called by the DebugJob handler when the DebugJob enters a terminal phase. Follow
 readers then know the run is over instead of waiting for an idle timeout. A rank's END written
 by the hook is never overwritten, unless it closes an earlier attempt of a rank that was
 restarted since (a retried pod that died without writing its own). Opening the store with the
-DebugJob's S3 credentials is here; the key names and the document come from
+DebugJob's store credentials is here; the key names and the document come from
 `trainguard.store.run_format`.
 """
 

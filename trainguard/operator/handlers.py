@@ -473,15 +473,11 @@ def _write_end_markers(
     try:
         credentials = None
         ref = dj.spec.capture.secret_ref
-        if ref is not None and uri.startswith("s3://"):
+        if ref is not None:  # each credential the URI's backend declares, read from its key of the Secret
             credentials = {
-                "AWS_ACCESS_KEY_ID": state.kube.secret_value(
-                    owner.namespace, ref.name, ref.access_key_id_key
-                ),
-                "AWS_SECRET_ACCESS_KEY": state.kube.secret_value(
-                    owner.namespace, ref.name, ref.secret_access_key_key
-                ),
-            }
+                c.env: state.kube.secret_value(owner.namespace, ref.name, ref.key_of(c))
+                for c in dj.spec.capture.backend().credentials
+            } or None
         store = end_marker.open_run_store(uri, dj.spec.capture, credentials=credentials)
         ranks = end_marker.write_missing(
             store,

@@ -31,15 +31,19 @@ def _start(rank: int, world: int, rendezvous: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world)
 
 
-def fsdp2(rank: int, world: int, rendezvous: str, runs: list[tuple[str, str, bool, int]]) -> None:
-    """Train an FSDP2 MLP once per (out, truth, native_stats, nan_step) of `runs` (one start-up for all)."""
+def train(
+    rank: int, world: int, rendezvous: str, runs: list[tuple[str, str, bool, int]], ddp_out: str
+) -> None:
+    """Train an FSDP2 MLP once per (out, truth, native_stats, nan_step) of `runs`, then a DDP one into `ddp_out`:
+    one start-up (processes, torch, gloo) for all of them."""
     _start(rank, world, rendezvous)
     for out, truth, native, nan_step in runs:
-        _fsdp2_run(rank, world, out, truth, native, nan_step)
+        _fsdp2(rank, world, out, truth, native, nan_step)
+    _ddp(rank, world, ddp_out)
     dist.destroy_process_group()
 
 
-def _fsdp2_run(rank: int, world: int, out: str, truth: str, native: bool, nan_step: int) -> None:
+def _fsdp2(rank: int, world: int, out: str, truth: str, native: bool, nan_step: int) -> None:
     """At `nan_step` (if >= 0) rank 1 puts a NaN into its shard of `0.weight`'s gradient."""
     from torch.distributed.fsdp import fully_shard
 
@@ -73,9 +77,8 @@ def _fsdp2_run(rank: int, world: int, out: str, truth: str, native: bool, nan_st
         raise AssertionError(f"rank {rank}: {hook.errors}")
 
 
-def ddp(rank: int, world: int, rendezvous: str, out: str) -> None:
+def _ddp(rank: int, world: int, out: str) -> None:
     """Train a DDP MLP with the DDP wrapper registered."""
-    _start(rank, world, rendezvous)
     model = nn.parallel.DistributedDataParallel(_model())
     hook = tg.Hook(out, rank=rank, world_size=world, save_interval=1, stats_worker=False)
     hook.register_module(model)
@@ -90,4 +93,3 @@ def ddp(rank: int, world: int, rendezvous: str, out: str) -> None:
     hook.close()
     if hook.errors:
         raise AssertionError(f"rank {rank}: {hook.errors}")
-    dist.destroy_process_group()

@@ -35,8 +35,9 @@ def _spawn(fn: object, *args: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def fsdp2_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One 2-rank start-up trains three FSDP2 runs: with the C kernel, with torch ops, and with a NaN."""
+def distributed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One 2-rank start-up trains three FSDP2 runs (with the C kernel, with torch ops, and with a NaN) and a
+    DDP one."""
     root = tmp_path_factory.mktemp("fsdp2")
     runs = []
     for name, native_stats, nan_step in (
@@ -46,15 +47,15 @@ def fsdp2_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         (root / name / "truth").mkdir(parents=True)
         runs.append((str(root / name / "run"), str(root / name / "truth"), native_stats, nan_step))
-    _spawn(sharded_loop.fsdp2, 2, str(root / "rdv"), runs)
+    _spawn(sharded_loop.train, 2, str(root / "rdv"), runs, str(root / "ddp"))
     return root
 
 
 @pytest.mark.parametrize("native_stats", [True, False], ids=["kernel", "torch"])
-def test_fsdp2_merged_statistics_are_the_full_tensors(fsdp2_runs: Path, native_stats: bool) -> None:
+def test_fsdp2_merged_statistics_are_the_full_tensors(distributed_runs: Path, native_stats: bool) -> None:
     if native_stats and not native.AVAILABLE:
         pytest.skip("the C kernel is not built")
-    out = fsdp2_runs / ("kernel" if native_stats else "torch") / "run"
+    out = distributed_runs / ("kernel" if native_stats else "torch") / "run"
     truth = out.parent / "truth"
     run = trainguard.open_run(str(out))
     assert run.ranks == [0, 1]
@@ -79,8 +80,10 @@ def test_fsdp2_merged_statistics_are_the_full_tensors(fsdp2_runs: Path, native_s
     )
 
 
-def test_a_nan_in_one_ranks_shard_shows_in_the_merged_series_and_fires_the_rules(fsdp2_runs: Path) -> None:
-    out = fsdp2_runs / "nan" / "run"
+def test_a_nan_in_one_ranks_shard_shows_in_the_merged_series_and_fires_the_rules(
+    distributed_runs: Path,
+) -> None:
+    out = distributed_runs / "nan" / "run"
     run = trainguard.open_run(str(out))
     # the NaN is put in at the last step (from there on it spreads through every gradient)
     assert run.series("grad/0.weight", "nan").values.tolist() == [0.0, 0.0, 1.0]
@@ -92,10 +95,8 @@ def test_a_nan_in_one_ranks_shard_shows_in_the_merged_series_and_fires_the_rules
     )
 
 
-def test_ddp_registers_trains_and_is_named_as_the_bare_model(tmp_path) -> None:
-    out = tmp_path / "run"
-    _spawn(sharded_loop.ddp, 2, str(tmp_path / "rdv"), str(out))
-
+def test_ddp_registers_trains_and_is_named_as_the_bare_model(distributed_runs: Path) -> None:
+    out = distributed_runs / "ddp"
     run = trainguard.open_run(str(out))
     for rank in (0, 1):
         names = {t.name for t in run.tensors("weights", rank=rank)}
@@ -132,3 +133,6 @@ def test_a_compiled_module_registers_and_trains(tmp_path) -> None:
     got = run.series("0.weight", "l2")
     assert got.steps.tolist() == [0, 1, 2]
     assert got.values[-1] == pytest.approx(float(model[0].weight.detach().norm()), rel=1e-5)
+    assert {t.name for t in run.tensors("activations")} == {
+        "act/1"
+    }  # its hook ran inside the compiled module

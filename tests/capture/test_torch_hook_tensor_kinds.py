@@ -146,6 +146,10 @@ def test_the_kernel_reads_only_plain_dense_float32_cpu_tensors_inside_their_stor
     assert not native.usable(torch.empty(4, device="meta"))
     assert not native.usable(base.to_sparse())
     assert not native.usable(torch._neg_view(base))  # the memory holds -x
+    freed = torch.randn(8)
+    freed.untyped_storage().resize_(0)  # as FSDP frees an unsharded parameter's storage
+    assert not native.usable(freed)
+    assert _kinds.unreadable(freed) is not None and "storage" in _kinds.unreadable(freed)  # type: ignore[operator]
 
 
 @pytest.mark.skipif(not native.AVAILABLE, reason="the C kernel is not built")

@@ -82,7 +82,17 @@ def unreadable(t: torch.Tensor) -> str | None:
         )
     if not t.is_floating_point():
         return f"{str(t.dtype).removeprefix('torch.')} is not a floating-point dtype"
+    if not in_storage(t):
+        return "its storage is smaller than its elements need (freed, as FSDP frees unsharded parameters)"
     return None
+
+
+def in_storage(t: torch.Tensor) -> bool:
+    """Whether a strided tensor's storage holds every element its sizes, strides and offset reach."""
+    if t.numel() == 0:
+        return True
+    last = t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
 
 
 def clean_name(name: str) -> str:

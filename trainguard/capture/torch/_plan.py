@@ -166,7 +166,7 @@ class CapturePlan:
         root = _unwrapped(module)
         modules: dict[str, nn.Module] = {}
         for raw, m in root.named_modules():
-            modules.setdefault(_kinds.clean_name(raw), m)
+            modules[_kinds.clean_name(raw)] = m  # a wrapped module (after its wrapper) takes the bare name
         self.small_params = self.native_plan = None
         for raw, p in root.named_parameters():
             name = _kinds.clean_name(raw)

@@ -76,7 +76,7 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
         if " " in line.strip()
     }
     assert rows["run"] == run_uri
-    assert rows["format"].startswith("trainguard (format 2.1, framework numpy")
+    assert rows["format"].startswith("trainguard (format 2.2, framework numpy")
     assert rows["ranks"] == "0"
     assert rows["steps"] == "5 saved (first 0, last 8)"
     assert rows["last"] == "step    9"

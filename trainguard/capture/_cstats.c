@@ -321,6 +321,19 @@ static int writable(Py_buffer *buf, Py_ssize_t floats, const char *what)
     return 1;
 }
 
+/* The kernel cannot know what lies at an address; Python checked that (`native.usable`: a dense,
+ * contiguous float32 CPU tensor whose storage holds every element read). Here only what an address
+ * and a count can show is checked again, so a bad spec raises instead of reading: a null or
+ * misaligned address, or a count whose bytes overflow. */
+static int address_ok(uint64_t at, int64_t n, const char *what)
+{
+    if (at == 0 || at % sizeof(float) != 0 || n < 1 || (uint64_t)n > (UINT64_MAX - at) / sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "%s: not the address of %lld float32 values", what, (long long)n);
+        return 0;
+    }
+    return 1;
+}
+
 PyDoc_STRVAR(reduce_doc,
 "reduce(x, n, out, row, prev, first, fresh, hist, hist_offset, moved)\n--\n\n"
 "Statistic columns of the n > 0 float32 values at address x into row `row` of out (float32[R, 12],\n"
@@ -354,6 +367,8 @@ static PyObject *cstats_reduce(PyObject *self, PyObject *args)
         goto done;
     }
     if (row < 0 || !writable(&out, (row + 1) * N_COLUMNS, "out") || (have_hist && !writable(&hist, HIST_BINS, "hist")))
+        goto done;
+    if (!address_ok(xa, n, "x") || (pa && !address_ok(pa, n, "prev")) || (fa && !address_ok(fa, n, "first")))
         goto done;
     if (have_moved && (units < 1 || n % units != 0 || !pa)) {
         PyErr_SetString(PyExc_ValueError, "moved needs a tracked tensor whose size divides into its units");
@@ -419,7 +434,10 @@ static PyObject *cstats_reduce_many(PyObject *self, PyObject *args)
         if (sp[5 * i + 1] < 1 || (sp[5 * i + 2] == 0) != (sp[5 * i + 3] == 0)) {
             PyErr_SetString(PyExc_ValueError, "each tensor needs n > 0, and both saved copies or neither");
             goto done;
-        }
+        } else if (!address_ok((uint64_t)sp[5 * i], sp[5 * i + 1], "x") ||
+                   (sp[5 * i + 2] && (!address_ok((uint64_t)sp[5 * i + 2], sp[5 * i + 1], "prev") ||
+                                      !address_ok((uint64_t)sp[5 * i + 3], sp[5 * i + 1], "first"))))
+            goto done;
     float *o = (float *)out.buf + row * N_COLUMNS;
     Py_ssize_t bad = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -457,7 +475,7 @@ static PyObject *cstats_units(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "units needs samples, units and rest >= 1 and a mode of 0, 1 or 2");
         goto done;
     }
-    if (!writable(&out, units, "out"))
+    if (!writable(&out, units, "out") || !address_ok(xa, samples * units * rest, "x"))
         goto done;
     const float *x = (const float *)(uintptr_t)xa;
     float *o = (float *)out.buf;

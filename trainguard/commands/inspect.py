@@ -2,7 +2,8 @@
 
 Opens the run with `open_run` (TrainGuard, smdebug or TensorBoard format, on file:// or s3://)
 and prints, per rank: saved steps (count, first, last), the last step seen, collections with
-their tensor counts, tensors, scalars by mode, whether the rank ended, and the problems met
+their tensor counts, tensors, the tensors held in part (shards) and those not read with the reason,
+scalars by mode, whether the rank ended, and the problems met
 while reading (damaged segments are reported and skipped). Exit status: 0 when the run reads
 cleanly, 1 when it reads with problems, 2 when it cannot be read at all (one line on stderr).
 """
@@ -51,6 +52,15 @@ class RankSummary(BaseModel):
     last_step: int | None = Field(description="Last step with anything recorded, scalars included.")
     collections: dict[str, int] = Field(description="Tensor count per collection (scalars not counted).")
     tensors: list[str] = Field(description="Tensor names, sorted.")
+    skipped: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tensors the hook did not read (a kind it cannot read: sparse, quantized, complex, meta, ...), "
+        "each with the reason.",
+    )
+    sharded: int = Field(
+        default=0,
+        description="Tensors this rank holds a part of (FSDP2, tensor parallelism); readers merge them.",
+    )
     scalars: dict[str, list[str]] = Field(description="Scalar names by mode (train, eval, ...).")
     ended: EndSummary | None = Field(description="The rank's end marker; None while it is still writing.")
     attempts: list[str] = Field(
@@ -116,6 +126,8 @@ def summarize(run: object) -> RunSummary:
                 last_step=run.last_step(rank=rank),
                 collections=dict(sorted(collections.items())),
                 tensors=sorted(t.name for t in catalogue if not t.is_scalar),
+                skipped=dict(sorted(run.skipped(rank=rank).items())),
+                sharded=sum(1 for t in catalogue if t.shard is not None and t.shard.of > 1),
                 scalars={
                     mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))
                 },
@@ -198,6 +210,16 @@ def render_text(summary: RunSummary) -> str:
         more = len(r.tensors) - len(shown)
         tensors = ", ".join(shown) + (f" ... and {more} more (--json lists all)" if more else "")
         lines.append(row("tensors", tensors or "none", "  "))
+        if r.sharded:
+            lines.append(
+                row("sharded", f"{r.sharded} tensors held in part (series merge every rank's part)", "  ")
+            )
+        for name, why in list(r.skipped.items())[:TEXT_TENSOR_LIMIT]:
+            lines.append(row("not read", f"{name}: {why}", "  "))
+        if len(r.skipped) > TEXT_TENSOR_LIMIT:
+            lines.append(
+                row("not read", f"... and {len(r.skipped) - TEXT_TENSOR_LIMIT} more (--json lists all)", "  ")
+            )
         scalars = "; ".join(f"{mode}: {', '.join(names)}" for mode, names in r.scalars.items())
         lines.append(row("scalars", scalars or "none", "  "))
     problems = summary.problems

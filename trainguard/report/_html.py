@@ -247,6 +247,17 @@ def render(
         facts.append(
             ("unreadable", html.escape(f"{len(run.problems)} objects skipped; first: {run.problems[0]}"))
         )
+    sharded = sum(1 for t in run.tensors(rank=rank) if t.shard is not None and t.shard.of > 1)
+    if sharded:
+        facts.append(
+            ("sharded", f"{sharded} tensors held in parts by the ranks: plotted merged (the full tensors)")
+        )
+    skipped = run.skipped(rank=rank)
+    if skipped:
+        facts.append((
+            "not read",
+            "<br>".join(f"<code>{html.escape(n)}</code>: {html.escape(why)}" for n, why in sorted(skipped.items())),
+        ))  # fmt: skip
     if outcome and outcome.get("command"):
         facts.append(("command", f"<code>{html.escape(' '.join(map(str, outcome['command'])))}</code>"))
     plots = collect_plots(run, rank=rank)

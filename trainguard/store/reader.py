@@ -8,6 +8,8 @@ is left to `follow.py`.
 A rank written by several attempts (restarted on the same URI) reads as its attempts one after
 the other: series hold every attempt's steps in write order (steps start again where an attempt
 restarted from an earlier step), each segment resolved with its own attempt's catalogue.
+A tensor sharded over ranks (FSDP2, tensor parallelism: each rank wrote its part) reads as the
+full tensor, its parts merged by `shards`; a rank's own rows stay readable (`merge=False`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trainguard.store import errors, run_format
+from trainguard.store import errors, run_format, shards
 from trainguard.store.backends import Store
 from trainguard.store.follow import Follower
 from trainguard.store.source import Source, load_catalogue
@@ -75,6 +77,8 @@ class Run:
         self.problems: list[str] = []
         self.attempt: str | None = None
         """The one writer attempt this run shows (`at_attempt`), or None for all of them."""
+        self._merged: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        """Merged rows of sharded tensors, by name (`merged`), made once per opened run."""
         self._whole: Run | None = None
         """For a view made by `at_attempt`: the run it reads its segments from."""
 
@@ -168,22 +172,60 @@ class Run:
         shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
         raise errors.NotFound(f"run {self.uri} rank {rank} has no {what}; available: {shown or 'none'}")
 
-    def series(self, name: str, stat: str, *, rank: int = 0) -> Series:
-        """Return one statistic column of one tensor over all saved steps (absent steps are skipped)."""
+    def series(self, name: str, stat: str, *, rank: int = 0, merge: bool = True) -> Series:
+        """Return one statistic column of one tensor over all saved steps (absent steps are skipped).
+
+        A tensor sharded over ranks (its catalogue entry on `rank` has a `shard` of several parts) reads as
+        the full tensor's statistics, merged from every rank's part (`shards.merge`: a step appears once all
+        its parts are there); `merge=False` gives `rank`'s own rows, of its part only."""
         if stat not in run_format.COLUMN:
             raise KeyError(f"unknown statistic {stat!r}; columns are: {', '.join(run_format.STAT_COLUMNS)}")
-        ids = self._find(name, rank, scalar=False)
         col = run_format.COLUMN[stat]
+        if merge and self.format == "trainguard":
+            merged = self.merged(name, rank=rank)
+            if merged is not None:
+                return Series(merged[0], merged[1][:, col])
+        steps, rows = self._rows(name, rank, [col])
+        return Series(steps, rows[:, 0])
+
+    def merged(self, name: str, *, rank: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+        """The full tensor's steps and statistic rows float64[S, K] merged from its shards on every rank, or None
+        when `rank`'s catalogue has `name` as a whole tensor (not sharded). Raises NotFound if it has no `name`."""
+        self._find(name, rank, scalar=False)
+        if not any(
+            t.shard is not None for t in self.tensors(rank=rank) if t.name == name and not t.is_scalar
+        ):
+            return None
+        if name not in self._merged:
+            entries = [
+                (r, t) for r in self.ranks for t in self.tensors(rank=r) if t.name == name and not t.is_scalar
+            ]
+            found = shards.parts(entries)
+            if found is None:
+                return None
+            ranks, size = found
+            every = list(range(len(run_format.STAT_COLUMNS)))
+            read = [self._rows(name, r, every) for r in ranks]
+            self._merged[name] = shards.merge([s for s, _ in read], [v for _, v in read], size)
+        return self._merged[name]
+
+    def _rows(self, name: str, rank: int, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Steps and columns `cols` (float64[n, len(cols)]) of one tensor's rows on one rank."""
+        ids = self._find(name, rank, scalar=False)
         steps: list[np.ndarray] = []
         values: list[np.ndarray] = []
         for seg in self._load(rank).segments:
             where = np.nonzero(seg.tensor_ids == ids.get(seg.attempt, -1))[0]
             if where.size:
                 steps.append(seg.steps)
-                values.append(seg.stats[:, where[0], col].astype(np.float64))
+                values.append(seg.stats[:, where[0]][:, cols].astype(np.float64))
         if not steps:
-            return Series(np.zeros(0, np.int64), np.zeros(0))
-        return Series(np.concatenate(steps), np.concatenate(values))
+            return np.zeros(0, np.int64), np.zeros((0, len(cols)))
+        return np.concatenate(steps), np.concatenate(values)
+
+    def skipped(self, *, rank: int = 0) -> dict[str, str]:
+        """The tensors the hook did not read on `rank`, each with the reason (catalogue `skipped`)."""
+        return {t.name: t.skipped for t in self.tensors(rank=rank) if t.skipped is not None}
 
     def scalars(self, name: str, *, mode: str = "train", rank: int = 0) -> Series:
         """Return a scalar's recorded values in one mode."""

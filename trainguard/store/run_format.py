@@ -42,9 +42,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.1"
+FORMAT_VERSION = "2.2"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
-2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`."""
+2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`; 2.2 the optional
+catalogue fields `shard` and `skipped` (`TensorInfo`)."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""
 
@@ -178,6 +179,30 @@ class _Doc(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class ShardInfo(_Doc):
+    """Which part of a full tensor one rank's rows describe (format 2.2; a tensor without it is whole)."""
+
+    global_shape: list[int] = Field(description="Shape of the full tensor.")
+    local_shape: list[int] = Field(description="Shape of the part this rank holds and reads.")
+    offset: list[int] | None = Field(
+        default=None, description="Where the part starts in the full tensor, per dim (None: unknown)."
+    )
+    placements: list[str] = Field(
+        default_factory=list,
+        description="How the tensor is laid over the device mesh: `Shard(dim=0)`, `Replicate()`.",
+    )
+    index: int = Field(default=0, description="Which of the `of` disjoint parts this is.")
+    of: int = Field(
+        default=1,
+        description="How many disjoint parts make up the full tensor (0: this rank holds none of it).",
+    )
+    replica: int = Field(
+        default=0,
+        description="Copies of one part on several ranks (Replicate placements) are numbered; the merge reads "
+        "copy 0 only.",
+    )
+
+
 class TensorInfo(_Doc):
     """One entry of the tensor catalogue: a captured tensor or a recorded scalar."""
 
@@ -197,6 +222,16 @@ class TensorInfo(_Doc):
     order: int | None = Field(default=None, description="Forward execution order of the owning module.")
     mode: str | None = Field(default=None, description="For scalars: train or eval.")
     units: int | None = Field(default=None, description="Number of units (channels) for per-unit vectors.")
+    shard: ShardInfo | None = Field(
+        default=None,
+        description="This rank holds a part of the tensor (a DTensor shard: FSDP2, tensor parallelism): its rows "
+        "describe that part, `shape` is the full tensor's; readers merge the ranks' parts (format 2.2).",
+    )
+    skipped: str | None = Field(
+        default=None,
+        description="Why the hook does not read this tensor (a kind it cannot read: sparse, quantized, complex, "
+        "meta, a tensor subclass, ...); it has no rows (format 2.2).",
+    )
 
     @property
     def is_scalar(self) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
@@ -43,18 +44,21 @@ class ForwardHooks:
         self.order_handles: list[RemovableHandle] = []
         """Forward pre-hooks that number the modules in the first training forward, then go (`finish_order`)."""
         self.armed = False
+        self.compiled = False
+        """A registered module is `torch.compile`d: hooks inside it run eagerly (`_eager`), not traced."""
 
     def add(self, module: nn.Module, modules: dict[str, nn.Module]) -> None:
         """Watch a registered module's forward; number its submodules that own captured tensors in the first
         training forward (`modules`: its named modules)."""
         self.roots.append(module)
+        self.compiled |= hasattr(module, "_orig_mod")  # torch.compile's OptimizedModule
         self.watch(False)
         self.watch(True)  # the new module too; the next optimizer step drops what is not needed
         order = self.plan.module_order
         owners = {p.module for p in self.plan.params} | {a.name for a in self.plan.activations}
         for name, m in modules.items():
             if name in owners and name not in order:
-                self.order_handles.append(m.register_forward_pre_hook(self._note_order(name)))
+                self.order_handles.append(m.register_forward_pre_hook(self._eager(self._note_order(name))))
 
     def arm(self, on: bool, *, force: bool = False) -> None:
         """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
@@ -63,7 +67,7 @@ class ForwardHooks:
         self.armed = on
         for act in self.plan.activations:
             if on and act.handle is None:
-                act.handle = act.module.register_forward_hook(self._on_activation(act))
+                act.handle = act.module.register_forward_hook(self._eager(self._on_activation(act)))
             elif not on and act.handle is not None:
                 act.handle.remove()
                 act.handle = None
@@ -93,6 +97,13 @@ class ForwardHooks:
         self.order_handles = []
         self.watch(False)
         self.arm(False, force=True)
+
+    def _eager(self, hook: Callable[..., None]) -> Callable[..., None]:
+        """`hook` as dynamo must call it inside a compiled module: run eagerly at a graph break, never traced
+        (tracing the hook's bookkeeping would fail or bake it into the graph); unchanged otherwise."""
+        if not self.compiled:
+            return hook
+        return torch.compiler.disable(hook)  # type: ignore[no-untyped-call,no-any-return]
 
     def _note_order(self, name: str) -> ForwardPreHook:
         order = self.plan.module_order

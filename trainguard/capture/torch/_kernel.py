@@ -44,8 +44,8 @@ class KernelPath:
         grads: list[torch.Tensor] = []
         spec: list[int] = []
         for p in self.plan.grad_params:
-            grad = p.param.grad
-            if grad is None:
+            grad = p.grad
+            if grad is None or p.grad_skipped or not grad.numel():  # none, not read, or an empty shard here
                 continue
             tid = p.grad_tid
             row = None if tid is None or grad.is_sparse else native.plain_row(grad)
@@ -92,7 +92,7 @@ class KernelPath:
         if plan.spec is None:
             track = self.plan.config.track_updates
             for p in plan.params:
-                if p.history is None and track and p.param.requires_grad:
+                if p.history is None and track and p.trainable:
                     p.history = device_stats.new_history(p.param)
             plan.spec = []
             for p in plan.params:

@@ -93,23 +93,15 @@ class PackedPath:
                 units=units,
             )
         for p in plan.grad_params:
-            grad = p.param.grad
-            if grad is None or grad.is_sparse:
+            got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
+            if got is None:
                 continue
-            if p.grad_tid is None:
-                p.grad_tid = self._writer.define(
-                    f"grad/{p.name}",
-                    collection="gradients",
-                    shape=list(grad.shape),
-                    dtype=str(grad.dtype).removeprefix("torch."),
-                    module=p.module or None,
-                    order=plan.module_order.get(p.module),
-                )
+            tid, grad = got
             if not plan.packs(grad):
-                saved.reduce_now(p.grad_tid, grad, tier1)
+                saved.reduce_now(tid, grad, tier1)
                 continue
             g = self._group(groups, grad.device)
-            g.ids.append(p.grad_tid)
+            g.ids.append(tid)
             g.numels.append(grad.numel())
             g.tensors.append(grad)
         saved.read_batch()
@@ -141,7 +133,7 @@ class PackedPath:
             g.tensors = []
         for p in plan.large_params:
             assert p.tid is not None  # only captured parameters are planned
-            if p.history is None and plan.config.track_updates and p.param.requires_grad:
+            if p.history is None and plan.config.track_updates and p.trainable:
                 p.history = device_stats.new_history(p.param)
             saved.reduce_now(p.tid, p.param, tier1, p.history)
         saved.read_batch()

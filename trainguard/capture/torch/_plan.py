@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch import device_stats, native
+from trainguard.capture.torch import _kinds, device_stats, native
 from trainguard.store import writer
 
 log = logging.getLogger(__name__)
@@ -57,14 +57,36 @@ DEFAULT_PACK_MAX_NUMEL = 1 << 20
 @dataclass
 class Param:
     name: str
-    param: nn.Parameter
+    source: torch.Tensor
+    """The registered parameter (a DTensor under FSDP2: `param` is what this rank holds of it)."""
     module: str
     tid: int | None
-    """Catalogue id of the weight/bias itself, None when its collection is not captured."""
+    """Catalogue id of the weight/bias itself, None when it is not read (its collection is not captured, or
+    its kind is not read: the catalogue entry then says why)."""
     want_grad: bool
     grad_tid: int | None = None
+    grad_skipped: bool = False
+    """The gradient is of a kind the hook does not read (its catalogue entry says why)."""
     history: device_stats._History | None = None
     """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
+    sharded: bool = False
+    """`source` is a DTensor: every read goes through its local shard (`_kinds.local`)."""
+
+    @property
+    def param(self) -> torch.Tensor:
+        """The tensor this rank holds and reads (looked up each time: FSDP2 may give the shard new storage)."""
+        return _kinds.local(self.source) if self.sharded else self.source
+
+    @property
+    def trainable(self) -> bool:
+        """Whether the optimizer updates it (a DTensor's local shard does not require grad itself)."""
+        return self.source.requires_grad
+
+    @property
+    def grad(self) -> torch.Tensor | None:
+        """This rank's part of the gradient, or None."""
+        g = self.source.grad
+        return _kinds.local(g) if self.sharded and g is not None else g
 
 
 @dataclass
@@ -75,6 +97,8 @@ class Activation:
     tid: int | None = None
     handle: RemovableHandle | None = None
     captured_step: int = -1
+    skipped: bool = False
+    """Its output is of a kind the hook does not read (its catalogue entry says why)."""
 
 
 @dataclass
@@ -114,8 +138,9 @@ class CapturePlan:
         self.large_params: list[Param] = []
         self.grad_params: list[Param] = []
         self.per_device: list[DevicePlan] = []
-        self.placement: tuple[tuple[torch.device, torch.dtype], ...] = ()
-        """Each parameter's device and dtype when laid out: a change means lay out again (`refresh`)."""
+        self.placement: tuple[tuple[torch.device, torch.dtype, int], ...] = ()
+        """Each parameter's device, dtype and size when laid out: a change means lay out again (`refresh`; FSDP1
+        gives parameters their shard's size when it wraps them)."""
         self.on_cpu = True
         self.kernel_reads_params = False
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
@@ -132,13 +157,22 @@ class CapturePlan:
         return t.numel() <= self.pack_max_numel and not (self.kernel and native.usable(t))
 
     def add_module(self, module: nn.Module, w: writer.RankWriter) -> dict[str, nn.Module]:
-        """Define the module's weights and biases, note its parameters and activation modules; return its modules."""
+        """Define the module's weights and biases, note its parameters and activation modules; return its modules.
+
+        Names are the bare model's (`_kinds.clean_name`: no `_orig_mod.` of torch.compile); a DDP wrapper is
+        looked through (`module.`). A parameter of a kind the hook does not read is defined with the reason
+        (`skipped`) and not read; a DTensor's entry describes the part this rank holds (`shard`)."""
         assert self.config is not None
-        modules = dict(module.named_modules())
+        root = _unwrapped(module)
+        modules: dict[str, nn.Module] = {}
+        for raw, m in root.named_modules():
+            modules[_kinds.clean_name(raw)] = m  # a wrapped module (after its wrapper) takes the bare name
         self.small_params = self.native_plan = None
-        for name, p in module.named_parameters():
+        for raw, p in root.named_parameters():
+            name = _kinds.clean_name(raw)
             owner = name.rsplit(".", 1)[0] if "." in name else ""
             collection = "biases" if name.endswith("bias") else "weights"
+            skipped = _kinds.unreadable(p)
             tid = None
             if self.config.wants(collection):
                 tid = w.define(
@@ -149,9 +183,16 @@ class CapturePlan:
                     module=owner or None,
                     module_type=module_type(modules.get(owner)),
                     trainable=p.requires_grad,
+                    shard=None if skipped else _kinds.shard_info(p),
+                    skipped=skipped,
                 )
+                if skipped:
+                    log.info("trainguard: %s is not read: %s", name, skipped)
+                    tid = None
+            if skipped:
+                continue  # never read: it takes no part in the layout or the choice of path
             want_grad = p.requires_grad and self.config.wants("gradients")
-            self.params.append(Param(name, p, owner, tid, want_grad=want_grad))
+            self.params.append(Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p)))
         if self.config.wants("activations"):
             for name, m in modules.items():
                 kind = ACTIVATION_KINDS.get(type(m))
@@ -159,9 +200,40 @@ class CapturePlan:
                     self.activations.append(Activation(name, m, kind))
         return modules
 
-    def define_activation(self, act: Activation, output: torch.Tensor, w: writer.RankWriter) -> int:
-        """Define `act/<module>` in the catalogue from the first output captured (shape, dtype, units); return its id."""
+    def gradient(self, p: Param, w: writer.RankWriter) -> tuple[int, torch.Tensor] | None:
+        """The id and this rank's part of `p`'s gradient to read on this saved step, defining `grad/<name>` the
+        first time; None when there is none, it is empty here, or of a kind the hook does not read (its
+        catalogue entry says why)."""
+        source = p.source.grad
+        if source is None or p.grad_skipped:
+            return None
+        if p.grad_tid is None:
+            skipped = _kinds.unreadable(source)
+            p.grad_tid = w.define(
+                f"grad/{p.name}",
+                collection="gradients",
+                shape=list(source.shape),
+                dtype=str(source.dtype).removeprefix("torch."),
+                module=p.module or None,
+                order=self.module_order.get(p.module),
+                shard=None if skipped else _kinds.shard_info(source),
+                skipped=skipped,
+            )
+            if skipped:
+                log.info("trainguard: grad/%s is not read: %s", p.name, skipped)
+                p.grad_skipped = True
+                return None
+        grad = _kinds.local(source)
+        return (p.grad_tid, grad) if grad.numel() else None
+
+    def define_activation(
+        self, act: Activation, output: torch.Tensor, w: writer.RankWriter
+    ) -> tuple[int, torch.Tensor] | None:
+        """Define `act/<module>` in the catalogue from the first output captured (shape, dtype, units); return its
+        id and the tensor to read (this rank's part of a DTensor), or None for a kind the hook does not read (its
+        catalogue entry says why) or an empty one."""
         if act.tid is None:
+            skipped = _kinds.unreadable(output)
             act.tid = w.define(
                 f"act/{act.name}",
                 collection="activations",
@@ -171,8 +243,14 @@ class CapturePlan:
                 activation=act.kind,
                 order=self.module_order.get(act.name),
                 units=int(output.shape[1]) if output.ndim >= 2 else int(output.numel()),
+                shard=None if skipped else _kinds.shard_info(output),
+                skipped=skipped,
             )
-        return act.tid
+            act.skipped = skipped is not None
+        if act.skipped:
+            return None
+        t = _kinds.local(output)
+        return (act.tid, t) if t.numel() else None
 
     def annotate_order(self, w: writer.RankWriter) -> None:
         """Give the weights and biases their module's `order` (gradients and activations are defined with it)."""
@@ -182,29 +260,34 @@ class CapturePlan:
                 w.annotate(p.tid, order=order)
 
     def refresh(self) -> bool:
-        """Lay the parameters out if they have no layout, or one is on another device or of another dtype than
-        when they were laid out (`.to(device)`, `.half()`); return whether it did."""
-        placement = tuple((p.param.device, p.param.dtype) for p in self.params)
+        """Lay the parameters out if they have no layout, or one is on another device, of another dtype or size
+        than when they were laid out (`.to(device)`, `.half()`); return whether it did."""
+        placement = tuple((p.param.device, p.param.dtype, p.param.numel()) for p in self.params)
         if self.small_params is not None and self.placement == placement:
             return False
         self._lay_out(placement)
         return True
 
-    def _lay_out(self, placement: tuple[tuple[torch.device, torch.dtype], ...]) -> None:
+    def _lay_out(self, placement: tuple[tuple[torch.device, torch.dtype, int], ...]) -> None:
         """Lay out the packed parameters per device (tracked ones first: their rows are compared with the
         copies kept from earlier steps)."""
         assert self.config is not None
         track = self.config.track_updates
         for p in self.params:
             h = p.history
-            if h is not None and (h.prev.device != p.param.device or h.prev.dtype != p.param.dtype):
+            if h is not None and (
+                h.prev.device != p.param.device
+                or h.prev.dtype != p.param.dtype
+                or h.prev.shape != p.param.shape
+            ):
                 # its copies are where and what it was: tracking starts again at the next saved step
                 # (update_l2 NaN there, distance_l2 from there), as for a packed parameter on a new device
                 p.history = None
-        small = [p for p in self.params if p.tid is not None and self.packs(p.param)]
-        small.sort(key=lambda p: not (track and p.param.requires_grad))
+        read = [p for p in self.params if p.tid is not None and p.param.numel()]  # a shard may be empty here
+        small = [p for p in read if self.packs(p.param)]
+        small.sort(key=lambda p: not (track and p.trainable))
         self.small_params = small
-        self.large_params = [p for p in self.params if p.tid is not None and not self.packs(p.param)]
+        self.large_params = [p for p in read if not self.packs(p.param)]
         self.grad_params = [p for p in self.params if p.want_grad]
         plan: dict[torch.device, tuple[list[int], list[int], list[torch.Tensor], int]] = {}
         for p in small:
@@ -212,11 +295,11 @@ class CapturePlan:
             ids.append(p.tid)  # type: ignore[arg-type]
             numels.append(p.param.numel())
             tensors.append(p.param)
-            plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.param.requires_grad))
+            plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.trainable))
         self.per_device = [(device, *entry) for device, entry in plan.items()]
         self.placement = placement
-        self.on_cpu = all(device.type == "cpu" for device, _ in placement)
-        self.kernel_reads_params = self.kernel and any(native.usable(p.param) for p in self.params)
+        self.on_cpu = all(device.type == "cpu" for device, *_ in placement)
+        self.kernel_reads_params = self.kernel and any(native.usable(p.param) for p in read)
         large = self.large_params
         self.native_plan = (
             NativePlan(list(large), [p.param.data_ptr() for p in large])
@@ -243,3 +326,12 @@ class CapturePlan:
             return False
         plan.addresses, plan.spec = addresses, None
         return True
+
+
+def _unwrapped(module: nn.Module) -> nn.Module:
+    """The model inside a DistributedDataParallel wrapper (its `module.` prefix is no part of the model's names;
+    its forward still runs the wrapped one, so the hooks see it); any other module itself."""
+    inner = getattr(module, "module", None)
+    if isinstance(module, nn.parallel.DistributedDataParallel) and isinstance(inner, nn.Module):
+        return inner
+    return module

@@ -288,8 +288,9 @@ class Hook:
             return
         act.captured_step = self.step
         assert self._writer is not None
-        tid = self._plan.define_activation(act, output, self._writer)
-        self._saved.add_activation(tid, act.kind, output, self._plan.tier1(self.step))
+        read = self._plan.define_activation(act, output, self._writer)  # None: a kind it does not read
+        if read is not None:
+            self._saved.add_activation(read[0], act.kind, read[1], self._plan.tier1(self.step))
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if self._forward.order_handles and self._plan.module_order:

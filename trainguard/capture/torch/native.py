@@ -34,9 +34,25 @@ _HIST_OFFSET = 127 + run_format.HIST_MIN_EXPONENT - 1
 _F32 = torch.float32
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_F32_BYTES = 4
+
+
 def usable(t: torch.Tensor) -> bool:
-    """Whether the kernel can read `t` in place: built, CPU, float32, contiguous, not empty."""
-    return AVAILABLE and t.dtype is _F32 and t.is_cpu and t.is_contiguous() and t.numel() > 0
+    """Whether the kernel can read `t` in place: built, and `t` a plain (no subclass: a DTensor's address is not
+    its data), dense, contiguous, non-empty float32 CPU tensor whose storage holds every element from its
+    offset on. Everything the kernel reads passes here first; anything else goes the torch way (`_kinds`)."""
+    return (
+        AVAILABLE
+        and type(t) in _PLAIN
+        and t.dtype is _F32
+        and t.layout is torch.strided
+        and t.is_cpu
+        and t.is_contiguous()
+        and not t.is_neg()
+        and t.numel() > 0
+        and (t.storage_offset() + t.numel()) * _F32_BYTES <= t.untyped_storage().nbytes()
+    )
 
 
 _UNIT_MODES = {

@@ -1,0 +1,148 @@
+"""Which tensors the hook can read, and how: the one place every capture path asks.
+
+A captured parameter, gradient or activation may be anything PyTorch allows. This module
+turns each into the tensor this rank holds (`local`: a DTensor's local shard, as FSDP2 and
+tensor parallelism give them; any other tensor itself), says why the hook does not read one
+(`unreadable`: tensor subclasses other than DTensor, sparse, quantized, complex, meta, not
+floating point; the reason goes into its catalogue entry as `skipped`), and describes the part
+of the full tensor a shard is (`shard_info`), so that the store layer can merge the ranks'
+rows (`trainguard.store.shards`). What may be read in place by the C kernel is decided by
+`native.usable`, which is stricter (a dense contiguous float32 CPU tensor inside its storage);
+everything readable here that the kernel does not take goes the torch way, which reads any
+strided layout (non-contiguous or offset views included) of any floating dtype, converting it
+to float32 (float8 included). The hook makes no collective call: a rank knows its own
+coordinates in the device mesh and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from trainguard.store import run_format
+
+if TYPE_CHECKING:
+    from torch.distributed.tensor import DTensor
+
+_PLAIN = (torch.Tensor, nn.Parameter)
+"""Tensor types read as they are (a Parameter of a plain tensor has type Parameter)."""
+
+_DTENSOR_MODULE = "torch.distributed.tensor"
+"""Where DTensor lives: while it is not imported, no tensor can be one (so checking costs nothing then)."""
+
+_WRAPPER_NAMES = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+"""Module attributes that wrappers (torch.compile, FSDP1, activation checkpointing) put between a model and its
+modules: dropped from captured names, so a wrapped model's tensors are named as the bare model's."""
+
+
+def dtensor_type() -> type[DTensor] | None:
+    """The DTensor class, if some code has imported it (else no tensor is a DTensor)."""
+    mod = sys.modules.get(_DTENSOR_MODULE)
+    return getattr(mod, "DTensor", None) if mod is not None else None
+
+
+def is_dtensor(t: torch.Tensor) -> bool:
+    cls = dtensor_type()
+    return cls is not None and isinstance(t, cls)
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor this rank holds of `t`: a DTensor's local shard (no copy, no communication), else `t`."""
+    if type(t) in _PLAIN:
+        return t
+    cls = dtensor_type()
+    if cls is not None and isinstance(t, cls):
+        return t._local_tensor
+    return t
+
+
+def unreadable(t: torch.Tensor) -> str | None:
+    """Why the hook does not read `t`, or None when it does (DTensors are read through their local shard)."""
+    if is_dtensor(t):
+        partial = [str(p) for p in t.placements if p.is_partial()]  # type: ignore[attr-defined]
+        if partial:
+            return f"DTensor with a {partial[0]} placement: each rank holds partial sums, not values of the tensor"
+        t = local(t)
+    if type(t) not in _PLAIN:
+        return (
+            f"tensor subclass {type(t).__module__}.{type(t).__qualname__}: its values are not read through it"
+        )
+    if t.layout is not torch.strided:
+        return f"{str(t.layout).removeprefix('torch.')} layout: only dense (strided) tensors are read"
+    if t.is_quantized:
+        return f"quantized ({str(t.dtype).removeprefix('torch.')}): its integer representation is not read"
+    if t.device.type == "meta":
+        return "on the meta device: it holds no values"
+    if t.is_complex():
+        return (
+            f"complex dtype ({str(t.dtype).removeprefix('torch.')}): statistics are defined for real values"
+        )
+    if not t.is_floating_point():
+        return f"{str(t.dtype).removeprefix('torch.')} is not a floating-point dtype"
+    if not in_storage(t):
+        return "its storage is smaller than its elements need (freed, as FSDP frees unsharded parameters)"
+    return None
+
+
+def in_storage(t: torch.Tensor) -> bool:
+    """Whether a strided tensor's storage holds every element its sizes, strides and offset reach."""
+    if t.numel() == 0:
+        return True
+    last = t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
+
+
+def clean_name(name: str) -> str:
+    """`name` without the attributes wrappers insert (`_orig_mod.0.weight` -> `0.weight`)."""
+    if not any(w in name for w in _WRAPPER_NAMES):
+        return name
+    return ".".join(part for part in name.split(".") if part not in _WRAPPER_NAMES)
+
+
+def shard_info(t: torch.Tensor) -> run_format.ShardInfo | None:
+    """For a DTensor: which part of the full tensor this rank holds, from its own mesh coordinates; else None.
+
+    Shard placements make the parts (`index` of `of`), Replicate placements copies of them (`replica`;
+    the store reads replica 0 only). A rank outside the mesh holds nothing of it (`of` 0)."""
+    if not is_dtensor(t):
+        return None
+    mesh, placements = t.device_mesh, t.placements  # type: ignore[attr-defined]
+    coord = mesh.get_coordinate()
+    held = local(t)
+    index, of, replica = 0, 1, 0
+    if coord is None:
+        return run_format.ShardInfo(
+            global_shape=list(t.shape),
+            local_shape=list(held.shape),
+            placements=[str(p) for p in placements],
+            of=0,
+        )
+    for dim, p in enumerate(placements):
+        size = mesh.size(dim)
+        if p.is_shard():
+            index, of = index * size + coord[dim], of * size
+        else:
+            replica = replica * size + coord[dim]
+    return run_format.ShardInfo(
+        global_shape=list(t.shape),
+        local_shape=list(held.shape),
+        offset=_offset(t),
+        placements=[str(p) for p in placements],
+        index=index,
+        of=of,
+        replica=replica,
+    )
+
+
+def _offset(t: torch.Tensor) -> list[int] | None:
+    """Where the local block starts in the full tensor, per dim (None where torch cannot tell us)."""
+    try:
+        from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
+
+        _, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)  # type: ignore[attr-defined]
+        return [int(o) for o in offset]
+    except Exception:  # noqa: BLE001 - a private helper of torch: informative only, never needed to merge
+        return None

@@ -1,0 +1,84 @@
+"""Merging the rows of a tensor's shards, written by several ranks, into the full tensor's statistics.
+
+A rank holding part of a tensor (a DTensor shard: FSDP2, tensor parallelism) writes the statistic
+columns of its part only; its catalogue entry says which part (`run_format.ShardInfo`). The hook
+makes no collective call, so ranks never agree on anything at capture time: the merge happens
+here, when a reader has every rank's rows (`reader.Run.series` does it by default).
+
+How each column merges (n_i, and so on, are the parts' columns; copies of one part on several
+ranks, `replica` > 0, are left out):
+
+- count, nan, inf, zero: summed, exact.
+- min, max: the smallest and largest, exact (a NaN in any part makes them NaN, as for one tensor).
+- mean, abs_mean: sum(n_i * mean_i) / n: the formula is exact; the stored float32 means carry
+  their rounding (about 1e-7 relative) into it.
+- std: Chan's parallel formula, sqrt(sum(n_i * (std_i^2 + (mean_i - mean)^2)) / n), the population
+  std of the whole; exact as a formula, with the same float32 rounding of its inputs (and the
+  cancellation any std has when |mean| is many stds).
+- l2, update_l2, distance_l2: the root of the summed squares, sqrt(sum(x_i^2)), which is the
+  full tensor's norm (update_l2 is NaN when a part's is: its first saved step).
+
+A step is merged only when its parts are all there: their counts add up to the full tensor's
+size. While a rank has not written a step yet (ranks do not wait for one another) the step is
+left out, not shown as the part that happens to be there. Histograms and per-unit vectors are
+not merged: they stay per rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from trainguard.store import run_format
+
+_C = run_format.COLUMN
+
+
+def merge(
+    steps: Sequence[np.ndarray], rows: Sequence[np.ndarray], size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Merge the parts of one tensor: `steps[i]` int64[n_i] and `rows[i]` float64[n_i, K] are part i's rows (one
+    rank's, a step at most once); return the steps where the parts' counts add up to `size` (the full tensor's
+    elements), in order, and their merged rows float64[S, K]."""
+    k = len(run_format.STAT_COLUMNS)
+    if not steps:
+        return np.zeros(0, np.int64), np.zeros((0, k))
+    every = np.unique(np.concatenate(steps))
+    x = np.zeros((every.size, len(steps), k))
+    present = np.zeros((every.size, len(steps)), bool)
+    for i, (s, r) in enumerate(zip(steps, rows)):
+        where = np.searchsorted(every, s)
+        x[where, i] = r
+        present[where, i] = r[:, _C["count"]] > 0  # an empty part adds nothing (its other columns are NaN)
+    x[~present] = 0.0
+    n_i = x[..., _C["count"]]
+    n = n_i.sum(axis=1)
+    keep = n == size
+    x, present, n_i, n, every = x[keep], present[keep], n_i[keep], n[keep], every[keep]
+    out = np.full((every.size, k), np.nan)
+    for col in ("count", "nan", "inf", "zero"):
+        out[:, _C[col]] = x[..., _C[col]].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        out[:, _C["min"]] = np.where(present, x[..., _C["min"]], np.inf).min(axis=1)
+        out[:, _C["max"]] = np.where(present, x[..., _C["max"]], -np.inf).max(axis=1)
+        mean_i = x[..., _C["mean"]]
+        mean = (n_i * mean_i).sum(axis=1) / n
+        out[:, _C["mean"]] = mean
+        out[:, _C["abs_mean"]] = (n_i * x[..., _C["abs_mean"]]).sum(axis=1) / n
+        dev_sq = n_i * (x[..., _C["std"]] ** 2 + (mean_i - mean[:, None]) ** 2)
+        out[:, _C["std"]] = np.sqrt(np.where(present, dev_sq, 0.0).sum(axis=1) / n)
+        for col in ("l2", "update_l2", "distance_l2"):
+            out[:, _C[col]] = np.sqrt(np.where(present, x[..., _C[col]] ** 2, 0.0).sum(axis=1))
+    return every, out
+
+
+def parts(infos: Sequence[tuple[int, run_format.TensorInfo]]) -> tuple[list[int], int] | None:
+    """Of one tensor's catalogue entries on several ranks, (rank, entry): the ranks whose rows make up the full
+    tensor (one per part: replica 0) and its size, or None when the tensor is not sharded (`of` at most 1)."""
+    sharded = [(rank, t.shard) for rank, t in infos if t.shard is not None and t.skipped is None]
+    if not sharded or all(s.of <= 1 for _, s in sharded):
+        return None
+    size = math.prod(sharded[0][1].global_shape)
+    return [rank for rank, s in sharded if s.replica == 0 and s.of > 0], size

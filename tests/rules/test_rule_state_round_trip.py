@@ -12,7 +12,7 @@ import pytest
 from tests.rules.streams import StepData, Stream
 from trainguard.rules import registry
 from trainguard.rules.base import Rule
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 
 def _after(step: int, edit: Callable[[StepData], None]) -> Callable[[StepData], None]:

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainguard.api.enums import Action, RuleCategory, Severity
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 @dataclass(frozen=True)

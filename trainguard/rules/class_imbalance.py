@@ -22,7 +22,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 LABEL_COUNT_PREFIX = "label_count/"
 _PRED_RE = re.compile(r"^pred/(?P<stream>[^/]+)(?:/class(?P<cls>.+))?$")

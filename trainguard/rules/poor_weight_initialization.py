@@ -24,11 +24,11 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView, TensorMeta
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
-NOT_FAN_BASED = signals.LOOKUP_TABLES
+NOT_FAN_BASED = shared.LOOKUP_TABLES
 """Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
 UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
 """Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
@@ -139,7 +139,7 @@ class PoorWeightInitialization(base.Rule):
         p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
         self.exclude = re.compile(p.exclude_regex) if p.exclude_regex else None
         self.act_inputs = re.compile(p.activation_inputs_regex)
-        self.loss = signals.LossReader()
+        self.loss = shared_loss.LossReader()
         self.weights_done = False
         self.loss_done = False
         self.scale_done = False

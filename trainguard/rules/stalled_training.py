@@ -15,7 +15,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 class StalledTraining(base.Rule):

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 
 from trainguard.api.enums import RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import COL, COLUMNS, StepView
+from trainguard.rules.step_view import COL, COLUMNS, StepView
 
 
 def _derived(name: str) -> Callable[[np.ndarray], np.ndarray]:

@@ -4,7 +4,7 @@ Used by `trainguard sidecar` (the ranks of one pod, Kubernetes), `trainguard eva
 and local mode (all ranks, in process). The constructor only validates and compiles the rules;
 `open()` (called by the first poll if nobody called it) lists the run and loads the checkpoint.
 Each `poll()` reads only what is new (listing after the last key), turns segments into StepViews
-(`views.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
+(`view_builder.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
 others go on), hands findings to the verdict state machine (`verdicts.py`), emits each transition
 once, creates the stop file on a `stop` verdict, and checkpoints after each segment
 (`checkpoint.py`). Which ranks are followed, and what is held per rank, is `_tracks.py`. Metrics
@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 from trainguard.api.enums import Mode
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules.base import Finding
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar._tracks import Ranks, RankTrack
-from trainguard.sidecar.predictions import StreamSummary
+from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format

@@ -42,9 +42,8 @@ from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.stop_flag import watched
 from trainguard.store import errors as store_errors
-from trainguard.store import run_format
+from trainguard.store import rank_end, run_format
 from trainguard.store.runs import list_ranks, read_run_info
-from trainguard.store.source import load_json_doc
 
 EXIT_STOPPED = 3
 """Exit status of `trainguard run` when a rule stopped the command (CMD's own status otherwise)."""
@@ -582,15 +581,8 @@ class Supervisor:
         )
         out: dict[int, run_format.EndInfo] = {}
         for rank in sorted(ranks):
-            key = run_format.end_key(rank)
-            try:
-                end = load_json_doc(store, key, run_format.EndInfo)
-            except store_errors.NotFound:
-                end = None
-            except store_errors.FormatError:
-                end = None  # a damaged END is replaced: the supervisor knows how the rank ended
-            if isinstance(end, run_format.EndInfo) and end.attempt is not None and end.attempt < ours:
-                end = None  # an earlier run's: this run's rank ended without one
+            # none, a damaged one (the supervisor knows how the rank ended) or an earlier run's: write one
+            end = rank_end.current(store, rank, not_before=ours)
             if end is None:
                 status = "stopped" if stopped else ("ok" if code == 0 else "crashed")
                 reason = (
@@ -613,7 +605,7 @@ class Supervisor:
                 new = end.model_copy(
                     update={"exit_code": code, "signal": sig, "status": "error" if failed and end.status == "ok" else end.status}
                 )  # fmt: skip
-            store.put(key, new.model_dump_json().encode())
+            rank_end.write(store, rank, new)
             out[rank] = new
         return out
 

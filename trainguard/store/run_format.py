@@ -275,6 +275,15 @@ class EndInfo(_Doc):
         default=None, description="The signal that ended the command (SIGKILL, ...), if one did."
     )
 
+    def is_stale(self, *newer: str | None) -> bool:
+        """Whether this END closes a writer attempt older than the newest of `newer` (attempt ids; None: not known).
+
+        The one staleness rule: such an END belongs to an earlier run of a rank that was restarted since.
+        An END without an attempt (the operator's, format 1) closes whichever attempt is current: never stale.
+        """
+        marks = [a for a in newer if a]
+        return self.attempt is not None and bool(marks) and self.attempt < max(marks)
+
     def outcome(self) -> str:
         """One phrase on how the rank ended: `ok`, `error: exited with status 1; ZeroDivisionError: ...`."""
         parts = [self.status]

@@ -173,7 +173,4 @@ class RankSource:
 
     def _stale(self, end: run_format.EndInfo) -> bool:
         """Whether `end` closes an attempt older than the newest read (or than `not_before`)."""
-        if end.attempt is None:
-            return False  # the operator's, or format 1: whichever attempt is current
-        marks = [a for a in (self.attempt, self.not_before) if a]
-        return bool(marks) and end.attempt < max(marks)
+        return end.is_stale(self.attempt, self.not_before)

@@ -15,7 +15,6 @@ registers; the HTTP server and status reports live in `server.py` and `report_st
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,13 +33,11 @@ from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
 from trainguard.store.runs import open_run
+from trainguard.store.source import Problem
 
 __all__ = ["DATA_GAP", "Evaluator", "evaluate_stored"]
 
 log = logging.getLogger(__name__)
-
-_SEGMENT_NAME = re.compile(r"seg-[0-9-]+\.npz")
-"""A segment's key inside a reader's problem message: it names the steps that went unchecked."""
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 """While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
@@ -504,8 +501,8 @@ class Evaluator:
         track.problems_seen = len(problems)
         out: list[Verdict] = []
         for message in new:
-            found = _SEGMENT_NAME.search(message)
-            name = run_format.parse_segment_name(found.group(0)) if found else None
+            # the reader says which segment it skipped (a Problem); a foreign reader's messages name none
+            name = message.segment if isinstance(message, Problem) else None
             step = name.first_step if name else (track.last_step or 0)
             span = f"steps {name.first_step}-{name.last_step}" if name else "its steps"
             out += self._data_gap(track.rank, step, f"{message} ({span} of rank {track.rank} went unchecked)")

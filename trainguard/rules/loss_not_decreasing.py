@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -43,6 +44,8 @@ def normalise_mode(v: object) -> object:
 
 class LossNotDecreasing(base.Rule):
     name = "loss_not_decreasing"
+    example_params: ClassVar[Mapping[str, Any]] = {"num_steps": 30}
+    """For the state round-trip test: blocks of 30 steps, so a short run holds several."""
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
     summary = (

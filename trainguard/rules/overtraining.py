@@ -18,7 +18,8 @@ waiting for two strips of five eval points.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -31,6 +32,8 @@ _SAGEMAKER_KEYS = ("patience_train", "patience_validation", "delta")
 
 class Overtraining(base.Rule):
     name = "overtraining"
+    example_params: ClassVar[Mapping[str, Any]] = {"strip_length": 2}
+    """For the state round-trip test: strips of 2 eval points, so a short run holds several."""
     category = RuleCategory.GENERALISATION
     default_action = Action.NOTIFY
     summary = (

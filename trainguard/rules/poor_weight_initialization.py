@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -65,6 +66,8 @@ def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
 
 class PoorWeightInitialization(base.Rule):
     name = "poor_weight_initialization"
+    example_params: ClassVar[Mapping[str, Any]] = {"num_classes": 100}
+    """For the state round-trip test: a 100-class output layer, so the short test model's scaled weights count as too large."""
     category = RuleCategory.WEIGHTS
     default_action = Action.NOTIFY
     summary = "At the start: kernel std far from He/Glorot/LeCun targets, all-zero kernels, initial loss far from ln K."

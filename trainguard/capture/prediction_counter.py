@@ -63,7 +63,8 @@ class BinaryCounter:
                 p = s.clamp(1e-12, 1 - 1e-12)
                 z = torch.log(p) - torch.log1p(-p)
                 p = s
-            b = torch.floor((z + prediction_buckets.LOGIT_RANGE) * (self.buckets / (2 * prediction_buckets.LOGIT_RANGE)))
+            half = prediction_buckets.LOGIT_RANGE
+            b = torch.floor((z + half) * (self.buckets / (2 * half)))
             b = b.clamp(0, self.buckets - 1).long()
             out = torch.zeros(prediction_buckets.ROWS * self.buckets, dtype=torch.float64, device=s.device)
             out.index_add_(0, b + self.buckets * (~y).long(), weight)  # rows 0 and 1: positives, negatives

@@ -271,7 +271,9 @@ def _auc_over_steps(steps: np.ndarray, counts: np.ndarray, half_life: float) -> 
 def _score_distributions(total: np.ndarray) -> Plot:
     b = total.shape[1]
     per = max(1, b // DISTRIBUTION_BINS)
-    edges = -prediction_buckets.LOGIT_RANGE + np.arange(0, b + 1, per) * (2 * prediction_buckets.LOGIT_RANGE / b)
+    edges = -prediction_buckets.LOGIT_RANGE + np.arange(0, b + 1, per) * (
+        2 * prediction_buckets.LOGIT_RANGE / b
+    )
     centres = (edges[:-1] + edges[1:])[: math.ceil(b / per)] / 2
     binned = np.add.reduceat(total[:2], np.arange(0, b, per), axis=1)
     used = np.nonzero(binned.sum(axis=0))[0]

@@ -101,8 +101,8 @@ def later_attempt(store: Store, rank: int, attempt: str) -> str | None:
     catalogue before its first segment, so a later attempt with data has one.
     """
     keys = store.list(
-        run_format.rank_prefix(rank) + "meta-",
-        start_after=run_format.after_attempt(rank, attempt, kind="meta"),
+        run_format.rank_prefix(rank) + run_format.CATALOGUE_NAME_PREFIX,
+        start_after=run_format.after_attempt(rank, attempt, name_prefix=run_format.CATALOGUE_NAME_PREFIX),
     )
     return max((m[0] for m in map(run_format.parse_meta_name, keys) if m and m[0]), default=None)
 
@@ -135,7 +135,9 @@ class RankSource:
         self._catalogue_at = (attempt, version)
 
     def poll(self) -> list[run_format.Segment]:
-        keys = self.store.list(self.prefix, start_after=self.last_key or self.prefix + "seg-")
+        keys = self.store.list(
+            self.prefix, start_after=self.last_key or self.prefix + run_format.SEGMENT_NAME_PREFIX
+        )
         out: list[run_format.Segment] = []
         for key in keys:
             name = run_format.parse_segment_name(key)
@@ -174,7 +176,14 @@ class RankSource:
     def catalogue(self) -> dict[int, run_format.TensorInfo]:
         if self._catalogue_at[1] < 0:
             # No segment yet: take the newest catalogue that exists, if any.
-            metas = [m for m in map(run_format.parse_meta_name, self.store.list(self.prefix + "meta-")) if m]
+            metas = [
+                m
+                for m in map(
+                    run_format.parse_meta_name,
+                    self.store.list(self.prefix + run_format.CATALOGUE_NAME_PREFIX),
+                )
+                if m
+            ]
             if metas:
                 self._ensure_catalogue(*max(metas))
         return self._catalogue

@@ -16,16 +16,13 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainguard.store import run_format
 from trainguard.store.tensor_catalogue import TensorCatalogue
+from trainguard.store.upload_queue import UploadQueue
 from trainguard.store.writer_config import WriterConfig
-
-if TYPE_CHECKING:
-    from trainguard.store.upload_queue import UploadQueue
 
 _NONFINITE_COLUMNS = slice(run_format.COLUMN["nan"], run_format.COLUMN["inf"] + 1)
 assert _NONFINITE_COLUMNS.stop - _NONFINITE_COLUMNS.start == 2  # nan and inf are neighbours: a view, no copy

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from trainguard.rules import auc
-from trainguard.store import predictions
+from trainguard.store import prediction_buckets
 
 
 def ctr_like(n: int, base_rate: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +44,7 @@ def accuracy_table(n: int) -> None:
         peer = auc.auc_from_counts(linear_counts(s, y, 200))
         rows = [("200 linear (peer)", peer), ("1000 linear", auc.auc_from_counts(linear_counts(s, y, 1000)))]
         for b in (200, 1000, 10_000, 100_000):
-            rows.append((f"{b} log-odds", auc.auc_from_counts(predictions.count(s, y, buckets=b))))
+            rows.append((f"{b} log-odds", auc.auc_from_counts(prediction_buckets.count(s, y, buckets=b))))
         for name, est in rows:
             err = est.auc - exact
             ratio = f"{peer.error_bound / est.error_bound:.3g}x tighter" if est.error_bound > 0 else "exact"
@@ -55,17 +55,17 @@ def accuracy_table(n: int) -> None:
 
 def cost_table(n: int) -> None:
     s, y = ctr_like(n, 0.01, seed=2)
-    print(f"\nCounting cost per million predictions ({predictions.BUCKETS} buckets)")
+    print(f"\nCounting cost per million predictions ({prediction_buckets.BUCKETS} buckets)")
     print(f"{'backend':<14}{'ms per 1M':>12}")
     reps = 5
     t0 = time.perf_counter()
     for _ in range(reps):
-        predictions.count(s, y)
+        prediction_buckets.count(s, y)
     print(f"{'numpy':<14}{(time.perf_counter() - t0) / reps / n * 1e6 * 1e3:>12.1f}")
     try:
         import torch
 
-        from trainguard.capture.predictions import PredictionCounter
+        from trainguard.capture.prediction_counter import PredictionCounter
     except ImportError:
         return
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import trainguard  # after the sys.path line above
-from trainguard.store import run_format, writer
+from trainguard.store import run_format, upload_queue
 from trainguard.store.backends import open_store
 
 STEPS_PER_SECOND = 100
@@ -227,7 +227,8 @@ def read_back(uri: str, store: Any, trained: Trained, row: Row) -> Row:
     row.close_seconds = trained.close_seconds
     times = np.asarray(trained.step_seconds or [0.0]) * 1000
     row.max_step_ms, row.p99_step_ms = float(times.max()), float(np.percentile(times, 99))
-    held = sum(writer._segment_nbytes(seg) for seg in run.segments())  # what pending segments hold in memory
+    # what pending segments hold in memory
+    held = sum(upload_queue.segment_nbytes(seg) for seg in run.segments())
     row.rate_kb_per_second = held / 1000 / max(row.stored / STEPS_PER_SECOND, 1e-9)
     return row
 

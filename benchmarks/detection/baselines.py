@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 
 @dataclass(frozen=True)

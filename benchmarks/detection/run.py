@@ -35,8 +35,8 @@ from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
-from trainguard.rules.view import StepView
-from trainguard.sidecar.views import ViewBuilder
+from trainguard.rules.step_view import StepView
+from trainguard.sidecar.view_builder import ViewBuilder
 from trainguard.store.runs import open_run
 
 # Which AUTOTRAINER-layout category each of our rules speaks for.

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from benchmarks.detection import baselines
-from trainguard.rules.view import COL, COLUMNS, StepView, TensorMeta
+from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
 
 META = (TensorMeta("fc1.weight", "weights", module="fc1", trainable=True),)
 

@@ -13,7 +13,7 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp
 from trainguard.rules import auc
-from trainguard.store import predictions
+from trainguard.store import prediction_buckets
 
 
 def train_with_predictions(hook: tg.Hook, *, steps: int, eval_every: int) -> dict[tuple[str, str, int], list]:
@@ -53,11 +53,11 @@ def train_with_predictions(hook: tg.Hook, *, steps: int, eval_every: int) -> dic
 
 
 def numpy_counts(batches: list, *, cls: int = -1, logits: bool = False) -> np.ndarray:
-    out = np.zeros((predictions.ROWS, predictions.BUCKETS))
+    out = np.zeros((prediction_buckets.ROWS, prediction_buckets.BUCKETS))
     for scores, labels in batches:
         if cls >= 0:
             scores, labels = scores[:, cls], (labels == cls).astype(float)
-        out += predictions.count(scores, labels, logits=logits)
+        out += prediction_buckets.count(scores, labels, logits=logits)
     return out
 
 
@@ -98,7 +98,7 @@ def test_non_finite_scores_are_left_out_without_boolean_indexing(tmp_path: Path)
     with tg.Hook(f"file://{tmp_path}/run") as hook:
         hook.record_predictions(scores, labels)
     _, counts = trainguard.open_run(f"file://{tmp_path}/run").predictions()
-    expected = predictions.count(scores.numpy(), labels.numpy())
+    expected = prediction_buckets.count(scores.numpy(), labels.numpy())
     assert np.array_equal(counts.sum(axis=0)[:2], expected[:2]) and counts[:, :2].sum() == 4
 
 

@@ -86,11 +86,11 @@ def test_the_admission_policy_freezes_every_status_field_but_reports() -> None:
 
 
 def test_the_admission_policy_reads_the_rank_key_format_the_sidecars_write() -> None:
-    from trainguard.sidecar.report_status import rank_key
+    from trainguard.api.debugjob import report_key
 
     text = str(one(render(), "ValidatingAdmissionPolicy")["spec"])
-    assert "^rank-[0-9]{5}$" in text and re.fullmatch(r"rank-[0-9]{5}", rank_key(3))
-    assert "int(k.substring(5))" in text and rank_key(12) == "rank-00012"
+    assert "^rank-[0-9]{5}$" in text and re.fullmatch(r"rank-[0-9]{5}", report_key(3))
+    assert "int(k.substring(5))" in text and report_key(12) == "rank-00012"
 
 
 # Aggregated roles

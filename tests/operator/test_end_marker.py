@@ -56,3 +56,14 @@ def test_a_stale_end_of_a_retried_rank_is_replaced_and_a_current_one_is_kept(fil
     assert (
         write_missing(store, workers=2, last_steps={}, status="crashed", reason="again", wall_time=T0) == []
     )
+
+
+def test_a_damaged_end_is_replaced(file_uri: str) -> None:
+    store = open_store(file_uri)
+    attempt(store, 0, T0, close=True)
+    store.put(run_format.end_key(0), b"{not json")
+    assert write_missing(
+        store, workers=1, last_steps={0: 2}, status="crashed", reason="pod killed", wall_time=T0
+    ) == [0]
+    end = trainguard.open_run(file_uri).ended(rank=0)
+    assert end is not None and end.written_by == "operator"

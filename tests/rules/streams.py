@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trainguard.rules.base import Finding, Rule
-from trainguard.rules.view import COL, COLUMNS, StepView, TensorMeta
+from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
 
 WIDTHS = (32, 64, 64, 64, 10)
 BATCH = 64

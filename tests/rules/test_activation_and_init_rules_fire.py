@@ -8,7 +8,7 @@ from tests.rules.streams import StepData, Stream, first, run
 from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization, std_targets
 from trainguard.rules.saturated_activation import SaturatedActivation
-from trainguard.rules.view import COL
+from trainguard.rules.step_view import COL
 
 
 def test_dead_relu_fires_on_the_second_tier1_view_after_most_units_die() -> None:

@@ -10,8 +10,8 @@ import pytest
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDrop
 from trainguard.rules.auc_resolution import AucResolution
-from trainguard.rules.view import StepView
-from trainguard.store import predictions
+from trainguard.rules.step_view import StepView
+from trainguard.store import prediction_buckets
 
 
 def _ctr_like(n: int, base_rate: float, seed: int, *, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -29,7 +29,7 @@ def _ctr_like(n: int, base_rate: float, seed: int, *, shift: float = 0.0) -> tup
 def test_bucketed_auc_is_within_its_stated_bound_of_the_exact_auc(base_rate: float) -> None:
     scores, labels = _ctr_like(400_000, base_rate, seed=1)
     exact = auc.exact_auc(scores, labels)
-    est = auc.auc_from_counts(predictions.count(scores, labels))
+    est = auc.auc_from_counts(prediction_buckets.count(scores, labels))
     assert abs(est.auc - exact) <= est.error_bound + 1e-12
     assert est.error_bound < 1e-3
     assert est.positives + est.negatives == scores.size
@@ -43,14 +43,14 @@ def test_two_hundred_linear_buckets_are_far_off_on_rare_positives_where_log_odds
         [np.bincount(b[labels > 0.5], minlength=200), np.bincount(b[labels < 0.5], minlength=200)]
     )
     assert exact - auc.auc_from_counts(linear).auc > 0.05
-    assert abs(auc.auc_from_counts(predictions.count(scores, labels)).auc - exact) < 1e-3
+    assert abs(auc.auc_from_counts(prediction_buckets.count(scores, labels)).auc - exact) < 1e-3
 
 
 def test_merging_two_ranks_counts_equals_counting_the_union() -> None:
     s1, y1 = _ctr_like(50_000, 0.05, seed=3)
     s2, y2 = _ctr_like(70_000, 0.05, seed=4)
-    merged = predictions.count(s1, y1) + predictions.count(s2, y2)
-    union = predictions.count(np.concatenate([s1, s2]), np.concatenate([y1, y2]))
+    merged = prediction_buckets.count(s1, y1) + prediction_buckets.count(s2, y2)
+    union = prediction_buckets.count(np.concatenate([s1, s2]), np.concatenate([y1, y2]))
     np.testing.assert_array_equal(merged[:2], union[:2])
     np.testing.assert_allclose(merged[2], union[2], rtol=1e-12)
 
@@ -62,14 +62,14 @@ def test_exact_auc_counts_ties_as_one_half() -> None:
 
 def test_torch_counter_on_the_device_equals_the_numpy_reference() -> None:
     torch = pytest.importorskip("torch")
-    from trainguard.capture.predictions import PredictionCounter
+    from trainguard.capture.prediction_counter import PredictionCounter
 
     scores, labels = _ctr_like(20_000, 0.01, seed=5)
     counter = PredictionCounter()
     counter.add(torch.tensor(scores[:7000], dtype=torch.float32), torch.tensor(labels[:7000]))
     counter.add(torch.tensor(scores[7000:], dtype=torch.float32), torch.tensor(labels[7000:]))
     got = counter.take()[-1]
-    ref = predictions.count(scores.astype(np.float32), labels)
+    ref = prediction_buckets.count(scores.astype(np.float32), labels)
     # float32 scores: a value on a bucket edge may land one bucket over; totals must agree exactly.
     assert got[0].sum() == ref[0].sum() and got[1].sum() == ref[1].sum()
     assert np.abs(got[:2] - ref[:2]).sum() <= 4
@@ -79,7 +79,7 @@ def test_torch_counter_on_the_device_equals_the_numpy_reference() -> None:
 
 def test_roc_and_pr_curves_end_at_the_right_corners() -> None:
     scores, labels = _ctr_like(10_000, 0.2, seed=6)
-    c = predictions.count(scores, labels)
+    c = prediction_buckets.count(scores, labels)
     fpr, tpr = auc.roc_curve(c)
     assert fpr[0] == tpr[0] == 0 and fpr[-1] == pytest.approx(1) and tpr[-1] == pytest.approx(1)
     assert np.trapezoid(tpr, fpr) == pytest.approx(auc.auc_from_counts(c).auc, abs=1e-9)
@@ -96,7 +96,7 @@ def _stream(steps: int, drift_at: int | None, seed: int, batch: int = 2000) -> l
     for step in range(steps):
         shift = 4.0 if drift_at is not None and step >= drift_at else 0.0
         s, y = _ctr_like(batch, 0.05, seed=seed * 100_000 + step, shift=shift)
-        views.append(StepView(step=step, predictions={"pred/ctr": predictions.count(s, y)}))
+        views.append(StepView(step=step, predictions={"pred/ctr": prediction_buckets.count(s, y)}))
     return views
 
 
@@ -142,9 +142,9 @@ def test_auc_drop_state_round_trip_gives_the_same_findings() -> None:
 def test_auc_resolution_fires_once_when_scores_collapse_onto_one_value() -> None:
     rule = AucResolution()
     y = (np.arange(4000) % 10 == 0).astype(float)
-    flat = predictions.count(np.full(4000, 0.3), y)
+    flat = prediction_buckets.count(np.full(4000, 0.3), y)
     found = [f for step in range(3) for f in rule.update(StepView(step=step, predictions={"pred/p": flat}))]
     assert len(found) == 1 and "share a bucket" in found[0].message
     s, y2 = _ctr_like(4000, 0.1, seed=11)
     good = AucResolution()
-    assert good.update(StepView(step=0, predictions={"pred/p": predictions.count(s, y2)})) == []
+    assert good.update(StepView(step=0, predictions={"pred/p": prediction_buckets.count(s, y2)})) == []

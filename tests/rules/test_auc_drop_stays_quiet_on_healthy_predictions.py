@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from trainguard.rules import auc, registry
-from trainguard.rules.view import StepView
-from trainguard.store import predictions
+from trainguard.rules.step_view import StepView
+from trainguard.store import prediction_buckets
 
 
 def healthy_views(
@@ -21,7 +21,7 @@ def healthy_views(
     rng = np.random.default_rng(seed)
     shards = rng.normal(0.0, 0.15, 16)
     prior = np.log(rate / (1 - rate))
-    views, acc = [], np.zeros((predictions.ROWS, predictions.BUCKETS))
+    views, acc = [], np.zeros((prediction_buckets.ROWS, prediction_buckets.BUCKETS))
     for step in range(steps):
         y = (rng.random(batch) < rate).astype(float)
         separation = 0.2 + 1.8 * (1 - np.exp(-step / 400))
@@ -29,7 +29,7 @@ def healthy_views(
             separation += shards[(step // 25) % shards.size]
         elif kind == "epochs":
             separation += 0.1 * np.sin(2 * np.pi * step / 500)
-        acc += predictions.count(rng.normal(size=batch) + separation * y + prior, y, logits=True)
+        acc += prediction_buckets.count(rng.normal(size=batch) + separation * y + prior, y, logits=True)
         if step % 10 == 0:
             views.append(StepView(step=step, predictions={"pred/ctr": acc}))
             acc = np.zeros_like(acc)

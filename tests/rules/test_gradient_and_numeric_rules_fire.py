@@ -12,10 +12,10 @@ from trainguard.api.enums import Severity
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.exploding_gradient import ExplodingGradient
 from trainguard.rules.exploding_tensor import ExplodingTensor
+from trainguard.rules.step_view import COL, StepView
 from trainguard.rules.tensor_variance import TensorVariance
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.vanishing_gradient import VanishingGradient
-from trainguard.rules.view import COL, StepView
 from trainguard.rules.weight_update_ratio import WeightUpdateRatio
 
 GRADS = [f"grad/fc{i}.weight" for i in range(4)]

@@ -18,8 +18,8 @@ from trainguard.rules.oscillating_loss import OscillatingLoss
 from trainguard.rules.overfit import Overfit
 from trainguard.rules.overtraining import Overtraining
 from trainguard.rules.stalled_training import StalledTraining
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 from trainguard.rules.threshold import Threshold
-from trainguard.rules.view import COL, StepView, TensorMeta
 
 
 def flat_loss(d: StepData) -> None:

@@ -17,8 +17,8 @@ import pytest
 import trainguard
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
-from trainguard.rules.view import COL, StepView
-from trainguard.sidecar.views import ViewBuilder
+from trainguard.rules.step_view import COL, StepView
+from trainguard.sidecar.view_builder import ViewBuilder
 
 
 def train(

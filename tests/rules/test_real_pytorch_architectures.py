@@ -36,8 +36,8 @@ from trainguard.api.enums import Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
-from trainguard.rules.view import StepView
-from trainguard.sidecar.views import ViewBuilder
+from trainguard.rules.step_view import StepView
+from trainguard.sidecar.view_builder import ViewBuilder
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from trainguard.errors import ConfigError
 from trainguard.rules import registry
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.base import Finding, Rule
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 def test_every_builtin_is_registered_under_its_own_name_with_a_hint() -> None:

@@ -12,9 +12,9 @@ import trainguard
 import trainguard.torch as tg
 from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
-from trainguard.rules.signals import KernelPair
+from trainguard.rules.shared import KernelPair
 from trainguard.rules.unchanged_tensor import UnchangedTensor
-from trainguard.sidecar.views import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder
 
 
 class Recommender(nn.Module):

@@ -10,7 +10,7 @@ import pytest
 
 from tests.rules.streams import Stream, run
 from trainguard.rules import registry
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 CONFIGURABLE = {"threshold"}  # needs a value; covered by its own tests
 

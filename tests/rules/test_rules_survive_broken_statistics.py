@@ -13,7 +13,7 @@ import pytest
 
 from tests.rules.streams import StepData, Stream, run
 from trainguard.rules import registry
-from trainguard.rules.view import COLUMNS, StepView
+from trainguard.rules.step_view import COLUMNS, StepView
 
 UNGATED = {"gate_on_loss": False}  # so gated rules compute on the broken steps too
 PARAMS = {

@@ -10,7 +10,7 @@ import pytest
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.base import fmt
 from trainguard.rules.dead_relu import DeadRelu
-from trainguard.rules.view import COL, COLUMNS, StepView, TensorMeta
+from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
 from trainguard.store.run_format import STAT_COLUMNS
 
 META = (TensorMeta("w", "weights", trainable=True, order=0, shape=(4, 4)),)

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Severity
 from trainguard.rules.base import Finding, Params, Rule
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 class NonFinite(Rule):

@@ -10,7 +10,7 @@ from tests.sidecar.runs import RunBuilder, custom, write_run
 from trainguard.api.enums import RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
-from trainguard.rules.view import COL, StepView, TensorMeta
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 from trainguard.sidecar import config
 from trainguard.sidecar.custom import EvaluatedTrial, TensorUnavailableForStep
 from trainguard.sidecar.evaluator import Evaluator

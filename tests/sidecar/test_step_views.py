@@ -6,7 +6,7 @@ import numpy as np
 
 from tests.sidecar.runs import TENSORS, RunBuilder
 from trainguard.api.enums import Mode
-from trainguard.sidecar.views import ViewBuilder, loss_mode
+from trainguard.sidecar.view_builder import ViewBuilder, loss_mode
 from trainguard.store import run_format
 from trainguard.store.backends import open_store
 from trainguard.store.source import RankSource

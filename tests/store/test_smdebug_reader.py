@@ -21,7 +21,7 @@ from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c a
 import trainguard
 from trainguard.store import run_format, stats
 from trainguard.store.backends import open_store
-from trainguard.store.foreign import smdebug, tfrecord
+from trainguard.store.foreign import smdebug, smdebug_files, tfrecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "smdebug"
 MLP = json.loads((FIXTURES / "mlp.expected.json").read_text())
@@ -155,7 +155,7 @@ def test_decoded_values_equal_what_smdebugs_trial_reads() -> None:
     trial = MLP["trial"]["mlp"]["worker_0"]
     seen = 0
     for key in store.list("index/"):
-        read = smdebug.read_step(store, key)
+        read = smdebug_files.read_step(store, key)
         assert read.problems == []
         for v in read.values:
             want = trial[v.name][str(read.step)]
@@ -205,7 +205,7 @@ def test_reductions_fold_back_under_their_base_tensor() -> None:
 def test_every_dtype_decodes_to_the_values_written_on_both_workers() -> None:
     store = open_store(str(FIXTURES / "dtypes"))
     for key in store.list("index/"):
-        read = smdebug.read_step(store, key)
+        read = smdebug_files.read_step(store, key)
         assert read.problems == []
         want = DTYPES["workers"][read.worker][str(read.step)]
         got = {v.name: v for v in read.values}
@@ -223,7 +223,7 @@ def test_every_dtype_decodes_to_the_values_written_on_both_workers() -> None:
 
 def test_int8_is_signed_where_smdebugs_own_reader_says_uint8() -> None:
     store = open_store(str(FIXTURES / "dtypes"))
-    read = smdebug.read_step(store, "index/000000000/000000000000_worker_0.json")
+    read = smdebug_files.read_step(store, "index/000000000/000000000000_worker_0.json")
     ours = next(v.values for v in read.values if v.name == "int8/t")
     assert ours is not None and ours.dtype == np.int8 and ours.min() == -128
     theirs = DTYPES["trial"]["worker_0"]["int8/t"]["0"]
@@ -339,22 +339,22 @@ def test_the_reader_gives_the_same_numbers_over_s3_as_over_files(run_uri: str) -
 
 
 def test_tensor_names_map_to_our_collections_without_a_collections_file() -> None:
-    classifier = smdebug.Classifier(None)
-    assert classifier.classify("gradient/fc1.weight", size=4) == smdebug.Naming(
+    classifier = smdebug_files.Classifier(None)
+    assert classifier.classify("gradient/fc1.weight", size=4) == smdebug_files.Naming(
         "grad/fc1.weight", trainguard.api.enums.Collection.GRADIENTS, False
     )
     assert classifier.classify("Net_fc1.bias", size=4).collection.value == "biases"
     assert classifier.classify("Net_fc1.weight", size=4).collection.value == "weights"
-    assert classifier.classify("scalar/val_acc", size=1) == smdebug.Naming(
+    assert classifier.classify("scalar/val_acc", size=1) == smdebug_files.Naming(
         "val_acc", trainguard.api.enums.Collection.METRICS, True
     )
     assert classifier.classify("CrossEntropyLoss_output_0", size=1).scalar
     assert not classifier.classify("CrossEntropyLoss_output_0", size=5).scalar
-    assert smdebug.reduction_parts("smdebug/reductions/abs_mean/gradient/fc1.weight") == (
+    assert smdebug_files.reduction_parts("smdebug/reductions/abs_mean/gradient/fc1.weight") == (
         "gradient/fc1.weight",
         "abs_mean",
     )
-    assert smdebug.worker_ranks(["worker_1", "worker_0", "_replica-0_task-0_device-GPU-0"]) == {
+    assert smdebug_files.worker_ranks(["worker_1", "worker_0", "_replica-0_task-0_device-GPU-0"]) == {
         0: "worker_0",
         1: "worker_1",
         2: "_replica-0_task-0_device-GPU-0",
@@ -499,7 +499,7 @@ def test_a_tensor_whose_bytes_do_not_fit_its_dtype_or_shape_is_a_decode_error() 
 
 
 def test_the_collections_file_decides_before_the_name_patterns() -> None:
-    doc = smdebug.CollectionsDoc.model_validate(
+    doc = smdebug_files.CollectionsDoc.model_validate(
         {
             "collections": {
                 "all": {"include_regex": [".*"]},
@@ -510,9 +510,9 @@ def test_the_collections_file_decides_before_the_name_patterns() -> None:
             "_meta": {"num_workers": 4},
         }
     )
-    classifier = smdebug.Classifier(doc)
+    classifier = smdebug_files.Classifier(doc)
     assert doc.meta.num_workers == 4
-    assert classifier.classify("feature_importance/gain/f3", size=1) == smdebug.Naming(
+    assert classifier.classify("feature_importance/gain/f3", size=1) == smdebug_files.Naming(
         "feature_importance/gain/f3", trainguard.api.enums.Collection.METRICS, True
     )
     assert classifier.classify("Net_relu1_output_0", size=8).collection.value == "activations"

@@ -94,13 +94,13 @@ def train_until_pending(rec: trainguard.Recorder, *, segments: int) -> list[floa
     """Train until the writer is in an outage with `segments` segments waiting; return the step durations."""
     w = rec._writer
     assert w is not None
-    return train(rec, until=lambda: w._outage_since is not None and len(w._pending) >= segments)
+    return train(rec, until=lambda: w.uploads.in_outage and w.uploads.pending_count >= segments)
 
 
 def assert_every_step_landed(rec: trainguard.Recorder, uri: str) -> None:
     w = rec._writer
     assert w is not None
-    total = w._last_step + 1 if w._last_step is not None else 0
+    total = w.last_step + 1 if w.last_step is not None else 0
     # a restarted SeaweedFS may take seconds before it stores objects again (its volumes load after S3
     # answers): the writer keeps retrying; close() once it caught up, so its deadline is not what is tested
     assert w.wait_idle(120), "the writer never caught up with the restarted store"
@@ -139,7 +139,7 @@ def test_a_frozen_store_never_holds_a_step_up_and_gets_every_step_once_it_thaws(
     try:
         w = rec._writer
         assert w is not None
-        durations = train(rec, until=lambda: len(w._pending) >= 20)
+        durations = train(rec, until=lambda: w.uploads.pending_count >= 20)
         assert not w.wait_idle(0.2), "an upload hangs: not idle"
     finally:
         os.kill(server.pid, signal.SIGCONT)
@@ -149,7 +149,7 @@ def test_a_frozen_store_never_holds_a_step_up_and_gets_every_step_once_it_thaws(
     rec.close()
     end = run_format.EndInfo.model_validate(json.loads(open_store(uri).get(run_format.end_key(0))))
     assert (end.status, end.lost_steps) == ("ok", 0)
-    total = w._last_step + 1 if w._last_step is not None else 0
+    total = w.last_step + 1 if w.last_step is not None else 0
     assert trainguard.open_run(uri).series("fc.weight", "l2").steps.tolist() == list(range(total))
     assert not error_records(caplog)
 

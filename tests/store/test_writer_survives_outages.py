@@ -56,7 +56,7 @@ def train(
 
 def back_and_idle(writer: Any) -> bool:
     """Whether the writer has stored an object since the outage and caught up (a segment at most waits)."""
-    return writer._outage_since is None and len(writer._pending) <= 1
+    return not writer.uploads.in_outage and writer.uploads.pending_count <= 1
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_an_outage_the_pending_memory_covers_loses_nothing_and_never_holds_a_ste
     fault_proxy.down = True
     # train until the writer has retried and more than a few segments wait
     durations += train(
-        rec, first_step=10, until=lambda: writer._outage_since is not None and len(writer._pending) >= 8
+        rec, first_step=10, until=lambda: writer.uploads.in_outage and writer.uploads.pending_count >= 8
     )
     fault_proxy.down = False
     durations += train(rec, first_step=len(durations), until=lambda: back_and_idle(writer))
@@ -115,7 +115,7 @@ def test_an_outage_longer_than_the_pending_memory_loses_an_exact_count_of_steps(
     assert writer.wait_idle(30)
     fault_proxy.down = True
     total = 10 + len(
-        train(rec, first_step=10, until=lambda: writer.lost_steps >= 20 and writer._outage_since is not None)
+        train(rec, first_step=10, until=lambda: writer.lost_steps >= 20 and writer.uploads.in_outage)
     )
     fault_proxy.down = False
     total += len(train(rec, first_step=total, until=lambda: back_and_idle(writer)))

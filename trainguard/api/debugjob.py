@@ -335,6 +335,21 @@ class RankRuleReport(_Model):
     time: str | None = Field(default=None, description="When the sidecar saw it (RFC 3339).")
 
 
+def report_key(rank: int) -> str:
+    """Return the key of one rank's report in `status.reports`, e.g. `rank-00003`.
+
+    The one home of that key: sidecars write it (`sidecar/report_status.py`), the operator reads it back
+    with `rank_of_report_key`.
+    """
+    return f"rank-{rank:05d}"
+
+
+def rank_of_report_key(key: str) -> int | None:
+    """Return the rank a `status.reports` key names (`report_key`'s inverse), or None for any other key."""
+    prefix, _, digits = key.partition("-")
+    return int(digits) if prefix == "rank" and digits.isdigit() else None
+
+
 class RankReport(_Model):
     """What one rank's sidecar reports (`status.reports["rank-00003"]`)."""
 

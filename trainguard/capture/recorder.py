@@ -18,7 +18,7 @@ import numpy as np
 
 from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.predictions import PredictionCounter, write_counts
+from trainguard.capture.prediction_counter import PredictionCounter, write_counts
 from trainguard.stop_flag import StopFlag
 from trainguard.store import stats as numpy_stats
 from trainguard.store import writer

@@ -4,7 +4,8 @@ Called by `supervise.Supervisor` once CMD has exited. A rank without an END.json
 or a signal, or crashed before its hook closed) gets one written by the supervisor; a rank whose hook
 wrote one gets CMD's exit status added. Only this run's ranks are touched: what an earlier run left
 on the same `--out` is recognised by its attempt (its start time) and left alone. The documents and
-keys are `trainguard.store.run_format`'s.
+keys are `trainguard.store.run_format`'s; reading, the staleness rule and writing are
+`trainguard.store.rank_end`'s.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from trainguard.local.outcome import exit_status
 from trainguard.local.process import signal_name
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.store import errors as store_errors
-from trainguard.store import run_format
+from trainguard.store import rank_end, run_format
 from trainguard.store.runs import list_ranks, read_run_info
-from trainguard.store.source import load_json_doc
 
 
 def close_ranks(
@@ -46,15 +46,8 @@ def close_ranks(
     sig = signal_name(returncode)
     out: dict[int, run_format.EndInfo] = {}
     for rank in sorted(ranks):
-        key = run_format.end_key(rank)
-        try:
-            end = load_json_doc(store, key, run_format.EndInfo)
-        except store_errors.NotFound:
-            end = None
-        except store_errors.FormatError:
-            end = None  # a damaged END is replaced: the supervisor knows how the rank ended
-        if isinstance(end, run_format.EndInfo) and end.attempt is not None and end.attempt < ours:
-            end = None  # an earlier run's: this run's rank ended without one
+        # none, a damaged one (the supervisor knows how the rank ended) or an earlier run's: write one
+        end = rank_end.current(store, rank, not_before=ours)
         if end is None:
             status = "stopped" if stopped else ("ok" if code == 0 else "crashed")
             reason = (
@@ -77,6 +70,6 @@ def close_ranks(
             new = end.model_copy(
                 update={"exit_code": code, "signal": sig, "status": "error" if failed and end.status == "ok" else end.status}
             )  # fmt: skip
-        store.put(key, new.model_dump_json().encode())
+        rank_end.write(store, rank, new)
         out[rank] = new
     return out

@@ -3,21 +3,19 @@
 Called by the DebugJob handler when the DebugJob enters a terminal phase. Followers and offline
 readers then know the run is over instead of waiting for an idle timeout. A rank's END written
 by the hook is never overwritten, unless it closes an earlier attempt of a rank that was
-restarted since (a retried pod that died without writing its own). Opening the store with the
-DebugJob's store credentials is here; the key names and the document come from
-`trainguard.store.run_format`.
+restarted since (a retried pod that died without writing its own), or a damaged one. Opening the
+store with the DebugJob's store credentials is here; reading, the staleness rule and writing END.json
+are `trainguard.store.rank_end`'s, shared with the hook and local mode.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Phase
-from trainguard.store import backends, errors, run_format
-from trainguard.store.source import later_attempt, load_json_doc
+from trainguard.store import backends, rank_end, run_format
 
 
 def end_status(phase: Phase) -> str:
@@ -37,8 +35,7 @@ def write_missing(
     """Write END.json for every rank in `range(workers)` that has none, or a stale one; return those ranks."""
     written = []
     for rank in range(workers):
-        key = run_format.end_key(rank)
-        if not _missing_or_stale(store, rank):
+        if rank_end.current(store, rank) is not None:
             continue
         info = run_format.EndInfo(
             status=status,
@@ -47,28 +44,18 @@ def write_missing(
             written_by="operator",
             errors=[reason],
         )
-        store.put(key, json.dumps(info.model_dump()).encode())
+        rank_end.write(store, rank, info)
         written.append(rank)
     return written
-
-
-def _missing_or_stale(store: backends.Store, rank: int) -> bool:
-    """Whether the rank has no END, or one that closes an attempt older than the newest in the store."""
-    try:
-        end = load_json_doc(store, run_format.end_key(rank), run_format.EndInfo)
-    except errors.NotFound:
-        return True
-    assert isinstance(end, run_format.EndInfo)
-    return end.attempt is not None and later_attempt(store, rank, end.attempt) is not None
 
 
 def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:
     """Return each rank's last evaluated step from the sidecars' reports."""
     out: dict[int, int | None] = {}
     for key, report in reports.items():
-        prefix, _, digits = key.partition("-")
-        if prefix == "rank" and digits.isdigit():
-            out[int(digits)] = report.last_step
+        rank = api.rank_of_report_key(key)
+        if rank is not None:
+            out[rank] = report.last_step
     return out
 
 

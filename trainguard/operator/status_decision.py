@@ -50,7 +50,7 @@ def aggregate_rules(reports: Mapping[str, api.RankReport], rules: list[RuleSpec]
     actions = rule_actions(rules)
     best: dict[str, api.RuleStatus] = {}
     for key in sorted(reports):
-        rank = _rank_of(key)
+        rank = api.rank_of_report_key(key)
         report = reports[key]
         for entry in report.rules:
             candidate = api.RuleStatus(
@@ -81,11 +81,6 @@ def _worse(a: api.RuleStatus, b: api.RuleStatus) -> bool:
     if a.state == RuleState.ISSUES_FOUND:
         return _step_order(a) < _step_order(b)
     return (a.step or -1) > (b.step or -1)
-
-
-def _rank_of(key: str) -> int | None:
-    prefix, _, digits = key.partition("-")
-    return int(digits) if prefix == "rank" and digits.isdigit() else None
 
 
 def last_step(reports: Mapping[str, api.RankReport]) -> int | None:

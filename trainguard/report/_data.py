@@ -21,7 +21,7 @@ from trainguard.errors import TrainGuardError
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDropParams
 from trainguard.rules.base import Finding
-from trainguard.store import predictions
+from trainguard.store import prediction_buckets
 from trainguard.store.reader import Run
 
 MAX_PREDICTION_STREAMS = 12
@@ -271,7 +271,9 @@ def _auc_over_steps(steps: np.ndarray, counts: np.ndarray, half_life: float) -> 
 def _score_distributions(total: np.ndarray) -> Plot:
     b = total.shape[1]
     per = max(1, b // DISTRIBUTION_BINS)
-    edges = -predictions.LOGIT_RANGE + np.arange(0, b + 1, per) * (2 * predictions.LOGIT_RANGE / b)
+    edges = -prediction_buckets.LOGIT_RANGE + np.arange(0, b + 1, per) * (
+        2 * prediction_buckets.LOGIT_RANGE / b
+    )
     centres = (edges[:-1] + edges[1:])[: math.ceil(b / per)] / 2
     binned = np.add.reduceat(total[:2], np.arange(0, b, per), axis=1)
     used = np.nonzero(binned.sum(axis=0))[0]

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 _DEFAULT = (Collection.WEIGHTS.value, Collection.GRADIENTS.value, Collection.ACTIVATIONS.value)
 

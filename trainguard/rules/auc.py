@@ -1,6 +1,6 @@
 """AUC, ROC, PR and calibration from per-bucket prediction counts; decayed counts with effective sizes.
 
-Pure numpy over the count records defined in `trainguard.store.predictions` (rows: positives,
+Pure numpy over the count records defined in `trainguard.store.prediction_buckets` (rows: positives,
 negatives, score sums; buckets sorted by score). Used by the `auc_drop`/`auc_resolution` rules,
 the evaluator's metrics and the HTML report. The bucketed AUC is exact up to ties inside a
 bucket: |AUC_exact - AUC_B| <= tie_mass / 2, where tie_mass = sum_b p_b n_b / (P N).

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory, Severity
-from trainguard.rules import auc, signals
+from trainguard.rules import auc, shared
 from trainguard.rules.base import Finding, Params, Rule
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 class AucDropParams(Params):
@@ -107,7 +107,7 @@ class AucDrop(Rule):
             if st.baseline is None:
                 st.baseline = est.auc
             else:
-                dt = signals.steps_since(st.last_step, view.step)
+                dt = shared.steps_since(st.last_step, view.step)
                 g = 0.5 ** (dt / p.baseline_half_life_steps)
                 st.baseline = g * st.baseline + (1 - g) * est.auc
             st.last_step = view.step

@@ -16,7 +16,7 @@ from pydantic import Field
 from trainguard.api.enums import RuleCategory, Severity
 from trainguard.rules import auc
 from trainguard.rules.base import Finding, Params, Rule
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 class AucResolutionParams(Params):

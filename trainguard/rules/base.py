@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trainguard.api.enums import Action, RuleCategory, Severity
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ class Rule(abc.ABC):
     """The rule's action in the default set, what runs without a rules file; None: not in that set.
     The only place it is declared: `dev/gen_docs.py` copies the set into `trainguard/api/_default_set.py`
     for the operator, which never imports the rules (a test fails while that copy is stale)."""
+    example_params: ClassVar[Mapping[str, Any]] = {}
+    """Parameters under which the rule reports its symptom on a short run (600 steps, the fault from step 300):
+    set only by rules that must be told what to watch, or whose defaults wait longer. The state round-trip
+    test (`tests/rules/test_rule_state_round_trip.py`) runs every registered rule with them."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
     training_views_only: ClassVar[bool] = False

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 LABEL_COUNT_PREFIX = "label_count/"
 _PRED_RE = re.compile(r"^pred/(?P<stream>[^/]+)(?:/class(?P<cls>.+))?$")
@@ -30,6 +31,8 @@ _PRED_RE = re.compile(r"^pred/(?P<stream>[^/]+)(?:/class(?P<cls>.+))?$")
 
 class ClassImbalance(base.Rule):
     name = "class_imbalance"
+    example_params: ClassVar[Mapping[str, Any]] = {"samples": 5000}
+    """For the state round-trip test: judged after 5,000 labels, which a short run reaches."""
     category = RuleCategory.PREDICTIONS
     default_action = Action.NOTIFY
     summary = (

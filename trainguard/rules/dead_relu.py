@@ -31,8 +31,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _ACTIVATIONS = (Collection.ACTIVATIONS.value,)
 _ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
@@ -51,7 +51,7 @@ class DeadRelu(base.Rule):
         "activation, or use LeakyReLU/GELU"
     )
 
-    class Params(signals.GatedParams):
+    class Params(shared_loss.GatedParams):
         threshold_inactivity: float = Field(
             default=1.0,
             ge=0,
@@ -86,7 +86,7 @@ class DeadRelu(base.Rule):
         self._relu_of: tuple[np.ndarray | None, np.ndarray] = (None, np.zeros(0, dtype=np.intp))
         self._proved: list[tuple[int, float]] = []
         """(row, non-zero share) of the layers the zero bound proved dead in the view `applies` saw last."""
-        self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
+        self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
         self.output_checked = False
         self._output: base.Finding | None = None
         self._first_relu: tuple[tuple[str, ...] | None, str | None] = (None, None)
@@ -112,7 +112,7 @@ class DeadRelu(base.Rule):
         logit at 0 is a uniform guess (improper output activation)."""
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
         first = self.gate.range.first
-        layer = signals.output_layer(view)
+        layer = shared.output_layer(view)
         if first is None or layer is None:
             return None
         self.output_checked = True
@@ -163,7 +163,7 @@ class DeadRelu(base.Rule):
             self._output = self._relu_on_logits(view)
             if self._output is not None:
                 return True
-        if signals.has_units(view, "active"):
+        if shared.has_units(view, "active"):
             return True
         rows = self._relu_rows(view)
         if not len(rows):
@@ -180,10 +180,10 @@ class DeadRelu(base.Rule):
         if self._output is not None:
             found, self._output = self._output, None
             return [self.at_once(found)]
-        if not signals.has_units(view, "active"):
+        if not shared.has_units(view, "active"):
             return self._zero_bound_findings(view, p)
         out = []
-        for name, active in signals.unit_layers(self, view, "active"):
+        for name, active in shared.unit_layers(self, view, "active"):
             if not active.size:
                 continue
             n = int(np.count_nonzero(active * 100.0 < p.threshold_inactivity))

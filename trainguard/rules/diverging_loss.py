@@ -25,8 +25,8 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import StepView
 
 
 class DivergingLoss(base.Rule):
@@ -54,7 +54,7 @@ class DivergingLoss(base.Rule):
             description="The last window's change must be at least this share of the one before: a loss "
             "approaching a floor (or a ceiling) slows down; one running away does not.",
         )
-        floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
+        floor_fraction: float = Field(default=0.1, ge=0, le=1, description=shared_loss.LOSS_FLOOR_DOC)
         min_significance: float = Field(
             default=2.0,
             ge=0,
@@ -71,7 +71,7 @@ class DivergingLoss(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: DivergingLoss.Params = self.params  # type: ignore[assignment]
-        self.read = signals.LossReader(name=p.loss_name, single=True)
+        self.read = shared_loss.LossReader(name=p.loss_name, single=True)
         self.sum = 0.0
         self.sq = 0.0
         self.n = 0
@@ -103,7 +103,7 @@ class DivergingLoss(base.Rule):
         self.sum += d
         self.sq += d * d  # inf beyond float range, where `**` would raise
         self.n += 1
-        gap = signals.steps_since(self.last_step, view.step)
+        gap = shared.steps_since(self.last_step, view.step)
         self.last_step = view.step
         if view.step + gap < self.start + p.window_steps:
             return []

@@ -20,8 +20,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
 
@@ -34,7 +34,7 @@ class ExplodingGradient(base.Rule):
     summary = "Gradient norms far above their own recent history, above an absolute bound, or growing towards the input."
     hint = "lower the learning rate, clip gradients (e.g. max norm 1.0), or add normalisation layers"
 
-    class Params(signals.GatedParams):
+    class Params(shared_loss.GatedParams):
         threshold: float | None = Field(
             default=None, gt=0, description="Absolute bound on any gradient's l2 norm (off by default)."
         )
@@ -79,10 +79,10 @@ class ExplodingGradient(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: ExplodingGradient.Params = self.params  # type: ignore[assignment]
-        self.gate = signals.LossGate(p)
-        self.kernels = signals.KernelPair()
-        self.window = signals.Window(p.window)
-        self.layer_ema = signals.RowState(math.nan)
+        self.gate = shared_loss.LossGate(p)
+        self.kernels = shared.KernelPair()
+        self.window = shared.Window(p.window)
+        self.layer_ema = shared.RowState(math.nan)
         self.growth_sum = 0.0
         self.growth_n = 0
         self.growth_start: int | None = None
@@ -103,7 +103,7 @@ class ExplodingGradient(base.Rule):
         self.gate.push(view)
         rows = self.rows(view, default_collections=_GRADIENTS)
         l2 = view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0)
-        norm = signals.global_norm(view, l2, p.grad_norm_scalar)
+        norm = shared.global_norm(view, l2, p.grad_norm_scalar)
         out: list[base.Finding] = []
         log_l2 = np.log(l2, out=np.full(len(l2), np.nan), where=(l2 > 0) & (l2 < np.inf))
         ema = self.layer_ema.align(view, rows) if len(rows) else np.zeros(0)
@@ -168,7 +168,7 @@ class ExplodingGradient(base.Rule):
             self.growth_start = view.step
         self.growth_sum += log_norm
         self.growth_n += 1
-        gap = signals.steps_since(self.growth_last, view.step)
+        gap = shared.steps_since(self.growth_last, view.step)
         self.growth_last = view.step
         if view.step + gap < self.growth_start + p.growth_window_steps:
             return None

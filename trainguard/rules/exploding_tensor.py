@@ -17,7 +17,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base
-from trainguard.rules.view import COL, StepView, TensorMeta
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 
 _PARAMS = (Collection.WEIGHTS.value, Collection.BIASES.value)
 _NO_ORDER = 1 << 30

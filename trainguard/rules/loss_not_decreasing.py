@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
 
@@ -43,6 +44,8 @@ def normalise_mode(v: object) -> object:
 
 class LossNotDecreasing(base.Rule):
     name = "loss_not_decreasing"
+    example_params: ClassVar[Mapping[str, Any]] = {"num_steps": 30}
+    """For the state round-trip test: blocks of 30 steps, so a short run holds several."""
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
     summary = (
@@ -120,7 +123,7 @@ class LossNotDecreasing(base.Rule):
         stuck_window_steps: int = Field(
             default=50, ge=1, description="Training steps the stuck path averages the loss over."
         )
-        collapsed_lr_fraction: float | None = signals.lowered_lr_fraction(
+        collapsed_lr_fraction: float | None = shared.lowered_lr_fraction(
             1e-3,
             "Report at once",
             why="a schedule that reaches 1e-3 of its peak before the loss fell below `ignore_below_fraction` of its "
@@ -136,10 +139,10 @@ class LossNotDecreasing(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
-        self.read = signals.LossReader(
+        self.read = shared_loss.LossReader(
             mode=p.mode, name=p.loss_name, use_losses_collection=p.use_losses_collection, single=True
         )
-        self.lr = signals.PeakLearningRate()
+        self.lr = shared.PeakLearningRate()
         self.first_step: int | None = None
         self.recent: deque[tuple[int, float]] = deque()
         """(step, loss) of the views in the last two `stuck_window_steps` windows."""
@@ -148,7 +151,7 @@ class LossNotDecreasing(base.Rule):
         """(sum, count) of the losses in the first `stuck_window_steps` steps."""
         self.classes: int | None = None
         """K, the outputs of the last dense layer (chance level ln K), when the catalogue's module classes tell it."""
-        self.kernels = signals.KernelPair()
+        self.kernels = shared.KernelPair()
         self.grad_ratio: deque[tuple[int, float]] = deque()
         """(step, first/last kernel gradient l2 ratio) of the views in the last `stuck_window_steps` steps."""
         self.block_sum = 0.0
@@ -176,7 +179,7 @@ class LossNotDecreasing(base.Rule):
             self.block_start = view.step
         self.block_sum += loss
         self.block_n += 1
-        gap = signals.steps_since(self.last_step, view.step)
+        gap = shared.steps_since(self.last_step, view.step)
         self.last_step = view.step
         # blocks are measured in training steps, as SageMaker's num_steps is, not in saved views: a
         # block ends with the last view before the next block, the one the save interval says is next
@@ -233,7 +236,7 @@ class LossNotDecreasing(base.Rule):
             self.recent.popleft()  # two windows: the last one, and the one before it
         if view.names:
             if self.classes is None:
-                self.classes = signals.output_classes(view)
+                self.classes = shared.output_classes(view)
             self._gradient_reaches_input(view, p)
         first = self.first
         if self.reported_fast or first is None or not first > 0 or self.first_step is None:

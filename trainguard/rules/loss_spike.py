@@ -16,8 +16,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
 
@@ -66,15 +66,15 @@ class LossSpike(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: LossSpike.Params = self.params  # type: ignore[assignment]
-        self.read = signals.LossReader(name=p.loss_name)
-        self.loss_window = signals.Window(p.window)
-        self.grad_window = signals.Window(p.window)
+        self.read = shared_loss.LossReader(name=p.loss_name)
+        self.loss_window = shared.Window(p.window)
+        self.grad_window = shared.Window(p.window)
         self.first: float | None = None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossSpike.Params = self.params  # type: ignore[assignment]
         rows = self.rows(view, default_collections=_GRADIENTS)
-        norm = signals.global_norm(
+        norm = shared.global_norm(
             view, view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0), p.grad_norm_scalar
         )
         g = math.log(norm) if norm > 0 and math.isfinite(norm) else None

@@ -25,8 +25,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 
@@ -66,7 +66,7 @@ class OscillatingLoss(base.Rule):
     )
     hint = "lower the learning rate or the momentum, or increase the batch size"
 
-    class Params(signals.GatedParams):
+    class Params(shared_loss.GatedParams):
         window: int = Field(default=50, ge=5, description="Views in the window.")
         sign_change_ratio: float = Field(
             default=0.95,
@@ -83,7 +83,7 @@ class OscillatingLoss(base.Rule):
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first *loss*."
         )
-        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
+        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=shared_loss.LOSS_FLOOR_DOC)
         rebound_growth: float | None = Field(
             default=0.01,
             gt=0,
@@ -112,12 +112,12 @@ class OscillatingLoss(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
-        self.read = signals.LossReader(name=p.loss_name)
-        self.gate = signals.LossGate(p)
-        self.window = signals.Window(p.window)
-        self.floor = signals.LossFloor(p.loss_floor_fraction)
+        self.read = shared_loss.LossReader(name=p.loss_name)
+        self.gate = shared_loss.LossGate(p)
+        self.window = shared.Window(p.window)
+        self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
         self.norms = NormHistory(p.growth_span)
-        self.range = signals.LossRange()
+        self.range = shared_loss.LossRange()
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]
@@ -154,7 +154,7 @@ class OscillatingLoss(base.Rule):
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         if p.rebound_growth is None or not len(rows):
             return None
-        norm = signals.total_l2(view.stats[rows, COL["l2"]])
+        norm = shared.total_l2(view.stats[rows, COL["l2"]])
         if not 0 < norm < math.inf:
             return None
         return self.norms.growth(view.step, norm, len(rows))

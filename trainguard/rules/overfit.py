@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules import base, shared_loss
+from trainguard.rules.step_view import StepView
 
 
 class Overfit(base.Rule):
@@ -74,7 +74,7 @@ class Overfit(base.Rule):
         eval_loss_name: str | None = Field(
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
         )
-        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
+        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=shared_loss.LOSS_FLOOR_DOC)
         flat_val_drop: float | None = Field(
             default=0.1,
             gt=0,
@@ -92,12 +92,12 @@ class Overfit(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: Overfit.Params = self.params  # type: ignore[assignment]
-        self.train = signals.TrainMean()
-        self.read_val = signals.LossReader(mode="eval", name=p.eval_loss_name)
+        self.train = shared_loss.TrainMean()
+        self.read_val = shared_loss.LossReader(mode="eval", name=p.eval_loss_name)
         self.best_val: float | None = None
         self.train_at_best: float | None = None
         self.streak = 0
-        self.floor = signals.LossFloor(p.loss_floor_fraction)
+        self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
         self.evals = 0
         self.flat_reported = False
 

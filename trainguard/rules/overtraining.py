@@ -18,19 +18,22 @@ waiting for two strips of five eval points.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules import base, shared_loss
+from trainguard.rules.step_view import StepView
 
 _SAGEMAKER_KEYS = ("patience_train", "patience_validation", "delta")
 
 
 class Overtraining(base.Rule):
     name = "overtraining"
+    example_params: ClassVar[Mapping[str, Any]] = {"strip_length": 2}
+    """For the state round-trip test: strips of 2 eval points, so a short run holds several."""
     category = RuleCategory.GENERALISATION
     default_action = Action.NOTIFY
     summary = (
@@ -80,7 +83,7 @@ class Overtraining(base.Rule):
             "seeds healthy runs stay below 15% above their best over 3 eval points in a row (below 21% over 2; a "
             "noisy numpy run with 16 eval points reaches 26% over 2), a training set of 128 samples 43-52%.",
         )
-        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=signals.LOSS_FLOOR_DOC)
+        loss_floor_fraction: float = Field(default=0.1, ge=0, le=1, description=shared_loss.LOSS_FLOOR_DOC)
         eval_loss_name: str | None = Field(
             default=None, description="Eval scalar to read; default `loss`, else the first *loss*."
         )
@@ -96,10 +99,10 @@ class Overtraining(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: Overtraining.Params = self.params  # type: ignore[assignment]
-        self.read_val = signals.LossReader(mode="eval", name=p.eval_loss_name)
-        self.train = signals.TrainMean()
+        self.read_val = shared_loss.LossReader(mode="eval", name=p.eval_loss_name)
+        self.train = shared_loss.TrainMean()
         self.s: dict[str, Any] = self._fresh()
-        self.floor = signals.LossFloor(p.loss_floor_fraction)
+        self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
 
     @staticmethod
     def _fresh() -> dict[str, Any]:

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView, TensorMeta
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
-NOT_FAN_BASED = signals.LOOKUP_TABLES
+NOT_FAN_BASED = shared.LOOKUP_TABLES
 """Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
 UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
 """Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
@@ -65,6 +66,8 @@ def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
 
 class PoorWeightInitialization(base.Rule):
     name = "poor_weight_initialization"
+    example_params: ClassVar[Mapping[str, Any]] = {"num_classes": 100}
+    """For the state round-trip test: a 100-class output layer, so the short test model's scaled weights count as too large."""
     category = RuleCategory.WEIGHTS
     default_action = Action.NOTIFY
     summary = "At the start: kernel std far from He/Glorot/LeCun targets, all-zero kernels, initial loss far from ln K."
@@ -139,7 +142,7 @@ class PoorWeightInitialization(base.Rule):
         p: PoorWeightInitialization.Params = self.params  # type: ignore[assignment]
         self.exclude = re.compile(p.exclude_regex) if p.exclude_regex else None
         self.act_inputs = re.compile(p.activation_inputs_regex)
-        self.loss = signals.LossReader()
+        self.loss = shared_loss.LossReader()
         self.weights_done = False
         self.loss_done = False
         self.scale_done = False

@@ -12,8 +12,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import StepView
+from trainguard.rules import base, shared
+from trainguard.rules.step_view import StepView
 
 
 class SaturatedActivation(base.Rule):
@@ -45,12 +45,12 @@ class SaturatedActivation(base.Rule):
         trigger_n: int = base.trigger_n(3)
 
     def applies(self, view: StepView) -> bool:
-        return signals.has_units(view, "saturated")
+        return shared.has_units(view, "saturated")
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: SaturatedActivation.Params = self.params  # type: ignore[assignment]
         out = []
-        for name, saturated in signals.unit_layers(self, view, "saturated"):
+        for name, saturated in shared.unit_layers(self, view, "saturated"):
             if not saturated.size:
                 continue
             n = int(np.count_nonzero((1.0 - saturated) * 100.0 < p.threshold_inactivity))

@@ -9,17 +9,20 @@ successive steps longer than `threshold` is reported at the later step. Views wi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 
 class StalledTraining(base.Rule):
     name = "stalled_training"
+    example_params: ClassVar[Mapping[str, Any]] = {"threshold": 600}
+    """For the state round-trip test: a 10-minute stall, which a run with a jumping clock shows."""
     category = RuleCategory.PROGRESS
     default_action = Action.NOTIFY
     summary = (

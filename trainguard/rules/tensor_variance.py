@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from trainguard.api.enums import Collection, RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator
 
 from trainguard.api.enums import RuleCategory
 from trainguard.rules import base
-from trainguard.rules.view import COL, COLUMNS, StepView
+from trainguard.rules.step_view import COL, COLUMNS, StepView
 
 
 def _derived(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -50,6 +50,8 @@ _OPS: dict[str, Callable[[Any, float], Any]] = {
 
 class Threshold(base.Rule):
     name = "threshold"
+    example_params: ClassVar[Mapping[str, Any]] = {"statistic": "l2", "comparison": ">", "value": 3.0}
+    """For the state round-trip test: a watchpoint must be told what to watch."""
     category = RuleCategory.WATCHPOINT
     summary = "Watchpoint: a statistic of the watched tensors (or a scalar) compared with a value."
     hint = "inspect the named tensor around this step"

@@ -37,8 +37,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared
+from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 MOVED = "moved"
@@ -76,7 +76,7 @@ class UnchangedTensor(base.Rule):
             ge=0,
             description="Absolute tolerance per element: a change below atol * sqrt(n) counts as none (SageMaker: 1e-8).",
         )
-        lowered_lr_fraction: float | None = signals.lowered_lr_fraction(
+        lowered_lr_fraction: float | None = shared.lowered_lr_fraction(
             0.01,
             "Views neither count nor reset",
             why="at the end of a cosine schedule an update below float32's resolution leaves a weight bitwise "
@@ -102,13 +102,13 @@ class UnchangedTensor(base.Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.streak = signals.RowState(0.0)
+        self.streak = shared.RowState(0.0)
         self._counting = False
         self.unit_streak: dict[str, np.ndarray] = {}
         """Tier-1 views in a row each unit of a layer was frozen while the layer moved, by parameter name."""
         self._watched: tuple[np.ndarray | None, frozenset[str]] = (None, frozenset())
         self._row_of: tuple[tuple[str, ...] | None, dict[str, int]] = (None, {})
-        self.lr = signals.PeakLearningRate()
+        self.lr = shared.PeakLearningRate()
         self.still_from: int | None = None
         """The training step after which no watched parameter has moved (None while something moves)."""
         self.last_step: int | None = None
@@ -126,7 +126,7 @@ class UnchangedTensor(base.Rule):
         if still:
             return still
         found = self._layers(view, rows)
-        if view.units and signals.has_units(view, MOVED):
+        if view.units and shared.has_units(view, MOVED):
             found += self._units(view, rows)
         return found
 
@@ -218,7 +218,7 @@ class UnchangedTensor(base.Rule):
         i = row_of.get(f"grad/{name}")
         if i is None:
             w = row_of.get(name)
-            return w is not None and view.meta[w].module_type in signals.LOOKUP_TABLES
+            return w is not None and view.meta[w].module_type in shared.LOOKUP_TABLES
         count, zero = view.stats[i, COL["count"]], view.stats[i, COL["zero"]]
         return bool(count > 0 and zero / count + 0.005 >= frozen_share)
 

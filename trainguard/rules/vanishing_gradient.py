@@ -21,8 +21,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
 
@@ -38,7 +38,7 @@ class VanishingGradient(base.Rule):
         "or raise the learning rate"
     )
 
-    class Params(signals.GatedParams):
+    class Params(shared_loss.GatedParams):
         threshold: float = Field(
             default=1e-7,
             gt=0,
@@ -74,8 +74,8 @@ class VanishingGradient(base.Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
-        self.kernels = signals.KernelPair()
+        self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
+        self.kernels = shared.KernelPair()
 
     def check(self, view: StepView) -> list[base.Finding]:
         self.gate.push(view)

@@ -10,7 +10,7 @@ schedule that anneals it (cosine to zero, step decay) makes the steps small on p
 A blow-up needs neither the gate nor the debounce: the weights' total norm multiplying between two
 views (`blow_up_growth`x, or `blow_up_growth_per_step`x per step between close views, and at least
 `blow_up_rate`x per step;
-`signals.WeightBlowUp`) is reported at once. Small updates after a blow-up are its aftermath (dead
+`shared.WeightBlowUp`) is reported at once. Small updates after a blow-up are its aftermath (dead
 units pass no gradient), and the low side then says so and asks for a lower learning rate.
 """
 
@@ -23,8 +23,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, signals
-from trainguard.rules.view import COL, StepView
+from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
 
@@ -37,7 +37,7 @@ class WeightUpdateRatio(base.Rule):
     summary = "Median over layers of ||dW|| / ||W|| outside a band (learning rate far too low or too high)."
     hint = "tune the learning rate: a median update ratio near 1e-3 is typical"
 
-    class Params(signals.GatedParams):
+    class Params(shared_loss.GatedParams):
         small_threshold: float = Field(
             default=1e-4,
             ge=0,
@@ -50,7 +50,7 @@ class WeightUpdateRatio(base.Rule):
         epsilon: float = Field(
             default=1e-9, gt=0, description="Added to ||W|| so zero weights do not divide by zero."
         )
-        lowered_lr_fraction: float | None = signals.lowered_lr_fraction(
+        lowered_lr_fraction: float | None = shared.lowered_lr_fraction(
             0.5,
             "The low side is not reported",
             why="the schedule lowered it on purpose (at the end of a cosine schedule, saved every step, healthy runs "
@@ -82,10 +82,10 @@ class WeightUpdateRatio(base.Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.gate = signals.LossGate(self.params)  # type: ignore[arg-type]
-        self.lr = signals.PeakLearningRate()
+        self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
+        self.lr = shared.PeakLearningRate()
         p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
-        self.blow_up = signals.WeightBlowUp(
+        self.blow_up = shared.WeightBlowUp(
             p.blow_up_growth or math.inf, p.blow_up_growth_per_step, p.blow_up_rate
         )
 

@@ -2,7 +2,7 @@
 
 Owns `evaluator` (Evaluator: reading, calling the rules, the stop file, checkpoints), `verdicts`
 (the pure verdict state machine: Verdict, RuleStatus), `_tracks` (which ranks are followed, and a
-track per rank), `views` (segments -> StepViews), `checkpoint` (position and rule state in the
+track per rank), `view_builder` (segments -> StepViews), `running_auc` (the AUC dashboards show), `checkpoint` (position and rule state in the
 store), `metrics` (a collector read at scrape time), `server` (/metrics, /healthz), `custom` (user
 rule classes, smdebug-style rules), `config` (rules and sidecar files -> rule instances) and
 `report_status` (DebugJob status patches). May import `store`, `rules`, `api` and the stop-file

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 from trainguard.api.enums import Mode
 from trainguard.rules.base import Rule
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
-from trainguard.sidecar.predictions import PredictionTracker, StreamSummary
-from trainguard.sidecar.views import ViewBuilder
+from trainguard.sidecar.running_auc import PredictionTracker, StreamSummary
+from trainguard.sidecar.view_builder import ViewBuilder
 from trainguard.store import run_format
 from trainguard.store.backends import Store
 from trainguard.store.reader import Run

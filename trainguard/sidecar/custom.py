@@ -22,7 +22,7 @@ from trainguard.api.enums import Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.errors import ConfigError
 from trainguard.rules.base import Finding, Params, Rule
-from trainguard.rules.view import COL, StepView
+from trainguard.rules.step_view import COL, StepView
 
 PREFIX = "python:"
 

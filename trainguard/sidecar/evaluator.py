@@ -4,7 +4,7 @@ Used by `trainguard sidecar` (the ranks of one pod, Kubernetes), `trainguard eva
 and local mode (all ranks, in process). The constructor only validates and compiles the rules;
 `open()` (called by the first poll if nobody called it) lists the run and loads the checkpoint.
 Each `poll()` reads only what is new (listing after the last key), turns segments into StepViews
-(`views.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
+(`view_builder.py`), calls each rule instance in isolation (an exception sets that rule to Error and the
 others go on), hands findings to the verdict state machine (`verdicts.py`), emits each transition
 once, creates the stop file on a `stop` verdict, and checkpoints after each segment
 (`checkpoint.py`). Which ranks are followed, and what is held per rank, is `_tracks.py`. Metrics
@@ -15,7 +15,6 @@ registers; the HTTP server and status reports live in `server.py` and `report_st
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,24 +22,22 @@ from collections.abc import Callable, Sequence
 from trainguard.api.enums import Mode
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules.base import Finding
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar._tracks import Ranks, RankTrack
-from trainguard.sidecar.predictions import StreamSummary
+from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
 from trainguard.store.runs import open_run
+from trainguard.store.source import Problem
 
 __all__ = ["DATA_GAP", "Evaluator", "evaluate_stored"]
 
 log = logging.getLogger(__name__)
-
-_SEGMENT_NAME = re.compile(r"seg-[0-9-]+\.npz")
-"""A segment's key inside a reader's problem message: it names the steps that went unchecked."""
 
 HEARTBEAT_INTERVAL_SECONDS = 1.0
 """While a followed rank brings nothing new, time-watching rules (stalled_training) get a heartbeat
@@ -504,8 +501,8 @@ class Evaluator:
         track.problems_seen = len(problems)
         out: list[Verdict] = []
         for message in new:
-            found = _SEGMENT_NAME.search(message)
-            name = run_format.parse_segment_name(found.group(0)) if found else None
+            # the reader says which segment it skipped (a Problem); a foreign reader's messages name none
+            name = message.segment if isinstance(message, Problem) else None
             step = name.first_step if name else (track.last_step or 0)
             span = f"steps {name.first_step}-{name.last_step}" if name else "its steps"
             out += self._data_gap(track.rank, step, f"{message} ({span} of rank {track.rank} went unchecked)")

@@ -23,8 +23,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trainguard.api.enums import Mode, RuleState, Severity
-from trainguard.rules.view import COL, StepView
-from trainguard.sidecar.predictions import StreamSummary
+from trainguard.rules.step_view import COL, StepView
+from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import RuleCounters, RuleStatus
 
 DURATION_BUCKETS_SECONDS = (

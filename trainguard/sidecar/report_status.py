@@ -62,11 +62,6 @@ def _iso(t: float | None) -> str | None:
     return datetime.datetime.fromtimestamp(t, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def rank_key(rank: int) -> str:
-    """The key of one rank in `status.reports`, e.g. `rank-00003`."""
-    return f"rank-{rank:05d}"
-
-
 def build_report(evaluator: Evaluator, *, now: float, rank: int | None = None) -> dict[str, Any]:
     """Return one rank's report (`debugjob.RankReport` as JSON): lastStep, time, ended, one entry per rule.
 
@@ -144,7 +139,9 @@ def _unknown_findings(
 
 def reports_patch(reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Return the merge patch that sets these ranks' reports and leaves every other key alone."""
-    return {"status": {"reports": {rank_key(rank): report for rank, report in sorted(reports.items())}}}
+    return {
+        "status": {"reports": {debugjob.report_key(rank): report for rank, report in sorted(reports.items())}}
+    }
 
 
 def custom_objects_api(service_account_dir: str | None = None) -> Any:

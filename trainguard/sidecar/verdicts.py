@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from trainguard.api.enums import Action, RuleState, Severity
 from trainguard.rules.base import Finding
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
 

@@ -1,8 +1,9 @@
 """The store: the run format and the code that moves it.
 
 Three homes. Here, our run format: the contract (`run_format`), the buffered background writer
-(`writer`), the readers (`source`, `reader`, `follow`), statistics (`stats`), prediction counts
-(`predictions`) and `runs.open_run`, which opens any run. `backends/`: the storage protocol, the
+(`writer`: RankWriter over `tensor_catalogue`, `step_buffer` and `upload_queue`), END.json's one writer
+and staleness rule (`rank_end`), the readers (`source`, `reader`, `follow`), statistics (`stats`), prediction buckets
+(`prediction_buckets`) and `runs.open_run`, which opens any run. `backends/`: the storage protocol, the
 scheme registry and its backends (`local` for file://, `s3` for s3://). `foreign/`: smdebug and
 TensorBoard runs read as ours, each registering a detector that `open_run` consults.
 May import only `trainguard.errors` and `trainguard.api`; never imports capture, rules,

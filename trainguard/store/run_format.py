@@ -86,6 +86,12 @@ parameters with more than one unit and a previous copy only)."""
 RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"
 EVALUATOR_PREFIX = "evaluator"
+RANK_NAME_PREFIX = "rank-"
+"""What every rank's folder name starts with: listing it lists the ranks (`rank_prefix`)."""
+SEGMENT_NAME_PREFIX = "seg-"
+"""What every segment's name starts with, inside its rank's folder (`segment_key`)."""
+CATALOGUE_NAME_PREFIX = "meta-"
+"""What every catalogue's name starts with, inside its rank's folder (`meta_key`)."""
 
 ATTEMPT_DIGITS = 13
 # widths are minimums: never drop a long run
@@ -97,7 +103,7 @@ _RANK_RE = re.compile(r"^rank-(\d{5})/$")
 
 def rank_prefix(rank: int) -> str:
     """Return the key prefix of one rank, e.g. `rank-00003/`."""
-    return f"rank-{rank:05d}/"
+    return f"{RANK_NAME_PREFIX}{rank:05d}/"
 
 
 def parse_rank_prefix(prefix: str) -> int | None:
@@ -128,13 +134,15 @@ def attempt_time(attempt: str) -> float:
 
 def segment_key(rank: int, attempt: str, seq: int, first_step: int, last_step: int) -> str:
     """Return the key of a segment. Keys sort by attempt, then upload order (`seq`)."""
-    return f"{rank_prefix(rank)}seg-{attempt}-{seq:09d}-{first_step:012d}-{last_step:012d}.npz"
+    return (
+        f"{rank_prefix(rank)}{SEGMENT_NAME_PREFIX}{attempt}-{seq:09d}-{first_step:012d}-{last_step:012d}.npz"
+    )
 
 
-def after_attempt(rank: int, attempt: str, *, kind: str = "seg") -> str:
-    """Return a key that sorts after every segment (`kind="meta"`: catalogue) of `attempt` and before
-    those of any later attempt."""
-    return f"{rank_prefix(rank)}{kind}-{attempt}-~"
+def after_attempt(rank: int, attempt: str, *, name_prefix: str = SEGMENT_NAME_PREFIX) -> str:
+    """Return a key that sorts after every segment (`name_prefix=CATALOGUE_NAME_PREFIX`: catalogue) of
+    `attempt` and before those of any later attempt."""
+    return f"{rank_prefix(rank)}{name_prefix}{attempt}-~"
 
 
 def parse_segment_name(name: str) -> SegmentName | None:
@@ -149,7 +157,7 @@ def parse_segment_name(name: str) -> SegmentName | None:
 
 def meta_key(rank: int, version: int, *, attempt: str) -> str:
     """Return the key of catalogue `version` of one writer attempt of a rank ("": a format-1 catalogue)."""
-    return f"{rank_prefix(rank)}meta-{attempt + '-' if attempt else ''}{version:06d}.json"
+    return f"{rank_prefix(rank)}{CATALOGUE_NAME_PREFIX}{attempt + '-' if attempt else ''}{version:06d}.json"
 
 
 def parse_meta_name(name: str) -> tuple[str, int] | None:
@@ -171,7 +179,11 @@ def evaluator_state_key(ranks: int | Sequence[int] | None) -> str:
         who = "all"
     else:
         chosen = [ranks] if isinstance(ranks, int) else sorted(set(ranks))
-        who = f"rank-{chosen[0]:05d}" if len(chosen) == 1 else "ranks-" + "_".join(f"{r:05d}" for r in chosen)
+        who = (
+            f"{RANK_NAME_PREFIX}{chosen[0]:05d}"
+            if len(chosen) == 1
+            else "ranks-" + "_".join(f"{r:05d}" for r in chosen)
+        )
     return f"{EVALUATOR_PREFIX}/{who}/state.json"
 
 
@@ -309,6 +321,15 @@ class EndInfo(_Doc):
     signal: str | None = Field(
         default=None, description="The signal that ended the command (SIGKILL, ...), if one did."
     )
+
+    def is_stale(self, *newer: str | None) -> bool:
+        """Whether this END closes a writer attempt older than the newest of `newer` (attempt ids; None: not known).
+
+        The one staleness rule: such an END belongs to an earlier run of a rank that was restarted since.
+        An END without an attempt (the operator's, format 1) closes whichever attempt is current: never stale.
+        """
+        marks = [a for a in newer if a]
+        return self.attempt is not None and bool(marks) and self.attempt < max(marks)
 
     def outcome(self) -> str:
         """One phrase on how the rank ended: `ok`, `error: exited with status 1; ZeroDivisionError: ...`."""

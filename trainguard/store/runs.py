@@ -20,7 +20,7 @@ OURS = "run.json or rank-NNNNN/ (TrainGuard)"
 
 def list_ranks(store: Store) -> list[int]:
     """Return the ranks that have a `rank-NNNNN/` folder, listing only names that start `rank-`."""
-    found = map(run_format.parse_rank_prefix, store.list("rank-", delimiter="/"))
+    found = map(run_format.parse_rank_prefix, store.list(run_format.RANK_NAME_PREFIX, delimiter="/"))
     return sorted(r for r in found if r is not None)
 
 

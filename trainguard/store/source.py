@@ -7,7 +7,7 @@ segments, each segment carrying its `attempt`. A catalogue version newer than th
 the first of a new attempt) is fetched by its key before the segment that needs it is returned.
 An END of an attempt older than the newest one read is stale (the rank was restarted) and is
 not reported by `ended()`; nor is one older than `not_before` (a sidecar's pod started after
-it). A corrupt segment is reported through `problems` and skipped; later segments are still
+it). A corrupt segment is reported through `problems` (a `Problem` naming its key) and skipped; later segments are still
 read. A segment or catalogue of another major format version raises `UnsupportedVersion`
 instead (not damage: a newer writer's every segment would be skipped), after the segments
 before it are handed over. Other formats (smdebug, TensorBoard) provide classes with the same
@@ -29,11 +29,30 @@ from trainguard.store.backends import Store
 log = logging.getLogger(__name__)
 
 
+class Problem(str):
+    """One object a reader skipped, as a message for people (the string itself) that also carries, as data,
+    the object's key and, for one of our segments, what its key says (`segment`: attempt, sequence, steps).
+
+    Readers append these to `Source.problems`; the evaluator turns each into a data gap over the steps
+    `segment` names, without reading the message.
+    """
+
+    key: str
+    segment: run_format.SegmentName | None
+
+    def __new__(cls, message: str, *, key: str) -> Problem:  # noqa: PYI034 - Self needs Python 3.11
+        self = super().__new__(cls, message)
+        self.key = key
+        self.segment = run_format.parse_segment_name(key)
+        return self
+
+
 class Source(Protocol):
     """What the reader, the follower and the evaluator need from one rank of any run format."""
 
     rank: int
     problems: list[str]
+    """What was skipped, oldest first: `Problem`s where the reader knows the object, else plain messages."""
 
     def poll(self) -> list[run_format.Segment]:
         """Return the segments that appeared since the last call, in step order."""
@@ -82,8 +101,8 @@ def later_attempt(store: Store, rank: int, attempt: str) -> str | None:
     catalogue before its first segment, so a later attempt with data has one.
     """
     keys = store.list(
-        run_format.rank_prefix(rank) + "meta-",
-        start_after=run_format.after_attempt(rank, attempt, kind="meta"),
+        run_format.rank_prefix(rank) + run_format.CATALOGUE_NAME_PREFIX,
+        start_after=run_format.after_attempt(rank, attempt, name_prefix=run_format.CATALOGUE_NAME_PREFIX),
     )
     return max((m[0] for m in map(run_format.parse_meta_name, keys) if m and m[0]), default=None)
 
@@ -116,7 +135,9 @@ class RankSource:
         self._catalogue_at = (attempt, version)
 
     def poll(self) -> list[run_format.Segment]:
-        keys = self.store.list(self.prefix, start_after=self.last_key or self.prefix + "seg-")
+        keys = self.store.list(
+            self.prefix, start_after=self.last_key or self.prefix + run_format.SEGMENT_NAME_PREFIX
+        )
         out: list[run_format.Segment] = []
         for key in keys:
             name = run_format.parse_segment_name(key)
@@ -131,13 +152,13 @@ class RankSource:
                 if name.attempt:
                     seg = dataclasses.replace(seg, attempt=name.attempt)
             except errors.NotFound as err:
-                self._problem(f"{self.store.uri}/{key} was listed but is gone ({err}); skipped")
+                self._problem(f"{self.store.uri}/{key} was listed but is gone ({err}); skipped", key=key)
             except errors.UnsupportedVersion:
                 if out:
                     return out  # hand over what was read; this key raises again next time
                 raise  # not damage: skipping it would skip every later segment of that writer too
             except errors.FormatError as err:
-                self._problem(str(err))
+                self._problem(str(err), key=key)
             except errors.StoreError:
                 if out:
                     return out  # a passing failure: hand over what was read; this key is read again next time
@@ -148,14 +169,21 @@ class RankSource:
             self.attempt = name.attempt
         return out
 
-    def _problem(self, message: str) -> None:
+    def _problem(self, message: str, *, key: str) -> None:
         log.warning("trainguard: %s", message)
-        self.problems.append(message)
+        self.problems.append(Problem(message, key=key))
 
     def catalogue(self) -> dict[int, run_format.TensorInfo]:
         if self._catalogue_at[1] < 0:
             # No segment yet: take the newest catalogue that exists, if any.
-            metas = [m for m in map(run_format.parse_meta_name, self.store.list(self.prefix + "meta-")) if m]
+            metas = [
+                m
+                for m in map(
+                    run_format.parse_meta_name,
+                    self.store.list(self.prefix + run_format.CATALOGUE_NAME_PREFIX),
+                )
+                if m
+            ]
             if metas:
                 self._ensure_catalogue(*max(metas))
         return self._catalogue
@@ -173,7 +201,4 @@ class RankSource:
 
     def _stale(self, end: run_format.EndInfo) -> bool:
         """Whether `end` closes an attempt older than the newest read (or than `not_before`)."""
-        if end.attempt is None:
-            return False  # the operator's, or format 1: whichever attempt is current
-        marks = [a for a in (self.attempt, self.not_before) if a]
-        return bool(marks) and end.attempt < max(marks)
+        return end.is_stale(self.attempt, self.not_before)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainguard.capture.predictions import PredictionCounter, write_counts
+from trainguard.capture.prediction_counter import PredictionCounter, write_counts
 from trainguard.capture.torch._finalize import gather_to_host
 from trainguard.store import writer
 

@@ -5,7 +5,7 @@ A binary classifier's predictions are reduced to per-bucket positive and negativ
 model whose scores sit near 0 (a 0.2% click rate) keeps as much resolution as a balanced one.
 Counts are integers that add up exactly across steps and ranks; AUC, ROC, PR and calibration
 are computed from them (`trainguard.rules.auc`). The PyTorch hook computes the same counts on
-the device (`trainguard.capture.predictions`); this module is the reference it is tested against.
+the device (`trainguard.capture.prediction_counter`); this module is the reference it is tested against.
 
 Stored per record as `extra.pred.<id>`: float64[n, 3, BUCKETS] with rows (positives, negatives,
 sum of scores) and `extra.pred.<id>.steps`: int64[n]; the score sums give calibration.

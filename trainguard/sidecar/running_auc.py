@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainguard.rules import auc
-from trainguard.rules.view import StepView
+from trainguard.rules.step_view import StepView
 
 PRIMARY_STREAM = "pred/predictions"
 

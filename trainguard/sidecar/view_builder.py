@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainguard.api.enums import Mode
-from trainguard.rules.view import COLUMNS, StepView, TensorMeta
+from trainguard.rules.step_view import COLUMNS, StepView, TensorMeta
 from trainguard.store import run_format
 
 _EVAL_PREFIXES = ("val", "eval", "test", "valid")

@@ -1,7 +1,7 @@
 """Prediction counts accumulated where the predictions live, shipped once per saved step.
 
 `PredictionCounter.add(scores, labels)` turns a batch into per-bucket positive/negative counts
-and score sums (buckets defined in `trainguard.store.predictions`) and adds them to a running
+and score sums (buckets defined in `trainguard.store.prediction_buckets`) and adds them to a running
 total: on the tensor's device for PyTorch tensors (`index_add_` with non-finite scores at
 weight 0: no host sync; `bincount` and boolean indexing would sync on CUDA), in numpy
 otherwise. `take()` returns the total since the last take as float64[3, B] (the one
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from trainguard.store import predictions, writer
+from trainguard.store import prediction_buckets, writer
 
 
 def _is_torch(x: object) -> bool:
@@ -26,7 +26,7 @@ def _is_torch(x: object) -> bool:
 class BinaryCounter:
     """Counts of one binary score stream."""
 
-    def __init__(self, *, buckets: int = predictions.BUCKETS, logits: bool = False) -> None:
+    def __init__(self, *, buckets: int = prediction_buckets.BUCKETS, logits: bool = False) -> None:
         self.buckets = buckets
         self.logits = logits
         self._total: Any = None  # torch tensor on the device, or numpy array
@@ -36,7 +36,7 @@ class BinaryCounter:
         if _is_torch(scores):
             self._add_torch(scores, labels)
         else:
-            c = predictions.count(
+            c = prediction_buckets.count(
                 np.asarray(scores), np.asarray(labels), logits=self.logits, buckets=self.buckets
             )
             self._accumulate(c)
@@ -63,12 +63,13 @@ class BinaryCounter:
                 p = s.clamp(1e-12, 1 - 1e-12)
                 z = torch.log(p) - torch.log1p(-p)
                 p = s
-            b = torch.floor((z + predictions.LOGIT_RANGE) * (self.buckets / (2 * predictions.LOGIT_RANGE)))
+            half = prediction_buckets.LOGIT_RANGE
+            b = torch.floor((z + half) * (self.buckets / (2 * half)))
             b = b.clamp(0, self.buckets - 1).long()
-            out = torch.zeros(predictions.ROWS * self.buckets, dtype=torch.float64, device=s.device)
+            out = torch.zeros(prediction_buckets.ROWS * self.buckets, dtype=torch.float64, device=s.device)
             out.index_add_(0, b + self.buckets * (~y).long(), weight)  # rows 0 and 1: positives, negatives
             out.index_add_(0, b + 2 * self.buckets, p * weight)  # row 2: score sums
-            self._accumulate(out.reshape(predictions.ROWS, self.buckets))
+            self._accumulate(out.reshape(prediction_buckets.ROWS, self.buckets))
 
     def _accumulate(self, c: Any) -> None:
         if self._total is None:
@@ -94,7 +95,7 @@ class PredictionCounter:
     def __init__(
         self,
         *,
-        buckets: int = predictions.BUCKETS,
+        buckets: int = prediction_buckets.BUCKETS,
         logits: bool = False,
         max_classes: int = 10,
     ) -> None:

@@ -1,0 +1,296 @@
+"""Helpers several rules share, about the model and its tensors: the output layer and kernel pairs
+of the catalogue, norms (`total_l2`, `global_norm`), per-unit vectors, a bounded window with O(1)
+medians (`Window`), a value per tensor kept across catalogue changes (`RowState`), the recorded
+learning rate against its peak (`PeakLearningRate`) and the weights' norm blowing up (`WeightBlowUp`).
+Helpers about the loss are in `shared_loss.py`.
+
+Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
+stays restorable. Everything is bounded: a window keeps at most `size` values, so a rule does
+O(size) work per step, never O(steps).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Collection
+from trainguard.rules import base
+from trainguard.rules.step_view import COL, StepView
+
+_ACTIVATIONS = (Collection.ACTIVATIONS.value,)
+
+MAD_TO_SIGMA = 1.4826
+"""Scale factor that makes the median absolute deviation estimate sigma for normal data."""
+
+
+LOOKUP_TABLES = frozenset({"Embedding", "EmbeddingBag"})
+"""Module classes whose weights are lookup tables, not kernels: only the rows a batch looked up get a gradient."""
+
+
+def output_classes(view: StepView) -> int | None:
+    """K for chance level ln K: the outputs of the last dense or convolution kernel in forward order (PyTorch
+    keeps them in dim 0), when the catalogue names module classes; None for fewer than two outputs (a binary
+    logit or a regression: ln 2 would be a coincidence for a squared error) or when unknown."""
+    layer = output_layer(view)
+    return layer[1] if layer is not None and layer[1] >= 2 else None
+
+
+def output_layer(view: StepView) -> tuple[int, int] | None:
+    """(forward order, outputs) of the last dense or convolution kernel, when the catalogue names module classes."""
+    last: tuple[int, int] | None = None
+    for m in view.meta:
+        if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
+            continue
+        if m.module_type is None or m.module_type in LOOKUP_TABLES:
+            continue
+        if last is None or m.order > last[0]:
+            last = (m.order, int(m.shape[0]))
+    return last
+
+
+class KernelPair:
+    """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
+    the given rows, cached until the view's tensor names change; None with fewer than two.
+    Lookup tables (the catalogue's module class of the parameter, `LOOKUP_TABLES`) are no kernels:
+    a table's gradient is as small as the share of rows a batch uses, whatever the depth."""
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] | None = None
+        self._pair: tuple[int, int] | None = None
+
+    def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
+        if self._names is not view.names and self._names != view.names:
+            self._names = view.names
+            tables = {m.name for m in view.meta if m.module_type in LOOKUP_TABLES}
+            kernels = sorted(
+                (view.meta[i].order, int(i))
+                for i in rows
+                if len(view.meta[i].shape) >= 2
+                and view.meta[i].order is not None
+                and view.names[i].removeprefix("grad/") not in tables
+            )
+            self._pair = (kernels[0][1], kernels[-1][1]) if len(kernels) >= 2 else None
+        return self._pair
+
+
+def steps_since(last_step: int | None, step: int) -> int:
+    """Training steps from the previous view to this one (the save interval, as the views show it):
+    at least 1, and 1 for the first view."""
+    return 1 if last_step is None else max(step - last_step, 1)
+
+
+def total_l2(l2: np.ndarray) -> float:
+    """sqrt(sum of the squares) of per-tensor l2 norms: the norm of all of them together, NaN for none.
+    `math.hypot` scales, so huge norms do not overflow."""
+    return math.hypot(*l2.tolist()) if len(l2) else math.nan
+
+
+def global_norm(view: StepView, l2: np.ndarray, scalar: str) -> float:
+    """The global gradient norm: the recorded scalar if there is one, else the `total_l2` of the l2 given."""
+    v = view.scalars.get(scalar)
+    if v is not None:
+        return float(v)
+    return total_l2(l2)
+
+
+def unit_layers(rule: base.Rule, view: StepView, kind: str) -> list[tuple[str, np.ndarray]]:
+    """The per-unit vectors of `kind` ("active", "saturated") of the activations `rule` watches."""
+    return [
+        (name, vec)
+        for (k, name), vec in view.units.items()
+        if k == kind and rule.watches(name, Collection.ACTIVATIONS.value, default_collections=_ACTIVATIONS)
+    ]
+
+
+def has_units(view: StepView, kind: str) -> bool:
+    """Whether the view carries any per-unit vector of `kind` (Tier-1 steps only)."""
+    return any(k == kind for k, _ in view.units)
+
+
+class RowState:
+    """A float per watched tensor, kept aligned with the view's rows and carried over by name when
+    the catalogue changes; saved as {name: value} (non-finite values are dropped)."""
+
+    def __init__(self, fill: float) -> None:
+        self.fill = fill
+        self.values = np.zeros(0)
+        self._rows: np.ndarray | None = None
+        self._names: tuple[str, ...] = ()
+        self._saved: dict[str, float] = {}
+
+    def align(self, view: StepView, rows: np.ndarray) -> np.ndarray:
+        """Return float64[len(rows)] for `rows` (a cached array from `Rule.rows`), realigned if it changed."""
+        if rows is not self._rows:
+            old = self.as_dict() or self._saved
+            self._rows = rows
+            self._names = tuple(view.names[i] for i in rows)
+            self.values = np.asarray([old.get(n, self.fill) for n in self._names], dtype=np.float64)
+            self._saved = {}
+        return self.values
+
+    def as_dict(self) -> dict[str, float]:
+        return {n: v for n, v in zip(self._names, self.values.tolist()) if math.isfinite(v)}
+
+    def get_state(self) -> dict[str, float]:
+        return {**self._saved, **self.as_dict()}
+
+    def set_state(self, state: dict[str, float]) -> None:
+        self._saved = {k: float(v) for k, v in state.items()}
+        self._rows, self._names, self.values = None, (), np.zeros(0)
+
+
+class Window:
+    """The last `size` values of a series, kept in order and sorted, for O(1) medians.
+
+    Pushing costs O(log size) plus a short memmove; the MAD (O(size)) is computed only when a
+    value is far enough above the median that it could exceed a z threshold at all.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.values: deque[float] = deque(maxlen=size)
+        self._sorted: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def push(self, x: float) -> None:
+        x = float(x)
+        if len(self.values) == self.values.maxlen:
+            del self._sorted[bisect.bisect_left(self._sorted, self.values[0])]
+        self.values.append(x)
+        bisect.insort(self._sorted, x)
+
+    def array(self) -> np.ndarray:
+        return np.fromiter(self.values, dtype=np.float64, count=len(self.values))
+
+    def median(self) -> float:
+        s, n = self._sorted, len(self._sorted)
+        return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+    def spike(self, x: float, *, threshold: float, min_scale: float) -> tuple[float, float] | None:
+        """Return (z, median) when x's robust z, (x - median) / max(1.4826 MAD, min_scale), exceeds
+        `threshold`; else None. Cheap when x is near the median: the scale is never below min_scale."""
+        med = self.median()
+        if x - med <= threshold * min_scale:
+            return None
+        a = np.asarray(self._sorted)
+        scale = max(MAD_TO_SIGMA * float(np.median(np.abs(a - med))), min_scale)
+        z = (x - med) / scale
+        return (z, med) if z > threshold else None
+
+    def get_state(self) -> list[float]:
+        return list(self.values)
+
+    def set_state(self, values: Sequence[float]) -> None:
+        self.values.clear()
+        self.values.extend(float(v) for v in values)
+        self._sorted = sorted(self.values)
+
+
+def lowered_lr_fraction(default: float, effect: str, *, why: str, otherwise: str) -> Any:
+    """A rule's `lowered_lr_fraction` parameter: `effect` while the recorded learning rate is below that fraction of
+    its peak (`PeakLearningRate.lowered`), for the reason `why`; None: `otherwise`."""
+    return Field(
+        default=default,
+        gt=0,
+        le=1,
+        description=f"{effect} while the recorded learning rate (scalar `lr`; the PyTorch hook records it) is below "
+        f"this fraction of its highest recorded value: {why}. None: {otherwise}.",
+    )
+
+
+class PeakLearningRate:
+    """The learning rate a view records (scalar `lr`, which the PyTorch hook records for the first
+    parameter group) against the highest one recorded so far."""
+
+    def __init__(self, name: str = "lr") -> None:
+        self.name = name
+        self.peak: float | None = None
+        self.current: float | None = None
+
+    def push(self, view: StepView) -> None:
+        x = view.scalars.get(self.name)
+        if x is None or not math.isfinite(x):
+            return
+        self.current = float(x)
+        self.peak = self.current if self.peak is None else max(self.peak, self.current)
+
+    def lowered(self, fraction: float) -> bool:
+        """True when the latest recorded learning rate is below `fraction` of the peak (a schedule lowered it)."""
+        return self.current is not None and self.peak is not None and self.current < fraction * self.peak
+
+    def get_state(self) -> dict[str, Any]:
+        return {"lr_peak": self.peak, "lr": self.current}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.peak = None if state.get("lr_peak") is None else float(state["lr_peak"])
+        self.current = None if state.get("lr") is None else float(state["lr"])
+
+
+class WeightBlowUp:
+    """The weights' total l2 norm multiplying between two views: a step far too large.
+
+    A view is a blow-up when the norm grew `growth`x since the previous view, or `per_step`x per
+    training step when the views are so close that `growth` would need more (at every step: 2x),
+    and in any case at least `rate`x per training step between them (views far apart leave
+    healthy weights time to grow from a small init).
+    The LR x100, unnormalised-input and loss-scale x512 runs of the detection benchmark grow 35x to
+    1e18x in 5 steps and 4x or more in one; healthy runs at most 3% in 5 steps and 0.6% in one.
+    `seen` keeps the first blow-up: small updates after it are its aftermath (dead units pass no
+    gradient), not a learning rate too low."""
+
+    def __init__(self, growth: float, per_step: float, rate: float = 1.0) -> None:
+        self.growth, self.per_step, self.rate = growth, per_step, rate
+        self.norm: float | None = None
+        self.step: int | None = None
+        self.names: tuple[str, ...] = ()
+        self.steps = 0
+        """Training steps between the last two views compared."""
+        self.l2 = np.zeros(0)
+        self.fastest = -1
+        """Of the rows given, the one whose norm grew most at the latest blow-up."""
+        self.seen: tuple[int, float] | None = None
+
+    def push(self, view: StepView, rows: np.ndarray) -> float | None:
+        """The growth factor if this view is a blow-up, else None."""
+        if not len(rows):
+            return None
+        l2 = view.stats[rows, COL["l2"]]
+        if np.isnan(l2).any():
+            return None
+        norm = total_l2(l2)
+        prev, prev_l2, same = self.norm, self.l2, view.names == self.names and len(rows) == len(self.l2)
+        steps = self.steps = steps_since(self.step, view.step)
+        self.norm, self.step, self.names, self.l2 = norm, view.step, view.names, l2
+        if not same or prev is None or not 0 < prev < math.inf:
+            return None
+        growth = norm / prev
+        span = min(steps, 64)  # capped: no float overflow
+        if growth < max(min(self.growth, self.per_step**span), self.rate**span):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.fastest = int(np.nanargmax(np.where(prev_l2 > 0, l2 / prev_l2, 0.0)))
+        if self.seen is None:
+            self.seen = (view.step, growth)
+        return growth
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "weight_norm": self.norm,
+            "weight_norm_step": self.step,
+            "blow_up": None if self.seen is None else list(self.seen),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        norm, step, seen = state.get("weight_norm"), state.get("weight_norm_step"), state.get("blow_up")
+        self.norm = None if norm is None else float(norm)
+        self.step = None if step is None else int(step)
+        self.names = ()  # the catalogue is not saved: the first view after a restart only sets the norm
+        self.seen = None if seen is None else (int(seen[0]), float(seen[1]))

@@ -1,10 +1,11 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real] [--seeds N] [--json FILE]
-[--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind] [--seeds N]
+[--json FILE] [--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
 processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
 realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
-at save_interval 10. Either way the evaluator's StepViews are rebuilt from the stored runs and scored for
+at save_interval 10; the blind split (`blind/`, written without reading the rules and frozen before any rule
+change, to be scored once at the end of rule work) runs the same way. Either way the evaluator's StepViews are rebuilt from the stored runs and scored for
 our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
 re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
 Seeds are split: even seeds calibrate thresholds, odd seeds are reported (no tuning on them).
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.detection import baselines, programs, torch_programs
+from benchmarks.detection.blind import suite as blind
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -140,6 +142,8 @@ class Outcome:
 def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
     out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
+    if isinstance(prog, blind.BlindProgram):
+        return blind.train(prog, seed, out=out)
     if isinstance(prog, torch_real.RealProgram):
         return torch_real.train(prog, seed, out=out)
     trainer = torch_programs.train if prog.name.startswith(TORCH_PREFIX) else programs.train
@@ -414,13 +418,25 @@ QUICK_REAL = (
 """The realistic suite's fast subset (`--quick`)."""
 
 
+RESULTS_SUFFIX = {"numpy": "", "torch-real": "_torch_real", "blind": "_blind"}
+"""The suffix of each suite's default figures file."""
+
+
+def suite_programs(suite: str) -> list[Any]:
+    """The programs of `suite` (numpy, torch-real or blind)."""
+    if suite == "blind":
+        return list(blind.catalogue())
+    return list(torch_real.catalogue()) if suite == "torch-real" else list(programs.catalogue())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--suite",
-        choices=("numpy", "torch-real"),
+        choices=("numpy", "torch-real", "blind"),
         default="numpy",
-        help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs",
+        help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
+        "blind: the blind split (score it once, at the end of rule work)",
     )
     ap.add_argument(
         "--seeds",
@@ -449,11 +465,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "instead (the every-step copies keep 1)",
     )
     args = ap.parse_args(argv)
-    real = args.suite == "torch-real"
+    real = args.suite in ("torch-real", "blind")
     args.seeds = args.seeds or (4 if real else 6)
-    args.json = args.json or f"benchmarks/detection/results{'_torch_real' if real else ''}.json"
+    args.json = args.json or f"benchmarks/detection/results{RESULTS_SUFFIX[args.suite]}.json"
 
-    progs: list[Any] = torch_real.catalogue() if real else programs.catalogue()
+    progs: list[Any] = suite_programs(args.suite)
     torch_progs: list[Any] = torch_programs.catalogue() if args.torch_seeds and not real else []
     if args.programs:
         wanted = set(args.programs.split(","))
@@ -497,7 +513,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             json.dump({"train_seconds": round(t_train, 1)}, fh)
     if kept_train_seconds is not None:
         t_train = kept_train_seconds  # the kept runs' training, not the seconds it took to read them
-    if real:
+    if args.suite == "blind":
+        blind.label(truths, progs)
+    elif real:
         torch_real.label(truths, progs)
     else:
         label_harm(truths)

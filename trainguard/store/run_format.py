@@ -85,6 +85,7 @@ parameters with more than one unit and a previous copy only)."""
 RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"
 EVALUATOR_PREFIX = "evaluator"
+EVALUATOR_STATE_NAME = "state.json"
 
 ATTEMPT_DIGITS = 13
 # widths are minimums: never drop a long run
@@ -171,7 +172,7 @@ def evaluator_state_key(ranks: int | Sequence[int] | None) -> str:
     else:
         chosen = [ranks] if isinstance(ranks, int) else sorted(set(ranks))
         who = f"rank-{chosen[0]:05d}" if len(chosen) == 1 else "ranks-" + "_".join(f"{r:05d}" for r in chosen)
-    return f"{EVALUATOR_PREFIX}/{who}/state.json"
+    return f"{EVALUATOR_PREFIX}/{who}/{EVALUATOR_STATE_NAME}"
 
 
 class _Doc(BaseModel):

@@ -37,15 +37,25 @@ PYTHON_ANSWER = (
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="rules_command", metavar="{list,convert}", required=True)
     ls = sub.add_parser(
-        "list", help="the built-in rules: category, default action, severity, parameters and their defaults"
+        "list",
+        help="the built-in rules: category, default action, severity, parameters and their defaults",
+        description="Print every built-in rule: its category, its action in the default set (off: not in it), "
+        "severity, SageMaker Debugger's name, and its parameters with their defaults; NAME (ours or "
+        "SageMaker's) describes one rule's parameters.",
     )
     ls.add_argument("name", nargs="?", metavar="NAME", help="one rule, with each parameter's description")
     ls.add_argument("--json", action="store_true", help="print JSON (every field, every rule)")
     conv = sub.add_parser(
         "convert",
         help="print a TrainGuard rules file made from a SageMaker Debugger rule configuration (JSON or YAML)",
+        description="Print a TrainGuard rules file made from a SageMaker Debugger rule configuration: the "
+        "training job's JSON (`describe-training-job`) or `Rule.sagemaker(...)` arguments written as YAML (not a "
+        ".py file). Notes (profiler rules skipped, save intervals made one) and what was not converted go to "
+        "stderr. Exit status: 0 all converted, 1 something left out, 2 the file cannot be read.",
     )
-    conv.add_argument("file", type=Path, metavar="FILE")
+    conv.add_argument(
+        "file", type=Path, metavar="FILE", help="the SageMaker Debugger configuration (JSON or YAML)"
+    )
     conv.add_argument(
         "-o", "--output", type=Path, metavar="OUT", help="write the rules file here, not stdout"
     )

@@ -29,7 +29,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--run-id", help="run id (default: UTC start time plus a random suffix)")
     parser.add_argument(
-        "--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set"
+        "--rules",
+        metavar="FILE",
+        help="rules file (YAML `rules: [...]`, or a SageMaker Debugger configuration); default: the built-in set",
     )
     parser.add_argument(
         "--metrics-port",

@@ -71,7 +71,7 @@ def _verdicts(store: Any, entry: Any) -> tuple[dict[str, int] | None, list[str]]
 def _state(entry: Any, stopped_by: list[str]) -> str:
     from trainguard.store import listing
 
-    state = listing.end_state(entry)
+    state = listing.end_state(entry.ends)
     if stopped_by and (state.startswith(("stopped", "killed")) or state == "ok"):
         # the verdict record names the rule; the ranks' ENDs say how the command ended after the stop
         how = "" if state in ("stopped", "ok") else f" ({state})"

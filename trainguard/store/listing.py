@@ -11,6 +11,7 @@ run with a crashed rank never reads as ok. Opening a run is `reader.open_run`'s 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trainguard.store import errors, run_format
@@ -44,16 +45,14 @@ class RunEntry:
     """Why `run.json` or an END could not be read, if so."""
 
 
-def end_state(entry: RunEntry) -> str:
+def end_state(ends: Mapping[int, run_format.EndInfo | None]) -> str:
     """How a TrainGuard run ended, from its ranks' END markers, worst first: `crashed: <how>` (the script
-    failed), `error: <how>` (capture failed), `stopped`, `killed by SIGKILL`, `running or no END (k of n ranks ended)`, `ok`; "-" for other formats.
-    One rank that failed decides, whatever the others say."""
-    if entry.kind != "trainguard":
-        return "-"
-    if not entry.ends:
+    failed), `error: <how>` (capture failed), `stopped`, `killed by SIGKILL`, `running or no END (k of n ranks ended)`, `ok`.
+    One rank that failed decides, whatever the others say. Used by `trainguard ls` and the report's banner."""
+    if not ends:
         return "no ranks yet"
-    done = {rank: e for rank, e in sorted(entry.ends.items()) if e is not None}
-    several = len(entry.ends) > 1
+    done = {rank: e for rank, e in sorted(ends.items()) if e is not None}
+    several = len(ends) > 1
 
     def where(rank: int) -> str:
         return f" (rank {rank})" if several else ""
@@ -70,8 +69,8 @@ def end_state(entry: RunEntry) -> str:
     for rank, e in done.items():
         if e.signal:
             return f"killed by {e.signal}" + where(rank)
-    if len(done) < len(entry.ends):
-        return f"running or no END ({len(done)} of {len(entry.ends)} ranks ended)"
+    if len(done) < len(ends):
+        return f"running or no END ({len(done)} of {len(ends)} ranks ended)"
     if all(e.status == "ok" for e in done.values()):
         return "ok"
     return ", ".join(sorted({e.status for e in done.values()}))

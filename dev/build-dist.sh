@@ -30,7 +30,7 @@ for path in Path(sys.argv[1]).glob("*.tar.gz"):
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as dst:
         for m in members:
-            m.mtime, m.uid, m.gid, m.uname, m.gname = epoch, 0, 0, "", ""
+            m.mtime, m.uid, m.gid, m.uname, m.gname, m.pax_headers = epoch, 0, 0, "", "", {}
             dst.addfile(m, io.BytesIO(data[m.name]) if m.isfile() else None)
     with open(path, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=epoch, filename="") as gz:
         gz.write(raw.getvalue())

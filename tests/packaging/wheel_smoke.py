@@ -29,7 +29,13 @@ def check_kernel() -> None:
     out = np.zeros((1, _cstats.N_COLUMNS), np.float32)
     nonfinite = _cstats.reduce(x.ctypes.data, x.size, out, 0, 0, 0, False, None, 0, None)
     row = dict(zip(run_format.STAT_COLUMNS, out[0].tolist(), strict=True))
-    assert not nonfinite and (row["count"], row["zero"], row["min"], row["max"], row["l2"]) == (3, 1, -4, 3, 5), row
+    assert not nonfinite and (row["count"], row["zero"], row["min"], row["max"], row["l2"]) == (
+        3,
+        1,
+        -4,
+        3,
+        5,
+    ), row
 
 
 def check_recorder(root: Path) -> None:

@@ -80,7 +80,7 @@ def _state(entry: Any, stopped_by: list[str]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from trainguard.sidecar import verdicts
+    from trainguard.sidecar import checkpoint  # not verdicts: ls needs no extra (verdicts reads rules files)
     from trainguard.store import listing
     from trainguard.store.backends import open_store
 
@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
                 "findings_by_rule": findings,
                 # a verdict record keeps the first findings of each rule only: the count is then a floor
                 "findings_capped": max((findings or {}).values(), default=0)
-                >= verdicts.MAX_FINDINGS_PER_RULE,
+                >= checkpoint.MAX_FINDINGS_PER_RULE,
                 "problem": r.problem,
             }
         )

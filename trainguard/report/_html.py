@@ -157,13 +157,23 @@ def _banner(
             f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
+    if ended is not None and ended.startswith(("crashed", "killed")):
+        head, _, how = ended.partition(": ")
+        return (
+            f'<div class="banner stopped"><b>{html.escape(head[:1].upper() + head[1:])}</b>'
+            f"{': ' + html.escape(how) if how else ''}. Up to then: {html.escape(found)}.</div>"
+        )
+    if nothing is not None:  # the script ran, but the rules had nothing to look at; a capture error says why
+        why = f" The rank ended {ended}." if ended is not None and ended.startswith("error") else ""
+        return (
+            f'<div class="banner warn"><b>Nothing was evaluated</b> (not checked): {html.escape(nothing)}.'
+            f"{html.escape(why)}</div>"
+        )
     if ended is not None and ended != "ok":
-        if ended.startswith(("crashed", "error", "killed")):
-            head, _, how = ended.partition(": ")
-            title = {"crashed": "Crashed", "error": "Capture failed"}.get(head, head[:1].upper() + head[1:])
+        if ended.startswith("error"):
             return (
-                f'<div class="banner stopped"><b>{html.escape(title)}</b>'
-                f"{': ' + html.escape(how) if how else ''}. Up to then: {html.escape(found)}.</div>"
+                f'<div class="banner warn"><b>Capture failed</b>: {html.escape(ended.partition(": ")[2])}; the rules '
+                f"saw what reached the store: {html.escape(found)}.</div>"
             )
         if ended.startswith("stopped"):
             return f'<div class="banner stopped"><b>Stopped</b> ({html.escape(ended)}); {html.escape(found)}.</div>'
@@ -171,8 +181,6 @@ def _banner(
             f'<div class="banner warn"><b>Not finished</b>: {html.escape(ended)}: the run was still being written '
             f"or was killed before it closed; {html.escape(found)}.</div>"
         )
-    if nothing is not None:
-        return f'<div class="banner warn"><b>Nothing was evaluated</b> (not checked): {html.escape(nothing)}.</div>'
     if "critical" in worst or "warning" in worst:
         # Count what the table shows: one row per rule, rank and tensor.
         return f'<div class="banner warn">{found[:1].upper() + found[1:]}.</div>'

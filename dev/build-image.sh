@@ -7,14 +7,16 @@
 # reuses it: registries cannot be reached on CI machines (../shared/TESTING.md). Storage is vfs and
 # isolation chroot, so it runs as root without overlayfs or user namespaces. The host's CA bundle is
 # mounted into RUN steps so pip works behind a TLS-intercepting proxy. Prints the image name.
-#   --tag   image name (default localhost/trainguard:dev)
+#   --tag   image name (default localhost/trainguard:<package version>, the chart's default image)
 #   --base  base image; default localhost/trainguard-base:bookworm (made here if absent)
 #   --root  buildah storage root (default: buildah's own, /var/lib/containers/storage as root)
 # Needs buildah and debootstrap: dev/setup.sh --full installs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tag=localhost/trainguard:dev
+# the chart's default image is localhost/trainguard:<appVersion>, the package's version
+version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' trainguard/_version.py)
+tag=localhost/trainguard:$version
 base=""
 root=""
 while [ $# -gt 0 ]; do

@@ -3,7 +3,9 @@
 Each command module defines `HELP`, `register(parser)` (arguments only, cheap imports) and
 `main(args) -> int`. Subcommands are discovered, so adding one touches nothing here. A
 `TrainGuardError` is printed as one line on stderr with exit status 2; tracebacks are kept for bugs.
-A command that needs a package of an extra the install lacks says which extra to install.
+A command that needs a package of an extra the install lacks says which extra to install. When the
+reader of the output goes away (`trainguard rules list | head`), any command stops quietly with
+status 141 (128 + SIGPIPE), as Unix tools do.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
+import select
 import sys
 from collections.abc import Sequence
 
@@ -62,7 +66,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `trainguard` command and return its exit status."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # here, not at interpreter exit, where a closed pipe is an unhandled error
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # some other pipe or socket: a bug or an outage to see, not our reader leaving
+        # The rest of the output has nowhere to go: point stdout at /dev/null so the interpreter's final flush
+        # of what is still buffered does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (POLLERR on the write end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLERR)
+        return bool(poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() on this platform, or no stdout descriptor
+        return True
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

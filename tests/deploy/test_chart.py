@@ -171,10 +171,11 @@ def test_the_image_reference_follows_tag_and_digest_values() -> None:
         "image"
     ]
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    assert image([]) == f"ghcr.io/trainguard/trainguard:{chart['appVersion']}"
-    assert image(["image.tag=1.2.3"]) == "ghcr.io/trainguard/trainguard:1.2.3"
+    # the default: what dev/build-image.sh builds (localhost/trainguard:<package version> = appVersion)
+    assert image([]) == f"localhost/trainguard:{chart['appVersion']}"
+    assert image(["image.tag=1.2.3"]) == "localhost/trainguard:1.2.3"
     digest = "sha256:" + "a" * 64
-    assert image([f"image.digest={digest}", "image.tag=1.2.3"]) == f"ghcr.io/trainguard/trainguard@{digest}"
+    assert image([f"image.digest={digest}", "image.tag=1.2.3"]) == f"localhost/trainguard@{digest}"
 
 
 def test_the_metrics_service_targets_the_operator_metrics_port() -> None:

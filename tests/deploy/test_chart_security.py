@@ -213,4 +213,4 @@ def test_the_webhook_options_reach_the_operator(values: list[Path]) -> None:
 def test_a_digest_pins_the_sidecar_image_too() -> None:
     digest = "sha256:" + "b" * 64
     args = _args(render(sets=[f"image.digest={digest}"]))
-    assert f"--image=ghcr.io/trainguard/trainguard@{digest}" in args
+    assert f"--image=localhost/trainguard@{digest}" in args

@@ -227,3 +227,98 @@ def test_the_banner_counts_the_rows_of_the_findings_table(tmp_path: Path) -> Non
     page = report.write_report(uri, tmp_path / "r.html", findings=repeated).read_text()
     assert page.count('class="finding-row"') == 1
     assert "1 warning or critical finding (by rule, rank and tensor)" in page
+
+
+def _banner_of(page: str) -> str:
+    return re.search(r'<div class="banner ([^"]*)">(.*?)</div>', page, re.DOTALL).group(0)
+
+
+def test_a_crashed_run_is_never_under_a_green_banner(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "crash")
+    with pytest.raises(RuntimeError), trainguard.Recorder(uri, save_interval=1) as rec:
+        for step in range(20):
+            rec.record_scalar("loss", 1.0 / (1 + step))
+            rec.step()
+            if step == 12:
+                raise RuntimeError("the data loader broke")
+    banner = _banner_of(report.write_report(uri, tmp_path / "r.html", findings=[]).read_text())
+    assert 'class="banner stopped"' in banner and "No warnings" not in banner
+    assert "<b>Crashed</b>" in banner and "RuntimeError: the data loader broke" in banner
+    assert "Up to then: no warning from the rules." in banner
+
+
+def test_a_run_without_end_markers_is_reported_as_not_finished(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "open")
+    with trainguard.Recorder(uri, save_interval=1) as rec:
+        for step in range(10):
+            rec.record_scalar("loss", 1.0 / (1 + step))
+            rec.step()
+    (tmp_path / "open" / "rank-00000" / "END.json").unlink()
+    banner = _banner_of(report.write_report(uri, tmp_path / "r.html", findings=[]).read_text())
+    assert 'class="banner warn"' in banner
+    assert "<b>Not finished</b>: running or no END (0 of 1 ranks ended)" in banner
+
+
+def test_exact_zeros_on_a_log_axis_are_drawn_in_a_lane_labelled_0(tmp_path: Path) -> None:
+    """A dead network: five of six gradients exactly zero, one alive; none may vanish from the plot."""
+    uri = "file://" + str(tmp_path / "dead")
+    with trainguard.Recorder(uri, save_interval=1) as rec:
+        for step in range(8):
+            for i in range(6):
+                g = np.full((4, 4), 0.5 if i == 5 else 0.0, np.float32)
+                if i == 4 and step % 2:  # a layer alive every other step: one line through both regions
+                    g[:] = 1e-3
+                rec.record_tensor(f"grad/fc{i}.weight", g, collection="gradients", order=i)
+            rec.step()
+    svg = _svg(report.write_report(uri, tmp_path / "r.html", findings=[]).read_text(), "grad_norm")
+    lane = re.search(r'<g class="zero-lane">.*?</g>', svg).group(0)
+    assert ">0</text>" in lane and "exactly 0" in lane
+    zero_y = float(re.search(r'<text x="[\d.]+" y="([\d.]+)"[^>]*>0</text>', lane).group(1)) - 4
+    for i in range(4):
+        path = re.search(rf'data-series="grad/fc{i}.weight" d="([^"]*)"', svg).group(1)
+        ys = [float(y) for y in re.findall(r"[ML][\d.]+ ([\d.]+)", path)]
+        assert ys == [pytest.approx(zero_y, abs=0.11)] * 8, path  # 8 points, all on the zero lane
+        assert path.count("M") == 1 and path.count("L") == 7
+    alive = re.search(r'data-series="grad/fc4.weight" d="([^"]*)"', svg).group(1)
+    assert alive.count("M") == 1 and alive.count("L") == 7
+
+
+def test_a_fraction_axis_runs_from_0_to_1(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "alive")
+    rng = np.random.default_rng(0)
+    with trainguard.Recorder(uri, save_interval=1, tier1_interval=1) as rec:
+        for _ in range(6):
+            act = np.abs(rng.normal(size=(32, 8))) + 0.1  # every unit active: a dead fraction of 0
+            rec.record_tensor("act/relu1", act, collection="activations", activation="relu")
+            rec.step()
+    svg = _svg(report.write_report(uri, tmp_path / "r.html", findings=[]).read_text(), "dead_units")
+    y_ticks = [float(t) for t in re.findall(r'text-anchor="end" class="tick">(-?[\d.e+]+)</text>', svg)]
+    assert (min(y_ticks), max(y_ticks)) == (0, 1), y_ticks  # not -0.5 to 0.5 around a constant 0
+
+
+def test_a_gap_in_a_series_breaks_its_line(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "gap")
+    with trainguard.Recorder(uri, save_interval=1) as rec:
+        for step in range(60):
+            if step < 10 or step >= 50:  # nothing measured for steps 10-49
+                rec.record_scalar("loss", 1.0 / (1 + step))
+            rec.step()
+    svg = _svg(report.write_report(uri, tmp_path / "r.html", findings=[]).read_text(), "loss")
+    path = re.search(r'data-series="loss \(train\)" d="([^"]*)"', svg).group(1)
+    assert path.count("M") == 2 and path.count("L") == 18
+
+
+def test_a_rules_label_is_written_once_per_plot(nan_run: str, tmp_path: Path) -> None:
+    findings = [
+        {
+            "rule": "exploding_tensor",
+            "severity": "critical",
+            "step": s,
+            "tensor": f"grad/fc{i}.weight",
+            "message": "nan",
+        }
+        for i, s in ((0, 120), (1, 122))
+    ]
+    svg = _svg(report.write_report(nan_run, tmp_path / "r.html", findings=findings).read_text(), "grad_norm")
+    assert svg.count('data-rule="exploding_tensor"') == 2  # a line at each tensor's first finding
+    assert svg.count('class="finding-label"') == 1

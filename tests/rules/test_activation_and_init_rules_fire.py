@@ -94,7 +94,7 @@ def test_poor_weight_initialization_names_a_kernel_initialised_ten_times_too_lar
 
     found = run(PoorWeightInitialization(), Stream(steps=20, fault=big_init))
     assert [(f.step, f.tensor) for f in found] == [(0, "fc1.weight")]
-    assert "above the bound x2" in found[0].message
+    assert "above the bound 0.354 (x2)" in found[0].message
 
 
 def test_poor_weight_initialization_reports_kernels_too_small_when_asked_and_most_of_them_are() -> None:
@@ -107,7 +107,7 @@ def test_poor_weight_initialization_reports_kernels_too_small_when_asked_and_mos
     assert [(f.step, f.tensor) for f in found] == [
         (0, "fc2.weight")
     ]  # one finding: the smallest against its target
-    assert "below the bound x0.5 (4 of 4 kernels are below it)" in found[0].message
+    assert "(x0.5) (4 of 4 kernels are below it)" in found[0].message
 
 
 def test_poor_weight_initialization_allows_one_small_layer_as_gpt2_and_policy_heads_have() -> None:

@@ -189,17 +189,13 @@ def test_what_cannot_be_converted_is_named_with_the_reason() -> None:
                 "RuleParameters": {"rule_to_invoke": "AllZero", "bogus": "1"},
             },
         ],
-        "ProfilerRuleConfigurations": [{"RuleConfigurationName": "LowGPUUtilization"}],
     }
     result = convert.convert(doc)
     assert [s.type for s in result.rules] == ["all_zero"]
-    assert result.dropped[0].startswith(
-        "ProfilerRuleConfigurations[0] (LowGPUUtilization): not supported: it is a profiler rule"
-    )
-    assert result.dropped[1] == (
+    assert result.dropped[0] == (
         f"DebugRuleConfigurations[0] (CheckInputImages): not supported: {sagemaker.UNSUPPORTED_RULES['CheckInputImages']}"
     )
-    assert result.dropped[2].startswith(
+    assert result.dropped[1].startswith(
         "DebugRuleConfigurations[1] (AllZero): parameter 'bogus' has no counterpart in all_zero; parameters it takes:"
     )
 
@@ -213,10 +209,10 @@ def test_a_rules_file_in_sagemaker_shape_is_read_as_it_is(tmp_path: Path) -> Non
         "stalled_training",
         "overfit",
     ]
-    partial = {**API_CONFIG, "ProfilerRuleConfigurations": [{"RuleConfigurationName": "LowGPUUtilization"}]}
+    partial = {**API_CONFIG, "DebugRuleConfigurations": [{"RuleConfigurationName": "CheckInputImages"}]}
     path.write_text(json.dumps(partial))
     with pytest.raises(
-        ConfigError, match=r"ProfilerRuleConfigurations\[0\] \(LowGPUUtilization\): not supported"
+        ConfigError, match=r"DebugRuleConfigurations\[0\] \(CheckInputImages\): not supported"
     ):
         config.load_rules_file(path)
 
@@ -239,15 +235,73 @@ def test_rules_convert_prints_a_rules_file_that_loads(tmp_path: Path) -> None:
 
 def test_rules_convert_exits_1_when_something_was_left_out(tmp_path: Path) -> None:
     source = tmp_path / "job.json"
-    source.write_text(
-        json.dumps({**API_CONFIG, "ProfilerRuleConfigurations": [{"RuleConfigurationName": "IOBottleneck"}]})
-    )
+    rules = [*API_CONFIG["DebugRuleConfigurations"], {"RuleConfigurationName": "CheckInputImages"}]
+    source.write_text(json.dumps({**API_CONFIG, "DebugRuleConfigurations": rules}))
     out = trainguard_cli("rules", "convert", str(source))
     assert out.returncode == 1
     assert (
-        "trainguard: not converted: ProfilerRuleConfigurations[0] (IOBottleneck): not supported" in out.stderr
+        "trainguard: not converted: DebugRuleConfigurations[4] (CheckInputImages): not supported"
+        in out.stderr
     )
     assert len(yaml.safe_load(out.stdout)["rules"]) == 4
+
+
+def test_the_sdks_default_profiler_report_is_skipped_with_a_note_not_a_failure(tmp_path: Path) -> None:
+    """What `describe-training-job` prints for a job made with the SDK's defaults: ProfilerReport included."""
+    source = tmp_path / "job.json"
+    profiler = [
+        {
+            "RuleConfigurationName": "ProfilerReport-1700000000",
+            "RuleParameters": {"rule_to_invoke": "ProfilerReport"},
+        }
+    ]
+    source.write_text(json.dumps({**API_CONFIG, "ProfilerRuleConfigurations": profiler}))
+    out = trainguard_cli("rules", "convert", str(source))
+    assert out.returncode == 0, out.stderr
+    assert (
+        "trainguard: note: ProfilerRuleConfigurations[0] (ProfilerReport): skipped: it is a profiler rule"
+        in out.stderr
+    )
+    assert "not converted" not in out.stderr
+    assert len(yaml.safe_load(out.stdout)["rules"]) == 4
+
+
+def test_a_profiler_rule_in_the_sdk_shape_is_skipped_and_the_file_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "sdk.yaml"
+    path.write_text(SDK_CONFIG + "  - base_config: ProfilerReport\n")
+    assert [s.key for s in config.load_rules_file(path)] == ["exploding_tensor", "dead_relu"]
+
+
+def test_differing_save_intervals_are_named_with_the_one_chosen(tmp_path: Path) -> None:
+    source = tmp_path / "sdk.yaml"
+    source.write_text(
+        SDK_CONFIG
+        + """debugger_hook_config:
+  collection_configs:
+    - {name: losses, parameters: {save_interval: "50"}}
+    - {name: gradients, parameters: {train.save_interval: "500"}}
+"""
+    )
+    out = trainguard_cli("rules", "convert", str(source))
+    assert out.returncode == 0, out.stderr
+    note = (
+        "the configuration saves at different intervals (losses every 50, gradients (train) every 500, relu_output "
+        "every 20 steps); TrainGuard saves every collection at one interval, so the smallest, 20, is used"
+    )
+    assert f"trainguard: note: {note}" in out.stderr
+    assert f"# Note: {note}" in out.stdout and "TRAINGUARD_SAVE_INTERVAL=20" in out.stdout
+
+
+def test_a_python_file_is_answered_with_how_to_get_the_configuration_as_data(tmp_path: Path) -> None:
+    source = tmp_path / "estimator.py"
+    source.write_text(
+        "from sagemaker.debugger import Rule, rule_configs\nrules = [Rule.sagemaker(rule_configs.vanishing_gradient())]\n"
+    )
+    out = trainguard_cli("rules", "convert", str(source))
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"trainguard: error: {source} is Python")
+    assert "describe-training-job" in out.stderr and "written as YAML" in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
 
 
 def test_rules_list_shows_every_builtin_with_its_defaults() -> None:

@@ -44,7 +44,9 @@ def test_ls_lists_every_run_under_the_prefix_once(prefix: str) -> None:
     out = ls(prefix)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].split() == ["RUN", "FORMAT", "RUN", "ID", "STARTED", "(UTC)", "RANKS", "ENDED"]
+    assert lines[0].split() == [
+        "RUN", "FORMAT", "RUN", "ID", "STARTED", "(UTC)", "RANKS", "ENDED", "FINDINGS", "STATE"
+    ]  # fmt: skip
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
     assert set(rows) == {
         f"{prefix}/old/smdebug-mlp",
@@ -54,8 +56,10 @@ def test_ls_lists_every_run_under_the_prefix_once(prefix: str) -> None:
     }
     assert rows[f"{prefix}/old/smdebug-mlp"][0] == "smdebug"
     assert rows[f"{prefix}/old/tb"][0] == "tensorboard"
-    assert rows[f"{prefix}/team-a/resnet/0b5c"][-5:] == ["2", "1", "of", "2", "(ok)"]
-    assert rows[f"{prefix}/trainguard-runs/20261122-051000-3fa2c1"][-5:] == ["1", "1", "of", "1", "(ok)"]
+    # no evaluator checkpointed these runs: no verdict record, no findings count
+    job = " ".join(rows[f"{prefix}/team-a/resnet/0b5c"][-15:])
+    assert job.endswith("2 1 of 2 - running or no END (1 of 2 ranks ended)")
+    assert rows[f"{prefix}/trainguard-runs/20261122-051000-3fa2c1"][-6:] == ["1", "1", "of", "1", "-", "ok"]
     assert lines[-1] == f"4 runs under {prefix}"
 
 
@@ -70,6 +74,7 @@ def test_ls_json_gives_each_run_its_format_ranks_and_end_markers(prefix: str) ->
         [0, 1],
         {"0": "ok", "1": None},
     )
+    assert (job["state"], job["findings"]) == ("running or no END (1 of 2 ranks ended)", None)
     assert job["run_id"] and job["start_time"] > 0
     # The URI printed is the one `inspect` takes.
     inspect = trainguard_cli("inspect", job["uri"])
@@ -97,3 +102,17 @@ def test_inspect_of_a_prefix_points_to_ls(prefix: str) -> None:
     out = trainguard_cli("inspect", f"{prefix}/team-a")
     assert out.returncode == 2
     assert "`trainguard ls URI` lists the runs below a prefix" in out.stderr
+
+
+def test_ls_counts_the_findings_of_a_checkpointed_evaluation_and_names_a_crash(run_uri: str) -> None:
+    write_run(run_uri)
+    store = open_store(run_uri)
+    end = run_format.EndInfo.model_validate_json(store.get(run_format.end_key(0)))
+    crashed = end.model_copy(update={"status": "crashed", "exit_code": 1, "exception": "OSError: disk full"})
+    store.put(run_format.end_key(0), crashed.model_dump_json().encode())
+    evaluated = trainguard_cli("evaluate", "--checkpoint", run_uri)
+    assert evaluated.returncode in (0, 1), evaluated.stderr
+    out = ls(run_uri, "--json")
+    (run,) = json.loads(out.stdout)
+    assert run["state"] == "crashed: exited with status 1; OSError: disk full"
+    assert run["findings"] is not None and run["findings"] == sum((run["findings_by_rule"] or {}).values())

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from trainguard._version import __version__
 from trainguard.api import store_settings
 from trainguard.api.enums import Action, Collection, ConditionType, Phase, RuleState, Severity
 from trainguard.api.rules_config import RulesConfig, RuleSpec
@@ -28,8 +29,9 @@ SINGULAR = "debugjob"
 SHORT_NAMES = ("dj",)
 API_VERSION = f"{GROUP}/{VERSION}"
 
-DEFAULT_EVALUATOR_IMAGE = "ghcr.io/trainguard/trainguard:latest"
-"""The sidecar image when `spec.evaluator.image` is empty; the chart sets the operator's own tag."""
+DEFAULT_EVALUATOR_IMAGE = f"localhost/trainguard:{__version__}"
+"""The sidecar image when `spec.evaluator.image` is empty and the operator got no `--image`: what
+`dev/build-image.sh` builds (no image is published). The chart always passes the operator's own image."""
 
 POD_TEMPLATE_MARKER = "x-trainguard-pod-template"
 """Schema key on `spec.template`: the CRD generator puts the pinned core/v1 PodTemplateSpec there."""

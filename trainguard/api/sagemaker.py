@@ -61,6 +61,20 @@ _PROFILER = (
     "it is a profiler rule: TrainGuard watches what training computes, not how busy the machine is; "
     "alert on your cluster's GPU and node metrics in Prometheus instead"
 )
+PROFILER_RULES: tuple[str, ...] = (
+    "ProfilerReport",
+    "BatchSize",
+    "CPUBottleneck",
+    "GPUMemoryIncrease",
+    "IOBottleneck",
+    "LoadBalancing",
+    "LowGPUUtilization",
+    "MaxInitializationTime",
+    "OverallSystemUsage",
+    "StepOutlier",
+)
+"""SageMaker's profiler rules: they watch the machine, not the training. The SDK adds `ProfilerReport` to
+every training job by default, so a converted configuration skips them with a note, not an error."""
 UNSUPPORTED_RULES: dict[str, str] = {
     "SimilarAcrossRuns": "it compares two training jobs, and TrainGuard evaluates one run at a time",
     "CheckInputImages": _NEEDS_FULL_TENSORS.format(what="input images")
@@ -72,21 +86,7 @@ UNSUPPORTED_RULES: dict[str, str] = {
     "FeatureImportanceOverweight": _XGBOOST,
     "TreeDepth": _XGBOOST,
     "CreateXgboostReport": _XGBOOST,
-    **{
-        name: _PROFILER
-        for name in (
-            "ProfilerReport",
-            "BatchSize",
-            "CPUBottleneck",
-            "GPUMemoryIncrease",
-            "IOBottleneck",
-            "LoadBalancing",
-            "LowGPUUtilization",
-            "MaxInitializationTime",
-            "OverallSystemUsage",
-            "StepOutlier",
-        )
-    },
+    **{name: _PROFILER for name in PROFILER_RULES},
 }
 """SageMaker Debugger's built-in rules that TrainGuard does not have, each with the reason and,
 where one exists, what to do instead."""
@@ -138,6 +138,11 @@ def unsupported_rule(name: str) -> tuple[str, str] | None:
     lacks, written in any case (`LowGPUUtilization`, `low_gpu_utilization`), else None."""
     found = _UNSUPPORTED_BY_KEY.get(_key(name))
     return (found, UNSUPPORTED_RULES[found]) if found else None
+
+
+def is_profiler_rule(name: str) -> bool:
+    """Whether `name` (any case, `ProfilerReport` or `profiler_report`) is one of SageMaker's profiler rules."""
+    return _key(name) in {_key(n) for n in PROFILER_RULES}
 
 
 def collection(name: str) -> Collection | None:

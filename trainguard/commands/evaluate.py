@@ -31,7 +31,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "uri", metavar="URI", help="run root: file:///path, s3://bucket/prefix, a directory path"
     )
     parser.add_argument(
-        "--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set"
+        "--rules",
+        metavar="FILE",
+        help="rules file (YAML `rules: [...]`, or a SageMaker Debugger configuration); default: the built-in set",
     )
     parser.add_argument("--json", metavar="FILE", help="write rule statuses and findings as JSON")
     parser.add_argument("--rank", type=int, metavar="N", help="evaluate only this rank (default: all ranks)")
@@ -52,7 +54,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.25,
         metavar="S",
-        help="with --follow: pause between listings",
+        help="with --follow: pause between listings (default 0.25)",
     )
     parser.add_argument(
         "--idle-timeout-seconds", type=float, default=600.0, metavar="S",

@@ -6,9 +6,10 @@ Debugger's name for it, and its parameters with their defaults (`NAME`: one rule
 parameter's description). `convert FILE [-o OUT]`: reads the training job API's
 `DebugRuleConfigurations` (JSON or YAML, as `describe-training-job` prints it) or the Python SDK's
 `Rule.sagemaker` arguments written as YAML, and prints a TrainGuard rules file; what changed on the
-way, and what could not be carried over with the reason, go to stderr. Exit status of `convert`: 0
-when every rule and parameter was carried over, 1 when something was left out, 2 when the file
-cannot be read.
+way (profiler rules skipped, several save intervals made one), and what could not be carried over with
+the reason, go to stderr. A Python file is not read: the answer says how to get the configuration as
+data. Exit status of `convert`: 0 when every rule and parameter was carried over (notes aside), 1 when
+something was left out, 2 when the file cannot be read.
 """
 
 from __future__ import annotations
@@ -23,20 +24,38 @@ HELP = "list the built-in rules, or convert a SageMaker Debugger rule configurat
 
 EXIT_COMPLETE = 0
 EXIT_PARTIAL = 1
+PYTHON_CALL = "Rule.sagemaker("
+PYTHON_ANSWER = (
+    "{file} is Python, and `trainguard rules convert` reads data, never runs code. Give it either the training "
+    "job's configuration as JSON (`aws sagemaker describe-training-job --training-job-name NAME > job.json`, "
+    "then `trainguard rules convert job.json`), or the arguments of each `Rule.sagemaker(...)` written as YAML, "
+    'e.g. `rules: [{{base_config: vanishing_gradient, rule_parameters: {{threshold: "1e-7"}}}}]` '
+    "(docs/migrating-from-sagemaker.md shows a whole file)"
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="rules_command", metavar="{list,convert}", required=True)
     ls = sub.add_parser(
-        "list", help="the built-in rules: category, default action, severity, parameters and their defaults"
+        "list",
+        help="the built-in rules: category, default action, severity, parameters and their defaults",
+        description="Print every built-in rule: its category, its action in the default set (off: not in it), "
+        "severity, SageMaker Debugger's name, and its parameters with their defaults; NAME (ours or "
+        "SageMaker's) describes one rule's parameters.",
     )
     ls.add_argument("name", nargs="?", metavar="NAME", help="one rule, with each parameter's description")
     ls.add_argument("--json", action="store_true", help="print JSON (every field, every rule)")
     conv = sub.add_parser(
         "convert",
         help="print a TrainGuard rules file made from a SageMaker Debugger rule configuration (JSON or YAML)",
+        description="Print a TrainGuard rules file made from a SageMaker Debugger rule configuration: the "
+        "training job's JSON (`describe-training-job`) or `Rule.sagemaker(...)` arguments written as YAML (not a "
+        ".py file). Notes (profiler rules skipped, save intervals made one) and what was not converted go to "
+        "stderr. Exit status: 0 all converted, 1 something left out, 2 the file cannot be read.",
     )
-    conv.add_argument("file", type=Path, metavar="FILE")
+    conv.add_argument(
+        "file", type=Path, metavar="FILE", help="the SageMaker Debugger configuration (JSON or YAML)"
+    )
     conv.add_argument(
         "-o", "--output", type=Path, metavar="OUT", help="write the rules file here, not stdout"
     )
@@ -113,9 +132,13 @@ def _convert(args: argparse.Namespace) -> int:
     from trainguard.rules import convert
 
     try:
-        doc = yaml.safe_load(args.file.read_text())  # JSON is YAML too
+        text = args.file.read_text()
     except OSError as err:
         raise ConfigError(f"cannot read {args.file}: {err.strerror or err}") from err
+    if args.file.suffix == ".py" or PYTHON_CALL in text:
+        raise ConfigError(PYTHON_ANSWER.format(file=args.file))
+    try:
+        doc = yaml.safe_load(text)  # JSON is YAML too
     except yaml.YAMLError as err:
         raise ConfigError(f"{args.file} is neither JSON nor YAML: {err}") from err
     result = convert.convert(doc)
@@ -125,6 +148,7 @@ def _convert(args: argparse.Namespace) -> int:
             f"# Capture (not a rule setting): save every {result.save_interval} steps: TRAINGUARD_SAVE_INTERVAL="
             f"{result.save_interval}, or a DebugJob's spec.capture.saveInterval: {result.save_interval}."
         )
+        header.extend(f"# Note: {n}" for n in result.notes if "save" in n and "interval" in n)
     if result.collections:
         header.append(
             f"# The configuration saved the collections {', '.join(result.collections)}; the hook captures "

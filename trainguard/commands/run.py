@@ -29,7 +29,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--run-id", help="run id (default: UTC start time plus a random suffix)")
     parser.add_argument(
-        "--rules", metavar="FILE", help="rules file (YAML `rules: [...]`); default: the built-in set"
+        "--rules",
+        metavar="FILE",
+        help="rules file (YAML `rules: [...]`, or a SageMaker Debugger configuration); default: the built-in set",
     )
     parser.add_argument(
         "--metrics-port",
@@ -119,6 +121,7 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.close()
+    _keep_verdicts(sup, outcome, progress)
     doc = outcome.to_json()
     doc["report"] = _report(args, outcome, doc, progress)
     _summary(outcome, progress, report=doc["report"], quiet=args.quiet)
@@ -126,6 +129,24 @@ def main(args: argparse.Namespace) -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
     return outcome.exit_code
+
+
+def _keep_verdicts(sup: Any, outcome: Any, progress: Any) -> None:
+    """Leave the final verdicts in the run (the evaluator's checkpoint), where `trainguard ls` counts the findings
+    and names the rule that stopped it, and from where `trainguard evaluate --checkpoint` would go on."""
+    from trainguard.store import errors
+
+    if not outcome.recorded or sup.evaluator is None or outcome.evaluation_error:
+        return
+    try:
+        sup.evaluator.save_checkpoint()
+    except (errors.StoreError, TypeError, ValueError) as err:
+        progress.line(f"the verdicts were not kept in the run: {err}")
+
+
+def _missing_files(command: list[str] | tuple[str, ...]) -> list[str]:
+    """The arguments of CMD that name a script (`*.py`, `*.sh`) that does not exist: why it failed to start."""
+    return [a for a in command[1:] if a.endswith((".py", ".sh")) and not Path(a).exists()]
 
 
 def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progress: Any) -> str | None:
@@ -199,6 +220,13 @@ def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = F
             _say(f"what to try: {hint}")
         if outcome.earlier_sign is not None:
             _say(_finding_line("earlier sign", outcome.earlier_sign))
+    elif not outcome.recorded and command_status != 0:
+        missing = _missing_files(outcome.command)
+        why = f"file not found: {', '.join(missing)}" if missing else "its own error is printed above"
+        _say(
+            f"the command failed before it wrote any TrainGuard data ({why}); it exited with status "
+            f"{command_status}, exit status {outcome.exit_code}"
+        )
     elif not outcome.recorded:
         _say(
             f"nothing was recorded: the command wrote no TrainGuard data to {outcome.run_uri} (create "

@@ -49,7 +49,7 @@ from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import Verdict
 from trainguard.stop_flag import watched
 from trainguard.store import errors as store_errors
-from trainguard.store import run_format
+from trainguard.store import listing, run_format
 
 __all__ = [
     "DEFAULT_RUNS_DIR",
@@ -70,7 +70,8 @@ __all__ = [
     "verdict_table",
 ]
 
-DEFAULT_RUNS_DIR = "trainguard-runs"
+DEFAULT_RUNS_DIR = listing.LOCAL_RUNS_DIR
+"""Where `trainguard run` writes runs by default, under the working directory (`trainguard ls` looks there)."""
 
 
 def new_run_id(*, clock: Callable[[], float] = time.time) -> str:

@@ -78,6 +78,14 @@ class Plot:
     x_label: str = "step"
     bands: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     """Shaded (x, low, high) ranges drawn under the series of the same name, in its colour."""
+    y_range: tuple[float, float] | None = None
+    """A fixed y-axis (a fraction's [0, 1]); None: fitted to the data."""
+    y_limits: tuple[float, float] | None = None
+    """Bounds a fitted y-axis never goes past (an AUC's [0, 1]: fitted, so small changes show)."""
+
+
+FRACTION = (0.0, 1.0)
+"""The y-axis of a fraction, a rate or a share: never below 0 or above 1, whatever the data."""
 
 
 def _tensor_stat(
@@ -189,6 +197,7 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             "Dead-unit fractions (ReLU family: units never active on the batch)",
             _unit_fractions(run, "active", rank),
             y_label="fraction of units",
+            y_range=FRACTION,
         )
     )
     plots.append(
@@ -197,6 +206,7 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
             "Saturated-unit fractions (sigmoid/tanh: units saturated on most samples)",
             _unit_fractions(run, "saturated", rank),
             y_label="fraction of units",
+            y_range=FRACTION,
         )
     )
     nonfinite = {}
@@ -262,6 +272,7 @@ def _auc_over_steps(steps: np.ndarray, counts: np.ndarray, half_life: float) -> 
         "AUC over steps",
         series,
         y_label="AUC",
+        y_limits=FRACTION,
         bands=bands,
         note="Shaded: +/- 2 standard errors (Hanley-McNeil, effective counts for the decayed AUC) plus the "
         "tie bound of the buckets. The decayed AUC is what the auc_drop rule watches.",
@@ -288,6 +299,7 @@ def _score_distributions(total: np.ndarray) -> Plot:
         "Score distributions (share of each class per log-odds bin)",
         series,
         y_label="share",
+        y_limits=FRACTION,
         x_label="score (log-odds)",
     )
 
@@ -305,6 +317,7 @@ def _prediction_plots(steps: np.ndarray, counts: np.ndarray, half_life: float) -
             "ROC curve",
             {"ROC": _corners(fpr, tpr), "chance": chance},
             y_label="true positive rate",
+            y_range=FRACTION,
             x_label="false positive rate",
         ),
         Plot(
@@ -312,6 +325,7 @@ def _prediction_plots(steps: np.ndarray, counts: np.ndarray, half_life: float) -
             "Precision-recall curve",
             {"PR": (recall, precision), "positive rate": (chance[0], np.full(2, est.positive_rate))},
             y_label="precision",
+            y_range=FRACTION,
             x_label="recall",
         ),
         _score_distributions(total),
@@ -320,6 +334,7 @@ def _prediction_plots(steps: np.ndarray, counts: np.ndarray, half_life: float) -
             "Calibration (positive rate against mean score)",
             {"observed": (mean_score, rate), "perfect": chance},
             y_label="positive rate",
+            y_range=FRACTION,
             x_label="mean score",
         ),
         _auc_over_steps(steps, counts, half_life),

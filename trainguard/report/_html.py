@@ -26,7 +26,7 @@ from trainguard.report._data import (
     collect_predictions,
 )
 from trainguard.report._svg import PALETTE, fmt, svg_plot, undrawn
-from trainguard.store import errors, run_format
+from trainguard.store import errors, listing, run_format
 from trainguard.store.reader import Run
 from trainguard.store.runs import open_run
 
@@ -118,10 +118,38 @@ def _ended(run: Run, rank: int) -> str:
     return end.outcome() + (f"; {end.lost_steps} steps never reached the store" if end.lost_steps else "")
 
 
+def end_state(run: Run) -> str | None:
+    """How the run ended, from every rank's END.json (`store.listing.end_state`: crashed, stopped, killed, running or
+    no END, ok), or None for a format without END markers (smdebug, TensorBoard)."""
+    if run.format != "trainguard":
+        return None
+    ends: dict[int, run_format.EndInfo | None] = {}
+    for rank in run.ranks:
+        try:
+            ends[rank] = run.ended(rank=rank)
+        except errors.StoreError as err:
+            return f"unknown: {err}"
+    return listing.end_state(ends)
+
+
 def _banner(
-    outcome: Mapping[str, Any] | None, markers: Sequence[Marker], *, nothing: str | None = None
+    outcome: Mapping[str, Any] | None,
+    markers: Sequence[Marker],
+    *,
+    nothing: str | None = None,
+    ended: str | None = None,
 ) -> str:
+    """The line at the top: how the run ended first (a stop, a crash, a kill, no END), then what the rules found.
+    Green only for a run that ended ok (or has no END markers to say otherwise) with no warning."""
     worst = {m.severity for m in markers}
+    n = sum(1 for ms in _groups(markers).values() if _worst(ms) in ("critical", "warning"))
+    found = (
+        f"{n} warning or critical finding{'' if n == 1 else 's'} (by rule, rank and tensor); see the table below"
+        if n
+        else f"not checked, nothing was evaluated: {nothing}"
+        if nothing is not None
+        else "no warning from the rules"
+    )
     if outcome and outcome.get("stopped"):
         stop = outcome.get("stop") or {}
         return (
@@ -129,16 +157,36 @@ def _banner(
             f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
-    if nothing is not None:
-        return f'<div class="banner warn"><b>Nothing was evaluated</b>: {html.escape(nothing)}.</div>'
+    if ended is not None and ended.startswith(("crashed", "killed")):
+        head, _, how = ended.partition(": ")
+        return (
+            f'<div class="banner stopped"><b>{html.escape(head[:1].upper() + head[1:])}</b>'
+            f"{': ' + html.escape(how) if how else ''}. Up to then: {html.escape(found)}.</div>"
+        )
+    if nothing is not None:  # the script ran, but the rules had nothing to look at; a capture error says why
+        why = f" The rank ended {ended}." if ended is not None and ended.startswith("error") else ""
+        return (
+            f'<div class="banner warn"><b>Nothing was evaluated</b> (not checked): {html.escape(nothing)}.'
+            f"{html.escape(why)}</div>"
+        )
+    if ended is not None and ended != "ok":
+        if ended.startswith("error"):
+            return (
+                f'<div class="banner warn"><b>Capture failed</b>: {html.escape(ended.partition(": ")[2])}; the rules '
+                f"saw what reached the store: {html.escape(found)}.</div>"
+            )
+        if ended.startswith("stopped"):
+            return f'<div class="banner stopped"><b>Stopped</b> ({html.escape(ended)}); {html.escape(found)}.</div>'
+        return (
+            f'<div class="banner warn"><b>Not finished</b>: {html.escape(ended)}: the run was still being written '
+            f"or was killed before it closed; {html.escape(found)}.</div>"
+        )
     if "critical" in worst or "warning" in worst:
         # Count what the table shows: one row per rule, rank and tensor.
-        n = sum(1 for ms in _groups(markers).values() if _worst(ms) in ("critical", "warning"))
-        return (
-            f'<div class="banner warn">{n} warning or critical finding{"" if n == 1 else "s"} '
-            "(by rule, rank and tensor); see the table below.</div>"
-        )
-    return '<div class="banner ok">No warnings: the rules found nothing wrong with this run.</div>'
+        return f'<div class="banner warn">{found[:1].upper() + found[1:]}.</div>'
+    return (
+        '<div class="banner ok">No warnings: the run ended normally and the rules found nothing wrong.</div>'
+    )
 
 
 def _earlier_sign(sign: Mapping[str, Any] | None) -> str:
@@ -275,7 +323,7 @@ def render(
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{html.escape(page_title)}</title>'
         f"<style>{_CSS}</style></head><body>"
         f'<h1>{html.escape(page_title)}</h1><div class="muted">generated {generated}</div>'
-        + _banner(outcome, markers, nothing=nothing_evaluated(run, rank))
+        + _banner(outcome, markers, nothing=nothing_evaluated(run, rank), ended=end_state(run))
         + "<table>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
         + "</table><h2>Findings</h2>"

@@ -1,9 +1,11 @@
 """Inline SVG charts: one `Plot` with its finding markers as an `<svg>` element, no library needed.
 
 Axes, ticks (linear or log), thinned series (non-finite points always kept), error bands,
-dashed lines labelled with the rule at each rule's first finding, dots on sparse series and
-triangles at the first NaN/Inf of a series. The data comes from `_data`; the page around the
-charts is `_html`.
+dashed lines at each rule's first finding per tensor (the rule's name written once per plot), dots
+on sparse series, breaks where a series has a gap (no line across steps that were never
+measured) and triangles at the first NaN/Inf of a series. On a log axis exact zeros are drawn
+in a lane labelled 0 below the log range (a dead layer's gradient is 0, and must not vanish); a
+fraction's axis is [0, 1]. The data comes from `_data`; the page around the charts is `_html`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ MAX_MARKERS_PER_PLOT = 40
 SPARSE_POINTS = 30
 """A series with at most this many points gets a dot on each: two Tier-1 samples drawn as a bare line read as a
 trend that was never measured."""
+GAP_FACTOR = 2.0
+"""A series' line breaks where two points are more than this many times its usual spacing apart (the median
+step between its points): no line is drawn across steps that were never measured."""
+ZERO_LANE = 18
+"""Height in pixels of the lane under a log axis where exact zeros are drawn."""
 LABEL_ROWS = 3
 """Rows of finding labels along a plot's top edge; labels that would overlap move down a row."""
 LABEL_CHAR_WIDTH = 6.3
@@ -124,9 +131,10 @@ def svg_plot(
     x1 = x1 if x1 > x0 else x0 + 1
 
     def ty(v: np.ndarray) -> np.ndarray:
+        """Values as drawn: log10 on a log axis, where exact zeros become -inf (the zero lane) and negatives NaN."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return (
-                np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.nan)
+                np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.where(v == 0, -np.inf, np.nan))
                 if plot.log_y
                 else v.astype(np.float64)
             )
@@ -142,12 +150,24 @@ def svg_plot(
     y0, y1 = y0 - pad, y1 + pad
     if plot.log_y:
         y0, y1 = _log_axis(y0, y1)
+    elif plot.y_range is not None:
+        y0, y1 = plot.y_range
+    elif plot.y_limits is not None:
+        y0, y1 = max(y0, plot.y_limits[0]), min(y1, plot.y_limits[1])
+    zeros = plot.log_y and any(bool((v == 0).any()) for _, v in data.values())
+    lane = ZERO_LANE if zeros else 0
+    zero_y = top + ph - lane / 2
 
     def px(s: float) -> float:
         return left + (s - x0) / (x1 - x0) * pw
 
     def py(y: float) -> float:
-        return top + (1 - (y - y0) / (y1 - y0)) * ph
+        if y == -math.inf:
+            return zero_y
+        return top + (1 - (y - y0) / (y1 - y0)) * (ph - lane)
+
+    def drawn(y: float) -> bool:
+        return math.isfinite(y) or (zeros and y == -math.inf)
 
     parts = [
         (
@@ -156,6 +176,14 @@ def svg_plot(
         ),
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>',
     ]
+    if zeros:  # the lane of exact zeros, below the log range and apart from it
+        parts.append(
+            f'<g class="zero-lane"><rect x="{left}" y="{top + ph - lane}" width="{pw}" height="{lane}" fill="#f4f4f4"/>'
+            f'<line x1="{left}" x2="{left + pw}" y1="{top + ph - lane}" y2="{top + ph - lane}" stroke="#bbb" '
+            f'stroke-dasharray="3 3"/><text x="{left - 6}" y="{zero_y + 4:.1f}" text-anchor="end" class="tick">0</text>'
+            f'<text x="{left + pw - 4}" y="{zero_y + 3.5:.1f}" text-anchor="end" class="tick">exactly 0 (below the '
+            "log scale)</text></g>"
+        )
     for y in _ticks(y0, y1, log=plot.log_y):
         label = fmt(10**y) if plot.log_y else fmt(y)
         parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
@@ -195,13 +223,16 @@ def svg_plot(
         steps, values = data[name]
         yv = ty(values)
         colour = PALETTE[i % len(PALETTE)]
-        d, pen = [], False
+        gap = _gap_limit(plot.series[name][0], steps)
+        d, pen, last = [], False, None
         for s, y in zip(steps, yv):
-            if not math.isfinite(y):
+            if not drawn(y):
                 pen = False
                 continue
+            if last is not None and s - last > gap:
+                pen = False  # steps in between were never measured: no line across them
             d.append(f"{'L' if pen else 'M'}{px(float(s)):.1f} {py(float(y)):.1f}")
-            pen = True
+            pen, last = True, s
         parts.append(
             f'<path class="series" data-series="{html.escape(name)}" d="{" ".join(d)}" fill="none" '
             f'stroke="{colour}" stroke-width="1.5"><title>{html.escape(name)}</title></path>'
@@ -210,7 +241,7 @@ def svg_plot(
             dots = "".join(
                 f'<circle cx="{px(float(s)):.1f}" cy="{py(float(y)):.1f}" r="2.5"/>'
                 for s, y in zip(steps, yv)
-                if math.isfinite(y)
+                if drawn(y)
             )
             parts.append(f'<g class="points" data-series="{html.escape(name)}" fill="{colour}">{dots}</g>')
         bad = np.nonzero(~np.isfinite(values))[0]
@@ -220,10 +251,18 @@ def svg_plot(
                 f'<path class="nonfinite" d="M{px(s):.1f} {top} l-5 -8 h10 z" fill="{colour}">'
                 f"<title>{html.escape(name)}: {values[bad[0]]} at step {int(s)}</title></path>"
             )
-    layout = _label_layout(marks, px, width - 2)
-    for m, (row, flip) in zip(marks, layout):
+    named = _labelled(marks)
+    layout = dict(zip(named, _label_layout([marks[k] for k in named], px, width - 2), strict=True))
+    for k, m in enumerate(marks):
         colour = SEVERITY_COLOURS.get(m.severity, "#555")
         x = px(m.step)
+        row, flip = layout.get(k, (0, False))
+        label = (
+            f'<text class="finding-label" x="{x - 3 if flip else x + 3:.1f}" y="{10 + row * 11}" '
+            f'text-anchor="{"end" if flip else "start"}" fill="{colour}">{html.escape(m.rule)}</text>'
+            if k in layout
+            else ""
+        )
         tip = html.escape(
             f"{m.rule} ({m.severity}) at step {m.step}"
             + (f", {m.tensor}" if m.tensor else "")
@@ -231,16 +270,14 @@ def svg_plot(
         )
         parts.append(
             f'<g class="finding finding-{html.escape(m.severity)}" data-rule="{html.escape(m.rule)}" data-step="{m.step}">'
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{11 + row * 11}" y2="{top + ph}" stroke="{colour}" stroke-dasharray="4 3"/>'
-            f'<text class="finding-label" x="{x - 3 if flip else x + 3:.1f}" y="{10 + row * 11}" '
-            f'text-anchor="{"end" if flip else "start"}" fill="{colour}">{html.escape(m.rule)}</text>'
-            f"<title>{tip}</title>"
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{11 + row * 11 if label else top}" y2="{top + ph}" stroke="{colour}" '
+            f'stroke-dasharray="4 3"/>{label}<title>{tip}</title>'
         )
         if m.tensor in data:
             steps, values = data[m.tensor]
             hit = np.nonzero(steps == m.step)[0]
             y = float(ty(values[hit[:1]])[0]) if hit.size else float("nan")
-            if math.isfinite(y):
+            if drawn(y):
                 parts.append(
                     f'<circle cx="{x:.1f}" cy="{py(y):.1f}" r="4" fill="none" stroke="{colour}" stroke-width="2"/>'
                 )
@@ -250,18 +287,40 @@ def svg_plot(
 
 
 def undrawn(plot: Plot, name: str) -> str:
-    """A legend note for a series with no point to draw: all zero on a log axis, or never finite."""
+    """A legend note for a series that a glance at the lines would misread: never finite, or zero throughout on a
+    log axis (drawn in the zero lane)."""
     values = plot.series[name][1]
     finite = values[np.isfinite(values)]
     if not finite.size:
         return ' <i class="muted">(no finite value)</i>'
     if plot.log_y and not (finite > 0).any():
-        return ' <i class="muted">(zero throughout, not drawn on the log axis)</i>'
+        return ' <i class="muted">(zero throughout: on the 0 lane under the log axis)</i>'
     return ""
 
 
+def _gap_limit(measured: np.ndarray, drawn_steps: np.ndarray) -> float:
+    """The largest step between two drawn points that the line may cross: GAP_FACTOR times the series' usual
+    spacing (the median over its measured points, times the thinning stride where it was thinned)."""
+    if measured.size < 3:
+        return math.inf
+    usual = float(np.median(np.diff(measured)))
+    stride = max(1.0, measured.size / max(drawn_steps.size, 1))
+    return GAP_FACTOR * max(usual, 1.0) * math.ceil(stride)
+
+
+def _labelled(marks: Sequence[Marker]) -> list[int]:
+    """Indices of the markers whose rule name is written: each rule's first, once per plot."""
+    seen: set[str] = set()
+    out = []
+    for k, m in enumerate(marks):
+        if m.rule not in seen:
+            seen.add(m.rule)
+            out.append(k)
+    return out
+
+
 def _label_rows(marks: Sequence[Marker]) -> int:
-    return min(LABEL_ROWS, max(1, len(marks)))
+    return min(LABEL_ROWS, max(1, len({m.rule for m in marks})))
 
 
 def _label_layout(

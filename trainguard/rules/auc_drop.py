@@ -91,16 +91,22 @@ class AucDrop(Rule):
                 tot = st.counts.counts.sum(axis=1) if st.counts.counts is not None else (0, 0)
                 eff_pos = float(tot[0] ** 2 / st.counts.sq[0]) if st.counts.sq[0] > 0 else 0.0
                 drop = st.baseline - est.auc
-                if eff_pos >= p.min_effective_positives and drop > max(p.num_se * est.se, p.min_drop):
+                allowed = max(p.num_se * est.se, p.min_drop)
+                if eff_pos >= p.min_effective_positives and drop > allowed:
+                    why = (
+                        f"{p.num_se:g} standard errors"
+                        if p.num_se * est.se >= p.min_drop
+                        else f"the smallest drop reported, {p.min_drop:g}"
+                    )
                     out.append(
                         self.finding(
                             view,
                             f"{name}: decayed AUC {est.auc:.4f} (half-life {p.half_life_steps:g} steps, SE {est.se:.4f}) "
                             f"is {drop:.4f} below its average {st.baseline:.4f} at step {view.step} on rank {view.rank}, "
-                            f"more than {p.num_se:g} standard errors",
+                            f"more than {why} (below {st.baseline - allowed:.4f})",
                             tensor=name,
                             value=est.auc,
-                            threshold=st.baseline - p.num_se * est.se,
+                            threshold=st.baseline - allowed,
                         )
                     )
             # Update the baseline after judging, so a sudden drop is compared with the past.

@@ -4,9 +4,11 @@ Reads the two shapes such a configuration is kept in: the training-job API's
 (`DebugRuleConfigurations` with `RuleConfigurationName` and string-valued `RuleParameters`, the
 `DebugHookConfig` with its `CollectionConfigurations`, as `describe-training-job` prints them) and
 the Python SDK's `Rule.sagemaker(...)` arguments written as YAML (`base_config`, `rule_parameters`,
-`collections_to_save`, `actions`). `convert(doc)` returns our entries, the capture settings the
-configuration implies (which are not rule settings here) and, for everything it could not carry
-over, one line that says why. Pure: the caller reads the file and prints. Used by `trainguard rules
+`collections_to_save`, `actions`; the hook's `debugger_hook_config` beside them). `convert(doc)` returns
+our entries, the capture settings the configuration implies (which are not rule settings here; several
+save intervals become the smallest, with a note naming each), a note for each profiler rule skipped (the
+SDK adds `ProfilerReport` to every job) and, for everything else it could not carry over, one line that
+says why. Pure: the caller reads the file and prints. Used by `trainguard rules
 convert` and by the rules-file loader, which accepts such a file as it is.
 """
 
@@ -26,6 +28,9 @@ from trainguard.errors import ConfigError
 from trainguard.rules import registry
 
 _API_KEYS = ("DebugRuleConfigurations", "ProfilerRuleConfigurations", "DebugHookConfig")
+_SDK_HOOK_KEY = "debugger_hook_config"
+"""The SDK's `DebuggerHookConfig(hook_parameters=..., collection_configs=[CollectionConfig(name, parameters)])`
+written as YAML next to `rules:`."""
 _ENTRY_KEYS = ("base_config", "RuleConfigurationName", "RuleParameters")
 _TRUE = {"true", "1", "yes", "on"}
 
@@ -36,7 +41,7 @@ class Conversion:
 
     rules: list[RuleSpec] = field(default_factory=list)
     save_interval: int | None = None
-    """The hook's save interval the configuration asked for (the smallest, if several)."""
+    """The hook's save interval the configuration asked for (the smallest, if several: see `notes`)."""
     collections: list[str] | None = None
     """Our collections to capture; None: every collection (the hook's default)."""
     notes: list[str] = field(default_factory=list)
@@ -65,40 +70,51 @@ def convert(doc: Any) -> Conversion:
             "API's shape) or a list of rules with base_config and rule_parameters (the Python SDK's)"
         )
     out = Conversion()
-    intervals: list[int] = []
+    intervals: list[tuple[str, int]] = []
     wanted: list[str] = []
     if isinstance(doc, dict) and any(k in doc for k in _API_KEYS):
         entries = [("DebugRuleConfigurations", e) for e in doc.get("DebugRuleConfigurations") or []]
         for i, e in enumerate(doc.get("ProfilerRuleConfigurations") or []):
-            name = _rule_name(e) or "?"
-            out.dropped.append(
-                f"ProfilerRuleConfigurations[{i}] ({name}): not supported: {sagemaker.UNSUPPORTED_RULES['ProfilerReport']}"
-            )
+            _skip_profiler(f"ProfilerRuleConfigurations[{i}] ({_rule_name(e) or '?'})", out)
         hook = doc.get("DebugHookConfig") or {}
-        _collect_interval((hook.get("HookParameters") or {}).get("save_interval"), intervals, out)
+        _collect_intervals("the hook", hook.get("HookParameters"), intervals, out)
         for c in hook.get("CollectionConfigurations") or []:
             wanted.append(str(c.get("CollectionName", "")))
-            _collect_interval((c.get("CollectionParameters") or {}).get("save_interval"), intervals, out)
+            _collect_intervals(wanted[-1], c.get("CollectionParameters"), intervals, out)
     else:
         listed = doc.get("rules") if isinstance(doc, dict) else doc
         entries = [("rules", e) for e in listed or []]
+        hook = (doc.get(_SDK_HOOK_KEY) if isinstance(doc, dict) else None) or {}
+        _collect_intervals("the hook", hook.get("hook_parameters"), intervals, out)
+        for c in hook.get("collection_configs") or []:
+            wanted.append(str(c.get("name", "")))
+            _collect_intervals(wanted[-1], c.get("parameters"), intervals, out)
     taken: set[str] = set()
     for i, (where, entry) in enumerate(entries):
         spec = _convert_entry(f"{where}[{i}]", entry, out, taken)
         if spec is not None:
             out.rules.append(spec)
+        if not isinstance(entry, dict):
+            continue
         for c in entry.get("collections_to_save") or []:
             wanted.append(str(c.get("name", c.get("CollectionName", ""))))
-            params = c.get("parameters", c.get("CollectionParameters")) or {}
-            _collect_interval(params.get("save_interval"), intervals, out)
-    out.save_interval = min(intervals) if intervals else None
-    if len(set(intervals)) > 1:
+            params = c.get("parameters", c.get("CollectionParameters"))
+            _collect_intervals(wanted[-1], params, intervals, out)
+    out.save_interval = min(n for _, n in intervals) if intervals else None
+    if len({n for _, n in intervals}) > 1:
+        asked = ", ".join(f"{who} every {n}" for who, n in intervals)
         out.notes.append(
-            f"save intervals {', '.join(map(str, sorted(set(intervals))))} were asked for; TrainGuard saves every "
-            f"collection at one interval, so the smallest, {out.save_interval}, is used"
+            f"the configuration saves at different intervals ({asked} steps); TrainGuard saves every collection "
+            f"at one interval, so the smallest, {out.save_interval}, is used: no collection is saved less often "
+            "than asked, the others more often (a larger interval makes the hook cheaper and the rules see fewer "
+            "steps)"
         )
     out.collections = _capture_collections(wanted, out)
     return out
+
+
+def _skip_profiler(label: str, out: Conversion) -> None:
+    out.notes.append(f"{label}: skipped: {sagemaker.UNSUPPORTED_RULES['ProfilerReport']}")
 
 
 def _rule_name(entry: dict[str, Any]) -> str | None:
@@ -118,6 +134,9 @@ def _convert_entry(where: str, entry: Any, out: Conversion, taken: set[str]) -> 
     label = f"{where} ({name})"
     if name is None:
         out.dropped.append(f"{where}: names no rule (base_config, RuleConfigurationName or rule_to_invoke)")
+        return None
+    if sagemaker.is_profiler_rule(name):
+        _skip_profiler(label, out)
         return None
     unsupported = sagemaker.unsupported_rule(name)
     if unsupported is not None:
@@ -241,16 +260,22 @@ def _valid_params(cls: type[Any], params: dict[str, Any], label: str, out: Conve
         return {k: dumped[k] for k in params}
 
 
-def _collect_interval(value: Any, intervals: list[int], out: Conversion) -> None:
-    if value is None:
+def _collect_intervals(who: str, params: Any, intervals: list[tuple[str, int]], out: Conversion) -> None:
+    """Add the save intervals in a hook's or collection's parameters: `save_interval` and smdebug's per-mode
+    `train.save_interval`, `eval.save_interval`, ... (TrainGuard saves every mode at one interval)."""
+    if not isinstance(params, dict):
         return
-    try:
-        n = int(str(value))
-    except ValueError:
-        out.dropped.append(f"save_interval {value!r} is not a whole number of steps")
-        return
-    if n >= 1:
-        intervals.append(n)
+    for key, value in params.items():
+        if key != "save_interval" and not str(key).endswith(".save_interval"):
+            continue
+        try:
+            n = int(str(value))
+        except ValueError:
+            out.dropped.append(f"{who}: {key} {value!r} is not a whole number of steps")
+            continue
+        if n >= 1:
+            mode = str(key).split(".", 1)[0] if "." in str(key) else ""
+            intervals.append((f"{who} ({mode})" if mode else who, n))
 
 
 def _capture_collections(names: list[str], out: Conversion) -> list[str] | None:

@@ -135,10 +135,12 @@ class DivergingLoss(base.Rule):
         if not (falling or rising):
             return []
         span = 3 * p.window_steps
+        ratio = abs(m3 / m1) if m1 else abs(m3)
         if falling:
             msg = (
                 f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps) and not slowing down {self.where(view)}"
+                f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x in magnitude (at "
+                f"least {base.fmt(p.growth)}x) and not slowing down {self.where(view)}"
             )
             hint = (
                 "a loss with no lower bound: check that nll_loss gets log-probabilities (log_softmax) and that the "
@@ -147,13 +149,12 @@ class DivergingLoss(base.Rule):
         else:
             msg = (
                 f"loss: growing steadily, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps), {base.fmt(m3 / m1)}x and not slowing down "
+                f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x (at least {base.fmt(p.growth)}x) "
+                "and not slowing down "
                 f"{self.where(view)}"
             )
             hint = "the steps are too large and growing: check the learning-rate schedule (a warmup that never ends), lower the learning rate, clip gradients"
-        return [
-            self.finding(view, msg, tensor="loss", value=m3 / m1 if m1 else m3, threshold=p.growth, hint=hint)
-        ]
+        return [self.finding(view, msg, tensor="loss", value=ratio, threshold=p.growth, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
         return {

@@ -280,35 +280,49 @@ class LossNotDecreasing(base.Rule):
         if ratio is not None and ratio < p.stuck_min_gradient_ratio:
             return []  # a plateau the gradient barely reaches: vanishing_gradient's, or one the run breaks out of
         self.reported_fast = True
-        where = (
-            (
-                f"within {base.fmt(100 * p.stuck_drop)}% of its first value {base.fmt(first)}"
-                if recent > first * (1 - p.stuck_drop)
-                else f"within {base.fmt(100 * p.stuck_drop)}% of its mean {base.fmt(opening)} over the first "
-                f"{p.stuck_window_steps} steps"
-            )
-            if at_first
-            else f"within {base.fmt(100 * p.stuck_drop)}% of ln {self.classes} = {base.fmt(chance)}, chance level for its "
-            f"{self.classes} outputs (first value {base.fmt(first)})"
-        )
+        drop = base.fmt(100 * p.stuck_drop)
         reach = (
             f"; the gradient reaches the first layer (first/last ratio {base.fmt(ratio)} or more)"
             if ratio is not None
             else ""
         )
-        msg = (
-            f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps is still {where} after "
-            f"{span} steps {self.where(view)}: the model has learned nothing{reach}"
-        )
         hint = (
             "check that the labels match the inputs (not shuffled apart), that the network has nonlinearities and "
             "the loss takes raw logits (no softmax before CrossEntropyLoss), dropout's p, and the learning rate"
         )
-        return [
-            self.finding(
-                view, msg, tensor="loss", value=recent, threshold=first * (1 - p.stuck_drop), hint=hint
+        # The evidence is the bound the mean had to fall below (the reference less `stuck_drop`), quoted as such.
+        if at_first and recent > first:
+            # the same condition holds for a loss that went up: say so, not "within 2%"
+            bound = first * (1 - p.stuck_drop)
+            state = (
+                f"is {base.fmt(recent / first)}x its first value {base.fmt(first)} (it had to fall below "
+                f"{base.fmt(bound)}) after {span} steps {self.where(view)}: the loss rose instead of falling{reach}"
             )
-        ]
+            hint = (
+                "a loss that rises from the start: check the learning rate (far too high) and its warmup, the sign of "
+                "the loss (minimised, not maximised), and that the labels match the inputs"
+            )
+        elif at_first:
+            reference, what = (
+                (first, "its first value")
+                if recent > first * (1 - p.stuck_drop)
+                else (opening, f"its mean over the first {p.stuck_window_steps} steps,")
+            )
+            bound = reference * (1 - p.stuck_drop)
+            state = (
+                f"is still within {drop}% of {what} {base.fmt(reference)} (above {base.fmt(bound)}) after {span} steps "
+                f"{self.where(view)}: the model has learned nothing{reach}"
+            )
+        else:
+            assert chance is not None
+            bound = chance * (1 - p.stuck_drop)
+            state = (
+                f"is still within {drop}% of ln {self.classes} = {base.fmt(chance)}, chance level for its "
+                f"{self.classes} outputs (above {base.fmt(bound)}; first value {base.fmt(first)}), after {span} steps "
+                f"{self.where(view)}: the model has learned nothing{reach}"
+            )
+        msg = f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps {state}"
+        return [self.finding(view, msg, tensor="loss", value=recent, threshold=bound, hint=hint)]
 
     def get_state(self) -> dict[str, Any]:
         return {

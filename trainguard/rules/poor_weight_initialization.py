@@ -213,7 +213,8 @@ class PoorWeightInitialization(base.Rule):
         msg = (
             f"{view.names[i]}: initial std {base.fmt(std)} is {base.fmt(std / target)}x the "
             f"{'smallest' if side == 'below' else 'largest'} standard target {base.fmt(target)} for shape "
-            f"{list(view.meta[i].shape)}, {side} the bound x{base.fmt(ratio)}{f' ({note})' if note else ''} "
+            f"{list(view.meta[i].shape)}, {side} the bound {base.fmt(ratio * target)} (x{base.fmt(ratio)})"
+            f"{f' ({note})' if note else ''} "
             f"{self.where(view)}"
         )
         return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target)

@@ -281,7 +281,8 @@ class UnchangedTensor(base.Rule):
         i = int(rows[hit[0]])
         name = view.names[i]
         msg = (
-            f"{name}: parameter unchanged for {int(streak[hit[0]])} saved steps (||dW|| {base.fmt(upd[hit[0]])}, "
+            f"{name}: parameter unchanged for {int(streak[hit[0]])} saved steps in a row (limit {p.num_steps}; "
+            f"||dW|| {base.fmt(upd[hit[0]])}, "
             f"||W|| {base.fmt(view.stats[i, COL['l2']])}) while other layers train {self.where(view)} "
             f"({hit.size} of {len(rows)} trainable tensors)"
         )

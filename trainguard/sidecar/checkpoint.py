@@ -22,6 +22,11 @@ from trainguard.store.backends import Store
 
 log = logging.getLogger(__name__)
 
+MAX_FINDINGS_PER_RULE = 100
+"""Findings kept per rule (the first ones; later ones are counted in metrics only, so a count read from a
+checkpoint is a floor once a rule reached it). Bounds memory and the checkpoint of a rule that fires on every
+step of a long run. Here, beside the document, so that `trainguard ls` reads it without the evaluator."""
+
 STATE_VERSION = 1
 """Bumped when the document changes incompatibly; an evaluator ignores other versions and starts fresh."""
 

@@ -531,8 +531,12 @@ class Evaluator:
             return self._verdicts.data_gap(rank, step, message)
 
     def _save(self) -> None:
-        if not self.checkpoint_enabled:
-            return
+        if self.checkpoint_enabled:
+            self.save_checkpoint()
+
+    def save_checkpoint(self) -> None:
+        """Write the checkpoint now, also when this evaluator does not checkpoint as it goes: local mode leaves
+        its final verdicts in the run so, for `trainguard ls` and a later `evaluate --checkpoint`."""
         with self._lock:
             state = ckpt.EvaluatorState(
                 ranks={

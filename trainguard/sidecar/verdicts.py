@@ -21,9 +21,7 @@ from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
 
-MAX_FINDINGS_PER_RULE = 100
-"""Findings kept per rule (the first ones; later ones are counted in metrics only). Bounds memory
-and the checkpoint of a rule that fires on every step of a long run."""
+MAX_FINDINGS_PER_RULE = ckpt.MAX_FINDINGS_PER_RULE
 
 
 DATA_GAP = "data_gap"

@@ -3,12 +3,15 @@
 Walks the prefix one level at a time (a delimited listing per folder, so a run's own segments are
 never listed) and stops descending at a folder that is a run: `run.json` or `rank-NNNNN/` (ours),
 `index/` with `events/` or `collections/` (smdebug), or `*tfevents*` files (TensorBoard, each folder
-that holds them directly). For each run it reads `run.json` and each rank's `END.json`, nothing
-else, so listing stays cheap on S3. Opening a run is `reader.open_run`'s job.
+that holds them directly). For each run it reads `run.json` and each rank's `END.json`, and lists
+the keys of its verdict records (the evaluator's `evaluator/*/state.json`, read by the caller), nothing
+else, so listing stays cheap on S3. `end_state` sums up how a run ended from its ENDs, worst first: a
+run with a crashed rank never reads as ok. Opening a run is `reader.open_run`'s job.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trainguard.store import errors, run_format
@@ -16,6 +19,9 @@ from trainguard.store.backends import Store
 from trainguard.store.runs import is_ours
 from trainguard.store.source import load_json_doc
 
+LOCAL_RUNS_DIR = "trainguard-runs"
+"""The directory (in the current one) where `trainguard run` writes its runs by default, and `trainguard ls`
+looks by default; local mode's `supervise.DEFAULT_RUNS_DIR` is this name."""
 DEFAULT_MAX_DEPTH = 4
 """Folders below the prefix searched for runs: the operator writes `<uri>/<namespace>/<debugjob>/<uid>/`,
 three levels, and `trainguard run` writes `trainguard-runs/<run id>/`, one."""
@@ -33,8 +39,41 @@ class RunEntry:
     """`run.json` (TrainGuard runs that have one)."""
     ends: dict[int, run_format.EndInfo | None] = field(default_factory=dict)
     """Each rank's END marker, or None while the rank has none (still writing, or killed)."""
+    verdict_keys: list[str] = field(default_factory=list)
+    """Keys (below the listed URI) of the run's verdict records: the evaluator's checkpoints."""
     problem: str | None = None
     """Why `run.json` or an END could not be read, if so."""
+
+
+def end_state(ends: Mapping[int, run_format.EndInfo | None]) -> str:
+    """How a TrainGuard run ended, from its ranks' END markers, worst first: `crashed: <how>` (the script
+    failed), `error: <how>` (capture failed), `stopped`, `killed by SIGKILL`, `running or no END (k of n ranks ended)`, `ok`.
+    One rank that failed decides, whatever the others say. Used by `trainguard ls` and the report's banner."""
+    if not ends:
+        return "no ranks yet"
+    done = {rank: e for rank, e in sorted(ends.items()) if e is not None}
+    several = len(ends) > 1
+
+    def where(rank: int) -> str:
+        return f" (rank {rank})" if several else ""
+
+    for rank, e in done.items():  # the script failed: whatever the hook's own END said, it crashed
+        if not e.signal and (e.status == "crashed" or e.exception or e.exit_code not in (None, 0)):
+            return "crashed" + e.outcome()[len(e.status) :] + where(rank)
+    for rank, e in done.items():  # capture failed, steps lost: the script itself was fine
+        if e.status == "error" and not e.signal:
+            return e.outcome() + where(rank)
+    for rank, e in done.items():
+        if e.status == "stopped":
+            return "stopped" + where(rank)
+    for rank, e in done.items():
+        if e.signal:
+            return f"killed by {e.signal}" + where(rank)
+    if len(done) < len(ends):
+        return f"running or no END ({len(done)} of {len(ends)} ranks ended)"
+    if all(e.status == "ok" for e in done.values()):
+        return "ok"
+    return ", ".join(sorted({e.status for e in done.values()}))
 
 
 def kind_of(entries: list[str]) -> str | None:
@@ -85,6 +124,12 @@ def _describe(store: Store, prefix: str, kind: str, names: list[str]) -> RunEntr
             end = load_json_doc(store, key, run_format.EndInfo) if store.exists(key) else None
             assert end is None or isinstance(end, run_format.EndInfo)
             entry.ends[rank] = end
+        verdicts = prefix + run_format.EVALUATOR_PREFIX + "/"
+        if run_format.EVALUATOR_PREFIX + "/" in names:
+            for folder in store.list(verdicts, delimiter="/"):
+                key = folder + run_format.EVALUATOR_STATE_NAME
+                if folder.endswith("/") and store.exists(key):
+                    entry.verdict_keys.append(key)
     except errors.StoreError as err:
         entry.problem = str(err)
     return entry

@@ -92,6 +92,8 @@ SEGMENT_NAME_PREFIX = "seg-"
 """What every segment's name starts with, inside its rank's folder (`segment_key`)."""
 CATALOGUE_NAME_PREFIX = "meta-"
 """What every catalogue's name starts with, inside its rank's folder (`meta_key`)."""
+EVALUATOR_STATE_NAME = "state.json"
+"""The evaluator checkpoint's name inside its folder (`evaluator_state_key`)."""
 
 ATTEMPT_DIGITS = 13
 # widths are minimums: never drop a long run
@@ -184,7 +186,7 @@ def evaluator_state_key(ranks: int | Sequence[int] | None) -> str:
             if len(chosen) == 1
             else "ranks-" + "_".join(f"{r:05d}" for r in chosen)
         )
-    return f"{EVALUATOR_PREFIX}/{who}/state.json"
+    return f"{EVALUATOR_PREFIX}/{who}/{EVALUATOR_STATE_NAME}"
 
 
 class _Doc(BaseModel):

@@ -4,7 +4,7 @@
 scores' device, no host sync). When a stream's step is over, its counts are queued if that step
 writes them (train: saved steps; eval: every step that has some; all at `close`), and `ship`
 copies every queued count to the host in one small copy of their own, right after the saved
-step's copy, and writes them (`capture.predictions.write_counts`).
+step's copy, and writes them (`capture.prediction_counter.write_counts`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""What the operator does when a rule moves to IssuesFound: stop (suspend the Job) and notify.
+"""What the operator does when a rule moves to IssuesFound: stop (suspend the workload) and notify.
 
-Stop suspends the whole Job: the Job controller sends SIGTERM to every rank's pod and waits the
-grace period; no single rank is ever killed, so collectives cannot hang. A Job that Kueue admitted
-(`kueue.x-k8s.io/queue-name`) is Kueue's to suspend: Kueue resumes an admitted Job that anyone
-else suspends, so the stop deactivates the Job's Workload (`spec.active: false`) instead, Kueue's
-own way to stop it for good; Kueue then suspends the Job and releases its quota. Notify posts a
+Stop suspends the whole workload that runs the DebugJob's pods (its kind's adapter, `build.WORKLOAD`,
+says how): its controller sends SIGTERM to every rank's pod and waits the grace period; no single
+rank is ever killed, so collectives cannot hang. A workload that Kueue admitted
+(`kueue.x-k8s.io/queue-name` on the DebugJob) is Kueue's to suspend, so the stop deactivates its
+Kueue Workload instead (`workloads.control.stop`). Notify posts a
 Kubernetes Event on the DebugJob and hands one delivery per webhook to the `delivery.Dispatcher`,
 which sends them from its own thread: a receiver never holds up the handler. A stop is announced
 the same way, after the Job is stopped. The handler decides which transitions need an action
@@ -22,6 +22,7 @@ from trainguard.api import debugjob as api
 from trainguard.api.enums import Action
 from trainguard.operator import build, client, delivery, webhooks
 from trainguard.operator.metrics import OperatorMetrics
+from trainguard.operator.workloads import control
 
 log = logging.getLogger(__name__)
 
@@ -33,21 +34,23 @@ EmitEvent = Callable[..., None]
 """`kopf.event`-shaped: emit(body, type=..., reason=..., message=...); must work from any thread."""
 
 
-KUEUE_WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
-KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-"""The label Kueue puts on the Workload of a Job: the Job's uid."""
-
-
 def stop(kube: client.Kube, owner: build.Owner) -> bool:
-    """Stop the DebugJob's Job (suspend it, or deactivate its Kueue Workload); False when there is no Job."""
-    job = build.Names.of(owner.name).job
-    if build.KUEUE_QUEUE_LABEL in owner.labels and _deactivate_workloads(kube, owner, job):
-        return True
-    result = kube.patch("batch/v1", "Job", owner.namespace, job, {"spec": {"suspend": True}})
-    if result is None:
-        log.warning("DebugJob %s/%s: Job %s is gone; nothing to suspend", owner.namespace, owner.name, job)
+    """Stop the DebugJob's workload (suspend it, or deactivate its Kueue Workload); False when it is gone."""
+    kind, name = build.WORKLOAD, build.Names.of(owner.name).job
+    queued = build.KUEUE_QUEUE_LABEL in owner.labels
+    done = control.stop(kube, kind, owner.namespace, name, queued=queued)
+    if done is None:
+        log.warning(
+            "DebugJob %s/%s: %s %s is gone; nothing to suspend", owner.namespace, owner.name, kind.kind, name
+        )
         return False
-    log.info("DebugJob %s/%s: suspended Job %s", owner.namespace, owner.name, job)
+    if done.deactivated:
+        log.info(
+            "DebugJob %s/%s: deactivated Kueue Workload %s of %s %s",
+            owner.namespace, owner.name, ", ".join(done.deactivated), kind.kind, name,
+        )  # fmt: skip
+    else:
+        log.info("DebugJob %s/%s: suspended %s %s", owner.namespace, owner.name, kind.kind, name)
     return True
 
 
@@ -101,29 +104,3 @@ def announce(
                 failed=failed,
             )
         )
-
-
-def _deactivate_workloads(kube: client.Kube, owner: build.Owner, job_name: str) -> bool:
-    """Set `spec.active: false` on the Kueue Workloads of the Job; False when it has none (not queued yet)."""
-    job = kube.get("batch/v1", "Job", owner.namespace, job_name)
-    if job is None:
-        return False
-    uid = job["metadata"]["uid"]
-    workloads = [
-        w
-        for w in kube.list(
-            KUEUE_WORKLOAD_API_VERSION, "Workload", owner.namespace, labels={KUEUE_JOB_UID_LABEL: uid}
-        )
-        if (w.get("metadata") or {}).get("labels", {}).get(KUEUE_JOB_UID_LABEL) == uid
-    ]
-    for workload in workloads:
-        name = workload["metadata"]["name"]
-        kube.patch(KUEUE_WORKLOAD_API_VERSION, "Workload", owner.namespace, name, {"spec": {"active": False}})
-        log.info(
-            "DebugJob %s/%s: deactivated Kueue Workload %s of Job %s",
-            owner.namespace,
-            owner.name,
-            name,
-            job_name,
-        )
-    return bool(workloads)

@@ -22,13 +22,16 @@ from trainguard.api import debugjob as api
 from trainguard.api.rules_config import RulesConfig
 from trainguard.api.sidecar_config import DebugJobRef, SidecarConfig
 from trainguard.capture import config as capture_config
+from trainguard.operator.workloads import batch_job, declaration
 
 LABEL_DEBUGJOB = f"{api.GROUP}/debugjob"
 """Label on every child (and on the pods): the owning DebugJob's name."""
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_QUEUE_LABEL = declaration.KUEUE_QUEUE_LABEL
 """Copied from the DebugJob to the Job; the Job is then created suspended and Kueue admits it."""
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+COMPLETION_INDEX_ANNOTATION = declaration.COMPLETION_INDEX
+WORKLOAD = batch_job.KIND
+"""The kind of workload that runs a DebugJob's pods: an Indexed batch Job, stopped and read through its adapter."""
 
 SIDECAR_NAME = "trainguard-evaluator"
 SIDECAR_PORT = 9400
@@ -414,8 +417,8 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
     if policy.ttl_seconds_after_finished is not None:
         job_spec["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
     return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
+        "apiVersion": WORKLOAD.api_version,
+        "kind": WORKLOAD.kind,
         "metadata": _metadata(owner, names.job, labels=job_labels),
         "spec": job_spec,
     }

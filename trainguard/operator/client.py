@@ -19,6 +19,7 @@ import kubernetes
 
 from trainguard.api import debugjob as api
 from trainguard.errors import TrainGuardError
+from trainguard.operator import workloads
 
 PLURALS: dict[tuple[str, str], str] = {
     ("v1", "ServiceAccount"): "serviceaccounts",
@@ -27,11 +28,12 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "Secret"): "secrets",
     ("rbac.authorization.k8s.io/v1", "Role"): "roles",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebindings",
-    ("batch/v1", "Job"): "jobs",
     ("kueue.x-k8s.io/v1beta2", "Workload"): "workloads",
     (api.API_VERSION, api.KIND): api.PLURAL,
+    **{(w.api_version, w.kind): w.plural for w in workloads.declared()},
 }
-"""Every kind the operator reads or writes (the RBAC inventory in the chart lists the same)."""
+"""Every kind the operator reads or writes: the training workloads' kinds come from their adapters
+(`workloads`); the RBAC inventory in the chart lists the same, a workload kind's behind its switch."""
 
 
 class KubeError(TrainGuardError):

@@ -3,7 +3,8 @@
 - `reconcile` (create, resume, spec update): validate, build, create each child if absent.
 - `decide_and_act` (every DebugJob event): aggregate sidecar reports, derive phase and conditions, and
   act on new rule transitions (`status_decision.decide`, `actions`).
-- `job_changed` (every owned Job event): copy the Job's state into `status.job`.
+- `job_changed` (every owned Job event): copy the Job's state into `status.job` (read by its adapter,
+  `build.WORKLOAD`; every suspension, read and stop goes through the `workloads` seam).
 - `cleanup` (deletion): delete the children explicitly (owner references let the garbage
   collector do the same on a real cluster; explicit deletion also covers clusters without it).
 
@@ -44,6 +45,7 @@ from trainguard.operator import (
 )
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
+from trainguard.operator.workloads import control
 
 DEBUGJOBS = (api.GROUP, api.VERSION, api.PLURAL)
 FINALIZER = f"{api.GROUP}/cleanup"
@@ -313,16 +315,15 @@ def reconcile(
 def _converge(
     kube: client.Kube, child: dict[str, Any], *, spec: api.DebugJobSpec, status: dict[str, Any], reason: str
 ) -> None:
-    """Bring an existing child in line where it may change: the ConfigMap's rules and the Job's suspension."""
+    """Bring an existing child in line where it may change: the ConfigMap's rules and the workload's suspension."""
     meta = child["metadata"]
+    workload = build.WORKLOAD
     if child["kind"] == "ConfigMap" and reason == "update":
         kube.patch("v1", "ConfigMap", meta["namespace"], meta["name"], {"data": child["data"]})
-    elif child["kind"] == "Job":
-        queued = build.KUEUE_QUEUE_LABEL in meta["labels"]
+    elif workload.matches(child["apiVersion"], child["kind"]):
+        queued = workload.queue_name(child) is not None
         if spec.suspend or (reason == "update" and not queued):
-            kube.patch(
-                "batch/v1", "Job", meta["namespace"], meta["name"], {"spec": {"suspend": spec.suspend}}
-            )
+            control.set_suspended(kube, workload, meta["namespace"], meta["name"], suspend=spec.suspend)
 
 
 @kopf.on.event(*DEBUGJOBS)
@@ -495,7 +496,12 @@ def _write_end_markers(
         logger.info("wrote END.json for ranks %s under %s", ranks, uri)
 
 
-@kopf.on.event("batch", "v1", "jobs", labels={build.LABEL_DEBUGJOB: kopf.PRESENT})
+@kopf.on.event(
+    build.WORKLOAD.group,
+    build.WORKLOAD.version,
+    build.WORKLOAD.plural,
+    labels={build.LABEL_DEBUGJOB: kopf.PRESENT},
+)
 @_counted("job")
 def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) -> None:
     """Copy an owned Job's state into its DebugJob's `status.job` (only when it changed).
@@ -521,7 +527,9 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
     with state.lock:
         if deleted and owner.get("uid") in state.deleting:
             return
-    summary = status_decision.summarize_job(data, deleted=deleted).model_dump(mode="json", by_alias=True)
+    summary = status_decision.summarize_job(data, deleted=deleted, workload=build.WORKLOAD).model_dump(
+        mode="json", by_alias=True
+    )
     if deleted and not summary["deleted"]:
         return
     with state.lock:
@@ -547,7 +555,7 @@ def cleanup(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) 
     with state.lock:
         state.deleting.add(owner.uid)
     for api_version, kind, name in (
-        ("batch/v1", "Job", names.job),
+        (build.WORKLOAD.api_version, build.WORKLOAD.kind, names.job),
         ("v1", "Service", names.service),
         ("v1", "ConfigMap", names.config_map),
         ("rbac.authorization.k8s.io/v1", "RoleBinding", names.role_binding),

@@ -1,5 +1,7 @@
 """Decides a DebugJob's status: sidecar reports -> per-rule statuses, Job summary -> phase, conditions.
 
+The Job summary (`status.job`) is what the workload's adapter reads of it (`workloads.declaration.WorkloadState`).
+
 Called by the handlers (`decide_and_act`, and `reconcile` for the first phase) with the object just
 received; `decide` returns what to write and which rule transitions need an action. No API calls
 and no clock (`now` comes in), so every rule of the status contract is tested without a cluster.
@@ -19,6 +21,7 @@ from trainguard.api import debugjob as api
 from trainguard.api import default_rules
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
+from trainguard.operator.workloads import batch_job, declaration
 
 TERMINAL_PHASES = frozenset({Phase.STOPPED, Phase.SUCCEEDED, Phase.FAILED})
 
@@ -100,37 +103,37 @@ def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api
 REASON_JOB_DELETED = "JobDeleted"
 
 
-FAILED_CONDITIONS = ("Failed", "FailureTarget")
-COMPLETE_CONDITIONS = ("Complete", "SuccessCriteriaMet")
-"""Since Kubernetes 1.31 the Job controller first sets FailureTarget or SuccessCriteriaMet, and Failed or
-Complete only once every pod is gone; the outcome is decided at the first, so the phase follows it at
-once (else it would read Pending while the last pods wind down)."""
+def summarize_job(
+    job: Mapping[str, Any], *, deleted: bool = False, workload: declaration.WorkloadKind = batch_job.KIND
+) -> api.JobSummary:
+    """Return the parts of a workload's spec and status that drive the DebugJob's phase, as its adapter reads them.
 
-
-def summarize_job(job: Mapping[str, Any], *, deleted: bool = False) -> api.JobSummary:
-    """Return the parts of a Job's spec and status that drive the DebugJob's phase."""
-    status = job.get("status") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
-    failed = next((conditions[t] for t in FAILED_CONDITIONS if t in conditions), None)
-    complete = next((conditions[t] for t in COMPLETE_CONDITIONS if t in conditions), None)
-    terminal = failed or complete or {}
-    finished = bool(failed or complete)
-    if deleted and not finished:
-        terminal = {"reason": REASON_JOB_DELETED, "message": "the Job was deleted before it finished"}
+    The outcome counts as soon as the workload's controller decided it (for a Job: FailureTarget or
+    SuccessCriteriaMet, before Failed or Complete), else the phase would read Pending while the last
+    pods wind down. A workload deleted before it finished counts as failed (reason JobDeleted)."""
+    state = workload.state(job)
+    outcome = state.finished
+    if deleted and outcome is None:
+        outcome = declaration.Outcome(
+            succeeded=False,
+            reason=REASON_JOB_DELETED,
+            message=f"the {workload.kind} was deleted before it finished",
+        )
+    pods = state.pods or declaration.PodCounts()
     return api.JobSummary(
-        active=int(status.get("active") or 0),
-        terminating=int(status.get("terminating") or 0),
-        ready=int(status.get("ready") or 0),
-        succeeded=int(status.get("succeeded") or 0),
-        failed=int(status.get("failed") or 0),
-        suspended=bool((job.get("spec") or {}).get("suspend")),
-        complete=complete is not None,
-        failed_condition=failed is not None or (deleted and not finished),
-        deleted=deleted and not finished,
-        reason=str(terminal.get("reason") or ""),
-        message=str(terminal.get("message") or ""),
-        start_time=status.get("startTime"),
-        completion_time=status.get("completionTime"),
+        active=pods.active,
+        terminating=pods.terminating,
+        ready=pods.ready,
+        succeeded=pods.succeeded,
+        failed=pods.failed,
+        suspended=state.suspended,
+        complete=outcome is not None and outcome.succeeded,
+        failed_condition=outcome is not None and not outcome.succeeded,
+        deleted=deleted and state.finished is None,
+        reason=outcome.reason if outcome else "",
+        message=outcome.message if outcome else "",
+        start_time=state.start_time,
+        completion_time=state.completion_time,
     )
 
 

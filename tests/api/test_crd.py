@@ -11,8 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from trainguard.api import crd
-from trainguard.api import debugjob as api
+from trainguard.api import crd, debugjob
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("debugjob*.yaml"))
@@ -108,7 +107,8 @@ def test_schema_is_structural_everywhere() -> None:
 def test_field_descriptions_reach_the_schema() -> None:
     spec = crd.spec_schema()["properties"]["spec"]
     assert (
-        spec["properties"]["workers"]["description"] == api.DebugJobSpec.model_fields["workers"].description
+        spec["properties"]["workers"]["description"]
+        == debugjob.DebugJobSpec.model_fields["workers"].description
     )
     assert "saveInterval" in spec["properties"]["capture"]["properties"]
     assert spec["properties"]["rules"]["items"]["properties"]["action"]["enum"] == ["stop", "notify", "none"]
@@ -132,7 +132,7 @@ def test_example_manifests_validate_against_the_crd_schema(path: Path) -> None:
     doc = yaml.safe_load(path.read_text())
     errors = sorted(_validator().iter_errors(doc), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{'.'.join(map(str, e.path))}: {e.message}" for e in errors)
-    api.DebugJob.model_validate(doc)
+    debugjob.DebugJob.model_validate(doc)
 
 
 def test_examples_exist() -> None:

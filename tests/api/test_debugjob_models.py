@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action
 
 
@@ -19,7 +19,7 @@ def _spec(**extra: object) -> dict[str, object]:
 
 
 def test_spec_reads_camel_case_and_fills_defaults() -> None:
-    spec = api.DebugJobSpec.model_validate(
+    spec = debugjob.DebugJobSpec.model_validate(
         _spec(
             containerName="trainer",
             runPolicy={"activeDeadlineSeconds": 60},
@@ -34,35 +34,37 @@ def test_spec_reads_camel_case_and_fills_defaults() -> None:
 
 
 def test_capture_uri_loses_its_trailing_slash() -> None:
-    assert api.DebugJobSpec.model_validate(_spec()).capture.uri == "s3://bucket/prefix"
+    assert debugjob.DebugJobSpec.model_validate(_spec()).capture.uri == "s3://bucket/prefix"
 
 
 def test_duplicate_rule_names_are_refused_with_the_index() -> None:
     rules = [{"type": "exploding_tensor"}, {"type": "exploding_tensor", "action": "stop"}]
     with pytest.raises(pydantic.ValidationError, match=r"rules\[1\]: duplicate rule name 'exploding_tensor'"):
-        api.DebugJobSpec.model_validate(_spec(rules=rules))
+        debugjob.DebugJobSpec.model_validate(_spec(rules=rules))
 
 
 def test_custom_python_rules_are_checked_for_shape_only() -> None:
-    ok = api.DebugJobSpec.model_validate(_spec(rules=[{"type": "python:pkg.mod:MyRule", "action": "stop"}]))
+    ok = debugjob.DebugJobSpec.model_validate(
+        _spec(rules=[{"type": "python:pkg.mod:MyRule", "action": "stop"}])
+    )
     assert ok.rules[0].key == "MyRule" and ok.rules[0].action == Action.STOP
     with pytest.raises(pydantic.ValidationError, match="python:module:Class"):
-        api.DebugJobSpec.model_validate(_spec(rules=[{"type": "python:pkg.mod"}]))
+        debugjob.DebugJobSpec.model_validate(_spec(rules=[{"type": "python:pkg.mod"}]))
 
 
 def test_unknown_spec_keys_are_refused() -> None:
     with pytest.raises(pydantic.ValidationError, match="workerz"):
-        api.DebugJobSpec.model_validate(_spec(workerz=2))
+        debugjob.DebugJobSpec.model_validate(_spec(workerz=2))
 
 
 def test_webhook_format_is_a_closed_set() -> None:
     hook = {"name": "h", "urlSecretRef": {"name": "s", "key": "url"}, "format": "teams"}
     with pytest.raises(pydantic.ValidationError, match="generic"):
-        api.DebugJobSpec.model_validate(_spec(actions={"notify": {"webhooks": [hook]}}))
+        debugjob.DebugJobSpec.model_validate(_spec(actions={"notify": {"webhooks": [hook]}}))
 
 
 def test_status_ignores_fields_it_does_not_know() -> None:
-    status = api.DebugJobStatus.model_validate(
+    status = debugjob.DebugJobStatus.model_validate(
         {"phase": "Running", "reports": {"rank-00000": {"lastStep": 3, "rules": [
             {"name": "r", "state": "IssuesFound", "action": "stop", "extra": 1}]}}}
     )  # fmt: skip
@@ -81,4 +83,4 @@ def test_status_ignores_fields_it_does_not_know() -> None:
 )
 def test_sizes_that_would_flood_the_operator_are_refused(extra: dict[str, object], field: str) -> None:
     with pytest.raises(pydantic.ValidationError, match=field):
-        api.DebugJobSpec.model_validate(_spec(**extra))
+        debugjob.DebugJobSpec.model_validate(_spec(**extra))

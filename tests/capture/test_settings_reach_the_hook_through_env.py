@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.capture.config import CaptureConfig
 from trainguard.local.supervise import Supervisor
 from trainguard.operator import build
@@ -20,7 +20,7 @@ OWNER = build.Owner(name="llm", namespace="ml", uid="1234-abcd")
 TEMPLATE = {"spec": {"containers": [{"name": "trainer", "image": "train:1"}]}}
 
 
-def _pod_env(spec: api.DebugJobSpec, *, pod_index: int, secret: dict[str, str]) -> dict[str, str]:
+def _pod_env(spec: debugjob.DebugJobSpec, *, pod_index: int, secret: dict[str, str]) -> dict[str, str]:
     """The trainer container's env as the kubelet would set it: fieldRefs and secretKeyRefs resolved."""
     job = build.build_job(spec, OWNER, default_image="trainguard:1")
     trainer = job["spec"]["template"]["spec"]["containers"][0]
@@ -49,7 +49,7 @@ def _pod_env(spec: api.DebugJobSpec, *, pod_index: int, secret: dict[str, str]) 
     ],
 )
 def test_the_operators_pod_env_reads_back_as_the_debugjobs_capture_settings(capture: dict[str, Any]) -> None:
-    spec = api.DebugJobSpec.model_validate(
+    spec = debugjob.DebugJobSpec.model_validate(
         {"workers": 2, "nprocPerNode": 1, "template": TEMPLATE, "capture": capture}
     )
     config = CaptureConfig.from_env(_pod_env(spec, pod_index=1, secret={}))
@@ -66,7 +66,7 @@ def test_the_operators_pod_env_reads_back_as_the_debugjobs_capture_settings(capt
 
 
 def test_the_operator_hands_the_secrets_credentials_to_the_trainer_by_reference() -> None:
-    spec = api.DebugJobSpec.model_validate(
+    spec = debugjob.DebugJobSpec.model_validate(
         {
             "template": TEMPLATE,
             "capture": {"uri": "s3://bucket/runs", "secretRef": {"name": "s3", "accessKeyIdKey": "id"}},

@@ -14,7 +14,7 @@ import pytest
 
 from tests.deploy.tooling import CHART, by_kind, find_tool, helm_template, one, render, run_tool
 from trainguard import cli
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.operator import build
 
 NAMESPACED = [CHART / "ci" / "namespaced-values.yaml"]
@@ -81,7 +81,7 @@ def test_the_admission_policy_freezes_every_status_field_but_reports() -> None:
         if "may change only status.reports" in v.get("message", "")
     )
     named = set(re.findall(r"has\(object\.status\.(\w+)\)", frozen))
-    model = {f.alias or f"{name}" for name, f in api.DebugJobStatus.model_fields.items()} - {"reports"}
+    model = {f.alias or f"{name}" for name, f in debugjob.DebugJobStatus.model_fields.items()} - {"reports"}
     assert named == model
 
 

@@ -8,7 +8,7 @@ import re
 import yaml
 
 from tests.e2e.cluster import IMAGE, ROOT, Cluster, Release, eventually
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 
 EXAMPLE = ROOT / "examples" / "debugjob.yaml"
 
@@ -60,7 +60,7 @@ def test_kubectl_shows_the_servers_columns_field_docs_and_defaults(
     assert narrow == ["NAME", "PHASE", "RULE", "STEP", "WORKERS", "AGE"]
 
     explain = cluster.kubectl("explain", "debugjob.spec.capture").stdout
-    assert " ".join(str(api.DebugJobSpec.model_fields["capture"].description).split()) in " ".join(
+    assert " ".join(str(debugjob.DebugJobSpec.model_fields["capture"].description).split()) in " ".join(
         explain.split()
     )
     assert re.search(r"saveInterval\s+<integer>", explain)

@@ -17,20 +17,22 @@ import pytest
 import pytest_asyncio
 
 from tests.kube import KubeEnv, free_port, kube, wait_http  # noqa: F401  (fixture re-export)
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.rules_config import RuleSpec
 
 
-def debugjob_object(rules: list[RuleSpec], reports: dict[str, api.RankReport], **status: Any) -> api.DebugJob:
+def debugjob_object(
+    rules: list[RuleSpec], reports: dict[str, debugjob.RankReport], **status: Any
+) -> debugjob.DebugJob:
     """A DebugJob as `status_decision.decide` receives it (generation 2), its Job with two ready pods."""
-    return api.DebugJob(
+    return debugjob.DebugJob(
         metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
-        spec=api.DebugJobSpec(
+        spec=debugjob.DebugJobSpec(
             template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
+            capture=debugjob.CaptureSpec(uri="file:///tmp/x"),
             rules=rules,
         ),
-        status=api.DebugJobStatus(reports=reports, job=api.JobSummary(active=2, ready=2), **status),
+        status=debugjob.DebugJobStatus(reports=reports, job=debugjob.JobSummary(active=2, ready=2), **status),
     )
 
 

@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.operator import build
 
@@ -18,10 +18,10 @@ OWNER = build.Owner(name="llm", namespace="ml", uid="1234-abcd", labels={})
 IMAGE = "registry.local/trainguard:1.0"
 
 
-def _gpu_spec(**extra: Any) -> api.DebugJobSpec:
+def _gpu_spec(**extra: Any) -> debugjob.DebugJobSpec:
     doc = yaml.safe_load((ROOT / "examples" / "debugjob-gpu-webhooks.yaml").read_text())
     doc["spec"].update(extra)
-    return api.DebugJobSpec.model_validate(doc["spec"])
+    return debugjob.DebugJobSpec.model_validate(doc["spec"])
 
 
 def _env(container: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.operator.conftest import debugjob_object
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.operator import status_decision
@@ -17,19 +17,19 @@ RULES = [
 ]
 
 
-def _report(step: int, **states: Any) -> api.RankReport:
-    return api.RankReport(
+def _report(step: int, **states: Any) -> debugjob.RankReport:
+    return debugjob.RankReport(
         last_step=step,
         rules=[
-            api.RankRuleReport(name=n, state=s[0], step=s[1], message=f"{n} at {s[1]}")
+            debugjob.RankRuleReport(name=n, state=s[0], step=s[1], message=f"{n} at {s[1]}")
             for n, s in states.items()
         ],
     )
 
 
 def _dj(
-    reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any
-) -> api.DebugJob:
+    reports: dict[str, debugjob.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any
+) -> debugjob.DebugJob:
     return debugjob_object(RULES, reports, phase=phase, **status_fields)
 
 
@@ -59,7 +59,7 @@ def test_unconfigured_rules_only_notify_whatever_the_pod_claims() -> None:
         "lastStep": 3,
         "rules": [{"name": "dead_relu", "state": "IssuesFound", "action": "stop", "step": 3}],
     }
-    reports = {"rank-00000": api.RankReport.model_validate(raw)}
+    reports = {"rank-00000": debugjob.RankReport.model_validate(raw)}
     extra = status_decision.aggregate_rules(reports, RULES)[-1]
     assert extra.name == "dead_relu" and extra.action == Action.NOTIFY
 
@@ -78,7 +78,7 @@ def test_stop_rule_transition_stops_once_and_sets_conditions() -> None:
     assert s["completionTime"] == NOW
 
     # Applying what was decided and deciding again changes nothing and acts on nothing.
-    again = api.DebugJob.model_validate({**dj.model_dump(by_alias=True), "status": {
+    again = debugjob.DebugJob.model_validate({**dj.model_dump(by_alias=True), "status": {
         **dj.status.model_dump(by_alias=True), **s}})  # fmt: skip
     second = status_decision.decide(again, now="2026-11-22T06:00:00Z")
     assert second.stop is None and second.notify == [] and second.status == {}
@@ -123,18 +123,20 @@ def test_terminal_phases_never_change() -> None:
 
 def test_phase_follows_the_job() -> None:
     assert status_decision.job_phase(None) == Phase.PENDING
-    assert status_decision.job_phase(api.JobSummary(active=0)) == Phase.PENDING
-    assert status_decision.job_phase(api.JobSummary(active=3, ready=1)) == Phase.RUNNING
-    assert status_decision.job_phase(api.JobSummary(active=3, ready=0)) == Phase.PENDING, (
+    assert status_decision.job_phase(debugjob.JobSummary(active=0)) == Phase.PENDING
+    assert status_decision.job_phase(debugjob.JobSummary(active=3, ready=1)) == Phase.RUNNING
+    assert status_decision.job_phase(debugjob.JobSummary(active=3, ready=0)) == Phase.PENDING, (
         "pods waiting for a node or image"
     )
-    assert status_decision.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
-    finishing = api.JobSummary(active=2, ready=0)
+    assert status_decision.job_phase(debugjob.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
+    finishing = debugjob.JobSummary(active=2, ready=0)
     assert status_decision.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
         "trainers done, sidecars stopping"
     )
-    assert status_decision.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
-    assert status_decision.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
+    assert status_decision.job_phase(debugjob.JobSummary(complete=True)) == Phase.SUCCEEDED
+    assert (
+        status_decision.job_phase(debugjob.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
+    )
 
 
 def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> None:
@@ -187,7 +189,7 @@ def test_a_job_deleted_before_it_finished_fails_but_a_finished_one_does_not() ->
     assert not status_decision.summarize_job(done, deleted=True).deleted
 
 
-def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
+def _dj_without_rules(reports: dict[str, debugjob.RankReport]) -> debugjob.DebugJob:
     return debugjob_object([], reports, phase=Phase.RUNNING)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.operator.conftest import debugjob_object
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.operator import status_decision
@@ -23,34 +23,38 @@ NOTIFY_STEPS = {"notify finding before the stop's": 640, "notify finding after t
 STOP_STEP = 675
 
 
-def _report(step: int, **findings: int) -> api.RankReport:
-    return api.RankReport(
+def _report(step: int, **findings: int) -> debugjob.RankReport:
+    return debugjob.RankReport(
         last_step=step,
         rules=[
-            api.RankRuleReport(name=name, state=RuleState.ISSUES_FOUND, step=at, message=f"{name} at {at}")
+            debugjob.RankRuleReport(
+                name=name, state=RuleState.ISSUES_FOUND, step=at, message=f"{name} at {at}"
+            )
             for name, at in findings.items()
         ],
     )
 
 
-def _applied(dj: api.DebugJob, decision: status_decision.Decision) -> api.DebugJob:
+def _applied(dj: debugjob.DebugJob, decision: status_decision.Decision) -> debugjob.DebugJob:
     """The DebugJob as the next event (or a restarted operator) reads it, with the decision written."""
     stored = dj.status.model_dump(mode="json", by_alias=True)
-    return dj.model_copy(update={"status": api.DebugJobStatus.model_validate({**stored, **decision.status})})
+    return dj.model_copy(
+        update={"status": debugjob.DebugJobStatus.model_validate({**stored, **decision.status})}
+    )
 
 
-def _conditions(dj: api.DebugJob) -> dict[str, api.Condition]:
+def _conditions(dj: debugjob.DebugJob) -> dict[str, debugjob.Condition]:
     return {c.type.value: c for c in dj.status.conditions}
 
 
-def _both_found(notify_step: int) -> dict[str, api.RankReport]:
+def _both_found(notify_step: int) -> dict[str, debugjob.RankReport]:
     return {
         "rank-00000": _report(notify_step, loss_not_decreasing=notify_step),
         "rank-00001": _report(STOP_STEP, exploding_tensor=STOP_STEP),
     }
 
 
-def _assert_stopped_by_the_stop_rule(dj: api.DebugJob, *, notify_step: int) -> None:
+def _assert_stopped_by_the_stop_rule(dj: debugjob.DebugJob, *, notify_step: int) -> None:
     assert dj.status.phase == Phase.STOPPED and dj.status.triggered_rule == "exploding_tensor"
     conditions = _conditions(dj)
     assert conditions["Running"].message == "stopped by rule exploding_tensor"

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action
 from trainguard.operator import build, client, delivery, webhooks
 from trainguard.operator.metrics import OperatorMetrics
@@ -59,7 +59,7 @@ def announce(
     *,
     body: Any,
     event: webhooks.RuleEvent,
-    hooks: list[api.Webhook],
+    hooks: list[debugjob.Webhook],
     metrics: OperatorMetrics,
     emit: EmitEvent,
     dispatcher: delivery.Dispatcher,

@@ -18,13 +18,13 @@ from typing import Any
 
 import yaml
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.rules_config import RulesConfig
 from trainguard.api.sidecar_config import DebugJobRef, SidecarConfig
 from trainguard.capture import config as capture_config
 from trainguard.operator.workloads import batch_job, declaration
 
-LABEL_DEBUGJOB = f"{api.GROUP}/debugjob"
+LABEL_DEBUGJOB = f"{debugjob.GROUP}/debugjob"
 """Label on every child (and on the pods): the owning DebugJob's name."""
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 KUEUE_QUEUE_LABEL = declaration.KUEUE_QUEUE_LABEL
@@ -46,7 +46,7 @@ STOP_VOLUME = "trainguard-stop"
 CONFIG_VOLUME = "trainguard-config"
 SIDECAR_TMP_VOLUME = "trainguard-tmp"
 TOKEN_VOLUME = "trainguard-token"
-TOKEN_DIR = f"/var/run/secrets/{api.GROUP}/serviceaccount"
+TOKEN_DIR = f"/var/run/secrets/{debugjob.GROUP}/serviceaccount"
 """Where the sidecar alone finds its ServiceAccount token (and ca.crt, namespace): no other container mounts it."""
 TOKEN_EXPIRATION_SECONDS = 3600
 """Lifetime of the projected token; the kubelet renews it at 80% and the sidecar's client re-reads it."""
@@ -98,7 +98,7 @@ class Names:
         )
 
 
-def run_uri(spec: api.DebugJobSpec, owner: Owner) -> str:
+def run_uri(spec: debugjob.DebugJobSpec, owner: Owner) -> str:
     """Return the run root the hook writes to: `<capture.uri>/<namespace>/<debugjob>/<uid>/`."""
     return f"{spec.capture.uri}/{owner.namespace}/{owner.name}/{owner.uid}/"
 
@@ -110,8 +110,8 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
         "labels": {LABEL_DEBUGJOB: owner.name, LABEL_MANAGED_BY: "trainguard", **(labels or {})},
         "ownerReferences": [
             {
-                "apiVersion": api.API_VERSION,
-                "kind": api.KIND,
+                "apiVersion": debugjob.API_VERSION,
+                "kind": debugjob.KIND,
                 "name": owner.name,
                 "uid": owner.uid,
                 "controller": True,
@@ -120,7 +120,7 @@ def _metadata(owner: Owner, name: str, *, labels: dict[str, str] | None = None) 
     }
 
 
-def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
+def build_sidecar_config(spec: debugjob.DebugJobSpec, owner: Owner) -> SidecarConfig:
     """Return the evaluator's configuration; the ranks come from the pod's RANK at run time.
 
     Each pod runs `nprocPerNode` processes with global ranks `index * n + local_rank`, so its
@@ -141,7 +141,7 @@ def build_sidecar_config(spec: api.DebugJobSpec, owner: Owner) -> SidecarConfig:
     )
 
 
-def build_configmap(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+def build_configmap(spec: debugjob.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     """Return the ConfigMap with `sidecar.yaml` (SidecarConfig) and `rules.yaml` (the rules file)."""
     sidecar = build_sidecar_config(spec, owner).model_dump(mode="json", exclude_none=True)
     rules = RulesConfig(rules=list(spec.rules)).model_dump(mode="json", exclude_none=True)
@@ -156,7 +156,7 @@ def build_configmap(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     }
 
 
-def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+def build_service(spec: debugjob.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     """Return the headless Service that gives each rank a stable DNS name (`<job>-<index>.<service>`)."""
     return {
         "apiVersion": "v1",
@@ -177,7 +177,7 @@ def build_service(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     }
 
 
-def build_serviceaccount(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+def build_serviceaccount(spec: debugjob.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     """Return the pods' ServiceAccount (used unless the template names its own); its token is never automounted."""
     return {
         "apiVersion": "v1",
@@ -187,7 +187,7 @@ def build_serviceaccount(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]
     }
 
 
-def build_role(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+def build_role(spec: debugjob.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     """Return a Role that lets the pods read this DebugJob and patch its status, and nothing else."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -196,15 +196,15 @@ def build_role(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
         "rules": [
             # The sidecar reads its DebugJob once to check the uid it was configured with.
             {
-                "apiGroups": [api.GROUP],
-                "resources": [api.PLURAL],
+                "apiGroups": [debugjob.GROUP],
+                "resources": [debugjob.PLURAL],
                 "resourceNames": [owner.name],
                 "verbs": ["get"],
             },
             # ... and merge-patches status.reports["rank-NNNNN"] with each verdict transition.
             {
-                "apiGroups": [api.GROUP],
-                "resources": [f"{api.PLURAL}/status"],
+                "apiGroups": [debugjob.GROUP],
+                "resources": [f"{debugjob.PLURAL}/status"],
                 "resourceNames": [owner.name],
                 "verbs": ["get", "patch"],
             },
@@ -212,13 +212,13 @@ def build_role(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     }
 
 
-def pod_service_account(spec: api.DebugJobSpec, owner: Owner) -> str:
+def pod_service_account(spec: debugjob.DebugJobSpec, owner: Owner) -> str:
     """Return the ServiceAccount the pods run as: the template's own (e.g. for IRSA) or ours."""
     named = (spec.template.get("spec") or {}).get("serviceAccountName")
     return str(named) if named else Names.of(owner.name).service_account
 
 
-def build_rolebinding(spec: api.DebugJobSpec, owner: Owner) -> dict[str, Any]:
+def build_rolebinding(spec: debugjob.DebugJobSpec, owner: Owner) -> dict[str, Any]:
     """Return the RoleBinding of the Role to the pods' ServiceAccount."""
     names = Names.of(owner.name)
     return {
@@ -239,7 +239,7 @@ def _rank_env(name: str) -> dict[str, Any]:
     }
 
 
-def _store_env(spec: api.DebugJobSpec) -> list[dict[str, Any]]:
+def _store_env(spec: debugjob.DebugJobSpec) -> list[dict[str, Any]]:
     """The variables the run's storage backend declares, shared by the trainer and the sidecar: its settings by
     value (s3: `AWS_ENDPOINT_URL`, `AWS_REGION`), its credentials as references to the Secret (never copied)."""
     cap = spec.capture
@@ -259,7 +259,7 @@ def _store_env(spec: api.DebugJobSpec) -> list[dict[str, Any]]:
     return env
 
 
-def trainer_env(spec: api.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
+def trainer_env(spec: debugjob.DebugJobSpec, owner: Owner) -> list[dict[str, Any]]:
     """Return the rendezvous (`MASTER_*`, `RANK`, `WORLD_SIZE`, `PET_*`), the hook's `TRAINGUARD_*` variables
     (named by `capture.config.to_env`, which `CaptureConfig.from_env` reads back) and the store's."""
     names = Names.of(owner.name)
@@ -294,7 +294,9 @@ def _merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) 
     return [e for e in ours if e["name"] not in taken] + theirs
 
 
-def build_sidecar_container(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
+def build_sidecar_container(
+    spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str
+) -> dict[str, Any]:
     """Return the evaluator as a native sidecar (an init container with `restartPolicy: Always`)."""
     ev = spec.evaluator
     container: dict[str, Any] = {
@@ -360,7 +362,7 @@ class InvalidName(ValueError):
     """The DebugJob's name cannot name its children (a dot, or too long for the ranks' hostnames)."""
 
 
-def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
+def build_job(spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str) -> dict[str, Any]:
     """Return the Indexed Job: the user's pod template plus rendezvous env, the hook's env and the sidecar."""
     names = Names.of(owner.name)
     template = json.loads(json.dumps(spec.template))  # deep copy, plain JSON
@@ -424,9 +426,9 @@ def build_job(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> di
     }
 
 
-def build_children(spec: api.DebugJobSpec, owner: Owner, *, default_image: str) -> list[dict[str, Any]]:
+def build_children(spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str) -> list[dict[str, Any]]:
     """Return every child in creation order: RBAC and config before the Job that needs them."""
-    problem = api.name_problem(owner.name, spec.workers)
+    problem = debugjob.name_problem(owner.name, spec.workers)
     if problem is not None:
         raise InvalidName(problem)
     children = [

@@ -17,7 +17,7 @@ from typing import Any
 
 import kubernetes
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.errors import TrainGuardError
 from trainguard.operator import workloads
 
@@ -29,7 +29,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "Role"): "roles",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebindings",
     ("kueue.x-k8s.io/v1beta2", "Workload"): "workloads",
-    (api.API_VERSION, api.KIND): api.PLURAL,
+    (debugjob.API_VERSION, debugjob.KIND): debugjob.PLURAL,
     **{(w.api_version, w.kind): w.plural for w in workloads.declared()},
 }
 """Every kind the operator reads or writes: the training workloads' kinds come from their adapters

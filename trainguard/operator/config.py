@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.operator import addresses, delivery
 
 DEFAULT_METRICS_PORT = 9401
@@ -28,7 +28,8 @@ class OperatorConfig(BaseModel):
     )
     metrics_address: str = Field(default="0.0.0.0", description="Address the metrics server binds.")
     default_image: str = Field(
-        default=api.DEFAULT_EVALUATOR_IMAGE, description="Sidecar image when a DebugJob does not name one."
+        default=debugjob.DEFAULT_EVALUATOR_IMAGE,
+        description="Sidecar image when a DebugJob does not name one.",
     )
     max_workers: int = Field(
         default=16,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Phase
 from trainguard.store import backends, rank_end, run_format
 
@@ -49,18 +49,18 @@ def write_missing(
     return written
 
 
-def last_steps(reports: Mapping[str, api.RankReport]) -> dict[int, int | None]:
+def last_steps(reports: Mapping[str, debugjob.RankReport]) -> dict[int, int | None]:
     """Return each rank's last evaluated step from the sidecars' reports."""
     out: dict[int, int | None] = {}
     for key, report in reports.items():
-        rank = api.rank_of_report_key(key)
+        rank = debugjob.rank_of_report_key(key)
         if rank is not None:
             out[rank] = report.last_step
     return out
 
 
 def open_run_store(
-    uri: str, capture: api.CaptureSpec, *, credentials: Mapping[str, str] | None
+    uri: str, capture: debugjob.CaptureSpec, *, credentials: Mapping[str, str] | None
 ) -> backends.Store:
     """Open the run's store with the settings of `capture` and, when given, the `credentials` read from the
     DebugJob's Secret (by the variable each credential's backend declares: `AWS_ACCESS_KEY_ID`, ...)."""

@@ -31,7 +31,7 @@ import kopf
 import pydantic
 from prometheus_client import CollectorRegistry, start_http_server
 
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action, ConditionType, Phase
 from trainguard.operator import (
     actions,
@@ -47,12 +47,12 @@ from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
 from trainguard.operator.workloads import control
 
-DEBUGJOBS = (api.GROUP, api.VERSION, api.PLURAL)
-FINALIZER = f"{api.GROUP}/cleanup"
-_EMPTY_JOB = api.JobSummary().model_dump(mode="json", by_alias=True)
+DEBUGJOBS = (debugjob.GROUP, debugjob.VERSION, debugjob.PLURAL)
+FINALIZER = f"{debugjob.GROUP}/cleanup"
+_EMPTY_JOB = debugjob.JobSummary().model_dump(mode="json", by_alias=True)
 RETRY_DELAY_SECONDS = 5
 """Pause before retrying a handler after an API failure (kopf's default is 60 s)."""
-FINAL_PHASE_ANNOTATION = f"{api.GROUP}/final-phase"
+FINAL_PHASE_ANNOTATION = f"{debugjob.GROUP}/final-phase"
 """Set by the operator on the DebugJob itself when it enters a terminal phase. Pods may patch the status
 subresource but never the object, so after a restart a terminal `status.phase` counts only when this
 annotation names the same phase (a phase the operator did not write is worked out again)."""
@@ -146,9 +146,9 @@ def startup(
     """Configure kopf, connect the API client and start the metrics server."""
     config: OperatorConfig = memo.get("config") or OperatorConfig()
     # kopf keeps its progress in annotations under our prefix, so the status stays ours alone.
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=api.GROUP)
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=debugjob.GROUP)
     settings.persistence.diffbase_storage = diffbase.SpecDigestStorage(
-        prefix=api.GROUP, key="last-handled-configuration"
+        prefix=debugjob.GROUP, key="last-handled-configuration"
     )
     settings.persistence.finalizer = FINALIZER
     # kopf would post an Event per handler run; only warnings (and our own Events) are worth one.
@@ -256,7 +256,7 @@ def reconcile(
     data = _plain(body)
     owner = build.Owner.from_body(data)
     status = _trusted_status(state, data)
-    conditions = [api.Condition.model_validate(c) for c in status.get("conditions") or []]
+    conditions = [debugjob.Condition.model_validate(c) for c in status.get("conditions") or []]
     generation = data["metadata"].get("generation")
     if status.get("phase") in _TERMINAL:
         # A final DebugJob never runs again, even if its Job is gone (ttlSecondsAfterFinished).
@@ -265,7 +265,7 @@ def reconcile(
         )
         return
     try:
-        spec = api.DebugJobSpec.model_validate(data.get("spec") or {})
+        spec = debugjob.DebugJobSpec.model_validate(data.get("spec") or {})
         children = build.build_children(spec, owner, default_image=state.config.default_image)
     except (pydantic.ValidationError, build.TemplateError, build.InvalidName) as err:
         message = _explain(err)
@@ -303,7 +303,7 @@ def reconcile(
     # Decide the first phase and conditions here too, so `decide_and_act` has nothing to add (one patch, not two).
     current = {**status, **fields}
     decision = status_decision.decide(
-        api.DebugJob.model_validate({**data, "spec": spec.model_dump(by_alias=True), "status": current}),
+        debugjob.DebugJob.model_validate({**data, "spec": spec.model_dump(by_alias=True), "status": current}),
         now=_now(),
     )
     if decision.stop is None and not decision.notify:  # transitions are acted on by `decide_and_act` alone
@@ -313,7 +313,12 @@ def reconcile(
 
 
 def _converge(
-    kube: client.Kube, child: dict[str, Any], *, spec: api.DebugJobSpec, status: dict[str, Any], reason: str
+    kube: client.Kube,
+    child: dict[str, Any],
+    *,
+    spec: debugjob.DebugJobSpec,
+    status: dict[str, Any],
+    reason: str,
 ) -> None:
     """Bring an existing child in line where it may change: the ConfigMap's rules and the workload's suspension."""
     meta = child["metadata"]
@@ -341,7 +346,7 @@ def decide_and_act(
     if not status.get("jobName"):
         return  # not reconciled yet, or invalid: `reconcile` owns those states
     try:
-        dj = api.DebugJob.model_validate({**data, "status": status})
+        dj = debugjob.DebugJob.model_validate({**data, "status": status})
     except pydantic.ValidationError:
         return  # `reconcile` reports the invalid spec
     owner = build.Owner.from_body(data)
@@ -408,7 +413,7 @@ def decide_and_act(
     state.metrics.observe(owner.namespace, owner.name, {**status, **fields})
 
 
-def _suspend(state: OperatorState, dj: api.DebugJob, owner: build.Owner, *, since: str | None) -> None:
+def _suspend(state: OperatorState, dj: debugjob.DebugJob, owner: build.Owner, *, since: str | None) -> None:
     """Suspend the Job for a stop verdict given at `since` (RFC 3339): at once, or, when a trainer polls the stop
     file (its sidecar reports `stopWatched`), `cooperativeSeconds` after the verdict, so that it can save its work
     and exit first. Once per DebugJob per operator process; the suspension is idempotent anyway."""
@@ -440,8 +445,8 @@ def _reference(data: dict[str, Any]) -> dict[str, Any]:
     """Return what an Event needs of a DebugJob (a plain copy: the dispatcher's thread may post it later)."""
     meta = data["metadata"]
     return {
-        "apiVersion": data.get("apiVersion", api.API_VERSION),
-        "kind": data.get("kind", api.KIND),
+        "apiVersion": data.get("apiVersion", debugjob.API_VERSION),
+        "kind": data.get("kind", debugjob.KIND),
         "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
     }
 
@@ -461,7 +466,7 @@ def _emitter() -> actions.EmitEvent:
 
 def _write_end_markers(
     state: OperatorState,
-    dj: api.DebugJob,
+    dj: debugjob.DebugJob,
     owner: build.Owner,
     phase: Phase,
     stopped_by: str | None,
@@ -515,7 +520,7 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
         (
             r
             for r in meta.get("ownerReferences") or []
-            if r.get("kind") == api.KIND and r.get("apiVersion") == api.API_VERSION
+            if r.get("kind") == debugjob.KIND and r.get("apiVersion") == debugjob.API_VERSION
         ),
         None,
     )
@@ -537,7 +542,12 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
         if state.jobs.get(key, _EMPTY_JOB) == summary:
             return
     result = state.kube.patch(
-        api.API_VERSION, api.KIND, key[0], key[1], {"status": {"job": summary}}, subresource="status"
+        debugjob.API_VERSION,
+        debugjob.KIND,
+        key[0],
+        key[1],
+        {"status": {"job": summary}},
+        subresource="status",
     )
     if result is not None:
         with state.lock:

@@ -17,8 +17,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trainguard.api import debugjob as api
-from trainguard.api import default_rules
+from trainguard.api import debugjob, default_rules
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.operator.workloads import batch_job, declaration
@@ -48,15 +47,17 @@ def rule_actions(rules: Iterable[RuleSpec]) -> dict[str, Action]:
     return {r.key: r.action for r in default_rules.effective_specs(list(rules))}
 
 
-def aggregate_rules(reports: Mapping[str, api.RankReport], rules: list[RuleSpec]) -> list[api.RuleStatus]:
+def aggregate_rules(
+    reports: Mapping[str, debugjob.RankReport], rules: list[RuleSpec]
+) -> list[debugjob.RuleStatus]:
     """Return one status per rule: configured rules first (InProgress until reported), then reported extras."""
     actions = rule_actions(rules)
-    best: dict[str, api.RuleStatus] = {}
+    best: dict[str, debugjob.RuleStatus] = {}
     for key in sorted(reports):
-        rank = api.rank_of_report_key(key)
+        rank = debugjob.rank_of_report_key(key)
         report = reports[key]
         for entry in report.rules:
-            candidate = api.RuleStatus(
+            candidate = debugjob.RuleStatus(
                 name=entry.name,
                 state=entry.state,
                 action=actions.get(entry.name, Action.NOTIFY),
@@ -70,14 +71,14 @@ def aggregate_rules(reports: Mapping[str, api.RankReport], rules: list[RuleSpec]
             if current is None or _worse(candidate, current):
                 best[entry.name] = candidate
     ordered = [
-        best.get(name) or api.RuleStatus(name=name, state=RuleState.IN_PROGRESS, action=action)
+        best.get(name) or debugjob.RuleStatus(name=name, state=RuleState.IN_PROGRESS, action=action)
         for name, action in actions.items()
     ]
     ordered += [status for name, status in best.items() if name not in actions]
     return ordered
 
 
-def _worse(a: api.RuleStatus, b: api.RuleStatus) -> bool:
+def _worse(a: debugjob.RuleStatus, b: debugjob.RuleStatus) -> bool:
     """Whether `a` should replace `b`: a worse state, or for the same state the earlier finding."""
     if _STATE_ORDER[a.state] != _STATE_ORDER[b.state]:
         return _STATE_ORDER[a.state] > _STATE_ORDER[b.state]
@@ -86,13 +87,13 @@ def _worse(a: api.RuleStatus, b: api.RuleStatus) -> bool:
     return (a.step or -1) > (b.step or -1)
 
 
-def last_step(reports: Mapping[str, api.RankReport]) -> int | None:
+def last_step(reports: Mapping[str, debugjob.RankReport]) -> int | None:
     """Return the highest step any rank has evaluated."""
     steps = [r.last_step for r in reports.values() if r.last_step is not None]
     return max(steps) if steps else None
 
 
-def new_issues(old: list[api.RuleStatus], new: list[api.RuleStatus]) -> list[api.RuleStatus]:
+def new_issues(old: list[debugjob.RuleStatus], new: list[debugjob.RuleStatus]) -> list[debugjob.RuleStatus]:
     """Return the rules that moved to IssuesFound since `old` (each transition once)."""
     before = {r.name: r.state for r in old}
     return [
@@ -105,7 +106,7 @@ REASON_JOB_DELETED = "JobDeleted"
 
 def summarize_job(
     job: Mapping[str, Any], *, deleted: bool = False, workload: declaration.WorkloadKind = batch_job.KIND
-) -> api.JobSummary:
+) -> debugjob.JobSummary:
     """Return the parts of a workload's spec and status that drive the DebugJob's phase, as its adapter reads them.
 
     The outcome counts as soon as the workload's controller decided it (for a Job: FailureTarget or
@@ -120,7 +121,7 @@ def summarize_job(
             message=f"the {workload.kind} was deleted before it finished",
         )
     pods = state.pods or declaration.PodCounts()
-    return api.JobSummary(
+    return debugjob.JobSummary(
         active=pods.active,
         terminating=pods.terminating,
         ready=pods.ready,
@@ -137,7 +138,7 @@ def summarize_job(
     )
 
 
-def job_phase(job: api.JobSummary | None, *, current: Phase | None = None) -> Phase:
+def job_phase(job: debugjob.JobSummary | None, *, current: Phase | None = None) -> Phase:
     """Return the phase the Job implies (never Stopped: only a rule stops a DebugJob).
 
     Running needs a ready pod, not only an active one: the Job counts pods that wait for a node or
@@ -157,7 +158,7 @@ def job_phase(job: api.JobSummary | None, *, current: Phase | None = None) -> Ph
 
 
 def set_condition(
-    conditions: list[api.Condition],
+    conditions: list[debugjob.Condition],
     *,
     type: ConditionType,
     status: bool,
@@ -165,14 +166,14 @@ def set_condition(
     message: str,
     now: str,
     generation: int | None,
-) -> list[api.Condition]:
+) -> list[debugjob.Condition]:
     """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
     value = "True" if status else "False"
     previous = next((c for c in conditions if c.type == type), None)
     unchanged = (
         previous is not None and previous.status == value and previous.last_transition_time is not None
     )
-    condition = api.Condition(
+    condition = debugjob.Condition(
         type=type,
         status=value,
         reason=reason,
@@ -191,11 +192,11 @@ class Decision:
 
     status: dict[str, Any]
     """Status fields to merge-patch (camelCase, JSON-ready); empty when nothing changed."""
-    notify: list[api.RuleStatus]
+    notify: list[debugjob.RuleStatus]
     """Rules that just moved to IssuesFound and whose spec action is notify."""
-    stop: api.RuleStatus | None
+    stop: debugjob.RuleStatus | None
     """The first rule that just moved to IssuesFound with spec action stop, if any (and not yet stopped)."""
-    earlier_sign: api.RuleStatus | None
+    earlier_sign: debugjob.RuleStatus | None
     """For `stop`: the rule that found issues first, at an earlier step, if another did (`earlier_sign`)."""
     phase: Phase
     entered_terminal: bool
@@ -204,7 +205,7 @@ class Decision:
     """The rule `status.triggeredRule` names after this decision (`triggered_rule`): a Stopped one's stop rule."""
 
 
-def decide(dj: api.DebugJob, *, now: str) -> Decision:
+def decide(dj: debugjob.DebugJob, *, now: str) -> Decision:
     """Compute the DebugJob's next status and the actions its reports call for."""
     spec, status = dj.spec, dj.status
     generation = dj.metadata.get("generation")
@@ -276,7 +277,7 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
         (ConditionType.FAILED, Phase.FAILED),
     ):
         if phase == cond_phase and entered_terminal:
-            job = status.job or api.JobSummary()
+            job = status.job or debugjob.JobSummary()
             conditions = set_condition(
                 conditions,
                 type=cond_type,
@@ -313,18 +314,18 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     )
 
 
-def first_finding(rules: list[api.RuleStatus]) -> api.RuleStatus | None:
+def first_finding(rules: list[debugjob.RuleStatus]) -> debugjob.RuleStatus | None:
     """Return the rule whose finding came at the earliest step (ties: the first in `rules`), or None without one."""
     return min((r for r in rules if r.state == RuleState.ISSUES_FOUND), key=_step_order, default=None)
 
 
-def _step_order(rule: api.RuleStatus) -> int:
+def _step_order(rule: debugjob.RuleStatus) -> int:
     """Sort key of findings by step; one without a step comes last."""
     return rule.step if rule.step is not None else 1 << 62
 
 
 def triggered_rule(
-    rules: list[api.RuleStatus], *, phase: Phase, stop: api.RuleStatus | None, stored: str | None
+    rules: list[debugjob.RuleStatus], *, phase: Phase, stop: debugjob.RuleStatus | None, stored: str | None
 ) -> str | None:
     """Return the rule `status.triggeredRule` names: for a Stopped DebugJob the rule that stopped it, else the
     first finding (`first_finding`), whatever its action; None while no rule found issues.
@@ -345,7 +346,7 @@ def triggered_rule(
     return stoppers[0]
 
 
-def _findings_message(rules: list[api.RuleStatus], named: str | None) -> str:
+def _findings_message(rules: list[debugjob.RuleStatus], named: str | None) -> str:
     """The RuleTriggered condition's message: the named rule's finding first, then the other rules with findings."""
     found = sorted((r for r in rules if r.state == RuleState.ISSUES_FOUND), key=_step_order)
     if not found:
@@ -362,7 +363,7 @@ def _findings_message(rules: list[api.RuleStatus], named: str | None) -> str:
     return message
 
 
-def earlier_sign(rules: list[api.RuleStatus], stop: api.RuleStatus) -> api.RuleStatus | None:
+def earlier_sign(rules: list[debugjob.RuleStatus], stop: debugjob.RuleStatus) -> debugjob.RuleStatus | None:
     """The rule that found issues first, at a step before the stopping rule's, if another did: often the cause
     of which the stop is a consequence (an overshooting learning rate before the NaN)."""
     if stop.step is None:
@@ -371,7 +372,7 @@ def earlier_sign(rules: list[api.RuleStatus], stop: api.RuleStatus) -> api.RuleS
     return first_finding([r for r in rules if r.name != stop.name and r.step is not None and r.step < step])
 
 
-def _phase_message(phase: Phase, job: api.JobSummary | None, stopped_by: str | None) -> str:
+def _phase_message(phase: Phase, job: debugjob.JobSummary | None, stopped_by: str | None) -> str:
     if stopped_by is not None:
         return f"stopped by rule {stopped_by}"
     if phase == Phase.RUNNING and job is not None:

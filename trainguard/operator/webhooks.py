@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard._version import __version__
-from trainguard.api import debugjob as api
+from trainguard.api import debugjob
 from trainguard.api.enums import Action
 
 
@@ -95,9 +95,9 @@ def idempotency_key(event: RuleEvent) -> str:
     return "tg-" + hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
-def payload(event: RuleEvent, fmt: api.WebhookFormat) -> dict[str, Any]:
+def payload(event: RuleEvent, fmt: debugjob.WebhookFormat) -> dict[str, Any]:
     """Return the JSON body for a webhook of format `fmt` (Slack's has no room for the key: the header carries it)."""
-    if fmt == api.WebhookFormat.SLACK:
+    if fmt == debugjob.WebhookFormat.SLACK:
         severity = (event.severity or "").upper()
         return SlackPayload(text=f":rotating_light: *TrainGuard {severity}* {summary(event)}").model_dump()
     return GenericPayload(

@@ -137,6 +137,8 @@ class Outcome:
     """Each rank's END.json after the supervisor completed them."""
     lost_steps: int = 0
     """Steps the ranks' hooks report lost (never stored)."""
+    unchecked_steps: int = 0
+    """Steps the ranks' hooks saw go by without counting them (blind: an optimizer they did not know)."""
     warnings: list[str] = field(default_factory=list)
     """Configuration warnings of the evaluation (a rule whose `tensors` match nothing)."""
 
@@ -197,6 +199,7 @@ class Outcome:
             "nothing_evaluated": self.nothing_evaluated,
             "sigterm_sent": self.sigterm_sent,
             "lost_steps": self.lost_steps,
+            "unchecked_steps": self.unchecked_steps,
             "ranks_ended": {str(r): end.outcome() for r, end in sorted(self.ends.items())},
             "warnings": list(self.warnings),
         }
@@ -552,6 +555,7 @@ class Supervisor:
             sigterm_sent=self._term_sent_at is not None,
             ends=ends,
             lost_steps=ev.lost_steps_total,
+            unchecked_steps=ev.unchecked_steps_total,
             warnings=list(ev.warnings),
         )
 

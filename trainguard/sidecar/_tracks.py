@@ -52,6 +52,8 @@ class RankTrack:
     problems_seen: int = 0
     lost_seen: int = 0
     """Steps of the current writer attempt reported lost so far (the newest segment's `lost.total`)."""
+    blind_since: int | None = None
+    """The blind spell of the rank's hook reported last (its first step not counted), if any."""
     end_damaged: bool = False
     """The rank's END.json could not be read (reported once as a data gap; the rank counts as ended)."""
     patterns_checked: bool = False
@@ -65,6 +67,7 @@ class RankTrack:
         self.last_stats_view = None
         self.last_step = None
         self.lost_seen = 0
+        self.blind_since = None
 
 
 class Ranks:

@@ -28,7 +28,16 @@ from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.predictions import StreamSummary
-from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
+from trainguard.sidecar.verdicts import (
+    BLIND_HINT,
+    DATA_GAP,
+    STORE_HINT,
+    ChecksNothing,
+    RuleCounters,
+    RuleStatus,
+    Verdict,
+    Verdicts,
+)
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
@@ -102,6 +111,8 @@ class Evaluator:
         """Of those, steps with tensor statistics (a saved step of the hook)."""
         self.lost_steps_total = 0
         """Steps the followed ranks' hooks report lost (segments after a gap, END.json)."""
+        self.unchecked_steps_total = 0
+        """Steps the followed ranks' hooks saw go by without counting them (END.json `unchecked_steps`)."""
         self.strict = strict
         self.warnings: list[str] = []
         """Configuration warnings met while evaluating (a rule's `tensors` that match nothing), once each."""
@@ -392,6 +403,10 @@ class Evaluator:
                     f"steps {first}-{last} of rank {track.rank} never reached the store ({n} steps lost: it "
                     "failed for longer than the hook's pending memory covers); the rules did not see them",
                 )  # fmt: skip
+            blind = seg.extra.get(run_format.BLIND_RECORD)
+            if blind is not None and blind.size:
+                since, unchecked = (int(x) for x in blind[-1])
+                verdicts += self._blind(track, since, f"{unchecked} steps so far")
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]
@@ -517,21 +532,44 @@ class Evaluator:
             end = track.source.ended()
         except errors.FormatError:
             return []  # reported as damaged by `_ended`
+        if end is not None and end.unchecked_steps:
+            self.unchecked_steps_total += end.unchecked_steps
+        out: list[Verdict] = []
+        if end is not None and end.blind_since_step is not None:
+            out += self._blind(
+                track, end.blind_since_step, f"{end.unchecked_steps} steps in all, until it closed"
+            )
+        elif end is not None and end.unchecked_steps and track.blind_since is None:
+            out += self._blind(track, end.last_step or 0, f"{end.unchecked_steps} steps in all")
         missing = 0 if end is None else end.lost_steps - track.lost_seen
         if missing <= 0:
-            return []
+            return out
         self.lost_steps_total += missing
         after = track.last_step if track.last_step is not None else 0
-        return self._data_gap(
+        return out + self._data_gap(
             track.rank, after,
             f"{missing} steps of rank {track.rank} after step {after} never reached the store (END.json "
             "lost_steps: the store failed until the rank closed); the rules did not see them",
         )  # fmt: skip
 
-    def _data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+    def _blind(self, track: RankTrack, since: int, how_many: str) -> list[Verdict]:
+        """The rank's hook went blind at step `since` (a marker in a segment, or END.json): a data gap, once per
+        blind spell."""
+        if track.blind_since == since:
+            return []
+        track.blind_since = since
+        return self._data_gap(
+            track.rank, since,
+            f"rank {track.rank} blind since step {since}: optimizer steps of the captured parameters went on "
+            f"({how_many}) but the hook counted none, so the rules did not see them; an optimizer that is not "
+            "registered with the hook (or was replaced) steps them",
+            hint=BLIND_HINT,
+        )  # fmt: skip
+
+    def _data_gap(self, rank: int, step: int, message: str, *, hint: str = STORE_HINT) -> list[Verdict]:
         log.warning("trainguard: %s", message)
         with self._lock:
-            return self._verdicts.data_gap(rank, step, message)
+            return self._verdicts.data_gap(rank, step, message, hint=hint)
 
     def _save(self) -> None:
         if not self.checkpoint_enabled:

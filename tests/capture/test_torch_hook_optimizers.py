@@ -12,7 +12,7 @@ from torch import nn
 
 import trainguard
 import trainguard.torch as tg
-from trainguard.capture.torch import _blindness
+from trainguard.capture.torch import _blindness, _optimizers
 
 Snapshot = dict[str, torch.Tensor]
 
@@ -50,6 +50,15 @@ def _check_updates(
         np.testing.assert_allclose(series.values[1:], want, rtol=1e-4, err_msg=key)
 
 
+def _train_step(
+    opt: torch.optim.Optimizer, judge: nn.Module, made: torch.Tensor, target: torch.Tensor
+) -> None:
+    """One optimizer step on the loss of `judge` over `made` (also a GAN's discriminator or generator step)."""
+    opt.zero_grad()
+    nn.functional.mse_loss(judge(made), target).backward()
+    opt.step()
+
+
 def _plain(key: str) -> str:
     return key
 
@@ -63,9 +72,7 @@ def test_an_optimizer_recreated_every_epoch_keeps_the_steps_and_updates_going(fi
             hook.register_optimizer(opt)
             for _ in range(5):
                 x, y = next(data)
-                opt.zero_grad()
-                nn.functional.mse_loss(model(x), y).backward()
-                opt.step()
+                _train_step(opt, model, x, y)
                 snaps.append(_snap(**{"": model}))
         assert hook.step == 20
     run = trainguard.open_run(file_uri)
@@ -85,12 +92,8 @@ def test_two_optimizers_stepping_alternately_count_one_step_per_iteration(file_u
         hook.register_optimizer(opt_d)
         for _ in range(9):
             x, y = next(data)
-            opt_d.zero_grad()
-            nn.functional.mse_loss(disc(gen(x).detach()), y).backward()
-            opt_d.step()
-            opt_g.zero_grad()
-            nn.functional.mse_loss(disc(gen(x)), -y).backward()
-            opt_g.step()
+            _train_step(opt_d, disc, gen(x).detach(), y)
+            _train_step(opt_g, disc, gen(x), -y)
             snaps.append(_snap(**{"g.": gen, "d.": disc}))
         assert hook.step == 9
     run = trainguard.open_run(file_uri)
@@ -110,9 +113,7 @@ def test_an_optimizer_registered_twice_counts_each_step_once(file_uri: str) -> N
         snaps = []
         for _ in range(6):
             x, y = next(data)
-            opt.zero_grad()
-            nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
+            _train_step(opt, model, x, y)
             snaps.append(_snap(**{"": model}))
         assert hook.step == 6 and hook.errors == []
     run = trainguard.open_run(file_uri)
@@ -133,9 +134,7 @@ def test_an_optimizer_replaced_mid_epoch_stops_counting(file_uri: str) -> None:
                 opt = torch.optim.Adam(model.parameters(), lr=0.01)
                 hook.register_optimizer(opt)
             x, y = next(data)
-            opt.zero_grad()
-            nn.functional.mse_loss(model(x), y).backward()
-            opt.step()
+            _train_step(opt, model, x, y)
             snaps.append(_snap(**{"": model}))
             if i == 6:
                 old.step()  # the replaced one steps once more: not a step; its change lands in step 7's update
@@ -158,9 +157,7 @@ def test_an_optimizer_recreated_without_registering_makes_the_hook_blind_and_say
                 hook.register_optimizer(opt)  # only the first: the issue's script before the fix
             for _ in range(5):
                 x, y = next(data)
-                opt.zero_grad()
-                nn.functional.mse_loss(model(x), y).backward()
-                opt.step()
+                _train_step(opt, model, x, y)
         assert hook.step == 5
     run = trainguard.open_run(file_uri)
     end = run.ended()
@@ -168,3 +165,39 @@ def test_an_optimizer_recreated_without_registering_makes_the_hook_blind_and_say
     assert (end.unchecked_steps, end.blind_since_step) == (15, 5)
     markers = [seg.extra[_blindness.RECORD] for seg in run.segments() if _blindness.RECORD in seg.extra]
     assert markers and markers[0][0].tolist() == [5, 2]  # during the run: blind since step 5, 2 steps so far
+
+
+def test_a_critic_stepping_five_times_per_generator_step_makes_one_step_with_it(file_uri: str) -> None:
+    gen, critic, data = _model(0, 6, 6), _model(1, 6, 4), _batches()
+    with tg.Hook(file_uri, save_interval=1, collections=["weights"]) as hook:
+        hook.register_module(nn.ModuleDict({"g": gen, "c": critic}))
+        opt_g = torch.optim.Adam(gen.parameters(), lr=0.01)
+        opt_c = torch.optim.SGD(critic.parameters(), lr=0.01)
+        hook.register_optimizer(opt_c)
+        hook.register_optimizer(opt_g)
+        for _ in range(4):
+            for _ in range(5):
+                x, y = next(data)
+                _train_step(opt_c, critic, gen(x).detach(), y)
+            _train_step(opt_g, critic, gen(x), -y)
+        assert hook.step == 4
+    end = trainguard.open_run(file_uri).ended()
+    assert end is not None and end.last_step == 3 and end.unchecked_steps == 0
+
+
+def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(file_uri: str) -> None:
+    model, head, data = _model(0), nn.Linear(4, 4), _batches()
+    with tg.Hook(file_uri, save_interval=1, collections=["weights"]) as hook:
+        hook.register_module(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        hook.register_optimizer(opt)
+        later = torch.optim.SGD(head.parameters(), lr=0.05)  # for a stage that never comes
+        hook.register_optimizer(later)
+        for _ in range(110):
+            x, y = next(data)
+            _train_step(opt, model, x, y)
+        # the first iteration waits for the other optimizer up to its limit; after that it is set aside
+        assert hook.step == 110 - _optimizers.MAX_STEPS_PER_ITERATION
+        del later  # an optimizer the script lets go is forgotten: every step counts again
+        opt.step()
+        assert hook.step == 111 - _optimizers.MAX_STEPS_PER_ITERATION

@@ -4,9 +4,9 @@
 iteration, whatever the number of optimizers: an iteration ends at the optimizer step after which
 every live optimizer has stepped since the previous end (`Optimizers.begin`, in the pre-hook, so
 the path can stage that step). Live means registered, not replaced (a later optimizer sharing a
-parameter with it replaces it: its hooks go) and not garbage-collected. An optimizer that never
-stepped is waited for until another one steps twice in an iteration; one that stopped stepping,
-until another one steps `MAX_STEPS_PER_ITERATION` times in it. With one optimizer every step ends
+parameter with it replaces it: its hooks go) and not garbage-collected. An optimizer that does
+not step (never did, or stopped) is waited for until another one has stepped
+`MAX_STEPS_PER_ITERATION` times in the iteration, then set aside until it steps again. With one optimizer every step ends
 an iteration, at the cost of one attribute test. Steps that change captured parameters without
 being counted (an optimizer that is not registered, or was replaced) are `Blindness`'s.
 """
@@ -38,8 +38,6 @@ class _Entry:
     params: frozenset[int]
     """`id()` of the parameters it owns (to find the optimizer a new one replaces)."""
     handles: list[RemovableHandle] = field(default_factory=list)
-    stepped: bool = False
-    """Whether it ever stepped since it was registered."""
     in_iteration: int = 0
     """Its steps in the iteration in progress."""
     set_aside: bool = False
@@ -63,18 +61,12 @@ class Optimizers:
     def __bool__(self) -> bool:
         return bool(self._live)
 
-    def register(
-        self, optimizer: torch.optim.Optimizer, *, pre: StepHook, post: StepHook, counted: bool
-    ) -> list[str]:
+    def register(self, optimizer: torch.optim.Optimizer, *, pre: StepHook, post: StepHook) -> list[str]:
         """Hook `optimizer`'s steps; it replaces every live optimizer that shares a parameter with it (their
-        hooks go). Registering a live optimizer again changes nothing. `counted`: steps were counted already
-        (by the live optimizers: with one, `begin` does not keep track). Return a description of each replaced."""
+        hooks go). Registering a live optimizer again changes nothing. Return a description of each replaced."""
         self._prune()
         if id(optimizer) in self._live:
             return []
-        if counted and self.single:
-            for e in self._live.values():
-                e.stepped = True
         params = param_ids(optimizer)
         replaced = [e for e in self._live.values() if e.params & params]
         for e in replaced:
@@ -99,16 +91,13 @@ class Optimizers:
         entry = self._live.get(id(optimizer))
         if entry is None:
             return False
-        entry.stepped, entry.set_aside = True, False
+        entry.set_aside = False
         entry.in_iteration += 1
         waiting = self._waiting(entry)
-        if waiting and entry.in_iteration > 1:
-            # a repeat: an optimizer that never stepped is not waited for any more; one that stepped
-            # before, once this one has stepped MAX_STEPS_PER_ITERATION times
+        if waiting and entry.in_iteration > MAX_STEPS_PER_ITERATION:
             for e in waiting:
-                if not e.stepped or entry.in_iteration > MAX_STEPS_PER_ITERATION:
-                    e.set_aside = True
-            waiting = self._waiting(entry)
+                e.set_aside = True  # it does not step (any more): it must not stop the count
+            waiting = []
         if waiting:
             return False
         self._reset_iteration()

@@ -251,9 +251,7 @@ class Hook:
         """
         if not self.enabled:
             return
-        replaced = self._optimizers.register(
-            optimizer, pre=self._on_step_begin, post=self._on_step_end, counted=self.step > 0
-        )
+        replaced = self._optimizers.register(optimizer, pre=self._on_step_begin, post=self._on_step_end)
         self._registered_optimizer = True
         self._captures.pop(id(optimizer), None)
         if replaced:

@@ -59,6 +59,14 @@ def _train_step(
     opt.step()
 
 
+def _registered(hook: tg.Hook, model: nn.Module) -> torch.optim.Optimizer:
+    """Register `model` and a new SGD optimizer over it; return the optimizer."""
+    hook.register_module(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    hook.register_optimizer(opt)
+    return opt
+
+
 def _plain(key: str) -> str:
     return key
 
@@ -106,9 +114,7 @@ def test_two_optimizers_stepping_alternately_count_one_step_per_iteration(file_u
 def test_an_optimizer_registered_twice_counts_each_step_once(file_uri: str) -> None:
     model, data = _model(0), _batches()
     with tg.Hook(file_uri, save_interval=1) as hook:
-        hook.register_module(model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        hook.register_optimizer(opt)
+        opt = _registered(hook, model)
         hook.register_optimizer(opt)
         snaps = []
         for _ in range(6):
@@ -188,9 +194,7 @@ def test_a_critic_stepping_five_times_per_generator_step_makes_one_step_with_it(
 def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(file_uri: str) -> None:
     model, head, data = _model(0), nn.Linear(4, 4), _batches()
     with tg.Hook(file_uri, save_interval=1, collections=["weights"]) as hook:
-        hook.register_module(model)
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        hook.register_optimizer(opt)
+        opt = _registered(hook, model)
         later = torch.optim.SGD(head.parameters(), lr=0.05)  # for a stage that never comes
         hook.register_optimizer(later)
         for _ in range(110):
@@ -201,3 +205,43 @@ def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(file_ur
         del later  # an optimizer the script lets go is forgotten: every step counts again
         opt.step()
         assert hook.step == 111 - _optimizers.MAX_STEPS_PER_ITERATION
+
+
+def test_losses_that_keep_coming_without_optimizer_steps_make_the_hook_blind(file_uri: str) -> None:
+    # e.g. a gradient scaler that skips every step from some point on: training goes on, nothing is checked
+    model, data = _model(0), _batches()
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        opt = _registered(hook, model)
+        for i in range(10):
+            x, y = next(data)
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            if i < 4:
+                opt.step()
+            hook.record_scalar("loss", loss.detach())
+        model.eval()
+        for _ in range(20):  # an evaluation that records train-mode scalars is not training: not blind
+            hook.record_scalar("loss", nn.functional.mse_loss(model(x), y).detach())
+        assert hook.step == 4
+    end = trainguard.open_run(file_uri).ended()
+    assert end is not None and (end.blind_since_step, end.unchecked_steps) == (4, 6), end
+
+
+def test_several_losses_per_step_are_not_blindness(file_uri: str) -> None:
+    # gradient accumulation: four micro-batches, each recording its loss, per optimizer step
+    model, data = _model(0), _batches()
+    with tg.Hook(file_uri, save_interval=1) as hook:
+        opt = _registered(hook, model)
+        for _ in range(6):
+            for _ in range(4):
+                x, y = next(data)
+                loss = nn.functional.mse_loss(model(x), y) / 4
+                loss.backward()
+                hook.record_scalar("loss", loss.detach())
+            opt.step()
+            opt.zero_grad()
+    end = trainguard.open_run(file_uri).ended()
+    assert (
+        end is not None and end.last_step == 5 and end.unchecked_steps == 0 and end.blind_since_step is None
+    )

@@ -66,7 +66,7 @@ def test_an_unregistered_new_optimizer_makes_the_run_say_blind_since_step_50(
     gaps = [f for f in res.severe_findings() if f["rule"] == "data_gap"]
     assert len(gaps) == 1 and gaps[0]["step"] == 50 and "blind since step 50" in gaps[0]["message"], gaps
     assert "no warnings" not in res.stderr
-    assert "blind since step 50; 150 optimizer steps went by" in res.stderr, res.stderr
+    assert "blind since step 50; 150 training steps went by" in res.stderr, res.stderr
     assert res.doc["rules"]["data_gap"]["state"] == "IssuesFound"
     end = trainguard.open_run(res.doc["run_uri"]).ended()
     assert end is not None and (end.unchecked_steps, end.blind_since_step) == (150, 50)

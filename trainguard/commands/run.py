@@ -180,7 +180,7 @@ def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = F
         blind = [f for f in outcome.findings if getattr(f, "hint", None) == BLIND_HINT]
         since = f"blind since step {blind[0].step}; " if blind else ""
         _say(
-            f"{since}{outcome.unchecked_steps} optimizer steps went by that the hook did not count and the rules "
+            f"{since}{outcome.unchecked_steps} training steps went by that the hook did not count and the rules "
             "did not check (finding data_gap)"
         )
     command_status = supervise.exit_status(outcome.returncode)

@@ -560,9 +560,9 @@ class Evaluator:
         track.blind_since = since
         return self._data_gap(
             track.rank, since,
-            f"rank {track.rank} blind since step {since}: optimizer steps of the captured parameters went on "
-            f"({how_many}) but the hook counted none, so the rules did not see them; an optimizer that is not "
-            "registered with the hook (or was replaced) steps them",
+            f"rank {track.rank} blind since step {since}: training went on ({how_many}) but the hook counted no "
+            "step, so the rules did not see them; an optimizer that is not registered with the hook (or was "
+            "replaced) steps the captured parameters, or no optimizer steps at all",
             hint=BLIND_HINT,
         )  # fmt: skip
 

@@ -269,13 +269,14 @@ class EndInfo(_Doc):
     )
     unchecked_steps: int = Field(
         default=0,
-        description="Optimizer steps that changed captured parameters without the hook counting them (an "
-        "optimizer not registered with it, or replaced): the rules never saw them.",
+        description="Training iterations the hook saw go by without counting a step (an optimizer not registered "
+        "with it, or replaced, stepped captured parameters; or train scalars kept coming with no optimizer step): "
+        "the rules never saw them.",
     )
     blind_since_step: int | None = Field(
         default=None,
         description="The first step not counted of the blind spell still going on when the rank closed, if one "
-        "was: from there on the hook saw optimizer steps but counted none.",
+        "was: from there on training went on and the hook counted no step.",
     )
     exception: str | None = Field(
         default=None,

@@ -3,7 +3,8 @@
 The step counter counts training iterations: one step per optimizer step with one optimizer, one per
 iteration with several (GAN generator and discriminator; `_optimizers.Optimizers` tells which
 optimizer step ends an iteration, and a new optimizer over the same parameters replaces the old
-one). Optimizer steps that change captured parameters without being counted make the hook blind:
+one). Training that goes on without a counted step (an optimizer it does not know steps captured parameters,
+or train scalars keep coming without steps) makes the hook blind:
 `_blindness.Blindness` records it for the evaluator and END.json. On steps that are not saved the hook does
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
@@ -108,6 +109,12 @@ class Hook:
         """The global optimizer post-hook that finds uncounted steps of captured parameters (`_blindness`)."""
         self._captures: dict[int, bool] = {}
         """By `id()` of an optimizer that is not registered: whether it owns a captured parameter."""
+        self._train_scalars = 0
+        """Train scalars recorded since the last counted step (`_blindness`: do they keep coming without steps?)."""
+        self._scalars_per_step = 0
+        """The most train scalars one counted step had so far."""
+        self._blind_after_scalars = 1 << 62
+        """Train scalars since the last counted step beyond which the hook may be blind: twice the most a step had."""
         self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
         self._forward = ForwardHooks(
             self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
@@ -357,6 +364,8 @@ class Hook:
         self._ends_iteration = False
         step = self.step
         self.step += 1
+        if self._train_scalars:
+            self._count_scalars()
         if self._blindness.pending:
             self._blindness.counted()
         self._in_iteration = False
@@ -401,10 +410,27 @@ class Hook:
         either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
         means "losses" for a name with "loss" in it, else "metrics".
         """
+        if mode == "train" and self._registered_optimizer:
+            n = self._train_scalars = self._train_scalars + 1
+            if n > self._blind_after_scalars:
+                self._scalars_without_steps(n)
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
         self._add_scalar(step, name, value, mode, collection)
+
+    def _count_scalars(self) -> None:
+        """A step was counted: learn how many train scalars a step has (a spell needs twice the most)."""
+        n, self._train_scalars = self._train_scalars, 0
+        if n > self._scalars_per_step:
+            self._scalars_per_step = n
+            self._blind_after_scalars = 2 * n
+
+    def _scalars_without_steps(self, n: int) -> None:
+        """Train scalars keep coming and no step is counted: blind, if a registered module trains."""
+        if self.enabled and any(m.training for m in self._forward.roots):
+            # beyond the iteration in progress (a loss recorded after the last counted step belongs to it)
+            self._blindness.no_steps(n // self._scalars_per_step - 1, step=self.step)
 
     @fail_open("record_scalar({1!r})")
     def _add_scalar(

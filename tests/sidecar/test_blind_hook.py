@@ -7,9 +7,11 @@ A real PyTorch loop writes the run with the real hook; the evaluator follows it 
 from __future__ import annotations
 
 import torch
+from prometheus_client import CollectorRegistry
 from torch import nn
 
 import trainguard.torch as tg
+from tests.sidecar.runs import registered
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator
 from trainguard.sidecar.report_status import build_report
 
@@ -38,10 +40,13 @@ def test_a_blind_spell_is_a_data_gap_during_the_run_and_in_the_status_report(fil
     assert gap.step == 3 and "blind since step 3" in gap.message and "2 steps so far" in gap.message, gap
     report = build_report(ev, now=0.0, rank=0)
     assert {r["name"]: r["state"] for r in report["rules"]}[DATA_GAP] == "IssuesFound"
-    assert ev.unchecked_steps_total == 0 and not ev.ended  # the run goes on: END has not counted them yet
+    registry = CollectorRegistry()
+    registered(ev, registry)
+    assert registry.get_sample_value("trainguard_capture_unchecked_steps") == 2
+    assert ev.unchecked_steps_total == 2 and not ev.ended  # the run goes on: the marker's count so far
     hook.close()
     ev.poll_until_idle()
-    assert ev.ended and ev.unchecked_steps_total == 4 and ev.last_step == 2
+    assert ev.ended and ev.unchecked_steps_total == 4 and ev.last_step == 2  # END.json's count
     assert len([f for f in ev.findings if f.rule == DATA_GAP]) == 1  # one spell, one finding
 
 

@@ -111,8 +111,6 @@ class Evaluator:
         """Of those, steps with tensor statistics (a saved step of the hook)."""
         self.lost_steps_total = 0
         """Steps the followed ranks' hooks report lost (segments after a gap, END.json)."""
-        self.unchecked_steps_total = 0
-        """Steps the followed ranks' hooks saw go by without counting them (END.json `unchecked_steps`)."""
         self.strict = strict
         self.warnings: list[str] = []
         """Configuration warnings met while evaluating (a rule's `tensors` that match nothing), once each."""
@@ -207,6 +205,12 @@ class Evaluator:
             if end is not None:
                 out[rank] = end
         return out
+
+    @property
+    def unchecked_steps_total(self) -> int:
+        """Steps the followed ranks' hooks saw go by without counting them: their blind markers' counts while
+        they run, END.json `unchecked_steps` once they ended."""
+        return sum(t.unchecked for t in list(self._tracks.values()))
 
     @property
     def stop_requested(self) -> bool:
@@ -406,6 +410,8 @@ class Evaluator:
             blind = seg.extra.get(run_format.BLIND_RECORD)
             if blind is not None and blind.size:
                 since, unchecked = (int(x) for x in blind[-1])
+                track.blind_spells[since] = unchecked
+                track.unchecked = sum(track.blind_spells.values())
                 verdicts += self._blind(track, since, f"{unchecked} steps so far")
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
@@ -532,8 +538,8 @@ class Evaluator:
             end = track.source.ended()
         except errors.FormatError:
             return []  # reported as damaged by `_ended`
-        if end is not None and end.unchecked_steps:
-            self.unchecked_steps_total += end.unchecked_steps
+        if end is not None:
+            track.unchecked = end.unchecked_steps
         out: list[Verdict] = []
         if end is not None and end.blind_since_step is not None:
             out += self._blind(

@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -107,8 +108,8 @@ class Hook:
         """With several optimizers: whether the step in progress ends the iteration (told by its pre-hook)."""
         self._any_step: RemovableHandle | None = None
         """The global optimizer post-hook that finds uncounted steps of captured parameters (`_blindness`)."""
-        self._captures: dict[int, bool] = {}
-        """By `id()` of an optimizer that is not registered: whether it owns a captured parameter."""
+        self._captures: weakref.WeakKeyDictionary[torch.optim.Optimizer, bool] = weakref.WeakKeyDictionary()
+        """Whether an optimizer that is not registered owns a captured parameter (weak: ids are reused)."""
         self._train_scalars = 0
         """Train scalars recorded since the last counted step (`_blindness`: do they keep coming without steps?)."""
         self._scalars_per_step = 0
@@ -260,7 +261,7 @@ class Hook:
             return
         replaced = self._optimizers.register(optimizer, pre=self._on_step_begin, post=self._on_step_end)
         self._registered_optimizer = True
-        self._captures.pop(id(optimizer), None)
+        self._captures.pop(optimizer, None)
         if replaced:
             log.info(
                 "trainguard: %s replaces %s (shared parameters)",
@@ -329,11 +330,13 @@ class Hook:
     def _on_any_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         """torch's global optimizer post-hook: a step of an optimizer that is not registered (or was replaced)
         and owns a captured parameter is not counted (`_blindness`)."""
-        if self._optimizers.owns(optimizer) or not self.enabled:
+        if self._optimizers.owns(optimizer):
+            return  # a registered optimizer: every step of the run comes here first
+        captures = self._captures.get(optimizer)
+        if captures is False or not self.enabled:
             return
-        captures = self._captures.get(id(optimizer))
         if captures is None:
-            captures = self._captures[id(optimizer)] = bool(
+            captures = self._captures[optimizer] = bool(
                 param_ids(optimizer) & {id(p.param) for p in self._plan.params}
             )
         if captures:

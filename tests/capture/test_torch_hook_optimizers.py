@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -15,6 +16,17 @@ import trainguard.torch as tg
 from trainguard.capture.torch import _blindness, _optimizers
 
 Snapshot = dict[str, torch.Tensor]
+
+PATHS = {
+    "c-kernel": {"stats_worker": False},  # the packed path where the kernel is not built
+    "packed": {"native_stats": False, "stats_worker": False},  # the accelerators' path, on CPU
+}
+"""The hook's paths that write every saved step (the statistics worker may skip one when it is busy)."""
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request: pytest.FixtureRequest) -> dict[str, bool]:
+    return PATHS[request.param]
 
 
 def _model(seed: int, n_in: int = 6, n_out: int = 4) -> nn.Sequential:
@@ -71,9 +83,11 @@ def _plain(key: str) -> str:
     return key
 
 
-def test_an_optimizer_recreated_every_epoch_keeps_the_steps_and_updates_going(file_uri: str) -> None:
+def test_an_optimizer_recreated_every_epoch_keeps_the_steps_and_updates_going(
+    file_uri: str, path: dict[str, bool]
+) -> None:
     model, data, snaps = _model(0), _batches(), []
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         hook.register_module(model)
         for _epoch in range(4):
             opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -89,10 +103,12 @@ def test_an_optimizer_recreated_every_epoch_keeps_the_steps_and_updates_going(fi
     _check_updates(run, snaps, 1, _plain)
 
 
-def test_two_optimizers_stepping_alternately_count_one_step_per_iteration(file_uri: str) -> None:
+def test_two_optimizers_stepping_alternately_count_one_step_per_iteration(
+    file_uri: str, path: dict[str, bool]
+) -> None:
     # a GAN's shape: the discriminator steps, then the generator; each optimizer owns one model
     gen, disc, data, snaps = _model(0, 6, 6), _model(1, 6, 4), _batches(), []
-    with tg.Hook(file_uri, save_interval=2) as hook:
+    with tg.Hook(file_uri, **path, save_interval=2) as hook:
         hook.register_module(nn.ModuleDict({"g": gen, "d": disc}))  # one module: unique parameter names
         opt_g = torch.optim.Adam(gen.parameters(), lr=0.01)
         opt_d = torch.optim.SGD(disc.parameters(), lr=0.05)
@@ -111,9 +127,9 @@ def test_two_optimizers_stepping_alternately_count_one_step_per_iteration(file_u
     _check_updates(run, snaps, 2, _plain)
 
 
-def test_an_optimizer_registered_twice_counts_each_step_once(file_uri: str) -> None:
+def test_an_optimizer_registered_twice_counts_each_step_once(file_uri: str, path: dict[str, bool]) -> None:
     model, data = _model(0), _batches()
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         opt = _registered(hook, model)
         hook.register_optimizer(opt)
         snaps = []
@@ -128,9 +144,9 @@ def test_an_optimizer_registered_twice_counts_each_step_once(file_uri: str) -> N
     _check_updates(run, snaps, 1, _plain)
 
 
-def test_an_optimizer_replaced_mid_epoch_stops_counting(file_uri: str) -> None:
+def test_an_optimizer_replaced_mid_epoch_stops_counting(file_uri: str, path: dict[str, bool]) -> None:
     model, data, snaps = _model(0), _batches(), []
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         hook.register_module(model)
         old = torch.optim.SGD(model.parameters(), lr=0.05)
         hook.register_optimizer(old)
@@ -152,10 +168,10 @@ def test_an_optimizer_replaced_mid_epoch_stops_counting(file_uri: str) -> None:
 
 
 def test_an_optimizer_recreated_without_registering_makes_the_hook_blind_and_says_since_when(
-    file_uri: str,
+    file_uri: str, path: dict[str, bool]
 ) -> None:
     model, data = _model(0), _batches()
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         hook.register_module(model)
         for epoch in range(4):
             opt = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -173,9 +189,11 @@ def test_an_optimizer_recreated_without_registering_makes_the_hook_blind_and_say
     assert markers and markers[0][0].tolist() == [5, 2]  # during the run: blind since step 5, 2 steps so far
 
 
-def test_a_critic_stepping_five_times_per_generator_step_makes_one_step_with_it(file_uri: str) -> None:
+def test_a_critic_stepping_five_times_per_generator_step_makes_one_step_with_it(
+    file_uri: str, path: dict[str, bool]
+) -> None:
     gen, critic, data = _model(0, 6, 6), _model(1, 6, 4), _batches()
-    with tg.Hook(file_uri, save_interval=1, collections=["weights"]) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1, collections=["weights"]) as hook:
         hook.register_module(nn.ModuleDict({"g": gen, "c": critic}))
         opt_g = torch.optim.Adam(gen.parameters(), lr=0.01)
         opt_c = torch.optim.SGD(critic.parameters(), lr=0.01)
@@ -191,9 +209,11 @@ def test_a_critic_stepping_five_times_per_generator_step_makes_one_step_with_it(
     assert end is not None and end.last_step == 3 and end.unchecked_steps == 0
 
 
-def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(file_uri: str) -> None:
+def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(
+    file_uri: str, path: dict[str, bool]
+) -> None:
     model, head, data = _model(0), nn.Linear(4, 4), _batches()
-    with tg.Hook(file_uri, save_interval=1, collections=["weights"]) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1, collections=["weights"]) as hook:
         opt = _registered(hook, model)
         later = torch.optim.SGD(head.parameters(), lr=0.05)  # for a stage that never comes
         hook.register_optimizer(later)
@@ -207,10 +227,12 @@ def test_a_registered_optimizer_that_never_steps_does_not_stop_the_count(file_ur
         assert hook.step == 111 - _optimizers.MAX_STEPS_PER_ITERATION
 
 
-def test_losses_that_keep_coming_without_optimizer_steps_make_the_hook_blind(file_uri: str) -> None:
+def test_losses_that_keep_coming_without_optimizer_steps_make_the_hook_blind(
+    file_uri: str, path: dict[str, bool]
+) -> None:
     # e.g. a gradient scaler that skips every step from some point on: training goes on, nothing is checked
     model, data = _model(0), _batches()
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         opt = _registered(hook, model)
         for i in range(10):
             x, y = next(data)
@@ -228,10 +250,10 @@ def test_losses_that_keep_coming_without_optimizer_steps_make_the_hook_blind(fil
     assert end is not None and (end.blind_since_step, end.unchecked_steps) == (4, 6), end
 
 
-def test_several_losses_per_step_are_not_blindness(file_uri: str) -> None:
+def test_several_losses_per_step_are_not_blindness(file_uri: str, path: dict[str, bool]) -> None:
     # gradient accumulation: four micro-batches, each recording its loss, per optimizer step
     model, data = _model(0), _batches()
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, **path, save_interval=1) as hook:
         opt = _registered(hook, model)
         for _ in range(6):
             for _ in range(4):

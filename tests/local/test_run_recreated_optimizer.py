@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent(
     register_each = sys.argv[1] == "each"
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 1))
-    with tg.Hook(save_interval=1) as hook:
+    with tg.Hook(save_interval=1, stats_worker=False) as hook:
         hook.register_module(model)
         for epoch in range(4):
             opt = torch.optim.Adam(model.parameters(), lr=1e-3)  # "reset the optimizer" every epoch

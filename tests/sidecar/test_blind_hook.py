@@ -27,7 +27,7 @@ def _train(opt: torch.optim.Optimizer, model: nn.Module, steps: int) -> None:
 def test_a_blind_spell_is_a_data_gap_during_the_run_and_in_the_status_report(file_uri: str) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 4))
-    hook = tg.Hook(file_uri, save_interval=1)
+    hook = tg.Hook(file_uri, save_interval=1, stats_worker=False)
     hook.register_module(model)
     first = torch.optim.SGD(model.parameters(), lr=0.01)
     hook.register_optimizer(first)
@@ -53,7 +53,7 @@ def test_a_blind_spell_is_a_data_gap_during_the_run_and_in_the_status_report(fil
 def test_a_hook_whose_steps_all_count_has_no_data_gap(file_uri: str) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 4))
-    with tg.Hook(file_uri, save_interval=1) as hook:
+    with tg.Hook(file_uri, save_interval=1, stats_worker=False) as hook:
         hook.register_module(model)
         for _ in range(2):  # a fresh optimizer per stage, each registered
             opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -335,6 +335,10 @@ class Hook:
         captures = self._captures.get(optimizer)
         if captures is False or not self.enabled:
             return
+        self._uncounted_step(optimizer, captures)
+
+    @fail_open("watching the steps of a {0.__class__.__name__} that is not registered")
+    def _uncounted_step(self, optimizer: torch.optim.Optimizer, captures: bool | None) -> None:
         if captures is None:
             captures = self._captures[optimizer] = bool(
                 param_ids(optimizer) & {id(p.param) for p in self._plan.params}
@@ -429,6 +433,7 @@ class Hook:
             self._scalars_per_step = n
             self._blind_after_scalars = 2 * n
 
+    @fail_open("record_scalar (train scalars without steps)")
     def _scalars_without_steps(self, n: int) -> None:
         """Train scalars keep coming and no step is counted: blind, if a registered module trains."""
         if self.enabled and any(m.training for m in self._forward.roots):

@@ -201,6 +201,15 @@ def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = F
             )
     if outcome.lost_steps:
         _say(f"{outcome.lost_steps} steps never reached the store and were not checked (finding data_gap)")
+    if outcome.unchecked_steps:
+        from trainguard.sidecar.verdicts import BLIND_HINT
+
+        blind = [f for f in outcome.findings if getattr(f, "hint", None) == BLIND_HINT]
+        since = f"blind since step {blind[0].step}; " if blind else ""
+        _say(
+            f"{since}{outcome.unchecked_steps} training steps went by that the hook did not count and the rules "
+            "did not check (finding data_gap)"
+        )
     command_status = supervise.exit_status(outcome.returncode)
     if outcome.stopped:
         v = outcome.stop_verdict

@@ -87,6 +87,8 @@ class Outcome:
     """Each rank's END.json after the supervisor completed them."""
     lost_steps: int = 0
     """Steps the ranks' hooks report lost (never stored)."""
+    unchecked_steps: int = 0
+    """Steps the ranks' hooks saw go by without counting them (blind: an optimizer they did not know)."""
     warnings: list[str] = field(default_factory=list)
     """Configuration warnings of the evaluation (a rule whose `tensors` match nothing)."""
 
@@ -145,6 +147,7 @@ class Outcome:
             "nothing_evaluated": self.nothing_evaluated,
             "sigterm_sent": self.sigterm_sent,
             "lost_steps": self.lost_steps,
+            "unchecked_steps": self.unchecked_steps,
             "ranks_ended": {str(r): end.outcome() for r, end in sorted(self.ends.items())},
             "warnings": list(self.warnings),
         }

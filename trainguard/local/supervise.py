@@ -305,6 +305,7 @@ class Supervisor:
             sigterm_sent=group.term_sent_at is not None,
             ends=rank_ends,
             lost_steps=ev.lost_steps_total,
+            unchecked_steps=ev.unchecked_steps_total,
             warnings=list(ev.warnings),
         )
 

@@ -52,6 +52,13 @@ class RankTrack:
     problems_seen: int = 0
     lost_seen: int = 0
     """Steps of the current writer attempt reported lost so far (the newest segment's `lost.total`)."""
+    blind_since: int | None = None
+    """The blind spell of the rank's hook reported last (its first step not counted), if any."""
+    blind_spells: dict[int, int] = field(default_factory=dict)
+    """Unchecked steps of each blind spell of the current writer attempt, by its first step, as its newest
+    marker gave them; END.json's `unchecked_steps` replaces their sum (`unchecked`) when the rank ends."""
+    unchecked: int = 0
+    """Steps the rank's hook saw go by without counting them, as far as known."""
     end_damaged: bool = False
     """The rank's END.json could not be read (reported once as a data gap; the rank counts as ended)."""
     patterns_checked: bool = False
@@ -65,6 +72,9 @@ class RankTrack:
         self.last_stats_view = None
         self.last_step = None
         self.lost_seen = 0
+        self.blind_since = None
+        self.blind_spells = {}
+        self.unchecked = 0
 
 
 class Ranks:

@@ -27,7 +27,16 @@ from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import config, metrics
 from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.running_auc import StreamSummary
-from trainguard.sidecar.verdicts import DATA_GAP, ChecksNothing, RuleCounters, RuleStatus, Verdict, Verdicts
+from trainguard.sidecar.verdicts import (
+    BLIND_HINT,
+    DATA_GAP,
+    STORE_HINT,
+    ChecksNothing,
+    RuleCounters,
+    RuleStatus,
+    Verdict,
+    Verdicts,
+)
 from trainguard.stop_flag import request_stop
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
@@ -193,6 +202,12 @@ class Evaluator:
             if end is not None:
                 out[rank] = end
         return out
+
+    @property
+    def unchecked_steps_total(self) -> int:
+        """Steps the followed ranks' hooks saw go by without counting them: their blind markers' counts while
+        they run, END.json `unchecked_steps` once they ended."""
+        return sum(t.unchecked for t in list(self._tracks.values()))
 
     @property
     def stop_requested(self) -> bool:
@@ -389,6 +404,12 @@ class Evaluator:
                     f"steps {first}-{last} of rank {track.rank} never reached the store ({n} steps lost: it "
                     "failed for longer than the hook's pending memory covers); the rules did not see them",
                 )  # fmt: skip
+            blind = seg.extra.get(run_format.BLIND_RECORD)
+            if blind is not None and blind.size:
+                since, unchecked = (int(x) for x in blind[-1])
+                track.blind_spells[since] = unchecked
+                track.unchecked = sum(track.blind_spells.values())
+                verdicts += self._blind(track, since, f"{unchecked} steps so far")
             views = track.builder.views(seg, track.source.catalogue())
             if track.skip_through is not None:
                 views = [v for v in views if v.step > track.skip_through]
@@ -514,21 +535,44 @@ class Evaluator:
             end = track.source.ended()
         except errors.FormatError:
             return []  # reported as damaged by `_ended`
+        if end is not None:
+            track.unchecked = end.unchecked_steps
+        out: list[Verdict] = []
+        if end is not None and end.blind_since_step is not None:
+            out += self._blind(
+                track, end.blind_since_step, f"{end.unchecked_steps} steps in all, until it closed"
+            )
+        elif end is not None and end.unchecked_steps and track.blind_since is None:
+            out += self._blind(track, end.last_step or 0, f"{end.unchecked_steps} steps in all")
         missing = 0 if end is None else end.lost_steps - track.lost_seen
         if missing <= 0:
-            return []
+            return out
         self.lost_steps_total += missing
         after = track.last_step if track.last_step is not None else 0
-        return self._data_gap(
+        return out + self._data_gap(
             track.rank, after,
             f"{missing} steps of rank {track.rank} after step {after} never reached the store (END.json "
             "lost_steps: the store failed until the rank closed); the rules did not see them",
         )  # fmt: skip
 
-    def _data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+    def _blind(self, track: RankTrack, since: int, how_many: str) -> list[Verdict]:
+        """The rank's hook went blind at step `since` (a marker in a segment, or END.json): a data gap, once per
+        blind spell."""
+        if track.blind_since == since:
+            return []
+        track.blind_since = since
+        return self._data_gap(
+            track.rank, since,
+            f"rank {track.rank} blind since step {since}: training went on ({how_many}) but the hook counted no "
+            "step, so the rules did not see them; an optimizer that is not registered with the hook (or was "
+            "replaced) steps the captured parameters, or no optimizer steps at all",
+            hint=BLIND_HINT,
+        )  # fmt: skip
+
+    def _data_gap(self, rank: int, step: int, message: str, *, hint: str = STORE_HINT) -> list[Verdict]:
         log.warning("trainguard: %s", message)
         with self._lock:
-            return self._verdicts.data_gap(rank, step, message)
+            return self._verdicts.data_gap(rank, step, message, hint=hint)
 
     def _save(self) -> None:
         if self.checkpoint_enabled:

@@ -111,6 +111,8 @@ class EvaluatorState(Protocol):
     @property
     def lost_steps_total(self) -> int: ...
     @property
+    def unchecked_steps_total(self) -> int: ...
+    @property
     def stop_requested(self) -> bool: ...
     @property
     def last_evaluation_time(self) -> float | None: ...
@@ -213,6 +215,11 @@ class EvaluatorCollector(Collector):
             "Steps the followed ranks' hooks report lost: they never reached the store (an outage longer than "
             "the hook's pending memory, or one at its close).",
         )
+        unchecked = GaugeMetricFamily(
+            "trainguard_capture_unchecked_steps",
+            "Training steps the followed ranks' hooks saw go by without counting them (blind: an optimizer not "
+            "registered with the hook stepped, or no optimizer did); the rules never saw them.",
+        )
         last_eval = GaugeMetricFamily(
             "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
         )
@@ -245,6 +252,7 @@ class EvaluatorCollector(Collector):
             corrupt.add_metric([], float(ev.corrupt_segments_total))
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
             lost.add_metric([], float(ev.lost_steps_total))
+            unchecked.add_metric([], float(ev.unchecked_steps_total))
             if ev.last_evaluation_time is not None:
                 last_eval.add_metric([], ev.last_evaluation_time)
             for pred_mode, summ in ev.prediction_summary().items():
@@ -268,5 +276,5 @@ class EvaluatorCollector(Collector):
             findings,
             last_trigger,
         )
-        yield from (duration, lag, read_bytes, segments, corrupt, stop, lost, last_eval)
+        yield from (duration, lag, read_bytes, segments, corrupt, stop, lost, unchecked, last_eval)
         yield from (auc_decayed, auc_se, auc_total, pos_rate)

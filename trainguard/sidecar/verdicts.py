@@ -26,8 +26,21 @@ MAX_FINDINGS_PER_RULE = ckpt.MAX_FINDINGS_PER_RULE
 
 DATA_GAP = "data_gap"
 """The evaluator's own check, shown beside the rules: steps the store never got (the hook's END.json
-`lost_steps`, a gap before a segment) or that could not be read (a damaged segment or END). A warning
-finding, so no verdict says "no issues" over data that was never looked at."""
+`lost_steps`, a gap before a segment), that could not be read (a damaged segment or END), or that the
+hook saw go by without counting them (blind since a step: an optimizer it does not know steps the
+captured parameters). A warning finding, so no verdict says "no issues" over data that was never
+looked at."""
+
+STORE_HINT = (
+    "check the store's health (capacity, errors) and the hook's log; raise max_pending_bytes to ride out longer "
+    "outages"
+)
+"""What to try for steps the store never got or that could not be read."""
+BLIND_HINT = (
+    "call hook.register_optimizer(optimizer) for every optimizer the script creates (a new one over the same "
+    "parameters replaces the old one; GAN generator and discriminator are both registered)"
+)
+"""What to try when the hook went blind."""
 
 
 class ChecksNothing(Exception):
@@ -120,13 +133,12 @@ class Verdicts:
         out = [f for c in self.counters for f in c.kept_findings] + self.gap_findings
         return sorted(out, key=lambda f: (f.step, f.rank))
 
-    def data_gap(self, rank: int, step: int, message: str) -> list[Verdict]:
+    def data_gap(self, rank: int, step: int, message: str, *, hint: str = STORE_HINT) -> list[Verdict]:
         """Record a `data_gap` finding (a warning: data the rules never saw); return its verdict when `data_gap`
         first turns IssuesFound. It sits beside the rules in the statuses, with no action."""
         finding = Finding(
             rule=DATA_GAP, severity=Severity.WARNING, step=step, rank=rank, message=message,
-            hint="check the store's health (capacity, errors) and the hook's log; raise max_pending_bytes to ride "
-            "out longer outages",
+            hint=hint,
         )  # fmt: skip
         if len(self.gap_findings) < MAX_FINDINGS_PER_RULE:
             self.gap_findings.append(finding)

@@ -44,8 +44,10 @@ from trainguard.store import errors
 
 FORMAT_VERSION = "2.2"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
-2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`; 2.2 the optional
-catalogue fields `shard` and `skipped` (`TensorInfo`)."""
+2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`, later the
+optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's
+`unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`).
+Readers that do not know an optional field ignore it."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""
 
@@ -85,6 +87,9 @@ parameters with more than one unit and a previous copy only)."""
 
 RUN_INFO_KEY = "run.json"
 END_KEY = "END.json"
+BLIND_RECORD = "blind"
+"""The record stream (segment member `extra.blind`, int64[n, 2]: blind since step, unchecked steps so far) of a
+hook that sees optimizer steps of captured parameters without counting them (format 2.1, optional)."""
 EVALUATOR_PREFIX = "evaluator"
 RANK_NAME_PREFIX = "rank-"
 """What every rank's folder name starts with: listing it lists the ranks (`rank_prefix`)."""
@@ -310,6 +315,17 @@ class EndInfo(_Doc):
     )
     store_outage_seconds: float = Field(
         default=0.0, description="Time during which the store refused or failed uploads, summed (format 2.1)."
+    )
+    unchecked_steps: int = Field(
+        default=0,
+        description="Training iterations the hook saw go by without counting a step (an optimizer not registered "
+        "with it, or replaced, stepped captured parameters; or train scalars kept coming with no optimizer step): "
+        "the rules never saw them.",
+    )
+    blind_since_step: int | None = Field(
+        default=None,
+        description="The first step not counted of the blind spell still going on when the rank closed, if one "
+        "was: from there on training went on and the hook counted no step.",
     )
     exception: str | None = Field(
         default=None,

@@ -59,6 +59,10 @@ class RankWriter:
         """Capture errors, newest last (END.json `errors`); the capture layer appends its own."""
         self.skipped_steps = 0
         """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
+        self.unchecked_steps = 0
+        """Steps the capture layer saw go by without counting them (END.json `unchecked_steps`)."""
+        self.blind_since_step: int | None = None
+        """The first step not counted of the blind spell in progress at close (END.json `blind_since_step`)."""
         self.catalogue = TensorCatalogue(rank)
         self.uploads = UploadQueue(
             store,
@@ -217,6 +221,8 @@ class RankWriter:
             errors=self.errors[-20:],
             skipped_steps=self.skipped_steps,
             lost_steps=self.lost_steps,
+            unchecked_steps=self.unchecked_steps,
+            blind_since_step=self.blind_since_step,
             store_outage_seconds=round(self.outage_seconds, 3),
             exception=exception,
         )

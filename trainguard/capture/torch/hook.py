@@ -1,6 +1,11 @@
 """The PyTorch hook (`import trainguard.torch as tg`; `tg.Hook`): its public API and lifecycle.
 
-The step counter is the optimizer's step count. On steps that are not saved the hook does
+The step counter counts training iterations: one step per optimizer step with one optimizer, one per
+iteration with several (GAN generator and discriminator; `_optimizers.Optimizers` tells which
+optimizer step ends an iteration, and a new optimizer over the same parameters replaces the old
+one). Training that goes on without a counted step (an optimizer it does not know steps captured parameters,
+or train scalars keep coming without steps) makes the hook blind:
+`_blindness.Blindness` records it for the evaluator and END.json. On steps that are not saved the hook does
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
 optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
@@ -28,20 +33,24 @@ from __future__ import annotations
 import atexit
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import native
+from trainguard.capture.torch._blindness import Blindness
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._forward import ForwardHooks
 from trainguard.capture.torch._guard import fail_open
+from trainguard.capture.torch._optimizers import Optimizers, param_ids
 from trainguard.capture.torch._paths import Paths
 from trainguard.capture.torch._plan import (
     ACTIVATION_KINDS,
@@ -90,11 +99,23 @@ class Hook:
         self._native = bool(config and config.native_stats and native.AVAILABLE)
         """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
         self.step = 0
-        """Optimizer steps completed; the step in progress has this number."""
+        """Training iterations completed (optimizer steps with one optimizer); the step in progress has this number."""
         self._in_iteration = False
-        self._handles: list[RemovableHandle] = []
-        """The optimizer's step hooks."""
-        self._optimizer: torch.optim.Optimizer | None = None
+        self._optimizers = Optimizers()
+        """The live registered optimizers (their step hooks) and which step ends an iteration."""
+        self._registered_optimizer = False
+        self._ends_iteration = False
+        """With several optimizers: whether the step in progress ends the iteration (told by its pre-hook)."""
+        self._any_step: RemovableHandle | None = None
+        """The global optimizer post-hook that finds uncounted steps of captured parameters (`_blindness`)."""
+        self._captures: weakref.WeakKeyDictionary[torch.optim.Optimizer, bool] = weakref.WeakKeyDictionary()
+        """Whether an optimizer that is not registered owns a captured parameter (weak: ids are reused)."""
+        self._train_scalars = 0
+        """Train scalars recorded since the last counted step (`_blindness`: do they keep coming without steps?)."""
+        self._scalars_per_step = 0
+        """The most train scalars one counted step had so far."""
+        self._blind_after_scalars = 1 << 62
+        """Train scalars since the last counted step beyond which the hook may be blind: twice the most a step had."""
         self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
         self._forward = ForwardHooks(
             self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
@@ -119,6 +140,7 @@ class Hook:
         self._paths = Paths(
             self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native
         )
+        self._blindness = Blindness(w)
         exit_watch.install()
         atexit.register(self.close)
 
@@ -188,6 +210,7 @@ class Hook:
             # carries the error.
             self._writer.errors.append(message)
             self._paths.drop()
+            self._blindness.counted()  # capture is off: what follows is a failure, not blindness
         self._remove_handles()
         self._pending = None
 
@@ -208,6 +231,9 @@ class Hook:
         self._forward.add(module, self._plan.add_module(module, self._writer))
         self._paths.choose()  # the path for the tensors as they are now; each saved step checks it again
         self._forward.arm(self.is_saved_step(), force=True)  # new modules: what this step needs
+        self._captures.clear()
+        if self._any_step is None:
+            self._any_step = register_optimizer_step_post_hook(self._on_any_step)
 
     def _no_optimizer(self, when: str) -> None:
         """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
@@ -224,15 +250,24 @@ class Hook:
 
     @fail_open("register_optimizer")
     def register_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
-        """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`."""
+        """Count steps on `optimizer.step()`, read gradients before it and weights after it, record `lr`.
+
+        Several optimizers may be registered: the step count goes on with one step per training iteration
+        (an iteration ends when every registered optimizer stepped). A new optimizer that shares a parameter
+        with one registered before replaces it (an optimizer re-created per epoch or stage): the old one's
+        steps are not counted any more. Registering the same optimizer again changes nothing.
+        """
         if not self.enabled:
             return
-        if self._optimizer is not None:
-            log.warning("trainguard: a second optimizer was registered; only the first one counts steps")
-            return
-        self._optimizer = optimizer
-        self._handles.append(optimizer.register_step_pre_hook(self._on_step_begin))
-        self._handles.append(optimizer.register_step_post_hook(self._on_step_end))
+        replaced = self._optimizers.register(optimizer, pre=self._on_step_begin, post=self._on_step_end)
+        self._registered_optimizer = True
+        self._captures.pop(optimizer, None)
+        if replaced:
+            log.info(
+                "trainguard: %s replaces %s (shared parameters)",
+                type(optimizer).__name__,
+                ", ".join(replaced),
+            )
 
     def _needs_forward(self, step: int) -> bool:
         """Whether the training forward of iteration `step` must be seen (`ForwardHooks.watch`): it finalises a
@@ -240,7 +275,7 @@ class Hook:
         saved step (this one) rather than to the one before (`_record_step`), which matters when either is
         saved."""
         return bool(
-            self._optimizer is None  # no optimizer steps: nothing else ends an iteration
+            not self._optimizers  # no optimizer steps: nothing else ends an iteration
             or self._predictions
             or self._forward.order_handles
             or self._pending is not None
@@ -249,16 +284,17 @@ class Hook:
         )
 
     def _remove_handles(self) -> None:
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
+        self._optimizers.remove()
+        if self._any_step is not None:
+            self._any_step.remove()
+            self._any_step = None
         self._forward.remove()
 
     # --- hook bodies ------------------------------------------------------------------------------
     def _on_forward(self, module: nn.Module, args: object) -> None:
         if not module.training:
             return
-        if self._optimizer is None:
+        if not self._registered_optimizer:
             self._forwards_without_optimizer += 1
             if self._forwards_without_optimizer == 2:  # the first may precede the optimizer (shape checks)
                 self._no_optimizer("after two training forwards")
@@ -292,7 +328,30 @@ class Hook:
         if read is not None:
             self._saved.add_activation(read[0], act.kind, read[1], self._plan.tier1(self.step))
 
+    def _on_any_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        """torch's global optimizer post-hook: a step of an optimizer that is not registered (or was replaced)
+        and owns a captured parameter is not counted (`_blindness`)."""
+        if self._optimizers.owns(optimizer):
+            return  # a registered optimizer: every step of the run comes here first
+        captures = self._captures.get(optimizer)
+        if captures is False or not self.enabled:
+            return
+        self._uncounted_step(optimizer, captures)
+
+    @fail_open("watching the steps of a {0.__class__.__name__} that is not registered")
+    def _uncounted_step(self, optimizer: torch.optim.Optimizer, captures: bool | None) -> None:
+        if captures is None:
+            captures = self._captures[optimizer] = bool(
+                param_ids(optimizer) & {id(p.param) for p in self._plan.params}
+            )
+        if captures:
+            self._blindness.uncounted(optimizer, step=self.step)
+
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        if not self._optimizers.single:
+            self._ends_iteration = self._optimizers.begin(optimizer)
+            if not self._ends_iteration:
+                return  # another optimizer's step ends this iteration
         if self._forward.order_handles and self._plan.module_order:
             self._forward.finish_order(self._writer)  # after the first training forward
         if self._pending is None and self.step % self._every:
@@ -308,8 +367,15 @@ class Hook:
             self._paths.stage(step)
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        if not self._optimizers.single and not self._ends_iteration:
+            return
+        self._ends_iteration = False
         step = self.step
         self.step += 1
+        if self._train_scalars:
+            self._count_scalars()
+        if self._blindness.pending:
+            self._blindness.counted()
         self._in_iteration = False
         worker = self._paths.worker
         if worker is not None and worker.error is not None:
@@ -352,10 +418,28 @@ class Hook:
         either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
         means "losses" for a name with "loss" in it, else "metrics".
         """
+        if mode == "train" and self._registered_optimizer:
+            n = self._train_scalars = self._train_scalars + 1
+            if n > self._blind_after_scalars:
+                self._scalars_without_steps(n)
         step = self._record_step()
         if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
             return
         self._add_scalar(step, name, value, mode, collection)
+
+    def _count_scalars(self) -> None:
+        """A step was counted: learn how many train scalars a step has (a spell needs twice the most)."""
+        n, self._train_scalars = self._train_scalars, 0
+        if n > self._scalars_per_step:
+            self._scalars_per_step = n
+            self._blind_after_scalars = 2 * n
+
+    @fail_open("record_scalar (train scalars without steps)")
+    def _scalars_without_steps(self, n: int) -> None:
+        """Train scalars keep coming and no step is counted: blind, if a registered module trains."""
+        if self.enabled and any(m.training for m in self._forward.roots):
+            # beyond the iteration in progress (a loss recorded after the last counted step belongs to it)
+            self._blindness.no_steps(n // self._scalars_per_step - 1, step=self.step)
 
     @fail_open("record_scalar({1!r})")
     def _add_scalar(
@@ -465,8 +549,9 @@ class Hook:
         self._remove_handles()
         if self._writer is not None:
             self._paths.close()
-            if self._forward.roots and self._optimizer is None and not self._failed:
+            if self._forward.roots and not self._registered_optimizer and not self._failed:
                 self._no_optimizer("at close")
+            self._blindness.end()
             self._writer.close(exception=exception)
             atexit.unregister(self.close)
 

@@ -1,7 +1,7 @@
 """Builds the optional C kernel of the PyTorch hook's CPU path; everything else is in pyproject.toml.
 
 `optional=True`: without a C compiler the package still installs, and the hook reduces CPU
-tensors with torch ops instead (`trainguard.capture.torch.native.AVAILABLE` tells which).
+tensors with torch ops instead (`trainguard.capture.torch.c_kernel.AVAILABLE` tells which).
 """
 
 from setuptools import Extension, setup

@@ -15,10 +15,10 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_statistics import assert_columns_match
 from tests.capture.torch_loop import mlp
-from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._kernel_path import KernelPath
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._step import Path
-from trainguard.capture.torch._worker import WorkerPath
+from trainguard.capture.torch._worker_path import WorkerPath
 from trainguard.store import run_format, stats
 
 UPDATE = run_format.COLUMN["update_l2"]

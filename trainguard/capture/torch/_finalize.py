@@ -5,7 +5,7 @@ the device, plus the rows the C kernel already left on the host) and the scalars
 copy, concatenates every device tensor, copies it to the host once per device
 (`device_stats.to_host`, the single transfer function), finishes the statistic rows in numpy and
 hands them to `RankWriter.write_step`. Called on the training thread at the start of the next
-iteration, or on the statistics worker (`_worker`); what to reduce is left to the paths.
+iteration, or on the statistics worker (`_worker_path`); what to reduce is left to the paths.
 """
 
 from __future__ import annotations

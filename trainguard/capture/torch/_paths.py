@@ -1,8 +1,8 @@
 """Which path takes a saved step: chosen at registration, checked again cheaply at every saved step.
 
 `Hook.register_module` lays the capture plan out and chooses (`Paths.choose`): the C kernel's path
-(`_kernel.KernelPath`) when it reads every captured parameter, else the statistics worker's
-(`_worker.WorkerPath`) for CPU tensors when `stats_worker` is on, else the packed path
+(`_kernel_path.KernelPath`) when it reads every captured parameter, else the statistics worker's
+(`_worker_path.WorkerPath`) for CPU tensors when `stats_worker` is on, else the packed path
 (`_packed.PackedPath`: accelerators, and the general path). Registration cannot settle it for
 good: a script may register its model before `.to(device)` or `.half()`, or convert it mid-run,
 and an optimizer may give a parameter new storage inside `step()`. So each saved step checks the
@@ -18,12 +18,12 @@ import torch
 
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch._finalize import StepWriter
-from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._kernel_path import KernelPath
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._plan import CapturePlan
 from trainguard.capture.torch._step import Path, Pending, SavedStep, Scalars, ScalarValue
-from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS, WorkerPath
-from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch._worker_path import WORKER_DRAIN_SECONDS, WorkerPath
+from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.store import writer
 
 

@@ -10,7 +10,7 @@ packed path instead reduces its per-row moments per tensor in numpy and runs the
 corrections (NaN/Inf counts, an exact variance pass, padding masked out of min/max) only where
 one host read shows they can matter. Definitions live in `store.stats` (numpy), against which
 every column is tested; half and fp8 dtypes are upcast to float32 first. With the C kernel built
-(`native`), float32 CPU tensors do not come here at all: the hook reads them with it.
+(`c_kernel`), float32 CPU tensors do not come here at all: the hook reads them with it.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ or dtype):
 - `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
   results and its scalars reach the host in ONE copy at the start of the next iteration
   (`_finalize.StepWriter`);
-- `_kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
+- `_kernel_path.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
   training thread and writes the step there and then;
-- `_worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
+- `_worker_path.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
   reduces, copies and writes the step.
 
 Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
@@ -38,7 +38,7 @@ from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch import native
+from trainguard.capture.torch import c_kernel
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._forward import ForwardHooks
 from trainguard.capture.torch._guard import fail_open
@@ -52,8 +52,8 @@ from trainguard.capture.torch._plan import (
 )
 from trainguard.capture.torch._step import MAX_HELD_SCALARS, Pending, SavedStep, Scalars
 from trainguard.capture.torch._streams import PredictionStreams
-from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS
-from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch._worker_path import WORKER_DRAIN_SECONDS
+from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
 
@@ -85,10 +85,10 @@ class Hook:
             config = CaptureConfig.from_env(environ, **overrides)
         self.config = config
         self.pack_max_numel = pack_max_numel
-        self._every = config.save_interval if config else 1
-        """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
-        self._native = bool(config and config.native_stats and native.AVAILABLE)
-        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
+        self._save_interval = config.save_interval if config else 1
+        """`config.save_interval`, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
+        self._native = bool(config and config.native_stats and c_kernel.AVAILABLE)
+        """Float32 CPU tensors are read in place by the C kernel (`c_kernel`), on the training thread."""
         self.step = 0
         """Optimizer steps completed; the step in progress has this number."""
         self._in_iteration = False
@@ -162,7 +162,7 @@ class Hook:
 
     @property
     def _native_plan(self) -> NativePlan | None:
-        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel.KernelPath`)."""
+        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel_path.KernelPath`)."""
         return self._plan.native_plan
 
     @property
@@ -294,7 +294,7 @@ class Hook:
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if self._forward.order_handles and self._plan.module_order:
             self._forward.finish_order(self._writer)  # after the first training forward
-        if self._pending is None and self.step % self._every:
+        if self._pending is None and self.step % self._save_interval:
             return  # a step that is not saved, with nothing left to write
         self._begin_step(self.step)
 
@@ -313,7 +313,7 @@ class Hook:
         worker = self._paths.worker
         if worker is not None and worker.error is not None:
             self._check_worker()
-        if step % self._every and self.step % self._every and not self._predictions:
+        if step % self._save_interval and self.step % self._save_interval and not self._predictions:
             if self._forward.root_handles and not self._needs_forward(self.step):
                 self._forward.watch(False)  # the iteration after a saved one is over
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
@@ -352,7 +352,7 @@ class Hook:
         means "losses" for a name with "loss" in it, else "metrics".
         """
         step = self._record_step()
-        if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
+        if (mode == "train" and step % self._save_interval) or self._writer is None or not self.enabled:
             return
         self._add_scalar(step, name, value, mode, collection)
 

@@ -106,6 +106,11 @@ class Paths:
         if self.worker_path is not None:
             self.worker_path.flush(scalars)
 
+    def skip(self) -> None:
+        """Forget what the saved step in progress gathered (its activations): it is not written (`Hook._skip`)."""
+        self.packed.skip()
+        self._staged_by, self._staged_step = None, -1
+
     def drop(self) -> None:
         """Capture failed: forget the staged step and stop the worker (what it still holds is dropped; what it
         wrote stays)."""

@@ -71,6 +71,11 @@ class Pending:
     unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
     """(tensor id, activation kind, float32 copy) of the Tier-1 per-unit vectors still to compute."""
     tier1: bool = False
+    nan_update: list[int] = field(default_factory=list)
+    """Rows (places in `ids`) whose update_l2 is NaN though the device wrote one: no previous copy (the
+    multi-tensor reduction, `_multi_path`, writes 0 there and leaves the marking to the host)."""
+    nan_distance: list[int] = field(default_factory=list)
+    """Rows whose distance_l2 is NaN likewise: not tracked."""
 
 
 class Path(Protocol):

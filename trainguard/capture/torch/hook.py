@@ -52,6 +52,7 @@ from trainguard.capture.torch._plan import (
 )
 from trainguard.capture.torch._step import MAX_HELD_SCALARS, Pending, SavedStep, Scalars
 from trainguard.capture.torch._streams import PredictionStreams
+from trainguard.capture.torch._transfer import Transfer
 from trainguard.capture.torch._worker_path import WORKER_DRAIN_SECONDS
 from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.stop_flag import StopFlag
@@ -75,9 +76,15 @@ class Hook:
         config: CaptureConfig | None = None,
         environ: Mapping[str, str] | None = None,
         pack_max_numel: int = DEFAULT_PACK_MAX_NUMEL,
+        transfer: Transfer | None = None,
         **settings: Any,
     ) -> None:
-        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ)."""
+        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ).
+
+        `transfer`: how saved steps reach the host (default: a ring of 3 pinned buffers and non-blocking
+        copies on CUDA, `_transfer.Transfer`); the CPU proxies of the hook's cost pass one that runs
+        under FakeTensorMode.
+        """
         if config is None:
             overrides: dict[str, Any] = dict(settings)
             if out:
@@ -100,7 +107,9 @@ class Hook:
             self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
         )
         self._pending: Pending | None = None
-        """A saved step reduced on the device, written at the start of the next iteration (`_finalize`)."""
+        """A saved step reduced on the device, sent to the host at the start of the next iteration (`_finalize`)."""
+        self._skipped = -1
+        """The last saved step skipped because every host buffer was in flight (`_skip`)."""
         self._predictions: PredictionStreams | None = None
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
@@ -108,6 +117,8 @@ class Hook:
         self._failed = False
         self._forwards_without_optimizer = 0
         self._warned_no_optimizer = False
+        self._transfer = transfer if transfer is not None else Transfer()
+        """Saved steps on their way to the host: polled by the hook bodies, waited for by flush and close only."""
         if config is None:
             return
         # The parts below exist only for a configured hook; every method that reaches them first checks
@@ -115,7 +126,7 @@ class Hook:
         w = self._writer = config.open_writer(framework="pytorch")
         self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
         self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
-        self._step_writer = StepWriter(w)
+        self._step_writer = StepWriter(w, self._transfer)
         self._paths = Paths(
             self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native
         )
@@ -188,6 +199,7 @@ class Hook:
             # carries the error.
             self._writer.errors.append(message)
             self._paths.drop()
+            self._transfer.drop()
         self._remove_handles()
         self._pending = None
 
@@ -244,6 +256,7 @@ class Hook:
             or self._predictions
             or self._forward.order_handles
             or self._pending is not None
+            or self._transfer.in_flight
             or self.is_saved_step(step)
             or self.is_saved_step(step - 1)
         )
@@ -267,12 +280,19 @@ class Hook:
             self._forward.finish_order(self._writer)  # a second training forward (no optimizer step between)
         if self._pending is not None:
             self._finalize_pending()
+        if self._transfer.in_flight:
+            self._poll()
         if self._predictions:
             self._ship_predictions()
 
     @fail_open("finalising a saved step")
     def _finalize_pending(self) -> None:
         self._finalize()
+
+    @fail_open("writing a saved step")
+    def _poll(self) -> None:
+        """Write the saved steps whose copies to the host are done (never waits)."""
+        self._transfer.poll()
 
     def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
@@ -294,7 +314,7 @@ class Hook:
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if self._forward.order_handles and self._plan.module_order:
             self._forward.finish_order(self._writer)  # after the first training forward
-        if self._pending is None and self.step % self._save_interval:
+        if self._pending is None and self.step % self._save_interval and not self._transfer.in_flight:
             return  # a step that is not saved, with nothing left to write
         self._begin_step(self.step)
 
@@ -303,8 +323,26 @@ class Hook:
         """The optimizer's pre-hook of a step that is saved or has a pending step to write first."""
         if self._pending is not None:
             self._finalize()
+        self._transfer.poll()
         if self.enabled and self.is_saved_step(step):
-            self._paths.stage(step)
+            if self._transfer.has_room():
+                self._paths.stage(step)
+            else:
+                self._skip(step)
+
+    def _skip(self, step: int) -> None:
+        """Every host buffer is still in flight: skip saved step `step` rather than wait for the device (counted
+        in END.json `skipped_steps`; its update_l2 spans two intervals at the next saved step)."""
+        assert self._writer is not None
+        self._paths.skip()
+        self._skipped = step
+        if not self._writer.skipped_steps:
+            log.warning(
+                "trainguard: every host buffer still in flight (the device is far behind); step %d skipped "
+                "(further skips are only counted: END.json skipped_steps)",
+                step,
+            )
+        self._writer.skipped_steps += 1
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         step = self.step
@@ -326,7 +364,7 @@ class Hook:
     @fail_open("optimizer step {0} (weights)")
     def _end_step(self, step: int, optimizer: torch.optim.Optimizer) -> None:
         """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
-        if self.is_saved_step(step):
+        if self.is_saved_step(step) and self._skipped != step:
             self._pending = self._paths.complete(step, optimizer)
         self._forward.arm(self.is_saved_step())
         self._forward.watch(self._needs_forward(self.step))
@@ -335,7 +373,11 @@ class Hook:
     def _finalize(self) -> None:
         """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
         pending, self._pending = self._pending, None
-        self._step_writer.write(pending, self._scalars.take())
+        scalars = self._scalars.take()
+        if not self._step_writer.send(pending, scalars):
+            # a slot was free when the step was staged; something sent since took it: wait this once
+            self._transfer.wait()
+            self._step_writer.send(pending, scalars)
 
     # --- scalars and control --------------------------------------------------------------------------
     def record_scalar(
@@ -403,7 +445,9 @@ class Hook:
         streams = self._predictions
         if streams is None:
             assert self._writer is not None
-            streams = self._predictions = PredictionStreams(self._writer, is_saved_step=self.is_saved_step)
+            streams = self._predictions = PredictionStreams(
+                self._writer, self._step_writer, is_saved_step=self.is_saved_step
+            )
         step = self._record_step()
         streams.add(step, scores, labels, name=name, mode=mode, logits=logits, max_classes=max_classes)
 
@@ -438,6 +482,8 @@ class Hook:
             self._check_worker()
         if self.enabled and (self._pending is not None or self._scalars.held):
             self._finalize()
+        if self.enabled:
+            self._transfer.wait()
         self._writer.flush()
 
     def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:

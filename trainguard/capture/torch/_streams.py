@@ -71,7 +71,9 @@ class PredictionStreams:
         ready, self._ready = self._ready, []
         if not ready:
             return
-        flat: list[torch.Tensor | np.ndarray] = [torch.as_tensor(t) for *_, raw in ready for t in raw.values()]
+        flat: list[torch.Tensor | np.ndarray] = [
+            torch.as_tensor(t) for *_, raw in ready for t in raw.values()
+        ]
 
         def write(host: Iterator[np.ndarray]) -> None:
             for step, name, mode, raw in ready:

@@ -13,8 +13,9 @@ is still in flight a saved step is not waited for: the hook skips it and counts 
 How a slot's buffer is made, how its copy is marked and how it is read back is a `Staging`, one
 per device type: `PinnedStaging` (CUDA: pinned memory, events) and `HostStaging` (the CPU, and
 accelerators without events here: a plain copy that is complete when it returns). Tests inject
-their own (`Transfer(staging=...)`): pinned memory and events need a GPU, the CPU proxies of the
-hook's cost run it under FakeTensorMode.
+their own (`Transfer(staging=...)`): pinned memory and events need a GPU, so the CPU proxies of the
+hook's cost run `PinnedStaging.copy` under FakeTensorMode with plain buffers and markers of their
+own (`pin_memory`, `record`, `read`).
 """
 
 from __future__ import annotations
@@ -89,13 +90,20 @@ class HostStaging:
 class PinnedStaging:
     """CUDA: pinned host buffers, a non-blocking copy on the current stream, an event recorded after it."""
 
+    pin_memory = True
+    """Page-locked host buffers: what lets the copy run without the host (a pageable one would be synchronous)."""
+
     def host_buffer(self, numel: int) -> torch.Tensor:
-        return torch.empty(numel, dtype=torch.float64, pin_memory=True)
+        return torch.empty(numel, dtype=torch.float64, pin_memory=self.pin_memory)
 
     def copy(self, host: torch.Tensor, results: torch.Tensor) -> Marker:
         host.copy_(results, non_blocking=True)
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(results.device))
+        return self.record(results.device)
+
+    def record(self, device: torch.device) -> Marker:
+        """An event behind the work queued so far on `device`'s current stream (the copy)."""
+        event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+        event.record(torch.cuda.current_stream(device))
         return event
 
     def read(self, host: torch.Tensor) -> np.ndarray:
@@ -161,7 +169,9 @@ class Transfer:
             host = slot.buffers.get(device)
             if host is None or host.numel() < n:
                 # once per slot and device in steady state: the step's results keep their size
-                host = slot.buffers[device] = staging.host_buffer(max(n, 1024, 2 * (0 if host is None else host.numel())))
+                host = slot.buffers[device] = staging.host_buffer(
+                    max(n, 1024, 2 * (0 if host is None else host.numel()))
+                )
             slot.pending.append((device, n, staging.copy(host[:n], values)))
         slot.deliver = deliver
         self._busy.append(slot)

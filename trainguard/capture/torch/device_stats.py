@@ -427,38 +427,40 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     """Return float64 [len(RAW_COLUMNS)] raw moments of one (large) tensor, without packing it.
 
     With `history`, also the squared distances to the previous and first saved copies, and
-    the previous copy is refreshed in place.
+    the previous copy is refreshed in place. Passes over the tensor accumulate in float32 (torch's
+    blocked reductions: ~1e-7 relative, where the columns are stored as float32), counts in int64
+    (exact), and the variance is a second pass around the mean (no `q - s^2/n` cancellation); only
+    the one row is float64.
     """
     t = as_float32(x).reshape(-1)
     n = t.numel()
-    nan = torch.full((), torch.nan, dtype=torch.float64, device=t.device)
+    device = t.device
     if n == 0:
-        none = torch.zeros((), dtype=torch.float64, device=t.device)
+        none = torch.zeros((), dtype=torch.float64, device=device)
+        nan = torch.full((), torch.nan, dtype=torch.float64, device=device)
         return torch.stack([none, none, none] + [nan] * 8)
-    a = t.abs().sum(dtype=torch.float64)
-    s = t.sum(dtype=torch.float64)
-    q = torch.linalg.vector_norm(t, dtype=torch.float64).square()
+    a = t.abs().sum()
+    s = t.sum()
+    q = torch.linalg.vector_norm(t).square()
     mn, mx = torch.aminmax(t)
     if _counts_needed(a):
-        n_nan = t.isnan().sum().to(torch.float64)
-        n_inf = t.isinf().sum().to(torch.float64)
+        n_nan = t.isnan().sum()
+        n_inf = t.isinf().sum()
     else:
-        n_nan = n_inf = torch.zeros((), dtype=torch.float64, device=t.device)
-    zero = n - torch.count_nonzero(t).to(torch.float64)
-    dev = torch.linalg.vector_norm(t - (s / n).to(torch.float32), dtype=torch.float64).square()
-    upd = dist = nan
+        n_nan = n_inf = torch.zeros((), dtype=torch.int64, device=device)
+    zero = n - torch.count_nonzero(t)
+    dev = torch.linalg.vector_norm(t - s / n).square()
+    upd = dist = torch.full((), torch.nan, dtype=torch.float32, device=device)
     if history is not None:
         prev = history.prev.reshape(-1)
         if not history.fresh:
-            upd = torch.linalg.vector_norm(t - as_float32(prev), dtype=torch.float64).square()
-        dist = torch.linalg.vector_norm(
-            t - as_float32(history.first.reshape(-1)), dtype=torch.float64
-        ).square()
+            upd = torch.linalg.vector_norm(t - as_float32(prev)).square()
+        dist = torch.linalg.vector_norm(t - as_float32(history.first.reshape(-1))).square()
         prev.copy_(x.detach().reshape(-1))
         history.fresh = False
-    return torch.stack(
-        [n_nan, n_inf, zero, mn.to(torch.float64), mx.to(torch.float64), s, a, q, dev, upd, dist]
-    )
+    counts = torch.stack([n_nan, n_inf, zero]).to(torch.float64)
+    moments = torch.stack([mn, mx, s, a, q, dev, upd, dist]).to(torch.float64)
+    return torch.cat([counts, moments])
 
 
 def reduce_one(

@@ -282,6 +282,8 @@ class Hook:
             self._finalize_pending()
         if self._transfer.in_flight:
             self._poll()
+            if self._skipped != self.step and self.is_saved_step() and not self._transfer.has_room():
+                self._skip(self.step)  # decided before its activations: a skipped step does no work at all
         if self._predictions:
             self._ship_predictions()
 
@@ -296,7 +298,12 @@ class Hook:
 
     def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
-            if not module.training or act.captured_step == self.step or not self.is_saved_step():
+            if (
+                not module.training
+                or act.captured_step == self.step
+                or not self.is_saved_step()
+                or self._skipped == self.step
+            ):
                 return
             self._capture_activation(act, output)
 
@@ -308,8 +315,10 @@ class Hook:
             return
         act.captured_step = self.step
         assert self._writer is not None
+        if self._pending is not None:
+            self._finalize()  # the step before goes first: its rows must leave the result buffer before these
         tid = self._plan.define_activation(act, output, self._writer)
-        self._saved.add_activation(tid, act.kind, output, self._plan.tier1(self.step))
+        self._paths.add_activation(tid, act.kind, output, self._plan.tier1(self.step))
 
     def _on_step_begin(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if self._forward.order_handles and self._plan.module_order:
@@ -324,7 +333,7 @@ class Hook:
         if self._pending is not None:
             self._finalize()
         self._transfer.poll()
-        if self.enabled and self.is_saved_step(step):
+        if self.enabled and self.is_saved_step(step) and self._skipped != step:
             if self._transfer.has_room():
                 self._paths.stage(step)
             else:

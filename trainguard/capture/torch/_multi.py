@@ -70,6 +70,40 @@ def _(
     _check(xs, prevs, firsts, out)
 
 
+@multi_stats.register_kernel("cpu")
+def _(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
+    _run(xs, prevs, firsts, out, kernel=_interpreting() and _triton_installed())
+
+
+@multi_stats.register_kernel("cuda")
+def _(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """The Triton kernel where Triton is installed, else torch ops."""
+    _run(xs, prevs, firsts, out, kernel=_triton_installed())
+
+
+def _run(
+    xs: list[torch.Tensor],
+    prevs: list[torch.Tensor],
+    firsts: list[torch.Tensor],
+    out: torch.Tensor,
+    *,
+    kernel: bool,
+) -> None:
+    _check(xs, prevs, firsts, out)
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
+
+        if _multi_kernel.supports(xs, prevs, firsts):
+            _multi_kernel.launch(xs, prevs, firsts, out)
+            return
+    _reference(xs, prevs, firsts, out)
+
+
 def _check(
     xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
 ) -> None:

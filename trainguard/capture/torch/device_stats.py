@@ -430,7 +430,8 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     the previous copy is refreshed in place. Passes over the tensor accumulate in float32 (torch's
     blocked reductions: ~1e-7 relative, where the columns are stored as float32), counts in int64
     (exact), and the variance is a second pass around the mean (no `q - s^2/n` cancellation); only
-    the one row is float64.
+    the one row is float64. Used where `multi_stats` has no kernel (`_multi.available`), and as its
+    reference.
     """
     t = as_float32(x).reshape(-1)
     n = t.numel()
@@ -449,7 +450,10 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     else:
         n_nan = n_inf = torch.zeros((), dtype=torch.int64, device=device)
     zero = n - torch.count_nonzero(t)
-    dev = torch.linalg.vector_norm(t - s / n).square()
+    # squared deviations around the mean, shifted by the first element: exact 0 for a constant tensor (whose
+    # float32 sum/n need not be the constant), and no cancellation for a large mean
+    shifted = t - t[0]
+    dev = torch.linalg.vector_norm(shifted - shifted.sum() / n).square()
     upd = dist = torch.full((), torch.nan, dtype=torch.float32, device=device)
     if history is not None:
         prev = history.prev.reshape(-1)

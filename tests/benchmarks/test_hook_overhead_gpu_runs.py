@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook() -> None:
     # --small stands a 2-block GPT in for the 110M and the 0.94B one
     cmd = [sys.executable, "-m", "benchmarks.hook_overhead_gpu", "--device", "cpu", "--small", "--reps", "1"]
-    cmd += ["--mlp-steps", "40", "--gpt-steps", "8", "--gpt1b-steps", "4", "--models", "mlp,gpt,gpt1b"]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240, check=True).stdout
+    cmd += ["--mlp-steps", "20", "--gpt-steps", "4", "--gpt1b-steps", "2", "--models", "mlp,gpt,gpt1b"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
     assert out.count("\n## ") == 3 and "0.08M parameters" in out
     rows = re.findall(
         r"^\| (trainguard[^|]*|no hook[^|]*) \| (\S+) \| ([\d.]+) \| ([\d.]+) \|", out, re.MULTILINE

@@ -94,15 +94,20 @@ class StepWriter:
         self.transfer = transfer if transfer is not None else Transfer()
         """The ring of host buffers `send` copies into without waiting."""
         self.buffers: dict[torch.device, ResultBuffer] = {}
-        """Each device's result buffer, kept between saved steps."""
+        """Each device's result buffer for saved steps, kept between them (a path may reserve rows in it)."""
+        self._side: dict[torch.device, ResultBuffer] = {}
+        """Each device's buffer for what is sent without a step (scalars alone, prediction counts): never
+        the step's, whose rows of the step in progress may not have left yet."""
         self._ids: tuple[list[int], np.ndarray] | None = None
         """The last saved step's tensor ids, and as written: usually the same every step."""
 
-    def buffer(self, device: torch.device) -> ResultBuffer:
-        """The result buffer of `device` (made on first use, then kept)."""
-        b = self.buffers.get(device)
+    def buffer(self, device: torch.device, *, side: bool = False) -> ResultBuffer:
+        """The result buffer of `device` for saved steps (`side`: for what is sent without one), made on first
+        use, then kept."""
+        buffers = self._side if side else self.buffers
+        b = buffers.get(device)
         if b is None:
-            b = self.buffers[device] = ResultBuffer(device)
+            b = buffers[device] = ResultBuffer(device)
         return b
 
     def write(self, pending: Pending | None, scalars: list[ScalarValue]) -> None:
@@ -129,12 +134,15 @@ class StepWriter:
             with self._writer.together():  # the step's rows and its scalars in one segment
                 self._write_host(host, pending, scalars)
 
-        return self.send_results(_results(pending, scalars), write)
+        return self.send_results(_results(pending, scalars), write, side=pending is None)
 
-    def send_results(self, results: list[Result], write: Callable[[Iterator[np.ndarray]], None]) -> bool:
-        """Copy `results` to the host without waiting (each device's tensors laid out in its `ResultBuffer`, one
-        copy each) and call `write` with their flat host values, in order, once the copy is done; at once when
-        none is on an accelerator. False, having done nothing, when every slot of the transfer is in flight."""
+    def send_results(
+        self, results: list[Result], write: Callable[[Iterator[np.ndarray]], None], *, side: bool = True
+    ) -> bool:
+        """Copy `results` to the host without waiting (each device's tensors laid out in a `ResultBuffer`, the
+        step's unless `side`, one copy each) and call `write` with their flat host values, in order, once the
+        copy is done; at once when none is on an accelerator. False, having done nothing, when every slot of
+        the transfer is in flight."""
         tensors = [r for r in results if isinstance(r, torch.Tensor)]
         if all(t.device.type == "cpu" for t in tensors) and not self.transfer.in_flight:
             if not self._writer.disabled:
@@ -145,7 +153,7 @@ class StepWriter:
         by_device: dict[torch.device, list[torch.Tensor]] = {}
         for t in tensors:
             by_device.setdefault(t.device, []).append(t)
-        flat = {d: self.buffer(d).lay_out(ts) for d, ts in by_device.items()}
+        flat = {d: self.buffer(d, side=side).lay_out(ts) for d, ts in by_device.items()}
 
         def deliver(host: dict[torch.device, np.ndarray]) -> None:
             if self._writer.disabled:

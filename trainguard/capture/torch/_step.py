@@ -5,8 +5,8 @@ how it is read: in place by the C kernel (rows final, on the host), copied into 
 buffer (`plan.CapturePlan.packs`), or reduced where it lies with torch ops. `Scalars` holds the
 scalars recorded for saved steps: a float is written at once, a device tensor waits for its
 step's one copy. `Pending` is a step reduced on the device whose results still have to come
-to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_packed`, `_kernel_path`
-and `_worker_path`.
+to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_multi_path`, `_packed`,
+`_kernel_path` and `_worker_path`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ class Pending:
 
 
 class Path(Protocol):
-    """How a saved step is read and handed on: `_packed.PackedPath` (accelerators, and the general path),
+    """How a saved step is read and handed on: `_multi_path.MultiPath` (GPUs), `_packed.PackedPath` (other
+    accelerators, and the general path),
     `_worker_path.WorkerPath` (CPU tensors no kernel reads) or `_kernel_path.KernelPath` (the C kernel reads it all).
     One is chosen at registration and checked again at each saved step (`_paths.Paths`)."""
 

@@ -1,11 +1,12 @@
 """Tier-0 and Tier-1 statistics of PyTorch tensors, computed on the tensors' own device.
 
-Called by `hook.Hook` on saved steps only. Small tensors are copied into one padded
-float32 buffer per device (`Packed`) and reduced with a fixed number of kernels whatever their
-count; tensors above `pack_max_numel` are reduced one by one (`reduce_large`), where launch
-overhead is small next to the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the
-device); the host turns them into `run_format.STAT_COLUMNS` after the step's single transfer
-(`to_host`), so nothing here waits on the device. On CPU, where the device is the host, the
+Called by `hook.Hook` on saved steps only, where `multi_stats` (`_multi`) has no kernel, and
+for Tier-1 extras. Small tensors are copied into one padded float32 buffer per device (`Packed`)
+and reduced with a fixed number of kernels whatever their count; tensors above `pack_max_numel`
+are reduced one by one (`reduce_large`, float32 passes), where launch overhead is small next to
+the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the device); the host turns them
+into `run_format.STAT_COLUMNS` after the step's transfer (`_finalize`, `_transfer`), so nothing
+here waits on the device. On CPU, where the device is the host, the
 packed path instead reduces its per-row moments per tensor in numpy and runs the element-wise
 corrections (NaN/Inf counts, an exact variance pass, padding masked out of min/max) only where
 one host read shows they can matter. Definitions live in `store.stats` (numpy), against which
@@ -57,7 +58,8 @@ the mean square (relative error below ~1e-5); otherwise a second, exact pass run
 
 
 def to_host(payload: torch.Tensor) -> np.ndarray:
-    """Copy one device tensor to host memory: the only device-to-host transfer of a saved step."""
+    """Copy one device tensor to host memory, blocking (the statistics worker, the CPU and tests; the hook's
+    saved steps on accelerators go through `_transfer` without waiting)."""
     return payload.detach().to("cpu").numpy()
 
 

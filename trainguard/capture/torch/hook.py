@@ -4,21 +4,25 @@ The step counter is the optimizer's step count. On steps that are not saved the 
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
 optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
-handed on by one of three paths behind one interface (`_step.Path`), chosen when a module is
+handed on by one of four paths behind one interface (`_step.Path`), chosen when a module is
 registered and checked again cheaply at each saved step (`_paths.Paths`: the capture plan,
 `_plan.CapturePlan`, is laid out again and the path chosen again when a parameter changed device
 or dtype):
 
-- `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
-  results and its scalars reach the host in ONE copy at the start of the next iteration
-  (`_finalize.StepWriter`);
+- `_multi_path.MultiPath` (GPUs: `multi_stats` has its kernel there): one op per group of
+  gradients, of parameters, and per activation, into the device's result buffer;
+- `_packed.PackedPath` (other accelerators, and the general path): reduces on the device;
 - `_kernel_path.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
   training thread and writes the step there and then;
 - `_worker_path.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
   reduces, copies and writes the step.
 
-Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
-second, small copy of their own. Which forward hooks are installed when is `_forward`. Every hook
+On the first two, the step's results and its scalars leave for the host in ONE non-blocking copy
+per device at the start of the next iteration (`_finalize.StepWriter.send`, `_transfer.Transfer`);
+the hook's next calls poll it and write the step once it is done; only `flush` and `close` wait.
+A saved step that finds every host buffer in flight is skipped and counted (`_skip`). Prediction
+counts (`record_predictions`, `_streams`) accumulate on the device and follow in a second, small
+copy of their own. Which forward hooks are installed when is `_forward`. Every hook
 body that does real work is decorated with one fail-open guard (`_guard.fail_open`): a failure
 disables capture, is logged once and lands in END.json.
 """
@@ -157,7 +161,8 @@ class Hook:
 
     @property
     def skipped_steps(self) -> int:
-        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
+        """Saved steps skipped because the statistics worker held every snapshot buffer, or every host buffer of the
+        transfer was still in flight (also in END.json)."""
         return 0 if self._writer is None else self._writer.skipped_steps
 
     @property

@@ -30,6 +30,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import trainguard
 import trainguard.torch as tg
 from trainguard.capture.torch import device_stats
 from trainguard.capture.torch._multi_path import MultiPath
@@ -299,3 +300,7 @@ def test_with_every_host_buffer_in_flight_saved_steps_are_skipped_and_counted(tm
     # two set-up saved steps and the first measured one fill the three buffers; the others are skipped
     assert m.hook.skipped_steps == 2
     assert [len(ops) for ops in m.per_saved_step[1:]] == [0, 0]
+    # close waited for the three in flight and wrote them; the skipped steps' losses still rode along
+    run = trainguard.open_run(f"file://{tmp_path}/run-2")
+    assert list(run.series("blocks.0.up.weight", "count").steps) == [0, 3, 6]
+    assert list(run.scalars("loss").steps) == [0, 3, 6, 9, 12]

@@ -111,14 +111,14 @@ class MultiPath:
         """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change
         what it read: the op is ordered before it on the device)."""
         x = output.detach()
-        if not runs_on(x.device) or not x.is_contiguous() or x.is_sparse:
-            self.saved.add_activation(tid, kind, output, tier1)  # rare: torch ops, tensor by tensor
-            return
         if tier1:
             unit = device_stats.unit_vector(x, kind)
             if unit is not None:
                 self.saved.units[(unit[0], tid)] = unit[1]
-        self._reduce([tid], [x], None, tier1)
+        if x.is_sparse or not runs_on(x.device):
+            self.saved.reduce_now(tid, x, tier1)  # rare: torch ops where the op has no kernel
+            return
+        self._reduce([tid], [x if x.is_contiguous() else x.contiguous()], None, tier1)
 
     def stage(self, step: int) -> bool:
         """Optimizer pre-hook of saved step `step`: one op per (device, dtype) group of gradients."""

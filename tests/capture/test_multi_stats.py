@@ -163,6 +163,8 @@ def test_arguments_outside_the_definition_are_refused_with_what_to_send() -> Non
         run_op([x], (x.clone(),))
     with pytest.raises(ValueError, match="one dtype and device"):
         run_op([x, torch.ones(4, dtype=torch.float16)])
+    with pytest.raises(ValueError, match="with the 4 elements of xs"):  # the kernel would write past its end
+        run_op([x], (torch.ones(3),), (torch.ones(4),))
     with pytest.raises(ValueError, match="float64"):
         torch.ops.trainguard.multi_stats([x], [], [], torch.empty(1, _multi.WIDTH))
 
@@ -174,7 +176,7 @@ def test_the_kernel_runs_only_where_triton_can(monkeypatch: pytest.MonkeyPatch) 
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
 def test_the_kernel_matches_numpy_for_every_column(kernel_device: str, dtype: torch.dtype) -> None:
     tensors = [t.to(kernel_device) for t in sample_tensors(dtype)]
     out = run_op(tensors).cpu()

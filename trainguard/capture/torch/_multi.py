@@ -17,7 +17,6 @@ only when the kernel first runs, never with this module.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 
 import torch
@@ -30,9 +29,10 @@ WIDTH = len(device_stats.RAW_COLUMNS)
 
 def available(device: torch.device) -> bool:
     """Whether `multi_stats` runs its Triton kernel on `device`: CUDA with Triton installed, or CPU
-    under Triton's interpreter (TRITON_INTERPRET=1). Elsewhere it reduces tensor by tensor."""
+    under Triton's interpreter (TRITON_INTERPRET=1), for float32, bfloat16, float16 and float64
+    tensors. Elsewhere, and for other dtypes, it reduces tensor by tensor with torch ops."""
     if device.type == "cuda":
-        return _triton_installed() and torch.cuda.is_available()
+        return torch.cuda.is_available() and _triton_installed()
     if device.type == "cpu":
         return _interpreting() and _triton_installed()
     return False
@@ -40,7 +40,12 @@ def available(device: torch.device) -> bool:
 
 @functools.cache
 def _triton_installed() -> bool:
-    return importlib.util.find_spec("triton") is not None
+    """Whether Triton imports (tried once, on first need: never with this module)."""
+    try:
+        import triton.language  # noqa: F401
+    except (ImportError, OSError, RuntimeError):  # absent, or a build that cannot load here
+        return False
+    return True
 
 
 def _interpreting() -> bool:
@@ -54,8 +59,8 @@ def multi_stats(
     """Write into row i of `out` (float64 [T, WIDTH]) the raw moments of `xs[i]`, as `reduce_large` does.
 
     `xs`: T >= 1 contiguous tensors of one floating dtype on one device. `prevs`, `firsts`: both
-    empty (no history: update and distance are 0), or T tensors shaped like `xs` (in their dtype or
-    float32), the previous and first saved copies; then `prevs[i]` becomes a copy of `xs[i]`. An
+    empty (no history: update and distance are 0), or T tensors with the sizes of `xs` (in their
+    dtype or float32), the previous and first saved copies; then `prevs[i]` becomes a copy of `xs[i]`. An
     empty tensor gives counts 0 and NaN moments. Devices without the kernel (`available`) get here.
     """
     _check(xs, prevs, firsts, out)
@@ -131,17 +136,16 @@ def _check(
                 f"multi_stats takes contiguous tensors of one dtype and device ({dtype} on {device}); "
                 f"xs[{i}] is {x.dtype} on {x.device}, contiguous={x.is_contiguous()}: reduce it apart"
             )
-        for name, h in (("prevs", prevs), ("firsts", firsts)):
-            if h and (
-                h[i].shape != x.shape
-                or h[i].dtype not in (dtype, torch.float32)
-                or h[i].device != device
-                or not h[i].is_contiguous()
-            ):
-                raise ValueError(
-                    f"multi_stats: {name}[{i}] must be contiguous, shaped like xs[{i}] {list(x.shape)}, "
-                    f"{dtype} or float32, on {device}; got {h[i].dtype} {list(h[i].shape)} on {h[i].device}"
-                )
+    if prevs:  # the kernel writes prev and reads first in place: their sizes are checked, element for element
+        kinds = (dtype, torch.float32)
+        for i, (x, p, f) in enumerate(zip(xs, prevs, firsts)):
+            n = x.numel()
+            for name, h in (("prevs", p), ("firsts", f)):
+                if h.numel() != n or h.dtype not in kinds or h.device != device or not h.is_contiguous():
+                    raise ValueError(
+                        f"multi_stats: {name}[{i}] must be contiguous, with the {n} elements of xs[{i}], "
+                        f"{dtype} or float32, on {device}; got {h.dtype} {list(h.shape)} on {h.device}"
+                    )
 
 
 def _reference(

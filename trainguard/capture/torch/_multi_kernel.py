@@ -1,10 +1,10 @@
 """The Triton kernels behind `_multi.multi_stats`: one launch reads every tensor once, one more merges.
 
 Imported by `_multi` only when the op runs its kernel, so that Triton is never imported with the
-hook. The first launch (`_partials`) walks a work list of (tensor, chunk) items through a device
+hook. The first launch (`_partials_fn`) walks a work list of (tensor, chunk) items through a device
 table of addresses: each program takes items pid, pid + grid, ... and writes one row of partial
 moments per item, in fixed places (no atomics: the same inputs give bitwise the same rows). The
-second (`_merge`) folds each tensor's partial rows, in order, into its row of `out`.
+second (`_merge_fn`) folds each tensor's partial rows, in order, into its row of `out`.
 
 Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each
 lane of a register block (BLOCK elements) keeps float32 accumulators over the item's blocks: NaN,

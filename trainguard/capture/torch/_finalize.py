@@ -163,7 +163,9 @@ class StepWriter:
             for r in results:
                 if isinstance(r, torch.Tensor):
                     start, n = offsets[r.device], r.numel()
-                    arrays.append(host[r.device][start : start + n])
+                    # a copy: the slot's host buffer is reused once this returns, and a writer may keep an
+                    # array it is given (`write_record` does)
+                    arrays.append(host[r.device][start : start + n].copy())
                     offsets[r.device] = start + n
                 else:
                     arrays.append(np.asarray(r).reshape(-1))

@@ -1,7 +1,7 @@
 """Builds the optional C kernel of the PyTorch hook's CPU path; everything else is in pyproject.toml.
 
 Optional: without a C compiler the package still installs, and the hook reduces CPU tensors with
-torch ops instead (`trainguard.capture.torch.native.AVAILABLE` tells which). Release builds set
+torch ops instead (`trainguard.capture.torch.c_kernel.AVAILABLE` tells which). Release builds set
 TRAINGUARD_REQUIRE_C_KERNEL=1 (pyproject.toml's [tool.cibuildwheel]): a wheel that failed to
 compile it then fails to build instead of shipping without it.
 """

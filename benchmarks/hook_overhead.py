@@ -44,7 +44,7 @@ import torch
 from torch import nn
 
 import trainguard.torch as tg
-from trainguard.capture.torch import native
+from trainguard.capture.torch import c_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_SCRIPT = ROOT / "benchmarks" / "peers" / "smdebug_train.py"
@@ -268,7 +268,7 @@ def main() -> int:
     base_per_rep = [statistics.fmean(pair) for pair in zip(*(b.seconds for b in baselines))]
     print(
         f"# hook overhead: MLP 76k params, batch 64, SGD, {args.steps} steps, torch {args.threads} thread(s), "
-        f"median of {args.reps} paired ratios, CPU path: C kernel (native.AVAILABLE={native.AVAILABLE}); torch path with the "
+        f"median of {args.reps} paired ratios, CPU path: C kernel (c_kernel.AVAILABLE={c_kernel.AVAILABLE}); torch path with the "
         f"statistics worker {'off' if args.no_stats_worker else 'on'}; "
         f"load average {os.getloadavg()[0]:.2f} at the end"
     )

@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook() -> None:
+    # --small stands a 2-block GPT in for the 110M and the 0.94B one
     cmd = [sys.executable, "-m", "benchmarks.hook_overhead_gpu", "--device", "cpu", "--small", "--reps", "1"]
-    cmd += ["--mlp-steps", "40", "--gpt-steps", "8"]
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240, check=True).stdout
-    assert out.count("\n## ") == 2 and "0.08M parameters" in out
+    cmd += ["--mlp-steps", "20", "--gpt-steps", "4", "--gpt1b-steps", "2", "--models", "mlp,gpt,gpt1b"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=True).stdout
+    assert out.count("\n## ") == 3 and "0.08M parameters" in out
     rows = re.findall(
         r"^\| (trainguard[^|]*|no hook[^|]*) \| (\S+) \| ([\d.]+) \| ([\d.]+) \|", out, re.MULTILINE
     )
@@ -28,4 +29,10 @@ def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook(
         ("trainguard", "1"),
         ("trainguard, no update_l2/distance_l2", "1"),
     ]
-    assert len(rows) == 10 and all(float(ratio) > 0 for *_, ratio in rows)
+    # the large model: one no-hook copy and the hook at save_interval 10 and 1 (three copies fit a GPU)
+    assert [(label.strip(), si) for label, si, _, _ in rows[10:]] == [
+        ("no hook", "-"),
+        ("trainguard", "10"),
+        ("trainguard", "1"),
+    ]
+    assert len(rows) == 13 and all(float(ratio) > 0 for *_, ratio in rows)

@@ -15,8 +15,8 @@ import pytest
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
+from trainguard.capture.torch import c_kernel
 from trainguard.capture.torch import device_stats as torch_stats
-from trainguard.capture.torch import native
 from trainguard.store import run_format
 from trainguard.store.backends import open_store
 from trainguard.store.errors import StoreError
@@ -111,7 +111,7 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     # the third saved step's first reduction fails: the packed reduction of its step on the torch
     # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`)
     if path == "c-kernel":
-        target, name, fail_at = native.HostRows, "add_read", PER_STEP + 1
+        target, name, fail_at = c_kernel.HostRows, "add_read", PER_STEP + 1
     else:
         target, name, fail_at = torch_stats.Packed, "reduce", 3
     real = getattr(target, name)

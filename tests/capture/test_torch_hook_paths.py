@@ -15,10 +15,11 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_statistics import assert_columns_match
 from tests.capture.torch_loop import mlp
-from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._kernel_path import KernelPath
+from trainguard.capture.torch._multi_path import MultiPath, runs_on
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._step import Path
-from trainguard.capture.torch._worker import WorkerPath
+from trainguard.capture.torch._worker_path import WorkerPath
 from trainguard.store import run_format, stats
 
 UPDATE = run_format.COLUMN["update_l2"]
@@ -101,8 +102,10 @@ def test_a_model_converted_after_registration_is_read_as_it_is_at_each_saved_ste
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_model_moved_to_the_gpu_after_registration_and_mid_run_is_read_where_it_is(file_uri: str) -> None:
-    # to the GPU before the first step (the packed path), back to the CPU mid-run and to the GPU again
+    # to the GPU before the first step (the multi-tensor path, or the packed one without Triton), back to the
+    # CPU mid-run and to the GPU again
     def to(device: str) -> Callable[[nn.Module], object]:
         return lambda model: model.to(device)
 
-    _train_through(file_uri, [(to("cuda"), PackedPath), (to("cpu"), KernelPath), (to("cuda"), PackedPath)])
+    gpu: type[Path] = MultiPath if runs_on(torch.device("cuda")) else PackedPath
+    _train_through(file_uri, [(to("cuda"), gpu), (to("cpu"), KernelPath), (to("cuda"), gpu)])

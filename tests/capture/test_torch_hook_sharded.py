@@ -20,7 +20,7 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture import sharded_loop
 from tests.capture.test_torch_statistics import assert_columns_match
-from trainguard.capture.torch import native
+from trainguard.capture.torch import c_kernel
 from trainguard.sidecar.evaluator import evaluate_stored
 from trainguard.store import run_format, stats
 
@@ -43,7 +43,7 @@ def distributed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name, native_stats, nan_step in (
         ("kernel", True, -1),
         ("torch", False, -1),
-        ("nan", native.AVAILABLE, sharded_loop.STEPS - 1),
+        ("nan", c_kernel.AVAILABLE, sharded_loop.STEPS - 1),
     ):
         (root / name / "truth").mkdir(parents=True)
         runs.append((str(root / name / "run"), str(root / name / "truth"), native_stats, nan_step))
@@ -53,7 +53,7 @@ def distributed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("native_stats", [True, False], ids=["kernel", "torch"])
 def test_fsdp2_merged_statistics_are_the_full_tensors(distributed_runs: Path, native_stats: bool) -> None:
-    if native_stats and not native.AVAILABLE:
+    if native_stats and not c_kernel.AVAILABLE:
         pytest.skip("the C kernel is not built")
     out = distributed_runs / ("kernel" if native_stats else "torch") / "run"
     truth = out.parent / "truth"

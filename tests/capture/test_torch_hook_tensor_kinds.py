@@ -20,9 +20,9 @@ from torch import nn
 import trainguard
 import trainguard.torch as tg
 from tests.capture.test_torch_statistics import assert_columns_match
-from trainguard.capture.torch import _kinds, native
+from trainguard.capture.torch import _kinds, c_kernel
 from trainguard.capture.torch._packed import PackedPath
-from trainguard.capture.torch._worker import WorkerPath
+from trainguard.capture.torch._worker_path import WorkerPath
 from trainguard.commands import inspect
 from trainguard.report import _html
 from trainguard.store import run_format, stats
@@ -88,7 +88,7 @@ PATHS = {
 
 @pytest.mark.parametrize("path", PATHS)
 def test_every_tensor_kind_is_read_right_or_skipped_with_a_reason(tmp_path, path: str) -> None:
-    if path == "kernel" and not native.AVAILABLE:
+    if path == "kernel" and not c_kernel.AVAILABLE:
         pytest.skip("the C kernel is not built")
     model = Zoo()
     hook = tg.Hook(str(tmp_path), save_interval=1, **PATHS[path])
@@ -134,33 +134,33 @@ def test_every_tensor_kind_is_read_right_or_skipped_with_a_reason(tmp_path, path
     assert "quantized (qint8)" in page
 
 
-@pytest.mark.skipif(not native.AVAILABLE, reason="the C kernel is not built")
+@pytest.mark.skipif(not c_kernel.AVAILABLE, reason="the C kernel is not built")
 def test_the_kernel_reads_only_plain_dense_float32_cpu_tensors_inside_their_storage() -> None:
     base = torch.randn(64)
-    assert native.usable(base) and native.usable(base[8:])  # an offset view, inside its storage
-    assert not native.usable(base[::2])  # not contiguous
-    assert not native.usable(base.double()) and not native.usable(torch.empty(0))
-    assert not native.usable(
+    assert c_kernel.usable(base) and c_kernel.usable(base[8:])  # an offset view, inside its storage
+    assert not c_kernel.usable(base[::2])  # not contiguous
+    assert not c_kernel.usable(base.double()) and not c_kernel.usable(torch.empty(0))
+    assert not c_kernel.usable(
         torch.Tensor._make_subclass(_Subclass, base)
     )  # a subclass's address is not its data
-    assert not native.usable(torch.empty(4, device="meta"))
-    assert not native.usable(base.to_sparse())
-    assert not native.usable(torch._neg_view(base))  # the memory holds -x
+    assert not c_kernel.usable(torch.empty(4, device="meta"))
+    assert not c_kernel.usable(base.to_sparse())
+    assert not c_kernel.usable(torch._neg_view(base))  # the memory holds -x
     freed = torch.randn(8)
     freed.untyped_storage().resize_(0)  # as FSDP frees an unsharded parameter's storage
-    assert not native.usable(freed)
+    assert not c_kernel.usable(freed)
     assert _kinds.unreadable(freed) is not None and "storage" in _kinds.unreadable(freed)  # type: ignore[operator]
 
 
-@pytest.mark.skipif(not native.AVAILABLE, reason="the C kernel is not built")
+@pytest.mark.skipif(not c_kernel.AVAILABLE, reason="the C kernel is not built")
 def test_the_kernel_refuses_an_address_it_cannot_read() -> None:
     out = np.empty((1, len(run_format.STAT_COLUMNS)), np.float32)
     x = torch.randn(8)
     for spec in ([0, 8, 0, 0, 0], [x.data_ptr() + 1, 8, 0, 0, 0], [x.data_ptr(), 1 << 62, 0, 0, 0]):
         with pytest.raises(ValueError, match="float32 values"):
-            native._cstats.reduce_many(spec, out, 0)
+            c_kernel._cstats.reduce_many(spec, out, 0)
     with pytest.raises(ValueError, match="float32 values"):
-        native._cstats.reduce(0, 8, out, 0, 0, 0, False, None, 0, None)
+        c_kernel._cstats.reduce(0, 8, out, 0, 0, 0, False, None, 0, None)
 
 
 def test_wrapper_attributes_are_dropped_from_names() -> None:

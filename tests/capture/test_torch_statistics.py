@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from trainguard.capture.torch import device_stats as torch_stats
-from trainguard.store import stats
+from trainguard.store import run_format, stats
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 DTYPES = [torch.float32, torch.float16, torch.bfloat16] + [
@@ -73,6 +73,23 @@ def test_large_tensor_statistics_match_numpy_for_every_column(device: str, dtype
     rows = [torch_stats.to_host(torch_stats.reduce_large(t)) for t in tensors]
     got = torch_stats.finish(np.stack(rows), np.array([t.numel() for t in tensors]))
     assert_columns_match(got, np.stack([reference(t) for t in tensors]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_large_tensor_accumulated_in_float32_keeps_its_mean_and_a_small_spread_around_a_large_mean(
+    device: str,
+) -> None:
+    # 4M values of 7 + N(0, 1e-3): a one-pass float32 variance (sum of squares - sum^2/n) loses every digit
+    # here; the mean and std must stay within the float32 columns' own precision
+    g = torch.Generator().manual_seed(3)
+    t = (7 + torch.randn(1 << 22, generator=g) * 1e-3).to(device)
+    got = torch_stats.finish(
+        torch_stats.to_host(torch_stats.reduce_large(t))[None, :], np.array([t.numel()])
+    )[0]
+    x = t.cpu().numpy().astype(np.float64)
+    mean, std = got[run_format.COLUMN["mean"]], got[run_format.COLUMN["std"]]
+    assert abs(mean - x.mean()) <= 1e-6 * np.abs(x).mean()
+    assert abs(std - x.std()) <= 1e-4 * x.std()
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -207,7 +207,7 @@ TRAIN = textwrap.dedent(
     import torch
     import trainguard
     import trainguard.torch as tg
-    from trainguard.capture.torch import native
+    from trainguard.capture.torch import c_kernel
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
@@ -234,7 +234,7 @@ TRAIN = textwrap.dedent(
     assert len(trainguard.open_run(sys.argv[2]).scalars("loss").steps) == 10
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in sys.argv[3].split(","))
     assert not loaded, loaded
-    print("kernel", native.AVAILABLE)
+    print("kernel", c_kernel.AVAILABLE)
     """
 )
 

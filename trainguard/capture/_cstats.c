@@ -18,7 +18,7 @@
  * 1e-6 of numpy's float64 result (the std within 1e-5).
  *
  * Python never hands this module anything but addresses and sizes it checked
- * (`trainguard/capture/torch/native.py`); it allocates nothing and keeps no state.
+ * (`trainguard/capture/torch/c_kernel.py`); it allocates nothing and keeps no state.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -498,7 +498,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_cstats",
-    .m_doc = "One-pass statistics of float32 CPU tensors (see native.py).",
+    .m_doc = "One-pass statistics of float32 CPU tensors (see c_kernel.py).",
     .m_size = -1,
     .m_methods = methods,
 };

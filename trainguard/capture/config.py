@@ -99,7 +99,7 @@ class CaptureConfig(BaseModel):
     native_stats: bool = Field(
         default=True,
         description="PyTorch hook, tensors on CPU: read float32 tensors in place with the one-pass C kernel "
-        "on the training thread (when it was built: trainguard.capture.torch.native.AVAILABLE); the statistics "
+        "on the training thread (when it was built: trainguard.capture.torch.c_kernel.AVAILABLE); the statistics "
         "worker is then not used unless the kernel reads none of the parameters. false: the packed torch path.",
     )
     stats_worker: bool = Field(

@@ -1,51 +1,177 @@
-"""Step finalisation: a saved step's results reach the host in one copy and go to the writer.
+"""Step finalisation: a saved step's results reach the host in one copy per device and go to the writer.
 
-`StepWriter.write` takes a `_step.Pending` (raw moments, Tier-1 vectors and histograms still on
-the device, plus the rows the C kernel already left on the host) and the scalars waiting for a
-copy, concatenates every device tensor, copies it to the host once per device
-(`device_stats.to_host`, the single transfer function), finishes the statistic rows in numpy and
-hands them to `RankWriter.write_step`. Called on the training thread at the start of the next
-iteration, or on the statistics worker (`_worker`); what to reduce is left to the paths.
+`StepWriter` takes a `_step.Pending` (raw moments, Tier-1 vectors and histograms still on the
+device, plus the rows the C kernel already left on the host) and the scalars waiting for a copy.
+`send` (the hook, on the training thread) lays every device tensor out in that device's
+`ResultBuffer` (preallocated and kept: rows a path already wrote there stay in place, the rest
+join them in one `_foreach_copy_`) and hands the buffers to the `_transfer.Transfer`, which copies
+them without waiting; the rows are finished in numpy and written when the copy is done (the
+hook's next `poll`). `write` does the same at once, with a blocking copy (`to_host`): the
+statistics worker (`_worker_path`) and the CPU. What to reduce is left to the paths.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 
 from trainguard.capture.torch import device_stats
 from trainguard.capture.torch._step import HostHists, HostUnits, Pending, Result, ScalarValue
+from trainguard.capture.torch._transfer import Transfer
 from trainguard.store import writer
+
+RAW = len(device_stats.RAW_COLUMNS)
+
+
+class ResultBuffer:
+    """One device's float64 buffer for a saved step's results: allocated once (grown when a step needs more),
+    so a saved step allocates nothing; a path may reserve rows of it (`rows`) and write them in place."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._buffer: torch.Tensor | None = None
+        self._reserved_in: torch.Tensor | None = None
+        self._used = 0
+        """Elements reserved by `rows` in the saved step in progress."""
+        self._reserved: dict[int, tuple[torch.Tensor, int]] = {}
+        """id of each view `rows` gave in this step -> (the view, its offset in the current buffer). By identity,
+        not data address: fake tensors (the CPU proxies) have none."""
+
+    def _ensure(self, numel: int) -> torch.Tensor:
+        b = self._buffer
+        if b is None or b.numel() < numel:
+            # the first saved steps only: later ones have the same size. Rows reserved in the old buffer are
+            # copied over by `lay_out`, which finds them out of place.
+            b = self._buffer = torch.empty(
+                max(numel + numel // 2, 4096), dtype=torch.float64, device=self.device
+            )
+        return b
+
+    def rows(self, count: int) -> torch.Tensor:
+        """Reserve float64 [count, RAW] rows after those reserved so far in this step (a contiguous view)."""
+        start, self._used = self._used, self._used + count * RAW
+        buffer = self._ensure(self._used)
+        view = buffer[start : self._used].view(count, RAW)
+        if buffer is not self._reserved_in:
+            self._reserved, self._reserved_in = {}, buffer  # grown: the earlier rows will be copied over
+        self._reserved[id(view)] = (view, start)
+        return view
+
+    def reset(self) -> None:
+        """Forget the rows reserved so far (a step that is not sent)."""
+        self._used, self._reserved = 0, {}
+
+    def lay_out(self, tensors: list[torch.Tensor]) -> torch.Tensor:
+        """Place `tensors` one after the other from the start (flattened, as float64) and return that flat
+        view; those already there (reserved `rows`) stay, the others are copied with one `_foreach_copy_`.
+        Ends the step: the next `rows` start from the beginning again."""
+        total = sum(t.numel() for t in tensors)
+        b = self._ensure(total)
+        dst: list[torch.Tensor] = []
+        src: list[torch.Tensor] = []
+        offset = 0
+        for t in tensors:
+            n = t.numel()
+            reserved = self._reserved.get(id(t)) if b is self._reserved_in else None
+            if reserved is None or reserved[0] is not t or reserved[1] != offset:
+                dst.append(b[offset : offset + n])
+                src.append(t.reshape(-1))
+            offset += n
+        if dst:
+            torch._foreach_copy_(dst, src)
+        self._used, self._reserved = 0, {}
+        return b[:total]
 
 
 class StepWriter:
     """Copies reduced steps to the host and writes them; keeps the last step's id array to pass it on."""
 
-    def __init__(self, w: writer.RankWriter) -> None:
+    def __init__(self, w: writer.RankWriter, transfer: Transfer | None = None) -> None:
         self._writer = w
+        self.transfer = transfer if transfer is not None else Transfer()
+        """The ring of host buffers `send` copies into without waiting."""
+        self.buffers: dict[torch.device, ResultBuffer] = {}
+        """Each device's result buffer for saved steps, kept between them (a path may reserve rows in it)."""
+        self._side: dict[torch.device, ResultBuffer] = {}
+        """Each device's buffer for what is sent without a step (scalars alone, prediction counts): never
+        the step's, whose rows of the step in progress may not have left yet."""
         self._ids: tuple[list[int], np.ndarray] | None = None
         """The last saved step's tensor ids, and as written: usually the same every step."""
 
+    def buffer(self, device: torch.device, *, side: bool = False) -> ResultBuffer:
+        """The result buffer of `device` for saved steps (`side`: for what is sent without one), made on first
+        use, then kept."""
+        buffers = self._side if side else self.buffers
+        b = buffers.get(device)
+        if b is None:
+            b = buffers[device] = ResultBuffer(device)
+        return b
+
     def write(self, pending: Pending | None, scalars: list[ScalarValue]) -> None:
-        """Copy a reduced step and scalars to the host in one copy and write them (training thread or worker).
+        """Copy a reduced step and scalars to the host in one blocking copy and write them (worker thread, CPU).
 
         Results the C kernel already left on the host (numpy) are taken as they are.
         """
-        w = self._writer
-        if w.disabled:
+        if self._writer.disabled:
             return
-        results: list[Result] = []
-        if pending is not None:
-            results += pending.parts
-            results += list(pending.units.values()) + list(pending.hists.values())
-        results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
+        results = _results(pending, scalars)
         host = iter(to_host(results))
         # the step's rows and its scalars in one segment (the copy above stays outside the writer's lock)
-        with w.together():
+        with self._writer.together():
             self._write_host(host, pending, scalars)
+
+    def send(self, pending: Pending | None, scalars: list[ScalarValue]) -> bool:
+        """Start the copy of a reduced step and scalars to the host, one non-blocking copy per device; the step is
+        written once it is done (`Transfer.poll`, `Transfer.wait`). Written at once when nothing is on an
+        accelerator. False, having sent nothing, when every slot of the transfer is in flight."""
+        if self._writer.disabled:
+            return True
+
+        def write(host: Iterator[np.ndarray]) -> None:
+            with self._writer.together():  # the step's rows and its scalars in one segment
+                self._write_host(host, pending, scalars)
+
+        return self.send_results(_results(pending, scalars), write, side=pending is None)
+
+    def send_results(
+        self, results: list[Result], write: Callable[[Iterator[np.ndarray]], None], *, side: bool = True
+    ) -> bool:
+        """Copy `results` to the host without waiting (each device's tensors laid out in a `ResultBuffer`, the
+        step's unless `side`, one copy each) and call `write` with their flat host values, in order, once the
+        copy is done; at once when none is on an accelerator. False, having done nothing, when every slot of
+        the transfer is in flight."""
+        tensors = [r for r in results if isinstance(r, torch.Tensor)]
+        if all(t.device.type == "cpu" for t in tensors) and not self.transfer.in_flight:
+            if not self._writer.disabled:
+                write(iter(to_host(results)))  # host memory already: nothing to wait for
+            return True
+        if not self.transfer.has_room():
+            return False
+        by_device: dict[torch.device, list[torch.Tensor]] = {}
+        for t in tensors:
+            by_device.setdefault(t.device, []).append(t)
+        flat = {d: self.buffer(d, side=side).lay_out(ts) for d, ts in by_device.items()}
+
+        def deliver(host: dict[torch.device, np.ndarray]) -> None:
+            if self._writer.disabled:
+                return
+            offsets = dict.fromkeys(host, 0)
+            arrays: list[np.ndarray] = []
+            for r in results:
+                if isinstance(r, torch.Tensor):
+                    start, n = offsets[r.device], r.numel()
+                    # a copy: the slot's host buffer is reused once this returns, and a writer may keep an
+                    # array it is given (`write_record` does)
+                    arrays.append(host[r.device][start : start + n].copy())
+                    offsets[r.device] = start + n
+                else:
+                    arrays.append(np.asarray(r).reshape(-1))
+            write(iter(arrays))
+
+        return self.transfer.send(flat, deliver)
 
     def _write_host(
         self, host: Iterator[np.ndarray], pending: Pending | None, scalars: list[ScalarValue]
@@ -61,7 +187,11 @@ class StepWriter:
                 pending.host_nonfinite
             )  # known for the kernel's rows; else the writer looks
             if pending.ids:
-                finished = device_stats.finish(np.concatenate(parts), np.asarray(pending.counts))
+                raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
+                if pending.nan_update or pending.nan_distance:
+                    raw[pending.nan_update, device_stats.UPD] = np.nan
+                    raw[pending.nan_distance, device_stats.DIST] = np.nan
+                finished = device_stats.finish(raw, np.asarray(pending.counts))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
@@ -102,6 +232,16 @@ class StepWriter:
         if self._ids is None or self._ids[0] != ids:
             self._ids = (ids, np.asarray(ids, np.int32))
         return self._ids[1]
+
+
+def _results(pending: Pending | None, scalars: list[ScalarValue]) -> list[Result]:
+    """A step's results in the order `_write_host` reads them: row parts, Tier-1 vectors, histograms, scalars."""
+    results: list[Result] = []
+    if pending is not None:
+        results += pending.parts
+        results += list(pending.units.values()) + list(pending.hists.values())
+    results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
+    return results
 
 
 def to_host(results: list[Result]) -> list[np.ndarray]:

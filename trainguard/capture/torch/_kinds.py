@@ -7,7 +7,7 @@ tensor parallelism give them; any other tensor itself), says why the hook does n
 floating point; the reason goes into its catalogue entry as `skipped`), and describes the part
 of the full tensor a shard is (`shard_info`), so that the store layer can merge the ranks'
 rows (`trainguard.store.shards`). What may be read in place by the C kernel is decided by
-`native.usable`, which is stricter (a dense contiguous float32 CPU tensor inside its storage);
+`c_kernel.usable`, which is stricter (a dense contiguous float32 CPU tensor inside its storage);
 everything readable here that the kernel does not take goes the torch way, which reads any
 strided layout (non-contiguous or offset views included) of any floating dtype, converting it
 to float32 (float8 included). The hook makes no collective call: a rank knows its own

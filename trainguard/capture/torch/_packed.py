@@ -6,7 +6,7 @@ device's packed buffer (`device_stats.Packed`; large tensors and those the C ker
 reduced one by one, `SavedStep.reduce_now`); in the post-hook `complete` loads the weights,
 reduces everything with a fixed number of asynchronous kernels and returns the step as a
 `Pending`, whose results reach the host in one copy at the start of the next iteration
-(`Hook._finalize`). `_worker.WorkerPath` stages and collects through this path too, and reduces
+(`Hook._finalize`). `_worker_path.WorkerPath` stages and collects through this path too, and reduces
 on its thread instead.
 """
 

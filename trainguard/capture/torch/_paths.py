@@ -1,9 +1,10 @@
 """Which path takes a saved step: chosen at registration, checked again cheaply at every saved step.
 
 `Hook.register_module` lays the capture plan out and chooses (`Paths.choose`): the C kernel's path
-(`_kernel.KernelPath`) when it reads every captured parameter, else the statistics worker's
-(`_worker.WorkerPath`) for CPU tensors when `stats_worker` is on, else the packed path
-(`_packed.PackedPath`: accelerators, and the general path). Registration cannot settle it for
+(`_kernel_path.KernelPath`) when it reads every captured parameter, else the statistics worker's
+(`_worker_path.WorkerPath`) for CPU tensors when `stats_worker` is on, else the multi-tensor path
+(`_multi_path.MultiPath`: one `multi_stats` op per group, where its kernel runs: CUDA with Triton),
+else the packed path (`_packed.PackedPath`: other accelerators, and the general path). Registration cannot settle it for
 good: a script may register its model before `.to(device)` or `.half()`, or convert it mid-run,
 and an optimizer may give a parameter new storage inside `step()`. So each saved step checks the
 choice again, at the cost of a comparison: the kernel's path compares its parameters' data
@@ -18,12 +19,13 @@ import torch
 
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch._finalize import StepWriter
-from trainguard.capture.torch._kernel import KernelPath
+from trainguard.capture.torch._kernel_path import KernelPath
+from trainguard.capture.torch._multi_path import MultiPath, runs_on
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._plan import CapturePlan
 from trainguard.capture.torch._step import Path, Pending, SavedStep, Scalars, ScalarValue
-from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS, WorkerPath
-from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch._worker_path import WORKER_DRAIN_SECONDS, WorkerPath
+from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.store import writer
 
 
@@ -44,6 +46,8 @@ class Paths:
         self.plan = plan
         self.packed = PackedPath(plan, saved, scalars, w)
         self.kernel = KernelPath(plan, saved, scalars, step_writer) if kernel else None
+        self.multi = MultiPath(plan, saved, scalars, step_writer, w)
+        self.saved = saved
         self.worker_path: WorkerPath | None = None
         """The statistics worker's path, made the first time a plan calls for it (it starts a thread)."""
         self.worker: StatsWorker | None = None
@@ -65,6 +69,8 @@ class Paths:
         self.packed.laid_out()
         if self.kernel is not None and plan.native_plan is not None:
             self.current = self.kernel
+        elif self._multi_serves() and not (self._config.stats_worker and plan.on_cpu):
+            self.current = self.multi
         elif not self._config.stats_worker or not plan.on_cpu or plan.kernel_reads_params:
             self.current = self.packed
         else:
@@ -74,6 +80,23 @@ class Paths:
             self.current = self.worker_path
         if previous is self.worker_path and self.current is not previous:
             self.worker_path.flush([])  # the worker's steps in flight are written before the next path's
+
+    def _multi_serves(self) -> bool:
+        """Whether the multi-tensor path takes the plan: every captured parameter is a floating tensor on a device
+        where `multi_stats` runs its kernel (`_multi_path.runs_on`), and none is read by the C kernel."""
+        params = [p.param for p in self.plan.params if p.tid is not None or p.want_grad]
+        return (
+            bool(params)
+            and not self.plan.kernel_reads_params
+            and all(t.is_floating_point() and runs_on(t.device) for t in params)
+        )
+
+    def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
+        """An activation captured in its forward hook, read as the current path reads them."""
+        if self.current is self.multi:
+            self.multi.add_activation(tid, kind, output, tier1)
+        else:
+            self.saved.add_activation(tid, kind, output, tier1)
 
     def stage(self, step: int) -> None:
         """Stage saved step `step` on the current path. The kernel's path goes first without looking at the
@@ -105,6 +128,12 @@ class Paths:
         """With a statistics worker: hand it `scalars` and wait (at most `WORKER_DRAIN_SECONDS`) for its steps."""
         if self.worker_path is not None:
             self.worker_path.flush(scalars)
+
+    def skip(self) -> None:
+        """Forget what the saved step in progress gathered (its activations): it is not written (`Hook._skip`)."""
+        self.packed.skip()
+        self.multi.skip()
+        self._staged_by, self._staged_step = None, -1
 
     def drop(self) -> None:
         """Capture failed: forget the staged step and stop the worker (what it still holds is dropped; what it

@@ -6,7 +6,7 @@ whenever a parameter's device or dtype changes: the small ones (`packs`) go into
 packed buffer, tracked ones first; the large ones are reduced one by one; when the C kernel reads
 every parameter, a `NativePlan` lets a saved step read them all from one spec. The path is
 chosen from the result (`_paths.Paths.choose`); reading the tensors is left to the paths
-(`_packed`, `_kernel`, `_worker`) and `_step.SavedStep`.
+(`_packed`, `_kernel_path`, `_worker_path`) and `_step.SavedStep`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch import _kinds, device_stats, native
+from trainguard.capture.torch import _kinds, c_kernel, device_stats
 from trainguard.store import writer
 
 log = logging.getLogger(__name__)
@@ -105,14 +105,14 @@ class Activation:
 class NativePlan:
     """The captured parameters when the C kernel reads every one of them (all float32 CPU): a saved step reads
     them from one spec, made on the first saved step and kept while their storage stays where it was
-    (`_kernel.KernelPath`)."""
+    (`_kernel_path.KernelPath`)."""
 
     params: list[Param]
     addresses: list[int]
     """Each parameter's data address when planned: a different one (moved, replaced) means plan again."""
     ids: list[int] = field(default_factory=list)
     spec: list[int] | None = None
-    """The parameters' `native.spec_row`s with their saved copies, concatenated; made with the copies."""
+    """The parameters' `c_kernel.spec_row`s with their saved copies, concatenated; made with the copies."""
     fresh: bool = True
     """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
 
@@ -128,7 +128,7 @@ class CapturePlan:
         self.config = config
         self.pack_max_numel = pack_max_numel
         self.kernel = kernel
-        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
+        """Float32 CPU tensors are read in place by the C kernel (`c_kernel`), on the training thread."""
         self.params: list[Param] = []
         self.activations: list[Activation] = []
         self.module_order: dict[str, int] = {}
@@ -154,7 +154,7 @@ class CapturePlan:
 
     def packs(self, t: torch.Tensor) -> bool:
         """Whether `t` is copied into the packed buffer; else it is reduced where it lies (`SavedStep.reduce_now`)."""
-        return t.numel() <= self.pack_max_numel and not (self.kernel and native.usable(t))
+        return t.numel() <= self.pack_max_numel and not (self.kernel and c_kernel.usable(t))
 
     def add_module(self, module: nn.Module, w: writer.RankWriter) -> dict[str, nn.Module]:
         """Define the module's weights and biases, note its parameters and activation modules; return its modules.
@@ -299,14 +299,14 @@ class CapturePlan:
         self.per_device = [(device, *entry) for device, entry in plan.items()]
         self.placement = placement
         self.on_cpu = all(device.type == "cpu" for device, *_ in placement)
-        self.kernel_reads_params = self.kernel and any(native.usable(p.param) for p in read)
+        self.kernel_reads_params = self.kernel and any(c_kernel.usable(p.param) for p in read)
         large = self.large_params
         self.native_plan = (
             NativePlan(list(large), [p.param.data_ptr() for p in large])
-            if self.kernel_reads_params and not small and all(native.usable(p.param) for p in large)
+            if self.kernel_reads_params and not small and all(c_kernel.usable(p.param) for p in large)
             else None
         )
-        if self.on_cpu and self.config.native_stats and not native.AVAILABLE and not self._warned_kernel:
+        if self.on_cpu and self.config.native_stats and not c_kernel.AVAILABLE and not self._warned_kernel:
             self._warned_kernel = True
             log.warning(
                 "trainguard: the hook's C kernel was not built (no C compiler when trainguard was installed?); "
@@ -321,7 +321,7 @@ class CapturePlan:
         addresses = [p.param.data_ptr() for p in plan.params]
         if addresses == plan.addresses:
             return True
-        if not all(native.usable(p.param) for p in plan.params):
+        if not all(c_kernel.usable(p.param) for p in plan.params):
             self.native_plan = self.small_params = None
             return False
         plan.addresses, plan.spec = addresses, None

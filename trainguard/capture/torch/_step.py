@@ -5,8 +5,8 @@ how it is read: in place by the C kernel (rows final, on the host), copied into 
 buffer (`plan.CapturePlan.packs`), or reduced where it lies with torch ops. `Scalars` holds the
 scalars recorded for saved steps: a float is written at once, a device tensor waits for its
 step's one copy. `Pending` is a step reduced on the device whose results still have to come
-to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_packed`, `_kernel`
-and `_worker`.
+to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_multi_path`, `_packed`,
+`_kernel_path` and `_worker_path`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from trainguard.capture.torch import device_stats, native
+from trainguard.capture.torch import c_kernel, device_stats
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
 
@@ -63,7 +63,7 @@ class Pending:
     hists: dict[int, Result]
     host_ids: list[int] = field(default_factory=list)
     host_stats: np.ndarray | None = None
-    """Finished float32 statistic rows [len(host_ids), K] of the tensors the C kernel read (`native`)."""
+    """Finished float32 statistic rows [len(host_ids), K] of the tensors the C kernel read (`c_kernel`)."""
     host_nonfinite: bool = False
     """Whether one of `host_stats` counts a NaN or Inf (the kernel said so)."""
     groups: list[Group] = field(default_factory=list)
@@ -71,11 +71,17 @@ class Pending:
     unit_inputs: list[tuple[int, str, torch.Tensor]] = field(default_factory=list)
     """(tensor id, activation kind, float32 copy) of the Tier-1 per-unit vectors still to compute."""
     tier1: bool = False
+    nan_update: list[int] = field(default_factory=list)
+    """Rows (places in `ids`) whose update_l2 is NaN though the device wrote one: no previous copy (the
+    multi-tensor reduction, `_multi_path`, writes 0 there and leaves the marking to the host)."""
+    nan_distance: list[int] = field(default_factory=list)
+    """Rows whose distance_l2 is NaN likewise: not tracked."""
 
 
 class Path(Protocol):
-    """How a saved step is read and handed on: `_packed.PackedPath` (accelerators, and the general path),
-    `_worker.WorkerPath` (CPU tensors no kernel reads) or `_kernel.KernelPath` (the C kernel reads it all).
+    """How a saved step is read and handed on: `_multi_path.MultiPath` (GPUs), `_packed.PackedPath` (other
+    accelerators, and the general path),
+    `_worker_path.WorkerPath` (CPU tensors no kernel reads) or `_kernel_path.KernelPath` (the C kernel reads it all).
     One is chosen at registration and checked again at each saved step (`_paths.Paths`)."""
 
     def stage(self, step: int) -> bool:
@@ -95,13 +101,13 @@ class SavedStep:
 
     def __init__(self, *, kernel: bool, packs: Callable[[torch.Tensor], bool]) -> None:
         self.kernel = kernel
-        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
+        """Float32 CPU tensors are read in place by the C kernel (`c_kernel`), on the training thread."""
         self.packs = packs
         self.acts_small: dict[torch.device, list[tuple[int, torch.Tensor]]] = {}
         """Copies of the small activations, per device, to be loaded into the packed buffer with the gradients."""
         self.reduced: list[tuple[int, int, torch.Tensor]] = []
         """(tensor id, elements, raw moments) of the tensors reduced one by one with torch ops so far in this step."""
-        self.host = native.HostRows()
+        self.host = c_kernel.HostRows()
         """Statistic rows of the tensors the C kernel read so far in this step."""
         self.batch: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]] = []
         """Tensors of the hook body in progress for one `HostRows.add_many` call (`read_batch`)."""
@@ -111,7 +117,7 @@ class SavedStep:
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
         """Read one activation in its forward hook: now (a later in-place op may change it), or as a copy."""
-        row = native.plain_row(output) if not tier1 and self.kernel else None
+        row = c_kernel.plain_row(output) if not tier1 and self.kernel else None
         if row is not None:  # read now, in one call
             self.host.add_read([tid], [*row])
             return
@@ -127,7 +133,7 @@ class SavedStep:
             if tier1:
                 unit: tuple[str, Result] | None = None
                 if self.kernel:
-                    unit = native.unit_vector(output, kind)
+                    unit = c_kernel.unit_vector(output, kind)
                 if unit is None:
                     unit = device_stats.unit_vector(output, kind)
                 if unit is not None:
@@ -141,7 +147,7 @@ class SavedStep:
         """Reduce one tensor that is not packed (large, or read in place by the C kernel) into this step."""
         hist: Result | None
         moved: Result | None
-        if self.kernel and native.usable(t) and (history is None or native.usable(history.prev)):
+        if self.kernel and c_kernel.usable(t) and (history is None or c_kernel.usable(history.prev)):
             prev, first, fresh = (
                 (None, None, False) if history is None else (history.prev, history.first, history.fresh)
             )

@@ -4,12 +4,13 @@
 scores' device, no host sync). When a stream's step is over, its counts are queued if that step
 writes them (train: saved steps; eval: every step that has some; all at `close`), and `ship`
 copies every queued count to the host in one small copy of their own, right after the saved
-step's copy, and writes them (`capture.prediction_counter.write_counts`).
+step's copy, and writes them (`capture.prediction_counter.write_counts`) once that copy is done: like the
+steps', it does not wait for the device (`_finalize.StepWriter.send_results`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from trainguard.capture.prediction_counter import PredictionCounter, write_counts
-from trainguard.capture.torch._finalize import gather_to_host
+from trainguard.capture.torch._finalize import StepWriter
 from trainguard.store import writer
 
 
@@ -32,8 +33,11 @@ class _Stream:
 class PredictionStreams:
     """Every (name, mode) stream of one hook, and the counts of finished steps waiting for their copy."""
 
-    def __init__(self, w: writer.RankWriter, *, is_saved_step: Callable[[int], bool]) -> None:
+    def __init__(
+        self, w: writer.RankWriter, step_writer: StepWriter, *, is_saved_step: Callable[[int], bool]
+    ) -> None:
         self._writer = w
+        self._step_writer = step_writer
         self._is_saved_step = is_saved_step
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._ready: list[tuple[int, str, str, dict[int, Any]]] = []
@@ -67,9 +71,15 @@ class PredictionStreams:
         ready, self._ready = self._ready, []
         if not ready:
             return
-        flat = [torch.as_tensor(t) for *_, raw in ready for t in raw.values()]
-        host = gather_to_host(flat)
-        parts = iter(np.split(host, np.cumsum([t.numel() for t in flat])[:-1]))
-        for step, name, mode, raw in ready:
-            counts = {cls: next(parts).reshape(tuple(t.shape)) for cls, t in raw.items()}
-            write_counts(self._writer, step, name, mode, counts)
+        flat: list[torch.Tensor | np.ndarray] = [
+            torch.as_tensor(t) for *_, raw in ready for t in raw.values()
+        ]
+
+        def write(host: Iterator[np.ndarray]) -> None:
+            for step, name, mode, raw in ready:
+                counts = {cls: next(host).reshape(tuple(t.shape)) for cls, t in raw.items()}
+                write_counts(self._writer, step, name, mode, counts)
+
+        if not self._step_writer.send_results(flat, write):
+            self._step_writer.transfer.wait()  # counts must add up: never skipped, waited for when the ring is full
+            self._step_writer.send_results(flat, write)

@@ -1,16 +1,17 @@
 """Tier-0 and Tier-1 statistics of PyTorch tensors, computed on the tensors' own device.
 
-Called by `hook.Hook` on saved steps only. Small tensors are copied into one padded
-float32 buffer per device (`Packed`) and reduced with a fixed number of kernels whatever their
-count; tensors above `pack_max_numel` are reduced one by one (`reduce_large`), where launch
-overhead is small next to the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the
-device); the host turns them into `run_format.STAT_COLUMNS` after the step's single transfer
-(`to_host`), so nothing here waits on the device. On CPU, where the device is the host, the
+Called by `hook.Hook` on saved steps only, where `multi_stats` (`_multi`) has no kernel, and
+for Tier-1 extras. Small tensors are copied into one padded float32 buffer per device (`Packed`)
+and reduced with a fixed number of kernels whatever their count; tensors above `pack_max_numel`
+are reduced one by one (`reduce_large`, float32 passes), where launch overhead is small next to
+the work. Both give raw moments (`RAW_COLUMNS`, float64 rows on the device); the host turns them
+into `run_format.STAT_COLUMNS` after the step's transfer (`_finalize`, `_transfer`), so nothing
+here waits on the device. On CPU, where the device is the host, the
 packed path instead reduces its per-row moments per tensor in numpy and runs the element-wise
 corrections (NaN/Inf counts, an exact variance pass, padding masked out of min/max) only where
 one host read shows they can matter. Definitions live in `store.stats` (numpy), against which
 every column is tested; half and fp8 dtypes are upcast to float32 first. With the C kernel built
-(`native`), float32 CPU tensors do not come here at all: the hook reads them with it.
+(`c_kernel`), float32 CPU tensors do not come here at all: the hook reads them with it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ the mean square (relative error below ~1e-5); otherwise a second, exact pass run
 
 
 def to_host(payload: torch.Tensor) -> np.ndarray:
-    """Copy one device tensor to host memory: the only device-to-host transfer of a saved step."""
+    """Copy one device tensor to host memory, blocking (the statistics worker, the CPU and tests; the hook's
+    saved steps on accelerators go through `_transfer` without waiting)."""
     return payload.detach().to("cpu").numpy()
 
 
@@ -427,38 +429,44 @@ def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tens
     """Return float64 [len(RAW_COLUMNS)] raw moments of one (large) tensor, without packing it.
 
     With `history`, also the squared distances to the previous and first saved copies, and
-    the previous copy is refreshed in place.
+    the previous copy is refreshed in place. Passes over the tensor accumulate in float32 (torch's
+    blocked reductions: ~1e-7 relative, where the columns are stored as float32), counts in int64
+    (exact), and the variance is a second pass around the mean (no `q - s^2/n` cancellation); only
+    the one row is float64. Used where `multi_stats` has no kernel (`_multi.available`), and as its
+    reference.
     """
     t = as_float32(x).reshape(-1)
     n = t.numel()
-    nan = torch.full((), torch.nan, dtype=torch.float64, device=t.device)
+    device = t.device
     if n == 0:
-        none = torch.zeros((), dtype=torch.float64, device=t.device)
+        none = torch.zeros((), dtype=torch.float64, device=device)
+        nan = torch.full((), torch.nan, dtype=torch.float64, device=device)
         return torch.stack([none, none, none] + [nan] * 8)
-    a = t.abs().sum(dtype=torch.float64)
-    s = t.sum(dtype=torch.float64)
-    q = torch.linalg.vector_norm(t, dtype=torch.float64).square()
+    a = t.abs().sum()
+    s = t.sum()
+    q = torch.linalg.vector_norm(t).square()
     mn, mx = torch.aminmax(t)
     if _counts_needed(a):
-        n_nan = t.isnan().sum().to(torch.float64)
-        n_inf = t.isinf().sum().to(torch.float64)
+        n_nan = t.isnan().sum()
+        n_inf = t.isinf().sum()
     else:
-        n_nan = n_inf = torch.zeros((), dtype=torch.float64, device=t.device)
-    zero = n - torch.count_nonzero(t).to(torch.float64)
-    dev = torch.linalg.vector_norm(t - (s / n).to(torch.float32), dtype=torch.float64).square()
-    upd = dist = nan
+        n_nan = n_inf = torch.zeros((), dtype=torch.int64, device=device)
+    zero = n - torch.count_nonzero(t)
+    # squared deviations around the mean, shifted by the first element: exact 0 for a constant tensor (whose
+    # float32 sum/n need not be the constant), and no cancellation for a large mean
+    shifted = t - t[0]
+    dev = torch.linalg.vector_norm(shifted - shifted.sum() / n).square()
+    upd = dist = torch.full((), torch.nan, dtype=torch.float32, device=device)
     if history is not None:
         prev = history.prev.reshape(-1)
         if not history.fresh:
-            upd = torch.linalg.vector_norm(t - as_float32(prev), dtype=torch.float64).square()
-        dist = torch.linalg.vector_norm(
-            t - as_float32(history.first.reshape(-1)), dtype=torch.float64
-        ).square()
+            upd = torch.linalg.vector_norm(t - as_float32(prev)).square()
+        dist = torch.linalg.vector_norm(t - as_float32(history.first.reshape(-1))).square()
         prev.copy_(x.detach().reshape(-1))
         history.fresh = False
-    return torch.stack(
-        [n_nan, n_inf, zero, mn.to(torch.float64), mx.to(torch.float64), s, a, q, dev, upd, dist]
-    )
+    counts = torch.stack([n_nan, n_inf, zero]).to(torch.float64)
+    moments = torch.stack([mn, mx, s, a, q, dev, upd, dist]).to(torch.float64)
+    return torch.cat([counts, moments])
 
 
 def reduce_one(

@@ -9,21 +9,25 @@ or train scalars keep coming without steps) makes the hook blind:
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
 optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
-handed on by one of three paths behind one interface (`_step.Path`), chosen when a module is
+handed on by one of four paths behind one interface (`_step.Path`), chosen when a module is
 registered and checked again cheaply at each saved step (`_paths.Paths`: the capture plan,
 `_plan.CapturePlan`, is laid out again and the path chosen again when a parameter changed device
 or dtype):
 
-- `_packed.PackedPath` (accelerators, and the general path): reduces on the device; the step's
-  results and its scalars reach the host in ONE copy at the start of the next iteration
-  (`_finalize.StepWriter`);
-- `_kernel.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
+- `_multi_path.MultiPath` (GPUs: `multi_stats` has its kernel there): one op per group of
+  gradients, of parameters, and per activation, into the device's result buffer;
+- `_packed.PackedPath` (other accelerators, and the general path): reduces on the device;
+- `_kernel_path.KernelPath` (float32 CPU tensors, the C kernel built): reads them in place on the
   training thread and writes the step there and then;
-- `_worker.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
+- `_worker_path.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
   reduces, copies and writes the step.
 
-Prediction counts (`record_predictions`, `_streams`) accumulate on the device and follow in a
-second, small copy of their own. Which forward hooks are installed when is `_forward`. Every hook
+On the first two, the step's results and its scalars leave for the host in ONE non-blocking copy
+per device at the start of the next iteration (`_finalize.StepWriter.send`, `_transfer.Transfer`);
+the hook's next calls poll it and write the step once it is done; only `flush` and `close` wait.
+A saved step that finds every host buffer in flight is skipped and counted (`_skip`). Prediction
+counts (`record_predictions`, `_streams`) accumulate on the device and follow in a second, small
+copy of their own. Which forward hooks are installed when is `_forward`. Every hook
 body that does real work is decorated with one fail-open guard (`_guard.fail_open`): a failure
 disables capture, is logged once and lands in END.json.
 """
@@ -45,7 +49,7 @@ from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture import exit_watch
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch import native
+from trainguard.capture.torch import c_kernel
 from trainguard.capture.torch._blindness import Blindness
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._forward import ForwardHooks
@@ -61,8 +65,9 @@ from trainguard.capture.torch._plan import (
 )
 from trainguard.capture.torch._step import MAX_HELD_SCALARS, Pending, SavedStep, Scalars
 from trainguard.capture.torch._streams import PredictionStreams
-from trainguard.capture.torch._worker import WORKER_DRAIN_SECONDS
-from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch._transfer import Transfer
+from trainguard.capture.torch._worker_path import WORKER_DRAIN_SECONDS
+from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.stop_flag import StopFlag
 from trainguard.store import writer
 
@@ -84,9 +89,15 @@ class Hook:
         config: CaptureConfig | None = None,
         environ: Mapping[str, str] | None = None,
         pack_max_numel: int = DEFAULT_PACK_MAX_NUMEL,
+        transfer: Transfer | None = None,
         **settings: Any,
     ) -> None:
-        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ)."""
+        """Configure from `config`, else from `out` and `settings` over `TRAINGUARD_*` in `environ` (default os.environ).
+
+        `transfer`: how saved steps reach the host (default: a ring of 3 pinned buffers and non-blocking
+        copies on CUDA, `_transfer.Transfer`); the CPU proxies of the hook's cost pass one that runs
+        under FakeTensorMode.
+        """
         if config is None:
             overrides: dict[str, Any] = dict(settings)
             if out:
@@ -94,10 +105,10 @@ class Hook:
             config = CaptureConfig.from_env(environ, **overrides)
         self.config = config
         self.pack_max_numel = pack_max_numel
-        self._every = config.save_interval if config else 1
-        """save_interval, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
-        self._native = bool(config and config.native_stats and native.AVAILABLE)
-        """Float32 CPU tensors are read in place by the C kernel (`native`), on the training thread."""
+        self._save_interval = config.save_interval if config else 1
+        """`config.save_interval`, read by the per-step fast paths (steps that are not saved cost a few int operations)."""
+        self._native = bool(config and config.native_stats and c_kernel.AVAILABLE)
+        """Float32 CPU tensors are read in place by the C kernel (`c_kernel`), on the training thread."""
         self.step = 0
         """Training iterations completed (optimizer steps with one optimizer); the step in progress has this number."""
         self._in_iteration = False
@@ -121,7 +132,9 @@ class Hook:
             self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
         )
         self._pending: Pending | None = None
-        """A saved step reduced on the device, written at the start of the next iteration (`_finalize`)."""
+        """A saved step reduced on the device, sent to the host at the start of the next iteration (`_finalize`)."""
+        self._skipped = -1
+        """The last saved step skipped because every host buffer was in flight (`_skip`)."""
         self._predictions: PredictionStreams | None = None
         self._writer: writer.RankWriter | None = None
         self._stop = StopFlag(config.stop_file if config else None)
@@ -129,6 +142,8 @@ class Hook:
         self._failed = False
         self._forwards_without_optimizer = 0
         self._warned_no_optimizer = False
+        self._transfer = transfer if transfer is not None else Transfer()
+        """Saved steps on their way to the host: polled by the hook bodies, waited for by flush and close only."""
         if config is None:
             return
         # The parts below exist only for a configured hook; every method that reaches them first checks
@@ -136,7 +151,7 @@ class Hook:
         w = self._writer = config.open_writer(framework="pytorch")
         self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
         self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
-        self._step_writer = StepWriter(w)
+        self._step_writer = StepWriter(w, self._transfer)
         self._paths = Paths(
             self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native
         )
@@ -168,7 +183,8 @@ class Hook:
 
     @property
     def skipped_steps(self) -> int:
-        """Saved steps skipped because the statistics worker held every snapshot buffer (also in END.json)."""
+        """Saved steps skipped because the statistics worker held every snapshot buffer, or every host buffer of the
+        transfer was still in flight (also in END.json)."""
         return 0 if self._writer is None else self._writer.skipped_steps
 
     @property
@@ -184,7 +200,7 @@ class Hook:
 
     @property
     def _native_plan(self) -> NativePlan | None:
-        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel.KernelPath`)."""
+        """The C kernel's plan of the parameters, while the kernel reads them all (`_kernel_path.KernelPath`)."""
         return self._plan.native_plan
 
     @property
@@ -211,6 +227,7 @@ class Hook:
             self._writer.errors.append(message)
             self._paths.drop()
             self._blindness.counted()  # capture is off: what follows is a failure, not blindness
+            self._transfer.drop()
         self._remove_handles()
         self._pending = None
 
@@ -279,6 +296,7 @@ class Hook:
             or self._predictions
             or self._forward.order_handles
             or self._pending is not None
+            or self._transfer.in_flight
             or self.is_saved_step(step)
             or self.is_saved_step(step - 1)
         )
@@ -303,6 +321,10 @@ class Hook:
             self._forward.finish_order(self._writer)  # a second training forward (no optimizer step between)
         if self._pending is not None:
             self._finalize_pending()
+        if self._transfer.in_flight:
+            self._poll()
+            if self._skipped != self.step and self.is_saved_step() and not self._transfer.has_room():
+                self._skip(self.step)  # decided before its activations: a skipped step does no work at all
         if self._predictions:
             self._ship_predictions()
 
@@ -310,9 +332,19 @@ class Hook:
     def _finalize_pending(self) -> None:
         self._finalize()
 
+    @fail_open("writing a saved step")
+    def _poll(self) -> None:
+        """Write the saved steps whose copies to the host are done (never waits)."""
+        self._transfer.poll()
+
     def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:
-            if not module.training or act.captured_step == self.step or not self.is_saved_step():
+            if (
+                not module.training
+                or act.captured_step == self.step
+                or not self.is_saved_step()
+                or self._skipped == self.step
+            ):
                 return
             self._capture_activation(act, output)
 
@@ -324,9 +356,11 @@ class Hook:
             return
         act.captured_step = self.step
         assert self._writer is not None
+        if self._pending is not None:
+            self._finalize()  # the step before goes first: its rows must leave the result buffer before these
         read = self._plan.define_activation(act, output, self._writer)  # None: a kind it does not read
         if read is not None:
-            self._saved.add_activation(read[0], act.kind, read[1], self._plan.tier1(self.step))
+            self._paths.add_activation(read[0], act.kind, read[1], self._plan.tier1(self.step))
 
     def _on_any_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         """torch's global optimizer post-hook: a step of an optimizer that is not registered (or was replaced)
@@ -354,7 +388,7 @@ class Hook:
                 return  # another optimizer's step ends this iteration
         if self._forward.order_handles and self._plan.module_order:
             self._forward.finish_order(self._writer)  # after the first training forward
-        if self._pending is None and self.step % self._every:
+        if self._pending is None and self.step % self._save_interval and not self._transfer.in_flight:
             return  # a step that is not saved, with nothing left to write
         self._begin_step(self.step)
 
@@ -363,8 +397,26 @@ class Hook:
         """The optimizer's pre-hook of a step that is saved or has a pending step to write first."""
         if self._pending is not None:
             self._finalize()
-        if self.enabled and self.is_saved_step(step):
-            self._paths.stage(step)
+        self._transfer.poll()
+        if self.enabled and self.is_saved_step(step) and self._skipped != step:
+            if self._transfer.has_room():
+                self._paths.stage(step)
+            else:
+                self._skip(step)
+
+    def _skip(self, step: int) -> None:
+        """Every host buffer is still in flight: skip saved step `step` rather than wait for the device (counted
+        in END.json `skipped_steps`; its update_l2 spans two intervals at the next saved step)."""
+        assert self._writer is not None
+        self._paths.skip()
+        self._skipped = step
+        if not self._writer.skipped_steps:
+            log.warning(
+                "trainguard: every host buffer still in flight (the device is far behind); step %d skipped "
+                "(further skips are only counted: END.json skipped_steps)",
+                step,
+            )
+        self._writer.skipped_steps += 1
 
     def _on_step_end(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         if not self._optimizers.single and not self._ends_iteration:
@@ -380,7 +432,7 @@ class Hook:
         worker = self._paths.worker
         if worker is not None and worker.error is not None:
             self._check_worker()
-        if step % self._every and self.step % self._every and not self._predictions:
+        if step % self._save_interval and self.step % self._save_interval and not self._predictions:
             if self._forward.root_handles and not self._needs_forward(self.step):
                 self._forward.watch(False)  # the iteration after a saved one is over
             return  # neither this step nor the next is saved: nothing to finish, nothing to arm
@@ -393,7 +445,7 @@ class Hook:
     @fail_open("optimizer step {0} (weights)")
     def _end_step(self, step: int, optimizer: torch.optim.Optimizer) -> None:
         """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
-        if self.is_saved_step(step):
+        if self.is_saved_step(step) and self._skipped != step:
             self._pending = self._paths.complete(step, optimizer)
         self._forward.arm(self.is_saved_step())
         self._forward.watch(self._needs_forward(self.step))
@@ -402,7 +454,11 @@ class Hook:
     def _finalize(self) -> None:
         """Bring the pending step and the scalars recorded so far to the host in one copy, and write them."""
         pending, self._pending = self._pending, None
-        self._step_writer.write(pending, self._scalars.take())
+        scalars = self._scalars.take()
+        if not self._step_writer.send(pending, scalars):
+            # a slot was free when the step was staged; something sent since took it: wait this once
+            self._transfer.wait()
+            self._step_writer.send(pending, scalars)
 
     # --- scalars and control --------------------------------------------------------------------------
     def record_scalar(
@@ -423,7 +479,7 @@ class Hook:
             if n > self._blind_after_scalars:
                 self._scalars_without_steps(n)
         step = self._record_step()
-        if (mode == "train" and step % self._every) or self._writer is None or not self.enabled:
+        if (mode == "train" and step % self._save_interval) or self._writer is None or not self.enabled:
             return
         self._add_scalar(step, name, value, mode, collection)
 
@@ -488,7 +544,9 @@ class Hook:
         streams = self._predictions
         if streams is None:
             assert self._writer is not None
-            streams = self._predictions = PredictionStreams(self._writer, is_saved_step=self.is_saved_step)
+            streams = self._predictions = PredictionStreams(
+                self._writer, self._step_writer, is_saved_step=self.is_saved_step
+            )
         step = self._record_step()
         streams.add(step, scores, labels, name=name, mode=mode, logits=logits, max_classes=max_classes)
 
@@ -523,6 +581,8 @@ class Hook:
             self._check_worker()
         if self.enabled and (self._pending is not None or self._scalars.held):
             self._finalize()
+        if self.enabled:
+            self._transfer.wait()
         self._writer.flush()
 
     def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:

@@ -1,4 +1,4 @@
-"""The C kernel of the hook's CPU path (`trainguard.capture.torch.native`) against the numpy reference.
+"""The C kernel of the hook's CPU path (`trainguard.capture.torch.c_kernel`) against the numpy reference.
 
 Every statistic column, update/distance over saved steps, the "moved" share per unit, the log2
 histogram and per-unit activity/saturation, on the same awkward tensors as the torch path's
@@ -20,22 +20,22 @@ import trainguard.torch as tg
 from tests.capture.test_torch_hook_cost import OpLog
 from tests.capture.test_torch_statistics import assert_columns_match, sample_tensors
 from tests.capture.torch_loop import mlp, tier1_rows, train
-from trainguard.capture.torch import native
+from trainguard.capture.torch import c_kernel
 from trainguard.store import run_format, stats
 
 
 def test_the_kernel_is_built_where_the_tests_run() -> None:
     # dev/setup.sh builds it (gcc is on every machine of this project); without it every test
     # below would pass vacuously through the torch path
-    assert native.AVAILABLE, (
+    assert c_kernel.AVAILABLE, (
         "trainguard/capture/_cstats.c was not built: run dev/setup.sh (needs a C compiler)"
     )
     # the kernel's row and histogram widths are the run format's
-    assert (native._cstats.N_COLUMNS, native._cstats.HIST_BINS) == (native.K, run_format.HIST_BINS)
+    assert (c_kernel._cstats.N_COLUMNS, c_kernel._cstats.HIST_BINS) == (c_kernel.K, run_format.HIST_BINS)
 
 
 def test_every_column_and_histogram_match_numpy() -> None:
-    rows = native.HostRows(capacity=2)  # grows as tensors come
+    rows = c_kernel.HostRows(capacity=2)  # grows as tensors come
     tensors = [t for t in sample_tensors(torch.float32) if t.numel()]
     hists = [rows.add(i, t, hist=True)[0] for i, t in enumerate(tensors)]
     ids, got, nonfinite = rows.take()
@@ -52,7 +52,7 @@ def test_every_column_and_histogram_match_numpy() -> None:
 def test_one_call_for_several_tensors_writes_what_one_call_each_does() -> None:
     tensors = [t for t in sample_tensors(torch.float32) if t.numel()]
     copies = [(t.clone() + 1, t.clone() - 1) for t in tensors]
-    one, many = native.HostRows(), native.HostRows(capacity=1)
+    one, many = c_kernel.HostRows(), c_kernel.HostRows(capacity=1)
     prevs_one = [p.clone() for p, _ in copies]
     for i, (t, (_, first)) in enumerate(zip(tensors, copies)):
         one.add(i, t, prev=prevs_one[i], first=first) if i % 2 else one.add(i, t)
@@ -73,7 +73,7 @@ def test_one_call_for_several_tensors_writes_what_one_call_each_does() -> None:
 
 def test_the_kernel_says_which_steps_hold_nan_or_inf() -> None:
     # the writer flushes a step with NaN/Inf at once; the hook tells it from the kernel's answer
-    rows = native.HostRows()
+    rows = c_kernel.HostRows()
     finite, bad = torch.ones(8), torch.tensor([1.0, float("inf"), 2.0])
     rows.add_many([(0, finite, None, None, False), (1, finite, None, None, False)])
     assert rows.take()[2] is False
@@ -90,7 +90,7 @@ def test_update_distance_and_moved_follow_the_saved_steps() -> None:
     w = torch.randn(6, 5, generator=g)
     prev, first = w.clone(), w.clone()
     saved = [w.clone()]
-    rows = native.HostRows()
+    rows = c_kernel.HostRows()
     _, moved0 = rows.add(0, w, prev=prev, first=first, fresh=True, units=6)
     assert np.isnan(moved0).all(), "no previous copy at the first save"
     for step in range(1, 4):
@@ -123,7 +123,7 @@ def test_sums_hold_at_every_magnitude_and_mean(scale: float, offset: float) -> N
     prev = (x.double() * (1 + 1e-3 * torch.randn(1300, generator=g, dtype=torch.float64))).float()
     first = x * 0.5
     want = stats.tier0(x.numpy(), prev=prev.numpy(), first=first.numpy())
-    rows = native.HostRows()
+    rows = c_kernel.HostRows()
     rows.add(0, x, prev=prev, first=first)
     got = rows.take()[1]
     assert np.isfinite(got).all() and torch.equal(prev, x)
@@ -145,7 +145,7 @@ def test_histograms_match_numpy_however_many_binades_a_chunk_spans(make: Any) ->
     # at a time, with NaN/Inf left out and zeros in bin 0
     x = make(torch.Generator().manual_seed(4))
     x[[7, 1500, 4999]] = torch.tensor([float("nan"), float("inf"), 0.0])
-    rows = native.HostRows()
+    rows = c_kernel.HostRows()
     hist, _ = rows.add(0, x, hist=True)
     np.testing.assert_array_equal(hist, stats.log2_hist(x.numpy()))
 
@@ -156,11 +156,11 @@ def test_per_unit_activity_and_saturation_match_numpy(shape: tuple[int, ...], ac
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(2)) * 3
     x = {"relu": x, "sigmoid": torch.sigmoid(x), "tanh": torch.tanh(x)}[activation]
     x.view(-1)[1] = float("nan")  # neither active nor saturated
-    unit = native.unit_vector(x, activation)
+    unit = c_kernel.unit_vector(x, activation)
     want = stats.unit_activity(x.numpy(), activation)
     assert unit is not None and want is not None and unit[0] == want[0]
     np.testing.assert_allclose(unit[1], want[1], rtol=0, atol=1e-7)
-    assert native.unit_vector(x, "identity") is None
+    assert c_kernel.unit_vector(x, "identity") is None
 
 
 @pytest.mark.parametrize(
@@ -178,7 +178,7 @@ def test_per_unit_activity_and_saturation_match_numpy(shape: tuple[int, ...], ac
 def test_what_the_kernel_cannot_read_is_refused_before_it_reads_anything(
     tensor: torch.Tensor, kwargs: dict[str, object]
 ) -> None:
-    rows = native.HostRows()
+    rows = c_kernel.HostRows()
     with pytest.raises(ValueError):
         rows.add(0, tensor, **kwargs)  # type: ignore[arg-type]
     assert rows.take()[0] == []
@@ -210,7 +210,7 @@ def test_tensors_the_kernel_cannot_read_take_the_torch_path(file_uri: str) -> No
     model = mlp()
     with torch.no_grad():  # a transposed weight (and so gradient): not contiguous, packed by torch ops
         model[4].weight = torch.nn.Parameter(model[4].weight.t().contiguous().t())
-    assert not native.usable(model[4].weight)
+    assert not c_kernel.usable(model[4].weight)
     with tg.Hook(file_uri, save_interval=1, tier1_interval=1) as hook:
         seen = train(hook, model, steps=3)
     assert hook.errors == [] and len(seen.losses) == 3
@@ -228,7 +228,7 @@ def test_tensors_the_kernel_cannot_read_take_the_torch_path(file_uri: str) -> No
 def test_a_missing_build_is_said_once_and_training_gets_the_torch_path(
     file_uri: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(native, "AVAILABLE", False)  # as after an install without a C compiler
+    monkeypatch.setattr(c_kernel, "AVAILABLE", False)  # as after an install without a C compiler
     with caplog.at_level(logging.WARNING, logger="trainguard"), tg.Hook(file_uri, save_interval=1) as hook:
         train(hook, mlp(), steps=4)
     assert hook.errors == [] and not hook._native and hook._worker is not None
@@ -373,16 +373,16 @@ def test_one_call_reads_any_number_of_tensors_and_refuses_a_malformed_spec() -> 
     # more tensors than the kernel keeps on its stack (64): their spec goes to the heap
     g = torch.Generator().manual_seed(3)
     tensors = [torch.randn(int(torch.randint(1, 40, (1,), generator=g)), generator=g) for _ in range(150)]
-    one, many = native.HostRows(), native.HostRows()
+    one, many = c_kernel.HostRows(), c_kernel.HostRows()
     for i, t in enumerate(tensors):
         one.add(i, t)
     many.add_many([(i, t, None, None, False) for i, t in enumerate(tensors)])
     (ids_one, rows_one, _), (ids_many, rows_many, _) = one.take(), many.take()
     assert ids_one == ids_many == list(range(150))
     np.testing.assert_array_equal(rows_one, rows_many)
-    rows = np.empty((4, native.K), np.float32)
+    rows = np.empty((4, c_kernel.K), np.float32)
     for spec in ([1, 2, 3], [tensors[0].data_ptr(), 0, 0, 0, 0], [tensors[0].data_ptr(), 1, 5, 0, 0]):
         with pytest.raises(ValueError):  # not 5 ints per tensor; n < 1; one saved copy without the other
-            native._cstats.reduce_many(spec, rows, 0)
+            c_kernel._cstats.reduce_many(spec, rows, 0)
     with pytest.raises(ValueError):  # no room for the rows
-        native._cstats.reduce_many([tensors[0].data_ptr(), 1, 0, 0, 0] * 5, rows, 0)
+        c_kernel._cstats.reduce_many([tensors[0].data_ptr(), 1, 0, 0, 0] * 5, rows, 0)

@@ -2,7 +2,7 @@
 
 On CPU there are no asynchronous kernels to hide behind, so the optimizer's hooks only snapshot
 the step's tensors into one of `stats_in_flight` packed buffers (staged and collected by
-`_packed.PackedPath`), and a background thread (`stats_worker.StatsWorker`) reduces, copies and
+`_packed.PackedPath`), and a background thread (`worker_thread.StatsWorker`) reduces, copies and
 writes the step, with the scalars recorded before it. A step that finds every buffer busy waits
 within a small allowance (`WORKER_WAIT_SHARE` of the training time), then is skipped and counted
 (END.json `skipped_steps`). Failures inside the worker reach the hook through `StatsWorker.error`,
@@ -20,7 +20,7 @@ from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._step import Pending, ScalarValue
-from trainguard.capture.torch.stats_worker import StatsWorker
+from trainguard.capture.torch.worker_thread import StatsWorker
 from trainguard.store import writer
 
 log = logging.getLogger(__name__)

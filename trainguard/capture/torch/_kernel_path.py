@@ -17,7 +17,7 @@ from typing import cast
 import numpy as np
 import torch
 
-from trainguard.capture.torch import device_stats, native
+from trainguard.capture.torch import c_kernel, device_stats
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._plan import CapturePlan, NativePlan
 from trainguard.capture.torch._step import HostHists, HostUnits, Pending, SavedStep, Scalars
@@ -48,7 +48,7 @@ class KernelPath:
             if grad is None or p.grad_skipped or not grad.numel():  # none, not read, or an empty shard here
                 continue
             tid = p.grad_tid
-            row = None if tid is None or grad.is_sparse else native.plain_row(grad)
+            row = None if tid is None or grad.is_sparse else c_kernel.plain_row(grad)
             if row is None:
                 return False  # a gradient new to the catalogue, or one the kernel cannot read
             ids.append(tid)  # type: ignore[arg-type]  # not None when row is not
@@ -97,7 +97,7 @@ class KernelPath:
             plan.spec = []
             for p in plan.params:
                 h = p.history
-                plan.spec += native.spec_row(p.param, *((h.prev, h.first, h.fresh) if h else ()))
+                plan.spec += c_kernel.spec_row(p.param, *((h.prev, h.first, h.fresh) if h else ()))
             plan.ids = [p.tid for p in plan.params]  # type: ignore[misc]  # planned parameters are captured
         elif plan.fresh:
             plan.spec[4::5] = [int(p.history is not None and p.history.fresh) for p in plan.params]

@@ -1,0 +1,306 @@
+"""CPU proxies of the hook's cost on a GPU: a GPT-like model and the hook run on fake CUDA tensors.
+
+No GPU here, so what makes the hook cheap on one is asserted from what it asks the device to do.
+The model and the hook run under `FakeTensorMode` with `cuda` tensors (ops are dispatched and
+shapes computed, nothing runs: a host read of a device value raises); a `TorchDispatchMode`
+inside it records every op. A hooked model's steps are compared with a plain one's, and from the
+third saved step on the ops the hook adds per saved step are counted: few, not growing with depth, no
+host reads, one non-blocking device-to-host copy of a few KiB, no fresh allocation of 1 MiB or
+more, and nothing on steps that are not saved. (The autograd engine wants a CUDA context even for
+fake tensors, so gradients are made directly instead of by a backward pass; the hook only reads
+them.) The transfer's pinned buffers and CUDA events need
+a GPU: the hook gets the CUDA staging (`PinnedStaging.copy`, the copy itself) with plain buffers
+and markers the test completes. What these proxies do not show (kernel time, the overlap) is for
+`benchmarks/gpu_checks.sh` on a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import trainguard
+import trainguard.torch as tg
+from trainguard.capture.torch import device_stats
+from trainguard.capture.torch._multi_path import MultiPath
+from trainguard.capture.torch._transfer import Marker, PinnedStaging, Transfer
+
+aten = torch.ops.aten
+NOT_WORK = {
+    aten.detach.default,
+    aten.lift_fresh.default,
+    aten.lift_fresh_copy.default,
+    torch.ops.prim.device.default,
+}
+"""Ops that launch nothing (besides views)."""
+HOST_READS = {
+    aten._local_scalar_dense.default,
+    aten.item.default,
+    aten.nonzero.default,
+    aten.equal.default,
+    aten.is_nonzero.default,
+    aten.bincount.default,
+}
+"""Ops that read a device value on the host: each one a synchronisation on a GPU."""
+MIB = 1 << 20
+SAVE_INTERVAL = 3
+CYCLES = 2
+"""Saved steps measured, after two that set things up (history copies, buffers)."""
+
+
+@dataclass
+class Op:
+    name: str
+    d2h_bytes: int = 0
+    non_blocking: bool = False
+    fresh_bytes: int = 0
+
+
+class Recorder(TorchDispatchMode):
+    """Records every op that does work (not views, not detach) while `ops` is a list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[Op] | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.ops is not None and not func.is_view and func not in NOT_WORK:
+            self.ops.append(_describe(func, args, kwargs, out))
+        return out
+
+
+def _describe(func: Any, args: Any, kwargs: Any, out: Any) -> Op:
+    op = Op(str(func))
+    if func in (aten.copy_.default, aten._to_copy.default):
+        src = args[1] if func is aten.copy_.default else args[0]
+        dst_cpu = (
+            args[0].device.type if func is aten.copy_.default else str(kwargs.get("device", ""))
+        ) == "cpu"
+        if src.device.type == "cuda" and dst_cpu:
+            op.d2h_bytes = src.numel() * src.element_size()
+            op.non_blocking = bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False))
+    writes = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+    if not writes:  # a functional op: its outputs are new tensors
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        op.fresh_bytes = max(
+            (t.numel() * t.element_size() for t in outs if isinstance(t, torch.Tensor)), default=0
+        )
+    return op
+
+
+class FakeMarker:
+    """A copy the test declares done (a GPU that keeps up) or not (one that falls behind)."""
+
+    def __init__(self, done: list[bool]) -> None:
+        self._done = done
+
+    def query(self) -> bool:
+        return self._done[0]
+
+    def synchronize(self) -> None:
+        self._done[0] = True
+
+
+class FakeCudaStaging(PinnedStaging):
+    """The CUDA staging with what needs a GPU swapped out: plain buffers, test-driven markers, zeros read back."""
+
+    pin_memory = False
+
+    def __init__(self, done: list[bool]) -> None:
+        self.done = done
+
+    def record(self, device: torch.device) -> Marker:
+        return FakeMarker(self.done)
+
+    def read(self, host: torch.Tensor) -> np.ndarray:
+        return np.zeros(host.numel())
+
+
+class Block(nn.Module):
+    """A pre-norm GPT block (attention in plain ops: no fused kernel to pick on a fake device)."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.up, self.act, self.down = nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        b, s, w = h.shape
+        q, k, v = self.qkv(self.ln1(h)).view(b, s, 3, self.heads, w // self.heads).unbind(2)
+        att = torch.einsum("bshd,bthd->bhst", q, k) / math.sqrt(w // self.heads)
+        mask = torch.ones(s, s, dtype=torch.bool, device=h.device).tril()
+        att = att.masked_fill(~mask, -torch.inf).softmax(-1)
+        h = h + self.proj(torch.einsum("bhst,bthd->bshd", att, v).reshape(b, s, w))
+        return h + self.down(self.act(self.up(self.ln2(h))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers: int, *, width: int = 768, vocab: int = 16384, seq: int = 512) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(torch.zeros(seq, width))
+        self.blocks = nn.Sequential(*[Block(width, width // 64) for _ in range(layers)])
+        self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(self.blocks(self.emb(tokens) + self.pos[: tokens.shape[1]])))
+
+
+@dataclass
+class Measured:
+    per_saved_step: list[list[Op]] = field(default_factory=list)
+    """Ops the hook added in each measured cycle of SAVE_INTERVAL steps (its saved step, then the others)."""
+    not_saved_extra: list[int] = field(default_factory=list)
+    """Ops the hook added in each step of a cycle that is neither saved nor right after a saved one."""
+    hook: tg.Hook | None = None
+    activations: int = 0
+
+
+def _ops_of(
+    model: nn.Module, opt: torch.optim.Optimizer, rec: Recorder, tokens: torch.Tensor, hook: tg.Hook | None
+) -> list[Op]:
+    rec.ops = []
+    opt.zero_grad(set_to_none=True)
+    logits = model(tokens[:, :-1])
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+    # the autograd engine needs a CUDA context even for fake tensors: gradients are made directly (new ones
+    # each step, as after zero_grad(set_to_none=True)); the hook only reads them
+    for p in model.parameters():
+        p.grad = torch.empty_like(p)
+    opt.step()
+    if hook is not None:
+        hook.record_scalar("loss", loss)
+    ops, rec.ops = rec.ops, None
+    return ops
+
+
+def _added(hooked: list[Op], plain: list[Op]) -> list[Op]:
+    """The hooked step's ops that the plain step does not have (by name and count)."""
+    left: dict[str, int] = {}
+    for op in plain:
+        left[op.name] = left.get(op.name, 0) + 1
+    extra = []
+    for op in hooked:
+        if left.get(op.name, 0):
+            left[op.name] -= 1
+        else:
+            extra.append(op)
+    assert not any(left.values()), f"the hooked step lacks ops of the plain one: {left}"
+    return extra
+
+
+@contextmanager
+def fake_cuda() -> Iterator[Recorder]:
+    with FakeTensorMode(allow_non_fake_inputs=False), Recorder() as rec:
+        yield rec
+
+
+def measure(
+    tmp_path: Path, layers: int, *, done: bool = True, cycles: int = CYCLES, **settings: Any
+) -> Measured:
+    """Train a hooked GPT of `layers` blocks on fake CUDA tensors; count what the hook adds to a plain one's step."""
+    out = Measured()
+    flag = [done]
+    with fake_cuda() as rec:
+        models = []
+        for _ in range(2):
+            with torch.device("cuda"):
+                model = GPT(layers)
+            models.append((model, torch.optim.SGD(model.parameters(), lr=0.01)))
+        hook = out.hook = tg.Hook(
+            f"file://{tmp_path}/run-{layers}",
+            save_interval=SAVE_INTERVAL,
+            tier1_interval=1000,  # Tier-1 steps keep their torch ops; measured steps are Tier 0
+            transfer=Transfer(staging=lambda device: FakeCudaStaging(flag)),
+            **settings,
+        )
+        hook.register_module(models[0][0])
+        hook.register_optimizer(models[0][1])
+        out.activations = sum(isinstance(m, nn.GELU) for m in models[0][0].modules())
+        tokens = torch.randint(0, 16384, (8, 513), device="cuda")
+        plain = _ops_of(*models[1], rec, tokens, None)  # every plain step does the same
+        for step in range(SAVE_INTERVAL * (2 + cycles)):
+            hooked = _ops_of(*models[0], rec, tokens, hook)
+            if step < 2 * SAVE_INTERVAL:
+                continue
+            extra = _added(hooked, plain)
+            if step % SAVE_INTERVAL == 0:
+                out.per_saved_step.append(extra)
+            else:
+                out.per_saved_step[-1] += extra
+                if step % SAVE_INTERVAL > 1:
+                    out.not_saved_extra.append(len(extra))
+        hook.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Measured]:
+    tmp = tmp_path_factory.mktemp("proxies")
+    return {layers: measure(tmp, layers) for layers in (2, 6)}
+
+
+def test_the_gpu_path_is_the_multi_tensor_one_and_captures_without_error(runs: dict[int, Measured]) -> None:
+    for m in runs.values():
+        assert m.hook is not None and m.hook.errors == [] and m.hook.skipped_steps == 0
+        assert isinstance(m.hook._paths.current, MultiPath)
+
+
+def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Measured]) -> None:
+    for m in runs.values():
+        counts = {len(ops) for ops in m.per_saved_step}
+        assert len(counts) == 1, f"the ops per saved step vary: {counts}"
+        assert counts.pop() <= 24 + 2 * m.activations, [op.name for op in m.per_saved_step[0]]
+    grows = len(runs[6].per_saved_step[0]) - len(runs[2].per_saved_step[0])
+    assert grows <= 2 * (runs[6].activations - runs[2].activations)
+
+
+def test_a_step_that_is_not_saved_adds_no_op(runs: dict[int, Measured]) -> None:
+    for m in runs.values():
+        assert m.not_saved_extra and set(m.not_saved_extra) == {0}
+
+
+def test_no_host_read_and_one_small_non_blocking_copy_per_saved_step(runs: dict[int, Measured]) -> None:
+    for m in runs.values():
+        assert m.hook is not None
+        tensors = (
+            len(m.hook._plan.params) * 2 + m.activations + 1
+        )  # weights, gradients, activations, the loss
+        for ops in m.per_saved_step:
+            assert not [op.name for op in ops if op.name in {str(f) for f in HOST_READS}]
+            copies = [op for op in ops if op.d2h_bytes]
+            assert len(copies) == 1 and copies[0].non_blocking
+            assert copies[0].d2h_bytes <= 8 * len(device_stats.RAW_COLUMNS) * tensors + 4096
+
+
+def test_a_saved_step_allocates_nothing_large(runs: dict[int, Measured]) -> None:
+    for m in runs.values():
+        for ops in m.per_saved_step:
+            assert not [(op.name, op.fresh_bytes) for op in ops if op.fresh_bytes >= MIB]
+
+
+def test_with_every_host_buffer_in_flight_saved_steps_are_skipped_and_counted(tmp_path: Path) -> None:
+    m = measure(tmp_path, 2, done=False, cycles=3)  # the device never catches up
+    assert m.hook is not None and m.hook.errors == []
+    # two set-up saved steps and the first measured one fill the three buffers; the others are skipped
+    assert m.hook.skipped_steps == 2
+    assert [len(ops) for ops in m.per_saved_step[1:]] == [0, 0]
+    # close waited for the three in flight and wrote them; the skipped steps' losses still rode along
+    run = trainguard.open_run(f"file://{tmp_path}/run-2")
+    assert list(run.series("blocks.0.up.weight", "count").steps) == [0, 3, 6]
+    assert list(run.scalars("loss").steps) == [0, 3, 6, 9, 12]

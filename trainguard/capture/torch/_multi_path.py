@@ -1,0 +1,203 @@
+"""The multi-tensor path: a saved step reduced with one `multi_stats` op per group, straight into its result rows.
+
+Chosen (`_paths.Paths.choose`) when every captured parameter lies on a device where the op
+`trainguard::multi_stats` (`_multi`) runs its kernel (`runs_on`: CUDA with Triton; the CPU under
+Triton's interpreter, for tests; fake CUDA tensors, for the CPU proxies of the hook's cost). Each
+captured activation is reduced in its forward hook with one op, read where it lies (no copy); the
+optimizer's pre-hook reduces every gradient of a (device, dtype) group with one op, its post-hook
+every parameter of a group with one op (the tracked ones with their previous and first copies,
+which the op refreshes). Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
+saved step allocates nothing and its results leave in one copy per device. Rows without a
+previous copy get their NaN update/distance on the host (`Pending.nan_update`). Tier-1 extras
+(histograms, per-unit vectors) keep the torch ops of `device_stats`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trainguard.capture.torch import _multi, device_stats
+from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._plan import CapturePlan, Param
+from trainguard.capture.torch._step import Pending, SavedStep, Scalars
+from trainguard.store import writer
+from trainguard.store.stats import MOVED
+
+
+def runs_on(device: torch.device) -> bool:
+    """Whether the multi-tensor path serves tensors of `device`.
+
+    `_multi.available` says where the kernel runs. A CUDA tensor on a machine without CUDA can only
+    be a fake one (FakeTensorMode: the CPU proxies of the hook's cost), which the op's fake
+    implementation serves.
+    """
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return True
+    return _multi.available(device)
+
+
+class _Rows:
+    """What the saved step in progress reduced so far: ids, sizes and row blocks, in the order reserved."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.counts: list[int] = []
+        self.parts: list[torch.Tensor] = []
+        self.nan_update: list[int] = []
+        self.nan_distance: list[int] = []
+
+    def add(
+        self, ids: list[int], xs: list[torch.Tensor], rows: torch.Tensor, fresh: list[bool] | None
+    ) -> None:
+        """Note one op's rows; `fresh`: per row, whether it has no previous copy yet (None: not tracked)."""
+        first = len(self.ids)
+        self.ids += ids
+        self.counts += [x.numel() for x in xs]
+        self.parts.append(rows)
+        if fresh is None:
+            self.nan_distance += range(first, first + len(ids))
+            self.nan_update += range(first, first + len(ids))
+        else:
+            self.nan_update += [first + i for i, f in enumerate(fresh) if f]
+
+
+class MultiPath:
+    """Stages and completes saved steps with one `multi_stats` op per group into preallocated result rows."""
+
+    def __init__(
+        self,
+        plan: CapturePlan,
+        saved: SavedStep,
+        scalars: Scalars,
+        step_writer: StepWriter,
+        w: writer.RankWriter,
+    ) -> None:
+        self.plan = plan
+        self.saved = saved
+        self.scalars = scalars
+        self.step_writer = step_writer
+        self._writer = w
+        self._rows = _Rows()
+
+    def _reduce(
+        self,
+        ids: list[int],
+        xs: list[torch.Tensor],
+        histories: list[device_stats._History] | None,
+        tier1: bool,
+    ) -> None:
+        """One op over `xs` (one device and dtype) into freshly reserved rows; Tier-1 extras after it."""
+        rows = self.step_writer.buffer(xs[0].device).rows(len(xs))
+        fresh = None
+        if histories is not None:
+            fresh = [h.fresh for h in histories]
+            if tier1:  # the "moved" share compares with the previous copy: before the op refreshes it
+                for tid, x, h in zip(ids, xs, histories):
+                    if device_stats.unit_count(x):
+                        self.saved.units[(MOVED, tid)] = device_stats.moved_large(x, h)
+            prevs = [h.prev for h in histories]
+            firsts = [h.first for h in histories]
+            for h in histories:
+                h.fresh = False
+        else:
+            prevs = firsts = []
+        torch.ops.trainguard.multi_stats(xs, prevs, firsts, rows)
+        if tier1:
+            for i, (tid, x) in enumerate(zip(ids, xs)):
+                self.saved.hists[tid] = device_stats.histogram(x, rows[i])
+        self._rows.add(ids, xs, rows, fresh)
+
+    def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
+        """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change
+        what it read: the op is ordered before it on the device)."""
+        x = output.detach()
+        if tier1:
+            unit = device_stats.unit_vector(x, kind)
+            if unit is not None:
+                self.saved.units[(unit[0], tid)] = unit[1]
+        if x.is_sparse or not runs_on(x.device):
+            self.saved.reduce_now(tid, x, tier1)  # rare: torch ops where the op has no kernel
+            return
+        self._reduce([tid], [x if x.is_contiguous() else x.contiguous()], None, tier1)
+
+    def stage(self, step: int) -> bool:
+        """Optimizer pre-hook of saved step `step`: one op per (device, dtype) group of gradients."""
+        plan = self.plan
+        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor]]] = {}
+        with torch.no_grad():
+            for p in plan.grad_params:
+                got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
+                if got is None:
+                    continue
+                tid, grad = got
+                if not runs_on(grad.device):
+                    self.saved.reduce_now(tid, grad, plan.tier1(step))
+                    continue
+                ids, xs = groups.setdefault((grad.device, grad.dtype), ([], []))
+                ids.append(tid)
+                xs.append(grad if grad.is_contiguous() else grad.contiguous())
+            tier1 = plan.tier1(step)
+            for ids, xs in groups.values():
+                self._reduce(ids, xs, None, tier1)
+        return True
+
+    def complete(self, step: int, optimizer: torch.optim.Optimizer) -> Pending | None:
+        """Optimizer post-hook: one op per (device, dtype) group of parameters (tracked ones apart, with their
+        copies); return the step, whose rows the hook sends to the host at the next iteration."""
+        plan = self.plan
+        assert plan.config is not None
+        tier1 = plan.tier1(step)
+        track = plan.config.track_updates
+        groups: dict[tuple[torch.device, torch.dtype, bool], list[Param]] = {}
+        for p in plan.params:
+            if p.tid is None:
+                continue
+            tracked = track and p.trainable
+            groups.setdefault((p.param.device, p.param.dtype, tracked), []).append(p)
+        with torch.no_grad():
+            for (device, _, tracked), params in groups.items():
+                ids = [p.tid for p in params if p.tid is not None]
+                xs = [p.param.detach() for p in params]
+                if not runs_on(device):
+                    for p, x in zip(params, xs):
+                        assert p.tid is not None
+                        if tracked and p.history is None:
+                            p.history = device_stats.new_history(p.param)
+                        self.saved.reduce_now(p.tid, x, tier1, p.history if tracked else None)
+                    continue
+                xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
+                histories = None
+                if tracked:
+                    for p in params:
+                        if p.history is None:
+                            p.history = device_stats.new_history(p.param)
+                    histories = [p.history for p in params if p.history is not None]
+                self._reduce(ids, xs, histories, tier1)
+        self.scalars.add_lr(step, optimizer)
+        rows, self._rows = self._rows, _Rows()
+        saved = self.saved
+        ids, counts, parts = rows.ids, rows.counts, rows.parts
+        for tid, n, raw in saved.reduced:  # tensors on devices the op does not serve
+            parts.append(raw[None, :])
+            ids.append(tid)
+            counts.append(n)
+        pending = Pending(
+            step,
+            ids,
+            counts,
+            parts,
+            saved.units,
+            saved.hists,
+            tier1=tier1,
+            nan_update=rows.nan_update,
+            nan_distance=rows.nan_distance,
+        )
+        saved.reset()
+        return pending
+
+    def skip(self) -> None:
+        """Forget what the saved step in progress reduced: it is not sent (`Hook._skip`)."""
+        self._rows = _Rows()
+        for b in self.step_writer.buffers.values():
+            b.reset()
+        self.saved.reset()

@@ -1,4 +1,4 @@
-# The C kernel of the hook's CPU path (_cstats.c); called only through trainguard.capture.torch.native.
+# The C kernel of the hook's CPU path (_cstats.c); called only through trainguard.capture.torch.c_kernel.
 from typing import Any
 
 N_COLUMNS: int

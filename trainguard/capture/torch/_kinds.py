@@ -38,6 +38,17 @@ _WRAPPER_NAMES = ("_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_modu
 modules: dropped from captured names, so a wrapped model's tensors are named as the bare model's."""
 
 
+_FAKE_MODULE = "torch._subclasses.fake_tensor"
+"""Where FakeTensor lives: a fake tensor stands in for a plain one (FakeTensorMode: tracing, and the CPU proxies
+of the hook's cost on fake CUDA tensors), so it is read as one."""
+
+
+def is_fake(t: torch.Tensor) -> bool:
+    mod = sys.modules.get(_FAKE_MODULE)
+    cls = getattr(mod, "FakeTensor", None) if mod is not None else None
+    return cls is not None and isinstance(t, cls)
+
+
 def dtensor_type() -> type[DTensor] | None:
     """The DTensor class, if some code has imported it (else no tensor is a DTensor)."""
     mod = sys.modules.get(_DTENSOR_MODULE)
@@ -66,7 +77,7 @@ def unreadable(t: torch.Tensor) -> str | None:
         if partial:
             return f"DTensor with a {partial[0]} placement: each rank holds partial sums, not values of the tensor"
         t = local(t)
-    if type(t) not in _PLAIN:
+    if type(t) not in _PLAIN and not is_fake(t):
         return (
             f"tensor subclass {type(t).__module__}.{type(t).__qualname__}: its values are not read through it"
         )

@@ -1,7 +1,9 @@
 """Helpers of the end-to-end runs: submit a training DebugJob, follow its phase, read its run, check its end.
 
 `PhaseLog` follows `kubectl get -w` so that every phase the DebugJob ever had is seen (a poll could
-miss a short flicker). `ended_cleanly` deletes a DebugJob and waits until nothing it owned is left.
+miss a short flicker). `check_stopped_once` checks a stop by its rule and its single action, whatever
+notify rules also fired. `delete_and_check_nothing_is_left` deletes a DebugJob and waits until nothing
+it owned is left.
 """
 
 from __future__ import annotations
@@ -151,6 +153,52 @@ def submit_diverging(
     return submit(
         cluster, namespace, name, s3=s3, mode="diverging", steps=5000, webhook_secret=secret, **kwargs
     )
+
+
+STOP_RULE = "exploding_tensor"
+"""The stop rule of `training_debugjob`'s default rules: the one a diverging trainer's NaN trips."""
+
+
+def check_stopped_once(
+    run: Run, webhook_calls: list[dict[str, Any]], *, rule: str = STOP_RULE, pods_gone_seconds: float = 90
+) -> dict[str, Any]:
+    """Check that the Stopped run names `rule` and was acted on once; return its status.
+
+    The DebugJob names the stop rule (`triggeredRule`, the Stopped condition), its Job is suspended, every
+    pod ends, and there is one Stopped Event and one stop webhook call, both for `rule`. The notify rules
+    a diverging trainer also trips (their Events and webhook calls, in whatever order they came) are no
+    part of it. Waits for the Event and the webhook call themselves, never for "some call".
+    """
+    status = run.status()
+    assert status.get("phase") == "Stopped" and status.get("triggeredRule") == rule, status
+    stopped = run.condition("Stopped")
+    assert stopped is not None and stopped["status"] == "True" and stopped["reason"] == "RuleTriggered", (
+        stopped
+    )
+    assert stopped["message"].startswith(f"rule {rule} found issues at step "), stopped
+    job = run.job()
+    assert job is not None and job["spec"]["suspend"] is True, "the stop suspends the Job"
+    eventually(
+        lambda: run.pods() == [] or None,
+        timeout_seconds=pods_gone_seconds,
+        what="every pod of the stopped Job gone",
+    )
+    events = eventually(lambda: run.events("Stopped"), timeout_seconds=30, what="the Stopped Event")
+    assert len(events) == 1 and events[0].get("count") in (None, 1), events
+    assert events[0]["type"] == "Warning" and f"rule {rule} found issues" in events[0]["message"], events
+
+    def stops() -> list[dict[str, Any]]:
+        return [
+            call["event"]
+            for call in webhook_calls
+            if call["event"]["action"] == "stop" and call["event"]["debugjob"] == run.name
+        ]
+
+    calls = eventually(stops, timeout_seconds=60, what=f"the stop's webhook call for {run.name}")
+    assert len(calls) == 1 and calls[0]["rule"] == rule and calls[0]["namespace"] == run.namespace, (
+        webhook_calls
+    )
+    return status
 
 
 def delete_and_check_nothing_is_left(run: Run, *, timeout_seconds: float = 120) -> None:

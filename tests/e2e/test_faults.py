@@ -1,7 +1,7 @@
 """Faults mid-run on a real cluster: the operator pod deleted, a sidecar killed, the kubelet restarted.
 
-In each case the run still ends as it should, every action happens exactly once (one suspension,
-one Stopped Event, one webhook call), and deleting the DebugJob leaves nothing behind.
+In each case the run still ends as it should, the stop is the stop rule's and happens exactly once (one
+suspension, one Stopped Event, one stop webhook call), and deleting the DebugJob leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from tests.conftest import SeaweedServer
 from tests.e2e.cluster import Cluster, Release, eventually
 from tests.e2e.conftest import WebhookReceiver
-from tests.e2e.runs import Run, delete_and_check_nothing_is_left, submit, submit_diverging
+from tests.e2e.runs import Run, check_stopped_once, delete_and_check_nothing_is_left, submit, submit_diverging
 from trainguard.operator.build import SIDECAR_NAME
 
 RUN_TIMEOUT_SECONDS = 480
@@ -32,18 +32,14 @@ def _training(run: Run) -> dict[str, Any]:
 
 
 def _stopped_once(run: Run, webhook: WebhookReceiver) -> None:
-    """The run ends Stopped by exploding_tensor with one suspension, one Stopped Event and one webhook call."""
+    """The run ends Stopped by exploding_tensor with one suspension, one Stopped Event and one stop webhook call
+    (the notify rules the diverging trainer may also trip, before the NaN or with it, are no part of it)."""
     try:
         status = run.wait_phase("Stopped", "Succeeded", "Failed", timeout_seconds=RUN_TIMEOUT_SECONDS)
     except AssertionError as err:
         raise AssertionError(f"{err}\n{run.logs()}") from err
-    assert status["phase"] == "Stopped" and status["triggeredRule"] == "exploding_tensor", status
-    eventually(lambda: run.pods() == [] or None, timeout_seconds=90, what="every pod of the stopped Job gone")
-    events = eventually(lambda: run.events("Stopped"), timeout_seconds=30, what="the Stopped Event")
-    eventually(lambda: webhook.received, timeout_seconds=60, what="the webhook call")
-    assert len(events) == 1 and events[0].get("count") in (None, 1), events
-    stops = [p["event"] for p in webhook.received if p["event"]["action"] == "stop"]
-    assert len(stops) == 1, webhook.received
+    assert status["phase"] == "Stopped", status
+    check_stopped_once(run, webhook.received)
 
 
 def test_deleting_the_operator_pod_mid_run_repeats_and_skips_nothing(

@@ -2,7 +2,8 @@
 
 `operator_runner` starts `kopf run --standalone -A -m trainguard.operator.handlers` with
 KopfRunner (kopf in a thread, KMock on the test's loop) and waits for kopf's liveness endpoint,
-so tests start once the operator watches. Test bodies must `await` (`eventually`).
+so tests start once the operator watches. Test bodies must `await` (`eventually`). `debugjob_object`
+builds the DebugJob that the pure status decision takes, for tests without the API server.
 """
 
 from __future__ import annotations
@@ -16,6 +17,21 @@ import pytest
 import pytest_asyncio
 
 from tests.kube import KubeEnv, free_port, kube, wait_http  # noqa: F401  (fixture re-export)
+from trainguard.api import debugjob as api
+from trainguard.api.rules_config import RuleSpec
+
+
+def debugjob_object(rules: list[RuleSpec], reports: dict[str, api.RankReport], **status: Any) -> api.DebugJob:
+    """A DebugJob as `status_decision.decide` receives it (generation 2), its Job with two ready pods."""
+    return api.DebugJob(
+        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
+        spec=api.DebugJobSpec(
+            template={"spec": {"containers": [{"name": "trainer"}]}},
+            capture=api.CaptureSpec(uri="file:///tmp/x"),
+            rules=rules,
+        ),
+        status=api.DebugJobStatus(reports=reports, job=api.JobSummary(active=2, ready=2), **status),
+    )
 
 
 class OperatorProcess:

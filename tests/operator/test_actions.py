@@ -85,10 +85,11 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
     assert not end1.exists(), "no END while the pods are still terminating"
     await kube.patch(JOBS, "default", "dj1", {"status": {"terminating": 0}}, subresource="status")
     await eventually(end1.exists, what="rank 1's END.json")
-    assert (
-        json.loads(end1.read_text())["status"] == "crashed"
-        and json.loads(end1.read_text())["last_step"] == 120
-    )
+    end = json.loads(end1.read_text())
+    assert end["status"] == "crashed" and end["last_step"] == 120
+    assert end["errors"] == [
+        "the operator wrote END: the DebugJob became Stopped (stopped by rule exploding_tensor)"
+    ]
     assert json.loads((run / "rank-00000" / "END.json").read_text())["written_by"] == "hook"
 
     # More reports after the stop change nothing: the phase stays Stopped, no second stop.
@@ -135,6 +136,7 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     await eventually(lambda: _status(kube).get("lastStep") == 90, what="lastStep 90 after the restart")
     assert len(webhook_receiver.calls) == 1 and len(_events(kube, "RuleTriggered")) == 1
     assert _status(kube)["phase"] == "Running", "notify never stops the job"
+    assert _status(kube)["triggeredRule"] == "loss-spike", "a running job names its first finding"
     assert kube.get(JOBS, "default", "dj1")["spec"]["suspend"] is False  # type: ignore[index]
     text = json.dumps(kube.get(DEBUGJOB_RESOURCE, "default", "dj1")) + json.dumps(
         kube.list("v1/events", "default")
@@ -149,9 +151,16 @@ async def test_notify_rule_posts_one_event_and_calls_the_webhook_once(
     )
     # The Event is posted from the handler; the status patch follows when the handler returns.
     await eventually(lambda: _status(kube).get("phase") == "Stopped", what="phase Stopped")
-    conditions = {c["type"]: c for c in _status(kube)["conditions"]}
+    status = _status(kube)
+    conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Stopped"]["message"].endswith(
         "earlier sign: rule loss-spike at step 35 on rank 0: loss-spike fired at 35"
+    )
+    # The stop rule is the rule the DebugJob names, though the status named the notify rule until then.
+    assert status["triggeredRule"] == "exploding_tensor"
+    assert conditions["RuleTriggered"]["message"] == (
+        "exploding_tensor: exploding_tensor fired at 95; other rules with findings: loss-spike at step 35 on rank 0 "
+        "(notify)"
     )
     await eventually(lambda: len(webhook_receiver.calls) == 2, what="the stop's webhook call")
     assert webhook_receiver.calls[1]["event"]["earlier_sign"] == {

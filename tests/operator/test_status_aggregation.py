@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.operator.conftest import debugjob_object
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
 from trainguard.api.rules_config import RuleSpec
-from trainguard.operator import status
+from trainguard.operator import status_decision
 
 NOW = "2026-11-22T05:00:00Z"
 RULES = [
@@ -29,17 +30,7 @@ def _report(step: int, **states: Any) -> api.RankReport:
 def _dj(
     reports: dict[str, api.RankReport], *, phase: Phase | None = Phase.RUNNING, **status_fields: Any
 ) -> api.DebugJob:
-    return api.DebugJob(
-        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 2},
-        spec=api.DebugJobSpec(
-            template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
-            rules=RULES,
-        ),
-        status=api.DebugJobStatus(
-            phase=phase, reports=reports, job=api.JobSummary(active=2, ready=2), **status_fields
-        ),
-    )
+    return debugjob_object(RULES, reports, phase=phase, **status_fields)
 
 
 def test_worst_state_wins_and_the_earliest_finding_is_kept() -> None:
@@ -48,11 +39,11 @@ def test_worst_state_wins_and_the_earliest_finding_is_kept() -> None:
         "rank-00001": _report(80, exploding_tensor=(RuleState.ISSUES_FOUND, 70)),
         "rank-00002": _report(85, exploding_tensor=(RuleState.ISSUES_FOUND, 60)),
     }
-    (exploding, spike) = status.aggregate_rules(reports, RULES)
+    (exploding, spike) = status_decision.aggregate_rules(reports, RULES)
     assert exploding.state == RuleState.ISSUES_FOUND and exploding.step == 60 and exploding.rank == 2
     assert exploding.action == Action.STOP
     assert spike.state == RuleState.IN_PROGRESS, "a configured rule nobody reported yet is in progress"
-    assert status.last_step(reports) == 90
+    assert status_decision.last_step(reports) == 90
 
 
 def test_error_outranks_in_progress_and_no_issues() -> None:
@@ -60,7 +51,7 @@ def test_error_outranks_in_progress_and_no_issues() -> None:
         "rank-00000": _report(5, loss_spike=(RuleState.NO_ISSUES_FOUND, 5)),
         "rank-00001": _report(5, loss_spike=(RuleState.ERROR, 5)),
     }
-    assert status.aggregate_rules(reports, RULES)[1].state == RuleState.ERROR
+    assert status_decision.aggregate_rules(reports, RULES)[1].state == RuleState.ERROR
 
 
 def test_unconfigured_rules_only_notify_whatever_the_pod_claims() -> None:
@@ -69,13 +60,13 @@ def test_unconfigured_rules_only_notify_whatever_the_pod_claims() -> None:
         "rules": [{"name": "dead_relu", "state": "IssuesFound", "action": "stop", "step": 3}],
     }
     reports = {"rank-00000": api.RankReport.model_validate(raw)}
-    extra = status.aggregate_rules(reports, RULES)[-1]
+    extra = status_decision.aggregate_rules(reports, RULES)[-1]
     assert extra.name == "dead_relu" and extra.action == Action.NOTIFY
 
 
 def test_stop_rule_transition_stops_once_and_sets_conditions() -> None:
     dj = _dj({"rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40))})
-    decision = status.decide(dj, now=NOW)
+    decision = status_decision.decide(dj, now=NOW)
     assert decision.stop is not None and decision.stop.name == "exploding_tensor"
     assert decision.phase == Phase.STOPPED and decision.entered_terminal
     s = decision.status
@@ -89,7 +80,7 @@ def test_stop_rule_transition_stops_once_and_sets_conditions() -> None:
     # Applying what was decided and deciding again changes nothing and acts on nothing.
     again = api.DebugJob.model_validate({**dj.model_dump(by_alias=True), "status": {
         **dj.status.model_dump(by_alias=True), **s}})  # fmt: skip
-    second = status.decide(again, now="2026-11-22T06:00:00Z")
+    second = status_decision.decide(again, now="2026-11-22T06:00:00Z")
     assert second.stop is None and second.notify == [] and second.status == {}
 
 
@@ -98,7 +89,7 @@ def test_the_stopped_condition_names_the_earlier_sign_of_another_rule() -> None:
         "rank-00000": _report(50, loss_spike=(RuleState.ISSUES_FOUND, 25)),
         "rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40)),
     }
-    decision = status.decide(_dj(reports), now=NOW)
+    decision = status_decision.decide(_dj(reports), now=NOW)
     assert decision.earlier_sign is not None and decision.earlier_sign.name == "loss_spike"
     stopped = {c["type"]: c for c in decision.status["conditions"]}["Stopped"]
     assert stopped["message"] == (
@@ -110,13 +101,15 @@ def test_the_stopped_condition_names_the_earlier_sign_of_another_rule() -> None:
             50, loss_spike=(RuleState.ISSUES_FOUND, 45), exploding_tensor=(RuleState.ISSUES_FOUND, 40)
         )
     }
-    stopped = {c["type"]: c for c in status.decide(_dj(late), now=NOW).status["conditions"]}["Stopped"]
+    stopped = {c["type"]: c for c in status_decision.decide(_dj(late), now=NOW).status["conditions"]}[
+        "Stopped"
+    ]
     assert "earlier sign" not in stopped["message"]  # a finding after the stop is no sign of it
 
 
 def test_notify_rule_transition_notifies_and_keeps_running() -> None:
     dj = _dj({"rank-00000": _report(10, loss_spike=(RuleState.ISSUES_FOUND, 10))})
-    decision = status.decide(dj, now=NOW)
+    decision = status_decision.decide(dj, now=NOW)
     assert decision.stop is None and [r.name for r in decision.notify] == ["loss_spike"]
     assert decision.phase == Phase.RUNNING
 
@@ -124,24 +117,24 @@ def test_notify_rule_transition_notifies_and_keeps_running() -> None:
 def test_terminal_phases_never_change() -> None:
     for phase in (Phase.STOPPED, Phase.SUCCEEDED, Phase.FAILED):
         dj = _dj({"rank-00000": _report(10, exploding_tensor=(RuleState.ISSUES_FOUND, 10))}, phase=phase)
-        decision = status.decide(dj, now=NOW)
+        decision = status_decision.decide(dj, now=NOW)
         assert decision.phase == phase and decision.stop is None
 
 
 def test_phase_follows_the_job() -> None:
-    assert status.job_phase(None) == Phase.PENDING
-    assert status.job_phase(api.JobSummary(active=0)) == Phase.PENDING
-    assert status.job_phase(api.JobSummary(active=3, ready=1)) == Phase.RUNNING
-    assert status.job_phase(api.JobSummary(active=3, ready=0)) == Phase.PENDING, (
+    assert status_decision.job_phase(None) == Phase.PENDING
+    assert status_decision.job_phase(api.JobSummary(active=0)) == Phase.PENDING
+    assert status_decision.job_phase(api.JobSummary(active=3, ready=1)) == Phase.RUNNING
+    assert status_decision.job_phase(api.JobSummary(active=3, ready=0)) == Phase.PENDING, (
         "pods waiting for a node or image"
     )
-    assert status.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
+    assert status_decision.job_phase(api.JobSummary(active=3, ready=3, suspended=True)) == Phase.PENDING
     finishing = api.JobSummary(active=2, ready=0)
-    assert status.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
+    assert status_decision.job_phase(finishing, current=Phase.RUNNING) == Phase.RUNNING, (
         "trainers done, sidecars stopping"
     )
-    assert status.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
-    assert status.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
+    assert status_decision.job_phase(api.JobSummary(complete=True)) == Phase.SUCCEEDED
+    assert status_decision.job_phase(api.JobSummary(failed_condition=True, complete=False)) == Phase.FAILED
 
 
 def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> None:
@@ -154,9 +147,9 @@ def test_job_summary_reads_conditions_like_the_job_controller_writes_them() -> N
             ],
         },
     }
-    summary = status.summarize_job(job)
+    summary = status_decision.summarize_job(job)
     assert summary.failed_condition and not summary.complete and summary.reason == "BackoffLimitExceeded"
-    assert status.job_phase(summary) == Phase.FAILED
+    assert status_decision.job_phase(summary) == Phase.FAILED
 
 
 def test_the_interim_conditions_of_kubernetes_1_31_decide_the_phase_while_the_pods_wind_down() -> None:
@@ -164,19 +157,23 @@ def test_the_interim_conditions_of_kubernetes_1_31_decide_the_phase_while_the_po
         condition = {"type": kind, "status": "True", "reason": "R", "message": "m"}
         return {"spec": {}, "status": {"conditions": [condition], **counts}}
 
-    done = status.summarize_job(job("SuccessCriteriaMet", succeeded=2, terminating=1))
-    assert done.complete and done.terminating == 1 and status.job_phase(done) == Phase.SUCCEEDED
-    failing = status.summarize_job(job("FailureTarget", failed=1, terminating=1))
-    assert failing.failed_condition and failing.reason == "R" and status.job_phase(failing) == Phase.FAILED
-    assert not status.summarize_job(job("SuccessCriteriaMet"), deleted=True).deleted
+    done = status_decision.summarize_job(job("SuccessCriteriaMet", succeeded=2, terminating=1))
+    assert done.complete and done.terminating == 1 and status_decision.job_phase(done) == Phase.SUCCEEDED
+    failing = status_decision.summarize_job(job("FailureTarget", failed=1, terminating=1))
+    assert (
+        failing.failed_condition
+        and failing.reason == "R"
+        and status_decision.job_phase(failing) == Phase.FAILED
+    )
+    assert not status_decision.summarize_job(job("SuccessCriteriaMet"), deleted=True).deleted
 
 
 def test_condition_transition_time_moves_only_when_status_changes() -> None:
-    first = status.set_condition([], type=ConditionType.RUNNING, status=True, reason="Running", message="a",
+    first = status_decision.set_condition([], type=ConditionType.RUNNING, status=True, reason="Running", message="a",
                                  now="t1", generation=1)  # fmt: skip
-    same = status.set_condition(first, type=ConditionType.RUNNING, status=True, reason="Running", message="b",
+    same = status_decision.set_condition(first, type=ConditionType.RUNNING, status=True, reason="Running", message="b",
                                 now="t2", generation=2)  # fmt: skip
-    flipped = status.set_condition(same, type=ConditionType.RUNNING, status=False, reason="Succeeded", message="c",
+    flipped = status_decision.set_condition(same, type=ConditionType.RUNNING, status=False, reason="Succeeded", message="c",
                                    now="t3", generation=2)  # fmt: skip
     assert [c.last_transition_time for c in (first[0], same[0], flipped[0])] == ["t1", "t1", "t3"]
     assert same[0].message == "b" and same[0].observed_generation == 2
@@ -184,30 +181,21 @@ def test_condition_transition_time_moves_only_when_status_changes() -> None:
 
 def test_a_job_deleted_before_it_finished_fails_but_a_finished_one_does_not() -> None:
     running = {"spec": {}, "status": {"active": 2}}
-    gone = status.summarize_job(running, deleted=True)
-    assert gone.deleted and status.job_phase(gone) == Phase.FAILED and gone.reason == "JobDeleted"
+    gone = status_decision.summarize_job(running, deleted=True)
+    assert gone.deleted and status_decision.job_phase(gone) == Phase.FAILED and gone.reason == "JobDeleted"
     done = {"spec": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
-    assert not status.summarize_job(done, deleted=True).deleted
+    assert not status_decision.summarize_job(done, deleted=True).deleted
 
 
 def _dj_without_rules(reports: dict[str, api.RankReport]) -> api.DebugJob:
-    return api.DebugJob(
-        metadata={"name": "dj", "namespace": "ns", "uid": "u", "generation": 1},
-        spec=api.DebugJobSpec(
-            template={"spec": {"containers": [{"name": "trainer"}]}},
-            capture=api.CaptureSpec(uri="file:///tmp/x"),
-        ),
-        status=api.DebugJobStatus(
-            phase=Phase.RUNNING, reports=reports, job=api.JobSummary(active=2, ready=2)
-        ),
-    )
+    return debugjob_object([], reports, phase=Phase.RUNNING)
 
 
 def test_without_spec_rules_the_default_set_acts_as_the_sidecar_runs_it() -> None:
     # The sidecar runs the default set when spec.rules is empty, and writes the stop file on
     # exploding_tensor; the operator must suspend the whole Job then, not only notify.
     dj = _dj_without_rules({"rank-00001": _report(50, exploding_tensor=(RuleState.ISSUES_FOUND, 40))})
-    decision = status.decide(dj, now=NOW)
+    decision = status_decision.decide(dj, now=NOW)
     assert decision.stop is not None and decision.stop.name == "exploding_tensor"
     assert decision.phase == Phase.STOPPED and decision.notify == []
     listed = {r["name"]: (r["state"], r["action"]) for r in decision.status["rules"]}
@@ -217,6 +205,6 @@ def test_without_spec_rules_the_default_set_acts_as_the_sidecar_runs_it() -> Non
 
 def test_without_spec_rules_a_notify_rule_of_the_default_set_only_notifies() -> None:
     dj = _dj_without_rules({"rank-00000": _report(9, dead_relu=(RuleState.ISSUES_FOUND, 9))})
-    decision = status.decide(dj, now=NOW)
+    decision = status_decision.decide(dj, now=NOW)
     assert decision.stop is None and [r.name for r in decision.notify] == ["dead_relu"]
     assert decision.phase == Phase.RUNNING

@@ -31,7 +31,7 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "name": "Rule",
         "type": "string",
         "jsonPath": ".status.triggeredRule",
-        "description": "First rule that found issues.",
+        "description": "The stop rule of a Stopped DebugJob, else the rule with the earliest finding.",
     },
     {
         "name": "Step",

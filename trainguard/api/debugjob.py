@@ -405,7 +405,12 @@ class DebugJobStatus(_Model):
     observed_generation: int | None = Field(default=None, description="metadata.generation last reconciled.")
     rules: list[RuleStatus] = Field(default_factory=list, description="Per-rule state over all ranks.")
     triggered_rule: str | None = Field(
-        default=None, description="First rule that found issues (printer column)."
+        default=None,
+        description="The rule to look at (printer column Rule). For a Stopped DebugJob the stop rule that stopped "
+        "it, as in the Stopped condition, its Event and webhook, even when notify rules found issues before it or "
+        "at the same time (the RuleTriggered condition lists those). Otherwise the rule whose finding came at the "
+        "earliest step, whatever its action (ties: the first in rules); while the job runs, a later report of an "
+        "earlier finding can change it. Unset while no rule found issues.",
     )
     last_step: int | None = Field(default=None, description="Highest step any rank's evaluator has seen.")
     job_name: str | None = Field(default=None, description="Name of the owned Job.")

@@ -3,8 +3,8 @@
 One list for both sides. The evaluator (`trainguard.rules.registry.default_rules`, through
 `trainguard.sidecar.config.default_specs`) runs it when a rules file, a sidecar config or a
 DebugJob's `spec.rules` is empty; the operator, which never imports the rules library, resolves
-the action of each rule from it in that case (`trainguard.operator.status.rule_actions`). So the
-rule whose sidecar writes the stop file is the rule for which the operator suspends the Job.
+the action of each rule from it in that case (`trainguard.operator.status_decision.rule_actions`).
+So the rule whose sidecar writes the stop file is the rule for which the operator suspends the Job.
 
 Each rule declares its own membership (`Rule.default_action`); `DEFAULT_SET` is the copy that
 `dev/gen_docs.py` writes into `_default_set.py`, in evaluation order. `exploding_tensor` stops the

@@ -8,7 +8,7 @@ own way to stop it for good; Kueue then suspends the Job and releases its quota.
 Kubernetes Event on the DebugJob and hands one delivery per webhook to the `delivery.Dispatcher`,
 which sends them from its own thread: a receiver never holds up the handler. A stop is announced
 the same way, after the Job is stopped. The handler decides which transitions need an action
-(`status.decide`) and calls these once per transition.
+(`status_decision.decide`) and calls these once per transition.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """kopf handlers: thin glue between watch events and the pure builders, status logic and actions.
 
 - `reconcile` (create, resume, spec update): validate, build, create each child if absent.
-- `observe` (every DebugJob event): aggregate sidecar reports, derive phase and conditions, and
-  act on new rule transitions (`status.decide`, `actions`).
+- `decide_and_act` (every DebugJob event): aggregate sidecar reports, derive phase and conditions, and
+  act on new rule transitions (`status_decision.decide`, `actions`).
 - `job_changed` (every owned Job event): copy the Job's state into `status.job`.
 - `cleanup` (deletion): delete the children explicitly (owner references let the garbage
   collector do the same on a real cluster; explicit deletion also covers clusters without it).
@@ -32,8 +32,16 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from trainguard.api import debugjob as api
 from trainguard.api.enums import Action, ConditionType, Phase
-from trainguard.operator import actions, build, client, delivery, diffbase, end_marker, webhooks
-from trainguard.operator import status as status_logic
+from trainguard.operator import (
+    actions,
+    build,
+    client,
+    delivery,
+    diffbase,
+    end_marker,
+    status_decision,
+    webhooks,
+)
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.metrics import OperatorMetrics
 
@@ -221,7 +229,7 @@ def _trusted_status(state: OperatorState, data: dict[str, Any]) -> dict[str, Any
     return _overlay(state, meta.get("uid", ""), status)
 
 
-_TERMINAL = frozenset(p.value for p in status_logic.TERMINAL_PHASES)
+_TERMINAL = frozenset(p.value for p in status_decision.TERMINAL_PHASES)
 
 
 def _explain(err: Exception) -> str:
@@ -260,9 +268,9 @@ def reconcile(
     except (pydantic.ValidationError, build.TemplateError, build.InvalidName) as err:
         message = _explain(err)
         logger.warning("invalid DebugJob %s/%s, nothing created: %s", owner.namespace, owner.name, message)
-        kopf.event(body, type="Warning", reason=status_logic.REASON_INVALID_SPEC, message=message)
-        conditions = status_logic.set_condition(
-            conditions, type=ConditionType.INVALID, status=True, reason=status_logic.REASON_INVALID_SPEC,
+        kopf.event(body, type="Warning", reason=status_decision.REASON_INVALID_SPEC, message=message)
+        conditions = status_decision.set_condition(
+            conditions, type=ConditionType.INVALID, status=True, reason=status_decision.REASON_INVALID_SPEC,
             message=message, now=_now(), generation=generation,
         )  # fmt: skip
         _write(state, owner.uid, patch, {
@@ -285,18 +293,18 @@ def reconcile(
 
     fields: dict[str, Any] = {"jobName": build.Names.of(owner.name).job}
     if any(c.type == ConditionType.INVALID and c.status == "True" for c in conditions):
-        conditions = status_logic.set_condition(
+        conditions = status_decision.set_condition(
             conditions, type=ConditionType.INVALID, status=False, reason="Valid", message="the spec is valid",
             now=_now(), generation=generation,
         )  # fmt: skip
         fields["conditions"] = [c.model_dump(mode="json", by_alias=True) for c in conditions]
-    # Decide the first phase and conditions here too, so `observe` has nothing to add (one patch, not two).
+    # Decide the first phase and conditions here too, so `decide_and_act` has nothing to add (one patch, not two).
     current = {**status, **fields}
-    decision = status_logic.decide(
+    decision = status_decision.decide(
         api.DebugJob.model_validate({**data, "spec": spec.model_dump(by_alias=True), "status": current}),
         now=_now(),
     )
-    if decision.stop is None and not decision.notify:  # transitions are acted on by `observe` alone
+    if decision.stop is None and not decision.notify:  # transitions are acted on by `decide_and_act` alone
         fields.update(decision.status)
     _write(state, owner.uid, patch, {k: v for k, v in fields.items() if status.get(k) != v})
     state.metrics.observe(owner.namespace, owner.name, _overlay(state, owner.uid, status))
@@ -318,8 +326,8 @@ def _converge(
 
 
 @kopf.on.event(*DEBUGJOBS)
-@_counted("observe")
-def observe(
+@_counted("decide_and_act")
+def decide_and_act(
     body: kopf.Body, type: str | None, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, **_: Any
 ) -> None:
     """Aggregate reports into status; stop or notify on each rule's transition to IssuesFound, once."""
@@ -336,7 +344,7 @@ def observe(
     except pydantic.ValidationError:
         return  # `reconcile` reports the invalid spec
     owner = build.Owner.from_body(data)
-    decision = status_logic.decide(dj, now=_now())
+    decision = status_decision.decide(dj, now=_now())
 
     for rule in [decision.stop, *decision.notify]:
         if rule is None:
@@ -373,15 +381,20 @@ def observe(
         _suspend(state, dj, owner, since=stopped.last_transition_time if stopped else None)
     # END markers once the pods are gone, terminating ones included: a stopped trainer may still close its run
     # cleanly within its grace period.
-    if decision.phase in status_logic.TERMINAL_PHASES and (job is None or job.active + job.terminating == 0):
+    if decision.phase in status_decision.TERMINAL_PHASES and (
+        job is None or job.active + job.terminating == 0
+    ):
         with state.lock:
             first = owner.uid not in state.ended
             state.ended.add(owner.uid)
         if first:
             # In this handler's context, so kopf's logger can still post its Events from the other thread.
             context = contextvars.copy_context()
-            state.background.submit(context.run, _write_end_markers, state, dj, owner, decision.phase, logger)
-    if decision.phase in status_logic.TERMINAL_PHASES and decision.status.get("phase"):
+            stopped_by = decision.triggered_rule if decision.phase == Phase.STOPPED else None
+            state.background.submit(
+                context.run, _write_end_markers, state, dj, owner, decision.phase, stopped_by, logger
+            )
+    if decision.phase in status_decision.TERMINAL_PHASES and decision.status.get("phase"):
         # On the object, where pods cannot write: after a restart this proves the final phase is ours.
         patch.metadata.annotations[FINAL_PHASE_ANNOTATION] = decision.phase.value
     # Sidecars write only `reports` and the Job watcher only `job`: every other field is the operator's.
@@ -446,9 +459,16 @@ def _emitter() -> actions.EmitEvent:
 
 
 def _write_end_markers(
-    state: OperatorState, dj: api.DebugJob, owner: build.Owner, phase: Phase, logger: logging.Logger
+    state: OperatorState,
+    dj: api.DebugJob,
+    owner: build.Owner,
+    phase: Phase,
+    stopped_by: str | None,
+    logger: logging.Logger,
 ) -> None:
-    """Write END.json for ranks that have none (on a background thread); a failure is logged, never raised."""
+    """Write END.json for ranks that have none (on a background thread); a failure is logged, never raised.
+
+    The reason names the final phase and, for Stopped, the stop rule (`stopped_by`, as in `triggeredRule`)."""
     uri = build.run_uri(dj.spec, owner)
     try:
         credentials = None
@@ -468,7 +488,8 @@ def _write_end_markers(
             workers=dj.spec.workers * dj.spec.nproc_per_node,
             last_steps=end_marker.last_steps(dj.status.reports),
             status=end_marker.end_status(phase),
-            reason=f"the operator wrote END: the DebugJob became {phase.value}",
+            reason=f"the operator wrote END: the DebugJob became {phase.value}"
+            + (f" (stopped by rule {stopped_by})" if stopped_by else ""),
             wall_time=time.time(),
         )
     except Exception as err:  # noqa: BLE001  (storage trouble must not block the status update)
@@ -504,7 +525,7 @@ def job_changed(body: kopf.Body, type: str | None, memo: kopf.Memo, **_: Any) ->
     with state.lock:
         if deleted and owner.get("uid") in state.deleting:
             return
-    summary = status_logic.summarize_job(data, deleted=deleted).model_dump(mode="json", by_alias=True)
+    summary = status_decision.summarize_job(data, deleted=deleted).model_dump(mode="json", by_alias=True)
     if deleted and not summary["deleted"]:
         return
     with state.lock:

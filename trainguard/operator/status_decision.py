@@ -1,10 +1,12 @@
-"""Pure status logic: sidecar reports -> per-rule statuses, Job summary -> phase, conditions, transitions.
+"""Decides a DebugJob's status: sidecar reports -> per-rule statuses, Job summary -> phase, conditions.
 
-Called by the DebugJob handler with the object it just received; returns what to write and which
-rule transitions need an action. No API calls and no clock (`now` comes in), so every rule of the
-status contract is tested without a cluster. The action of a rule is always the one in the spec
-(or, when the spec lists no rules, the default set's, which is what the sidecars then run):
-whatever a pod claims is ignored. Terminal phases (Stopped, Succeeded, Failed) never change.
+Called by the handlers (`decide_and_act`, and `reconcile` for the first phase) with the object just
+received; `decide` returns what to write and which rule transitions need an action. No API calls
+and no clock (`now` comes in), so every rule of the status contract is tested without a cluster.
+The action of a rule is always the one in the spec (or, when the spec lists no rules, the default
+set's, which is what the sidecars then run): whatever a pod claims is ignored. Terminal phases
+(Stopped, Succeeded, Failed) never change, and a Stopped DebugJob names its stop rule wherever it
+names a rule, whatever notify rule found issues too.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _worse(a: api.RuleStatus, b: api.RuleStatus) -> bool:
     if _STATE_ORDER[a.state] != _STATE_ORDER[b.state]:
         return _STATE_ORDER[a.state] > _STATE_ORDER[b.state]
     if a.state == RuleState.ISSUES_FOUND:
-        return (a.step if a.step is not None else 1 << 62) < (b.step if b.step is not None else 1 << 62)
+        return _step_order(a) < _step_order(b)
     return (a.step or -1) > (b.step or -1)
 
 
@@ -200,6 +202,8 @@ class Decision:
     phase: Phase
     entered_terminal: bool
     """The phase became terminal in this decision (write END markers, record completion time)."""
+    triggered_rule: str | None
+    """The rule `status.triggeredRule` names after this decision (`triggered_rule`): a Stopped one's stop rule."""
 
 
 def decide(dj: api.DebugJob, *, now: str) -> Decision:
@@ -226,8 +230,9 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
         phase = job_phase(status.job, current=current)
     entered_terminal = phase in TERMINAL_PHASES and current not in TERMINAL_PHASES
 
-    triggered = next((r for r in rules if r.state == RuleState.ISSUES_FOUND), None)
-    stopped_by = stop.name if stop else (status.triggered_rule if phase == Phase.STOPPED else None)
+    first = first_finding(rules)
+    named = triggered_rule(rules, phase=phase, stop=stop, stored=status.triggered_rule)
+    stopped_by = named if phase == Phase.STOPPED else None
     conditions = list(status.conditions)
     conditions = set_condition(
         conditions,
@@ -241,9 +246,9 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
     conditions = set_condition(
         conditions,
         type=ConditionType.RULE_TRIGGERED,
-        status=triggered is not None,
-        reason=REASON_RULE_TRIGGERED if triggered else REASON_NO_ISSUES,
-        message=f"{triggered.name}: {triggered.message}" if triggered else "no rule found issues",
+        status=first is not None,
+        reason=REASON_RULE_TRIGGERED if first else REASON_NO_ISSUES,
+        message=_findings_message(rules, named),
         now=now,
         generation=generation,
     )
@@ -288,7 +293,7 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
         "phase": phase.value,
         "conditions": [c.model_dump(mode="json", by_alias=True) for c in conditions],
         "rules": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rules],
-        "triggeredRule": status.triggered_rule or (triggered.name if triggered else None),
+        "triggeredRule": named,
         "lastStep": last_step(status.reports),
         "observedGeneration": generation,
     }
@@ -306,7 +311,57 @@ def decide(dj: api.DebugJob, *, now: str) -> Decision:
         earlier_sign=sign,
         phase=phase,
         entered_terminal=entered_terminal,
+        triggered_rule=named,
     )
+
+
+def first_finding(rules: list[api.RuleStatus]) -> api.RuleStatus | None:
+    """Return the rule whose finding came at the earliest step (ties: the first in `rules`), or None without one."""
+    return min((r for r in rules if r.state == RuleState.ISSUES_FOUND), key=_step_order, default=None)
+
+
+def _step_order(rule: api.RuleStatus) -> int:
+    """Sort key of findings by step; one without a step comes last."""
+    return rule.step if rule.step is not None else 1 << 62
+
+
+def triggered_rule(
+    rules: list[api.RuleStatus], *, phase: Phase, stop: api.RuleStatus | None, stored: str | None
+) -> str | None:
+    """Return the rule `status.triggeredRule` names: for a Stopped DebugJob the rule that stopped it, else the
+    first finding (`first_finding`), whatever its action; None while no rule found issues.
+
+    The stop rule is `stop` in the decision that stops the job, whatever notify rule found issues before
+    or in the same decision; later it is the one `stored`, kept as long as it names a stop rule with issues
+    (a status written when the name meant the first finding gets the first stop rule with issues instead).
+    So the printer column, the Stopped condition, its Event and its webhook all name the same rule.
+    """
+    if stop is not None:
+        return stop.name
+    if phase != Phase.STOPPED:
+        first = first_finding(rules)
+        return first.name if first else None
+    stoppers = [r.name for r in rules if r.action == Action.STOP and r.state == RuleState.ISSUES_FOUND]
+    if stored in stoppers or not stoppers:
+        return stored
+    return stoppers[0]
+
+
+def _findings_message(rules: list[api.RuleStatus], named: str | None) -> str:
+    """The RuleTriggered condition's message: the named rule's finding first, then the other rules with findings."""
+    found = sorted((r for r in rules if r.state == RuleState.ISSUES_FOUND), key=_step_order)
+    if not found:
+        return "no rule found issues"
+    head = next((r for r in found if r.name == named), found[0])
+    message = f"{head.name}: {head.message}"
+    others = [
+        f"{r.name} at step {r.step} on rank {r.rank} ({(r.action or Action.NOTIFY).value})"
+        for r in found
+        if r is not head
+    ]
+    if others:
+        message += "; other rules with findings: " + ", ".join(others)
+    return message
 
 
 def earlier_sign(rules: list[api.RuleStatus], stop: api.RuleStatus) -> api.RuleStatus | None:
@@ -314,15 +369,8 @@ def earlier_sign(rules: list[api.RuleStatus], stop: api.RuleStatus) -> api.RuleS
     of which the stop is a consequence (an overshooting learning rate before the NaN)."""
     if stop.step is None:
         return None
-    earlier = [
-        r
-        for r in rules
-        if r.name != stop.name
-        and r.state == RuleState.ISSUES_FOUND
-        and r.step is not None
-        and r.step < stop.step
-    ]
-    return min(earlier, key=lambda r: r.step or 0, default=None)
+    step = stop.step
+    return first_finding([r for r in rules if r.name != stop.name and r.step is not None and r.step < step])
 
 
 def _phase_message(phase: Phase, job: api.JobSummary | None, stopped_by: str | None) -> str:

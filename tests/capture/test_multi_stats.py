@@ -1,0 +1,259 @@
+"""The multi-tensor op `trainguard::multi_stats` against the numpy reference `store.stats` and `reduce_large`.
+
+Its plain torch implementation (`_reference`) and its one-launch Triton kernel: on CPU through
+Triton's interpreter (small tensors: the interpreter runs each block in numpy, with blocks of 128
+and work items of 512 elements), and on CUDA where one is present. The op's fake implementation
+under FakeTensorMode with fake CUDA tensors (one op, nothing read back), and the op inside
+`torch.compile(fullgraph=True)`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from trainguard.capture.torch import _multi
+from trainguard.capture.torch import device_stats as torch_stats
+from trainguard.store import stats
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+RTOL = 2e-5
+needs_triton = pytest.mark.skipif(
+    importlib.util.find_spec("triton") is None, reason="Triton is not installed"
+)
+
+
+KERNEL_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=KERNEL_DEVICES)
+def kernel_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Where the op runs its Triton kernel: CPU through Triton's interpreter (read at each call), CUDA."""
+    device: str = request.param
+    if device == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert _multi.available(torch.device(device))
+    return device
+
+
+def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
+    """Signs, offsets, NaN, +-Inf, zeros, a constant, the mean >> std trap, 5 elements to several chunks."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(300, generator=g) * 3 + 1
+    a[3] = float("nan")
+    b = torch.randn(1030, generator=g)
+    b[7], b[9], b[1000] = float("inf"), 0.0, -float("inf")
+    c = torch.randn(3, 4, 5, generator=g) - 5
+    e = torch.full((600,), 0.1)  # constant: std must be 0, not rounding noise
+    f = torch.ones(700) * 7 + torch.randn(700, generator=g) * 1e-3  # mean >> std: one-pass variance fails
+    r = torch.relu(torch.randn(256, generator=g))  # whole blocks only
+    inf_only = torch.randn(40, generator=g)
+    inf_only[2] = float("inf")
+    tensors = [a, torch.randn(5, generator=g), torch.zeros(7), b, c, e, f, r, inf_only]
+    return [t.to(dtype) for t in tensors]
+
+
+def reference(t: torch.Tensor, **kw: torch.Tensor | None) -> np.ndarray:
+    arrays = {k: (None if v is None else v.float().cpu().numpy()) for k, v in kw.items()}
+    return stats.tier0(t.float().cpu().numpy(), **arrays)
+
+
+def columns(raw: torch.Tensor, tensors: list[torch.Tensor]) -> np.ndarray:
+    return torch_stats.finish(raw.cpu().numpy(), np.array([t.numel() for t in tensors]))
+
+
+def assert_columns_match(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_array_equal(got[..., :4], want[..., :4])  # count nan inf zero are exact
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-6, equal_nan=True)
+
+
+def run_op(
+    xs: list[torch.Tensor], prevs: tuple[torch.Tensor, ...] = (), firsts: tuple[torch.Tensor, ...] = ()
+) -> torch.Tensor:
+    out = torch.full((len(xs), _multi.WIDTH), -1.0, dtype=torch.float64, device=xs[0].device)
+    torch.ops.trainguard.multi_stats(xs, list(prevs), list(firsts), out)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_the_torch_implementation_matches_numpy_for_every_column(dtype: torch.dtype) -> None:
+    tensors = sample_tensors(dtype)
+    out = torch.empty(len(tensors), _multi.WIDTH, dtype=torch.float64)
+    _multi._reference(tensors, [], [], out)
+    assert_columns_match(columns(out, tensors)[:, :10], np.stack([reference(t) for t in tensors])[:, :10])
+    assert (out[:, torch_stats.UPD :] == 0).all(), "no history: update and distance are 0"
+
+
+def test_the_torch_implementation_measures_update_and_distance_and_refreshes_prev() -> None:
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(50, generator=g), torch.randn(4, 30, generator=g).to(torch.bfloat16)]
+    firsts = [x + torch.randn(x.shape, generator=g).to(x.dtype) for x in xs]
+    prevs = [x + 0.5 for x in xs]
+    old = [p.clone() for p in prevs]
+    out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64)
+    _multi._reference(xs, prevs, firsts, out)
+    want = np.stack([reference(x, prev=p, first=f) for x, p, f in zip(xs, old, firsts)])
+    assert_columns_match(columns(out, xs), want)
+    for x, p in zip(xs, prevs):
+        assert torch.equal(p, x), "prev becomes a copy of the tensor"
+
+
+@pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
+def test_an_empty_tensor_has_counts_zero_and_nan_moments(
+    kernel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+    assert _multi.available(torch.device("cpu")) == kernel
+    out = run_op([torch.zeros(0), torch.ones(3), torch.zeros(0)])
+    assert out[0, :3].tolist() == [0.0, 0.0, 0.0]
+    assert out[0, 3:].isnan().all() and out[2, 3:].isnan().all()
+    assert out[1].tolist() == pytest.approx([0, 0, 0, 1, 1, 3, 3, 3, 0, 0, 0], rel=1e-12)
+
+
+def test_under_fake_tensors_the_op_is_one_dispatch_with_no_host_read_and_no_allocation() -> None:
+    seen: list[str] = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with FakeTensorMode():
+        xs = [
+            torch.empty(4096, 1024, device="cuda", dtype=torch.bfloat16),
+            torch.empty(3, device="cuda", dtype=torch.bfloat16),
+        ]
+        prevs = [torch.empty_like(x) for x in xs]
+        firsts = [torch.empty_like(x) for x in xs]
+        out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device="cuda")
+        with Count():
+            torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+    assert seen == ["trainguard.multi_stats.default"]
+
+
+@pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
+def test_the_op_compiles_into_a_full_graph(kernel: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+
+    def step(
+        xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+    ) -> None:
+        torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    g = torch.Generator().manual_seed(2)
+    xs = [torch.randn(20, generator=g), torch.randn(3, 5, generator=g)]
+    prevs = [torch.zeros_like(x) for x in xs]
+    firsts = [torch.ones_like(x) for x in xs]
+    out = torch.empty(2, _multi.WIDTH, dtype=torch.float64)
+    compiled(xs, prevs, firsts, out)
+    want = np.stack([reference(x, prev=torch.zeros_like(x), first=torch.ones_like(x)) for x in xs])
+    assert_columns_match(columns(out, xs), want)
+    assert all(torch.equal(p, x) for p, x in zip(prevs, xs)), "the mutation of prevs survives compilation"
+
+
+def test_arguments_outside_the_definition_are_refused_with_what_to_send() -> None:
+    x = torch.ones(4)
+    with pytest.raises(ValueError, match="one prev and first per tensor"):
+        run_op([x], (x.clone(),))
+    with pytest.raises(ValueError, match="one dtype and device"):
+        run_op([x, torch.ones(4, dtype=torch.float16)])
+    with pytest.raises(ValueError, match="with the 4 elements of xs"):  # the kernel would write past its end
+        run_op([x], (torch.ones(3),), (torch.ones(4),))
+    with pytest.raises(ValueError, match="float64"):
+        torch.ops.trainguard.multi_stats([x], [], [], torch.empty(1, _multi.WIDTH))
+
+
+def test_the_kernel_runs_only_where_triton_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert not _multi.available(torch.device("cpu")), "CPU only under the interpreter"
+    assert not _multi.available(torch.device("meta"))
+
+
+@needs_triton
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
+def test_the_kernel_matches_numpy_for_every_column(kernel_device: str, dtype: torch.dtype) -> None:
+    tensors = [t.to(kernel_device) for t in sample_tensors(dtype)]
+    out = run_op(tensors).cpu()
+    from trainguard.capture.torch import _multi_kernel  # imported by the op's first launch
+
+    assert (torch.device(kernel_device), tuple(t.numel() for t in tensors)) in {
+        (key[0], key[3]) for key in _multi_kernel._layouts
+    }, "the kernel ran (a work list was laid out), not the torch implementation"
+    assert_columns_match(columns(out, tensors)[:, :10], np.stack([reference(t) for t in tensors])[:, :10])
+    assert (out[:, torch_stats.UPD :] == 0).all(), "no history: update and distance are 0"
+    torch_rows = torch.empty_like(out)
+    _multi._reference(tensors, [], [], torch_rows)
+    np.testing.assert_array_equal(
+        out[:, :5].numpy(), torch_rows[:, :5].numpy()
+    )  # counts and extremes are exact
+    np.testing.assert_allclose(out.numpy(), torch_rows.numpy(), rtol=RTOL, atol=0, equal_nan=True)
+
+
+@needs_triton
+def test_the_kernel_keeps_the_spread_of_a_tensor_whose_mean_dwarfs_it(kernel_device: str) -> None:
+    """7 + N(0, 1e-3): sum(x^2) - sum(x)^2 / n in float32 would be off by several times the variance."""
+    g = torch.Generator().manual_seed(3)
+    x = 7 + torch.randn(2000, generator=g) * 1e-3
+    out = run_op([x.to(kernel_device)])[0].cpu()
+    a = x.numpy().astype(np.float64)
+    want = np.sum((a - a.mean()) ** 2)
+    assert abs(out[torch_stats.DEV].item() - want) <= 1e-5 * want
+    assert abs(out[torch_stats.SUM].item() / a.size - a.mean()) <= 1e-6 * np.abs(a).mean()
+
+
+@needs_triton
+def test_the_kernel_sums_squares_beyond_float32s_range_as_the_float64_reference_does(
+    kernel_device: str,
+) -> None:
+    x = torch.tensor([3e30, -1e30, 2.0, 0.0] * 40, device=kernel_device)
+    out = run_op([x], (torch.zeros_like(x),), (-x,))[0].cpu()
+    x = x.cpu()
+    a = x.numpy().astype(np.float64)
+    want = {
+        torch_stats.SQ: np.sum(a * a),
+        torch_stats.UPD: np.sum(a * a),
+        torch_stats.DIST: np.sum(4 * a * a),
+    }
+    for column, value in want.items():
+        assert np.isfinite(out[column].item())
+        np.testing.assert_allclose(out[column].item(), value, rtol=1e-6)
+    np.testing.assert_allclose(out[torch_stats.DEV].item(), np.sum((a - a.mean()) ** 2), rtol=1e-6)
+
+
+@needs_triton
+@pytest.mark.parametrize("history_dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_the_kernel_measures_update_and_distance_and_refreshes_prev(
+    kernel_device: str, history_dtype: torch.dtype
+) -> None:
+    g = torch.Generator().manual_seed(4)
+    xs = [torch.randn(n, generator=g).to(torch.bfloat16).to(kernel_device) for n in (5, 256, 1100)]
+    firsts = [(x.float() + torch.randn(x.shape, generator=g).to(kernel_device)).to(history_dtype) for x in xs]
+    prevs = [(x.float() * 0.5).to(history_dtype) for x in xs]
+    old = [p.clone() for p in prevs]
+    out = run_op(xs, tuple(prevs), tuple(firsts))
+    want = np.stack([reference(x, prev=p, first=f) for x, p, f in zip(xs, old, firsts)])
+    assert_columns_match(columns(out, xs), want)
+    for x, p in zip(xs, prevs):
+        assert torch.equal(p, x.to(history_dtype)), "prev becomes a copy of the tensor"
+    again = run_op(xs, tuple(prevs), tuple(firsts))
+    assert (again[:, torch_stats.UPD] == 0).all(), "unchanged since the refresh"
+
+
+@needs_triton
+def test_the_kernel_is_deterministic_and_follows_tensors_that_move(kernel_device: str) -> None:
+    tensors = [t.to(kernel_device) for t in sample_tensors(torch.float32)]
+    first = run_op(tensors).cpu()
+    np.testing.assert_array_equal(
+        run_op(tensors).cpu().numpy(), first.numpy()
+    )  # bitwise, NaN in the same places
+    moved = [t.clone() for t in tensors]  # same layout, new addresses: a new address table
+    moved[1].mul_(2)
+    again = run_op(moved).cpu()
+    np.testing.assert_array_equal(again[2:].numpy(), first[2:].numpy())
+    assert again[1, torch_stats.MIN] == 2 * first[1, torch_stats.MIN]

@@ -1,0 +1,168 @@
+"""One reduction per group: the raw moments of many tensors of one device and dtype in one op call.
+
+`multi_stats` is the custom op `trainguard::multi_stats`. For T tensors it writes the float64 rows
+[T, len(device_stats.RAW_COLUMNS)] that `device_stats.reduce_large` would give one by one (NaN, Inf
+and zero counts, min, max, sum, |x| sum, x^2 sum, squared deviations around the mean, and with a
+history the squared distances to the previous and first copies, refreshing the previous copy), with
+one Triton kernel launch over all of them and one cleanup launch (`_multi_kernel`). It is a
+`torch.library` op with a fake implementation, so it is a single node under FakeTensorMode,
+`torch.compile` and the CPU proxies of the hook's cost.
+
+Where the fast kernel runs (`available`): CUDA with Triton importable, and CPU under Triton's
+interpreter (TRITON_INTERPRET=1, for tests). Elsewhere the op still gives the right rows, tensor
+by tensor with torch ops (`_reference`), and the hook keeps its other paths. Triton is imported
+only when the kernel first runs, never with this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+from trainguard.capture.torch import device_stats
+
+WIDTH = len(device_stats.RAW_COLUMNS)
+"""Columns of a row of `out`."""
+
+
+def available(device: torch.device) -> bool:
+    """Whether `multi_stats` runs its Triton kernel on `device`: CUDA with Triton installed, or CPU
+    under Triton's interpreter (TRITON_INTERPRET=1), for float32, bfloat16, float16 and float64
+    tensors. Elsewhere, and for other dtypes, it reduces tensor by tensor with torch ops."""
+    if device.type == "cuda":
+        return torch.cuda.is_available() and _triton_installed()
+    if device.type == "cpu":
+        return _interpreting() and _triton_installed()
+    return False
+
+
+@functools.cache
+def _triton_installed() -> bool:
+    """Whether Triton imports (tried once, on first need: never with this module)."""
+    try:
+        import triton.language  # noqa: F401
+    except (ImportError, OSError, RuntimeError):  # absent, or a build that cannot load here
+        return False
+    return True
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@torch.library.custom_op("trainguard::multi_stats", mutates_args=("prevs", "out"))
+def multi_stats(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """Write into row i of `out` (float64 [T, WIDTH]) the raw moments of `xs[i]`, as `reduce_large` does.
+
+    `xs`: T >= 1 contiguous tensors of one floating dtype on one device. `prevs`, `firsts`: both
+    empty (no history: update and distance are 0), or T tensors with the sizes of `xs` (in their
+    dtype or float32), the previous and first saved copies; then `prevs[i]` becomes a copy of `xs[i]`. An
+    empty tensor gives counts 0 and NaN moments. Devices without the kernel (`available`) get here.
+    """
+    _check(xs, prevs, firsts, out)
+    _reference(xs, prevs, firsts, out)
+
+
+@multi_stats.register_fake
+def _(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """Mutation only: `out` and `prevs` are written in place; nothing is allocated or read back."""
+    _check(xs, prevs, firsts, out)
+
+
+@multi_stats.register_kernel("cpu")
+def _(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
+    _run(xs, prevs, firsts, out, kernel=_interpreting() and _triton_installed())
+
+
+@multi_stats.register_kernel("cuda")
+def _(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """The Triton kernel where Triton is installed, else torch ops."""
+    _run(xs, prevs, firsts, out, kernel=_triton_installed())
+
+
+def _run(
+    xs: list[torch.Tensor],
+    prevs: list[torch.Tensor],
+    firsts: list[torch.Tensor],
+    out: torch.Tensor,
+    *,
+    kernel: bool,
+) -> None:
+    _check(xs, prevs, firsts, out)
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
+
+        if _multi_kernel.supports(xs, prevs, firsts):
+            _multi_kernel.launch(xs, prevs, firsts, out)
+            return
+    _reference(xs, prevs, firsts, out)
+
+
+def _check(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """Refuse arguments the op does not define, saying what the caller must send instead (no host reads)."""
+    if not xs:
+        raise ValueError("multi_stats needs at least one tensor in xs")
+    if len(prevs) != len(firsts) or (prevs and len(prevs) != len(xs)):
+        raise ValueError(
+            f"multi_stats takes no history (prevs and firsts empty) or one prev and first per tensor; "
+            f"got {len(xs)} tensors, {len(prevs)} prevs, {len(firsts)} firsts"
+        )
+    dtype, device = xs[0].dtype, xs[0].device
+    if not dtype.is_floating_point:
+        raise ValueError(f"multi_stats reduces floating tensors, not {dtype}")
+    if out.dtype != torch.float64 or tuple(out.shape) != (len(xs), WIDTH) or out.device != device:
+        raise ValueError(
+            f"multi_stats writes into a float64 [{len(xs)}, {WIDTH}] tensor on {device}; "
+            f"got {out.dtype} {list(out.shape)} on {out.device}"
+        )
+    if not out.is_contiguous():
+        raise ValueError("multi_stats writes into a contiguous out (a row slice of a contiguous buffer)")
+    for i, x in enumerate(xs):
+        if x.dtype != dtype or x.device != device or not x.is_contiguous():
+            raise ValueError(
+                f"multi_stats takes contiguous tensors of one dtype and device ({dtype} on {device}); "
+                f"xs[{i}] is {x.dtype} on {x.device}, contiguous={x.is_contiguous()}: reduce it apart"
+            )
+    if prevs:  # the kernel writes prev and reads first in place: their sizes are checked, element for element
+        kinds = (dtype, torch.float32)
+        for i, (x, p, f) in enumerate(zip(xs, prevs, firsts)):
+            n = x.numel()
+            for name, h in (("prevs", p), ("firsts", f)):
+                if h.numel() != n or h.dtype not in kinds or h.device != device or not h.is_contiguous():
+                    raise ValueError(
+                        f"multi_stats: {name}[{i}] must be contiguous, with the {n} elements of xs[{i}], "
+                        f"{dtype} or float32, on {device}; got {h.dtype} {list(h.shape)} on {h.device}"
+                    )
+
+
+def _reference(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """The op in plain torch ops, tensor by tensor through `reduce_large` (float64 accumulation).
+
+    The definition the kernel is tested against, and the op where the kernel cannot run.
+    """
+    rows = []
+    for i, x in enumerate(xs):
+        if prevs:
+            history = device_stats._History(prev=prevs[i], first=firsts[i], fresh=False)
+            rows.append(device_stats.reduce_large(x, history))
+        else:
+            row = device_stats.reduce_large(x)
+            if x.numel():  # no history: update and distance are 0, not NaN (the caller marks them)
+                row[device_stats.UPD :] = 0.0
+            rows.append(row)
+    out.copy_(torch.stack(rows))

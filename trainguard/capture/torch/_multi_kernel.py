@@ -1,0 +1,455 @@
+"""The Triton kernels behind `_multi.multi_stats`: one launch reads every tensor once, one more merges.
+
+Imported by `_multi` only when the op runs its kernel, so that Triton is never imported with the
+hook. The first launch (`_partials_fn`) walks a work list of (tensor, chunk) items through a device
+table of addresses: each program takes items pid, pid + grid, ... and writes one row of partial
+moments per item, in fixed places (no atomics: the same inputs give bitwise the same rows). The
+second (`_merge_fn`) folds each tensor's partial rows, in order, into its row of `out`.
+
+Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each
+lane of a register block (BLOCK elements) keeps float32 accumulators over the item's blocks: NaN,
+Inf and zero counts (int32), min, max, sums of x, |x|, x^2, squared update and distance, and the
+squared deviations around its block's mean: one reduction per block gives that mean, so the
+variance is two-pass within the block at no extra memory traffic. The block means are merged in
+float64 with Chan's formula, lanes once per item, partial rows in float64 (Chan again): never
+sum(x^2) - sum(x)^2 / n, which loses everything when the mean dwarfs the spread. Values are shifted
+by the item's first element before the block mean is taken, so a constant tensor gives exactly 0.
+Overflow: an item whose float32 sums overflow with no NaN or Inf among its elements (|x| near 2^64)
+is read again scaled by 2^-72; update and distance differences above 2^56 are squared scaled,
+element by element (the first pass already refreshed prev). NaN makes min, max and every sum NaN,
+as torch's reductions do; any NaN or Inf makes the deviation sum NaN, as `reduce_large` gives.
+Whole blocks are read without masks (vector loads where every address is 16-byte aligned); the
+last, partial block of an item with masks.
+
+Work lists and address tables are cached per layout (`_Layout`): the list once per layout, an
+address table per set of addresses (a small host-to-device copy, non-blocking from pinned memory on
+CUDA). Offsets are int64, so tensors over 2^31 elements are read whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+
+PARTS = 13
+"""Columns of a partial row: n, nan, inf, zero, min, max, sum, |x| sum, x^2 sum, mean, M2, update^2, distance^2."""
+
+# The reductions go through tl.reduce with the combine functions of tl.sum/tl.max/tl.min, which
+# Triton decorates once, at its own import, either for the compiler or for the interpreter (by
+# TRITON_INTERPRET then). tl.sum and friends would call them in that mode only; the interpreter
+# recognises these three by identity and reduces in numpy, whichever mode made them, so the CPU
+# kernels below run in any process. (Private names of Triton 3.x's standard library.)
+_ADD = tl.standard._sum_combine
+_MAX = tl.standard._elementwise_max
+_MIN = tl.standard._elementwise_min
+_LIBRARY_INTERPRETED = isinstance(_ADD, InterpretedFunction)
+"""Triton was imported under TRITON_INTERPRET=1: its compiler cannot run our kernels on CUDA either."""
+
+_TL_DTYPES = {
+    torch.float32: tl.float32,
+    torch.float16: tl.float16,
+    torch.bfloat16: tl.bfloat16,
+    torch.float64: tl.float64,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the work: elements per register block and per work item, and the grid's bound."""
+
+    block: int
+    """Elements reduced at once in registers (a power of two)."""
+    chunk: int
+    """Elements per work item, a multiple of `block`: a partial row each."""
+    merge_block: int
+    """Partial rows folded at once by `_merge` (a power of two)."""
+    programs: int
+    """The most programs `_partials` launches; they share the items round-robin."""
+    num_warps: int
+
+
+@functools.cache
+def config(device: torch.device) -> Config:
+    """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
+    if device.type == "cuda" and not _interpreting(device):
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        # 4 elements per thread: ptxas (sm_90a) gives 211 registers, no spills; 8 per thread reach 255 and spill
+        return Config(block=1024, chunk=65536, merge_block=256, programs=4 * sms, num_warps=8)
+    return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
+
+
+def _interpreting(device: torch.device) -> bool:
+    return device.type == "cpu" or _LIBRARY_INTERPRETED
+
+
+def _partials_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    part_ptr,
+    n_items,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    P_DTYPE: tl.constexpr,
+    F_DTYPE: tl.constexpr,
+    HISTORY: tl.constexpr,
+    ALIGNED: tl.constexpr,
+    BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+):
+    """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
+
+    Per lane (element of the register block) float32 accumulators over the item's blocks; per block one
+    reduction, its sum, for the block mean that the squared deviations are taken around (two passes
+    over registers); the blocks' means merged in float64 (Chan); the lanes merged once per item. An
+    item whose sums overflow float32 with no NaN or Inf among its elements is read again scaled by 2^-72;
+    differences to prev and first above 2^56 are squared scaled, element by element.
+    """
+    lanes = tl.arange(0, BLOCK)
+    for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
+        t = tl.load(static_ptr + n_tensors + item)
+        start = tl.load(static_ptr + n_tensors + n_items + item)
+        end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
+        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
+        f_base = tl.load(table_ptr + 2 * n_tensors + t).to(tl.pointer_type(F_DTYPE))
+        if ALIGNED:  # every address is 16-byte aligned: vector loads
+            x_base = tl.multiple_of(x_base, 16)
+            p_base = tl.multiple_of(p_base, 16)
+            f_base = tl.multiple_of(f_base, 16)
+        pivot = tl.load(x_base + start).to(tl.float32)
+        scale = tl.cast(1.0, tl.float32)
+        unscale = tl.cast(1.0, tl.float64)
+        again = True
+        # the item's results, set by the loop below (loop-carried, hence defined first)
+        n_acc = tl.cast(0.0, tl.float64)
+        mean_acc = tl.cast(0.0, tl.float64)
+        m2 = tl.cast(0.0, tl.float64)
+        s = tl.cast(0.0, tl.float64)
+        a = tl.cast(0.0, tl.float64)
+        q = tl.cast(0.0, tl.float64)
+        u = tl.cast(0.0, tl.float64)
+        d = tl.cast(0.0, tl.float64)
+        nan_c = tl.cast(0, tl.int32)
+        inf_c = tl.cast(0, tl.int32)
+        zero_c = tl.cast(0, tl.int32)
+        mn = tl.cast(float("inf"), tl.float32)
+        mx = tl.cast(float("-inf"), tl.float32)
+        while again:
+            n_acc = tl.cast(0.0, tl.float64)
+            mean_acc = tl.cast(0.0, tl.float64)
+            between = tl.cast(0.0, tl.float64)
+            s_l = tl.full([BLOCK], 0.0, tl.float32)
+            a_l = tl.full([BLOCK], 0.0, tl.float32)
+            q_l = tl.full([BLOCK], 0.0, tl.float32)
+            m2_l = tl.full([BLOCK], 0.0, tl.float32)
+            u_l = tl.full([BLOCK], 0.0, tl.float32)
+            ub_l = tl.full([BLOCK], 0.0, tl.float32)
+            d_l = tl.full([BLOCK], 0.0, tl.float32)
+            db_l = tl.full([BLOCK], 0.0, tl.float32)
+            nan_l = tl.full([BLOCK], 0, tl.int32)
+            inf_l = tl.full([BLOCK], 0, tl.int32)
+            zero_l = tl.full([BLOCK], 0, tl.int32)
+            mn_l = tl.full([BLOCK], float("inf"), tl.float32)
+            mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
+            full_end = start + (end - start) // BLOCK * BLOCK
+            for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
+                for off in range(full_end if tail else start, end if tail else full_end, BLOCK):
+                    idx = off + lanes
+                    if ALIGNED:
+                        idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
+                    if tail:
+                        valid = idx < end
+                        raw = tl.load(x_base + idx, mask=valid, other=0.0)
+                    else:  # no mask: vector loads
+                        valid = lanes < BLOCK
+                        raw = tl.load(x_base + idx)
+                    x = raw.to(tl.float32)
+                    is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
+                    nan_l += is_nan.to(tl.int32)
+                    inf_l += (tl.abs(x) == float("inf")).to(tl.int32)
+                    zero_l += ((x == 0.0) & valid).to(tl.int32)
+                    ordered = valid & ~is_nan
+                    mn_l = tl.minimum(mn_l, tl.where(ordered, x, float("inf")))
+                    mx_l = tl.maximum(mx_l, tl.where(ordered, x, float("-inf")))
+                    xs = x * scale
+                    s_l += xs
+                    a_l += tl.abs(xs)
+                    q_l += xs * xs
+                    # deviations around the block's own mean, the values shifted by the item's first element
+                    # (a constant tensor gives exactly 0); the block means are merged below (Chan)
+                    ys = tl.where(valid, xs - pivot * scale, 0.0)
+                    nb = (tl.minimum(end - off, BLOCK) if tail else tl.cast(BLOCK, tl.int64)).to(tl.float64)
+                    y_sum = tl.reduce(ys, 0, _ADD)
+                    dev = tl.where(valid, ys - y_sum / nb.to(tl.float32), 0.0)
+                    m2_l += dev * dev
+                    delta = pivot.to(tl.float64) + y_sum.to(tl.float64) * unscale / nb - mean_acc
+                    n_new = n_acc + nb
+                    mean_acc += delta * (nb / n_new)
+                    between += delta * delta * (n_acc * nb / n_new)
+                    n_acc = n_new
+                    if HISTORY:  # noqa: SIM102 -- a compile-time test, kept apart from the runtime one
+                        if scale == 1.0:  # the first pass only: it refreshes prev
+                            if tail:
+                                prev = tl.load(p_base + idx, mask=valid, other=0.0)
+                                first = tl.load(f_base + idx, mask=valid, other=0.0)
+                            else:
+                                prev = tl.load(p_base + idx)
+                                first = tl.load(f_base + idx)
+                            du = x - prev.to(tl.float32)
+                            big_u = tl.abs(du) > 72057594037927936.0  # squared in float32 only below 2^56
+                            du = tl.where(big_u, du * 2.0**-72, du)
+                            u_l += tl.where(big_u, 0.0, du * du)
+                            ub_l += tl.where(big_u, du * du, 0.0)
+                            dd = x - first.to(tl.float32)
+                            big_d = tl.abs(dd) > 72057594037927936.0
+                            dd = tl.where(big_d, dd * 2.0**-72, dd)
+                            d_l += tl.where(big_d, 0.0, dd * dd)
+                            db_l += tl.where(big_d, dd * dd, 0.0)
+                            if tail:
+                                tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
+                            else:
+                                tl.store(p_base + idx, raw.to(P_DTYPE))
+            nan_c = tl.reduce(nan_l, 0, _ADD)
+            inf_c = tl.reduce(inf_l, 0, _ADD)
+            zero_c = tl.reduce(zero_l, 0, _ADD)
+            mn = tl.reduce(mn_l, 0, _MIN)
+            mx = tl.reduce(mx_l, 0, _MAX)
+            unscale2 = unscale * unscale
+            s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
+            a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
+            q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
+            m2 = tl.reduce(m2_l.to(tl.float64), 0, _ADD) * unscale2 + between
+            if scale == 1.0:
+                big2 = tl.cast(2.0**144, tl.float64)
+                u = tl.reduce(u_l.to(tl.float64), 0, _ADD) + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
+                d = tl.reduce(d_l.to(tl.float64), 0, _ADD) + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
+            # float32 overflow with finite elements (|x| near 2^64 or above): read the item again, scaled
+            # (update and distance are kept from the first pass, which scaled them element by element)
+            total = a + q + m2
+            again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
+            scale = tl.cast(2.0**-72, tl.float32)
+            unscale = tl.cast(4722366482869645213696.0, tl.float64)
+        row = part_ptr + item
+        tl.store(row, n_acc)
+        tl.store(row + n_items, nan_c.to(tl.float64))
+        tl.store(row + 2 * n_items, inf_c.to(tl.float64))
+        tl.store(row + 3 * n_items, zero_c.to(tl.float64))
+        tl.store(row + 4 * n_items, mn.to(tl.float64))
+        tl.store(row + 5 * n_items, mx.to(tl.float64))
+        tl.store(row + 6 * n_items, s)
+        tl.store(row + 7 * n_items, a)
+        tl.store(row + 8 * n_items, q)
+        tl.store(row + 9 * n_items, mean_acc)
+        tl.store(row + 10 * n_items, m2)
+        tl.store(row + 11 * n_items, u)
+        tl.store(row + 12 * n_items, d)
+
+
+def _merge_fn(  # type: ignore[no-untyped-def]
+    static_ptr,
+    part_ptr,
+    out_ptr,
+    n_items,
+    n_tensors,
+    CB: tl.constexpr,
+):
+    """Row t of `out` from tensor t's partial rows (`_Layout.static` ends with each tensor's first item)."""
+    t = tl.program_id(0)
+    first = tl.load(static_ptr + n_tensors + 2 * n_items + t)
+    last = tl.load(static_ptr + n_tensors + 2 * n_items + t + 1)
+    lanes = tl.arange(0, CB)
+    n_acc = tl.cast(0.0, tl.float64)
+    mean_acc = tl.cast(0.0, tl.float64)
+    m2_acc = tl.cast(0.0, tl.float64)
+    nan_c = tl.cast(0.0, tl.float64)
+    inf_c = tl.cast(0.0, tl.float64)
+    zero_c = tl.cast(0.0, tl.float64)
+    s_acc = tl.cast(0.0, tl.float64)
+    a_acc = tl.cast(0.0, tl.float64)
+    q_acc = tl.cast(0.0, tl.float64)
+    u_acc = tl.cast(0.0, tl.float64)
+    d_acc = tl.cast(0.0, tl.float64)
+    mn = tl.cast(float("inf"), tl.float64)
+    mx = tl.cast(float("-inf"), tl.float64)
+    for off in range(first, last, CB):
+        idx = off + lanes
+        ok = idx < last
+        n = tl.load(part_ptr + idx, mask=ok, other=0.0)
+        nan_c += tl.reduce(tl.load(part_ptr + n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        inf_c += tl.reduce(tl.load(part_ptr + 2 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        zero_c += tl.reduce(tl.load(part_ptr + 3 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        mn = tl.minimum(
+            mn, tl.reduce(tl.load(part_ptr + 4 * n_items + idx, mask=ok, other=float("inf")), 0, _MIN)
+        )
+        mx = tl.maximum(
+            mx, tl.reduce(tl.load(part_ptr + 5 * n_items + idx, mask=ok, other=float("-inf")), 0, _MAX)
+        )
+        s_acc += tl.reduce(tl.load(part_ptr + 6 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        a_acc += tl.reduce(tl.load(part_ptr + 7 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        q_acc += tl.reduce(tl.load(part_ptr + 8 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        u_acc += tl.reduce(tl.load(part_ptr + 11 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        d_acc += tl.reduce(tl.load(part_ptr + 12 * n_items + idx, mask=ok, other=0.0), 0, _ADD)
+        # the partial rows' (n, mean, M2) merged exactly as a group, then into the running total (Chan)
+        means = tl.load(part_ptr + 9 * n_items + idx, mask=ok, other=0.0)
+        g_n = tl.reduce(n, 0, _ADD)
+        g_mean = tl.reduce(n * means, 0, _ADD) / g_n
+        spread = tl.where(ok, n * (means - g_mean) * (means - g_mean), 0.0)
+        m2s = tl.load(part_ptr + 10 * n_items + idx, mask=ok, other=0.0)
+        g_m2 = tl.reduce(m2s, 0, _ADD) + tl.reduce(spread, 0, _ADD)
+        delta = g_mean - mean_acc
+        n_new = n_acc + g_n
+        mean_acc += delta * (g_n / n_new)
+        m2_acc += g_m2 + delta * delta * (n_acc * g_n / n_new)
+        n_acc = n_new
+    nan = float("nan")
+    empty = n_acc == 0.0
+    mn = tl.where((nan_c > 0) | empty, nan, mn)
+    mx = tl.where((nan_c > 0) | empty, nan, mx)
+    m2_acc = tl.where((nan_c + inf_c > 0) | empty, nan, m2_acc)
+    row = out_ptr + t * 11  # len(device_stats.RAW_COLUMNS), in its order
+    tl.store(row, nan_c)
+    tl.store(row + 1, inf_c)
+    tl.store(row + 2, zero_c)
+    tl.store(row + 3, mn)
+    tl.store(row + 4, mx)
+    tl.store(row + 5, tl.where(empty, nan, s_acc))
+    tl.store(row + 6, tl.where(empty, nan, a_acc))
+    tl.store(row + 7, tl.where(empty, nan, q_acc))
+    tl.store(row + 8, m2_acc)
+    tl.store(row + 9, tl.where(empty, nan, u_acc))
+    tl.store(row + 10, tl.where(empty, nan, d_acc))
+
+
+# counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
+_SIZES = ["n_items", "n_tensors"]
+_compiled = (
+    JITFunction(_partials_fn, do_not_specialize=_SIZES),
+    JITFunction(_merge_fn, do_not_specialize=_SIZES),
+)
+_interpreted = (InterpretedFunction(_partials_fn), InterpretedFunction(_merge_fn))
+
+
+def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
+    """int64 `values` on `device`: on CUDA one non-blocking copy from pinned memory, which the caching
+    host allocator keeps until the copy has run (so it can never be overwritten while in flight)."""
+    host = torch.tensor(values, dtype=torch.int64)
+    if device.type == "cuda":
+        return host.pin_memory().to(device, non_blocking=True)
+    return host.to(device)
+
+
+@dataclass
+class _Layout:
+    """The work list of one set of tensor sizes on one device and stream, and its address tables.
+
+    `static` is int64 on the device: numels [T], each item's tensor [N], each item's first element
+    [N], then each tensor's first item [T + 1] (items of a tensor are consecutive). `partials` is
+    float64 [PARTS, N], rewritten by every call.
+    """
+
+    static: torch.Tensor
+    partials: torch.Tensor
+    n_items: int
+    tables: OrderedDict[tuple[int, ...], torch.Tensor] = field(default_factory=OrderedDict)
+
+    @classmethod
+    def build(cls, numels: tuple[int, ...], device: torch.device, chunk: int) -> _Layout:
+        owners: list[int] = []
+        starts: list[int] = []
+        firsts = [0]
+        for i, n in enumerate(numels):
+            count = -(-n // chunk)
+            owners += [i] * count
+            starts += range(0, count * chunk, chunk)
+            firsts.append(firsts[-1] + count)
+        static = _to_device(list(numels) + owners + starts + firsts, device)
+        partials = torch.empty(PARTS, max(len(owners), 1), dtype=torch.float64, device=device)
+        return cls(static=static, partials=partials, n_items=len(owners))
+
+    def table(self, addresses: tuple[int, ...]) -> torch.Tensor:
+        """int64 [3T] on the device: addresses of xs, prevs, firsts (0 without history); made once per set."""
+        table = self.tables.get(addresses)
+        if table is None:
+            table = self.tables[addresses] = _to_device(list(addresses), self.static.device)
+            while len(self.tables) > _MAX_TABLES:
+                self.tables.popitem(last=False)
+        else:
+            self.tables.move_to_end(addresses)
+        return table
+
+
+_MAX_LAYOUTS = 32
+_MAX_TABLES = 4
+"""Address sets kept per layout: a few groups of one shape (activations) without a copy each call;
+gradients freed each step (`set_to_none`) bring a new set, one small copy."""
+_layouts: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+
+
+def _layout(xs: list[torch.Tensor], chunk: int) -> _Layout:
+    device = xs[0].device
+    stream = torch.cuda.current_stream(device).stream_id if device.type == "cuda" else 0
+    numels = tuple(x.numel() for x in xs)
+    key = (device, stream, chunk, numels)
+    lay = _layouts.get(key)
+    if lay is None:
+        lay = _layouts[key] = _Layout.build(numels, device, chunk)
+        while len(_layouts) > _MAX_LAYOUTS:
+            _layouts.popitem(last=False)
+    else:
+        _layouts.move_to_end(key)
+    return lay
+
+
+def supports(xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor]) -> bool:
+    """Whether the kernel reads these tensors: a dtype it knows, and one dtype across prevs and across firsts."""
+    if xs[0].dtype not in _TL_DTYPES:
+        return False
+    return all(len({h.dtype for h in hs}) <= 1 for hs in (prevs, firsts))
+
+
+def launch(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """Run the two launches for arguments `_multi._check` accepted and `supports` reads."""
+    device = xs[0].device
+    cfg = config(device)
+    lay = _layout(xs, cfg.chunk)
+    history = bool(prevs)
+    addresses = tuple(x.data_ptr() for x in xs)
+    if history:
+        addresses += tuple(p.data_ptr() for p in prevs) + tuple(f.data_ptr() for f in firsts)
+    else:
+        addresses += (0,) * (2 * len(xs))
+    table = lay.table(addresses)
+    x_dtype = _TL_DTYPES[xs[0].dtype]
+    interpreting = _interpreting(device)
+    partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
+    # the interpreter runs the kernels in numpy, which warns where NaN and Inf flow as they should
+    with np.errstate(all="ignore") if interpreting else contextlib.nullcontext():
+        if lay.n_items:
+            partials_kernel[(min(lay.n_items, cfg.programs),)](
+                table,
+                lay.static,
+                lay.partials,
+                lay.n_items,
+                len(xs),
+                X_DTYPE=x_dtype,
+                P_DTYPE=_TL_DTYPES[prevs[0].dtype] if history else x_dtype,
+                F_DTYPE=_TL_DTYPES[firsts[0].dtype] if history else x_dtype,
+                HISTORY=history,
+                ALIGNED=all(address % 16 == 0 for address in addresses),
+                BLOCK=cfg.block,
+                CHUNK=cfg.chunk,
+                num_warps=cfg.num_warps,
+            )
+        merge_kernel[(len(xs),)](
+            lay.static, lay.partials, out, lay.n_items, len(xs), CB=cfg.merge_block, num_warps=1
+        )

@@ -8,9 +8,13 @@ terminal the progress line keeps the bottom row; elsewhere it is a plain line at
 from __future__ import annotations
 
 import shutil
+import textwrap
 import threading
 import time
 from typing import TextIO
+
+WIDTH = 80
+"""Columns of a message line (wrapped, later lines indented): a terminal's default width."""
 
 
 class Progress:
@@ -51,18 +55,35 @@ class Progress:
             self.stream.flush()
 
     def line(self, text: str) -> None:
-        """Write a message on its own line."""
+        """Write a message on its own line (wrapped within `WIDTH` columns)."""
         if self.quiet:
             return
+        lines = textwrap.fill(
+            text,
+            width=WIDTH,
+            initial_indent="[trainguard] ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
         with self._lock:
-            self.stream.write(f"[trainguard] {text}\n")
+            self.stream.write(lines + "\n")
             self.stream.flush()
 
-    def update(self, *, step: int | None, findings: int, critical: int, elapsed_seconds: float) -> None:
+    def update(
+        self,
+        *,
+        step: int | None,
+        findings: int,
+        critical: int,
+        elapsed_seconds: float,
+        loss: float | None = None,
+    ) -> None:
         if self.quiet:
             return
         where = "waiting for the first saved step" if step is None else f"step {step}"
-        text = f"[trainguard] {where} | findings: {findings}"
+        text = f"[trainguard] {where}"
+        text += "" if loss is None else f" | loss {loss:.4g}"
+        text += f" | findings: {findings}"
         text += f" ({critical} critical)" if critical else ""
         text += f" | {elapsed_seconds:.0f}s"
         with self._lock:

@@ -45,6 +45,7 @@ class LossNotDecreasing(base.Rule):
     name = "loss_not_decreasing"
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
+    needs = "training loss"
     summary = (
         "The mean loss over the last `num_steps` views is not `diff_percent` below the best earlier block."
     )
@@ -158,6 +159,9 @@ class LossNotDecreasing(base.Rule):
         self.failed = 0
         self.best: float | None = None
         self.first: float | None = None
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]

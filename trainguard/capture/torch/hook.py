@@ -466,7 +466,8 @@ class Hook:
             self._paths.close()
             if self._forward.roots and self._optimizer is None and not self._failed:
                 self._no_optimizer("at close")
-            self._writer.close(exception=exception)
+            # a stop that should_stop() told the script about ended the run: END.json says `stopped`
+            self._writer.close(exception=exception, status="stopped" if self._stop.told else "ok")
             atexit.unregister(self.close)
 
     def __enter__(self) -> Self:

@@ -18,7 +18,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("poor_weight_initialization", Action.NOTIFY),
     ("unchanged_tensor", Action.NOTIFY),
     ("weight_update_ratio", Action.NOTIFY),
-    ("diverging_loss", Action.NOTIFY),
+    ("diverging_loss", Action.STOP),
     ("loss_not_decreasing", Action.NOTIFY),
     ("loss_spike", Action.NOTIFY),
     ("oscillating_loss", Action.NOTIFY),

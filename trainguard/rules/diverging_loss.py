@@ -32,7 +32,7 @@ from trainguard.rules.view import StepView
 class DivergingLoss(base.Rule):
     name = "diverging_loss"
     category = RuleCategory.LOSS
-    default_action = Action.NOTIFY
+    default_action = Action.STOP
     needs = "training loss"
     training_views_only = True
     summary = (

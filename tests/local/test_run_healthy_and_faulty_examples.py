@@ -21,7 +21,9 @@ def test_healthy_example_exits_0_with_no_warnings(trainguard_run, script: str) -
     assert all(r["state"] == "NoIssuesFound" for r in res.doc["rules"].values()), res.doc["rules"]
     assert res.doc["last_step"] is not None and res.doc["last_step"] > 100
     assert res.stderr.splitlines()[-1].startswith("[trainguard] ended ok at step ")
-    assert res.doc["end"]["state"] == "ok" and res.doc["end"]["summary"].endswith("exit status 0; no findings")
+    assert res.doc["end"]["state"] == "ok" and res.doc["end"]["summary"].endswith(
+        "exit status 0; no findings"
+    )
     assert res.wide_lines() == []
 
 

@@ -56,7 +56,9 @@ def test_a_script_that_saves_a_checkpoint_when_asked_to_stop_has_it_on_disk_befo
     assert (tmp_path / "checkpoint.json").is_file(), res.stderr
     assert not (tmp_path / "sigterm").exists(), "SIGTERM came before the script could save its work"
     last = res.said.splitlines()[-1]
-    assert last.startswith("[trainguard] STOPPED by rule exploding_tensor at step 40 on rank 0 (the command saved")
+    assert last.startswith(
+        "[trainguard] STOPPED by rule exploding_tensor at step 40 on rank 0 (the command saved"
+    )
     assert "left after should_stop()); exit status 3" in last
     assert res.doc["end"]["state"] == "stopped" and res.doc["end"]["stop_how"] == "cooperative"
     end = trainguard.open_run(res.doc["run_uri"]).ended()
@@ -140,7 +142,9 @@ def test_a_hook_without_an_optimizer_is_told_and_the_run_says_nothing_was_evalua
     assert len(warned) == 1, res.stderr  # the hook's own warning, once
     assert "nothing was evaluated: the run holds no saved step with tensor statistics" in res.said
     assert "no warnings" not in res.said
-    assert res.doc["end"]["state"] == "blind" and res.said.splitlines()[-1].startswith("[trainguard] NOT CHECKED")
+    assert res.doc["end"]["state"] == "blind" and res.said.splitlines()[-1].startswith(
+        "[trainguard] NOT CHECKED"
+    )
     assert "hook.register_optimizer(optimizer)" in res.doc["nothing_evaluated"]
     assert "Nothing was evaluated" in Path(res.doc["report"]).read_text()
 

@@ -12,6 +12,8 @@ import itertools
 import numpy as np
 
 import trainguard
+from trainguard.api.enums import Phase
+from trainguard.operator import end_marker
 from trainguard.operator.end_marker import write_missing
 from trainguard.store import run_format
 from trainguard.store.backends import Store, open_store
@@ -56,3 +58,8 @@ def test_a_stale_end_of_a_retried_rank_is_replaced_and_a_current_one_is_kept(fil
     assert (
         write_missing(store, workers=2, last_steps={}, status="crashed", reason="again", wall_time=T0) == []
     )
+
+
+def test_a_stopped_debugjob_ends_its_ranks_stopped_not_crashed() -> None:
+    assert end_marker.end_status(Phase.STOPPED) == "stopped"
+    assert end_marker.end_status(Phase.SUCCEEDED) == "ok" and end_marker.end_status(Phase.FAILED) == "crashed"

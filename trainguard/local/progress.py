@@ -3,6 +3,7 @@
 `Progress` is driven by `supervise.Supervisor` (the main thread updates the progress line, the evaluator
 thread writes verdict lines). It draws, and decides nothing: what a line says is the caller's. On a
 terminal the progress line keeps the bottom row; elsewhere it is a plain line at most every few seconds.
+Message lines, here and in the end-of-run summary, are wrapped within 80 columns by `wrap`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,15 @@ from typing import TextIO
 
 WIDTH = 80
 """Columns of a message line (wrapped, later lines indented): a terminal's default width."""
+
+
+def wrap(text: str, *, prefix: str = "", width: int = WIDTH) -> str:
+    """`text` in lines of at most `width` columns, the first one after `prefix`, the others indented. A word
+    longer than a line (a path, a URI) stays whole on a line of its own, so it can be copied."""
+    return textwrap.fill(
+        text, width=width, initial_indent=prefix, subsequent_indent="    ", break_long_words=False,
+        break_on_hyphens=False,
+    )  # fmt: skip
 
 
 class Progress:
@@ -58,15 +68,8 @@ class Progress:
         """Write a message on its own line (wrapped within `WIDTH` columns)."""
         if self.quiet:
             return
-        lines = textwrap.fill(
-            text,
-            width=WIDTH,
-            initial_indent="[trainguard] ",
-            subsequent_indent="    ",
-            break_on_hyphens=False,
-        )
         with self._lock:
-            self.stream.write(lines + "\n")
+            self.stream.write(wrap(text, prefix="[trainguard] ") + "\n")
             self.stream.flush()
 
     def update(

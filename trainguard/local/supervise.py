@@ -41,8 +41,8 @@ from trainguard.local.outcome import (
     rule_status_dict,
 )
 from trainguard.local.process import FORWARDED_SIGNALS, ProcessGroup, SuperviseError
-from trainguard.local.progress import Progress
-from trainguard.local.verdict_table import describe_verdict, rules_summary, verdict_table, wrap
+from trainguard.local.progress import Progress, wrap
+from trainguard.local.verdict_table import describe_verdict, rules_summary, verdict_table
 from trainguard.sidecar import metrics
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import Verdict

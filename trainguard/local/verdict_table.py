@@ -7,16 +7,13 @@ writing them to stderr is left to the caller.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from trainguard.api.enums import RuleState, Severity
 from trainguard.local.outcome import plain, rule_status_dict
+from trainguard.local.progress import WIDTH, wrap
 from trainguard.sidecar.verdicts import NOT_CHECKED, RuleStatus, Verdict
-
-WIDTH = 80
-"""Columns of what `trainguard run` writes at the end (a terminal's default width)."""
 
 
 def describe_verdict(v: Verdict) -> str:
@@ -72,15 +69,6 @@ def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120, qu
     if quiet and quiet_names:
         lines.append(quiet_line({name: rule_status[name] for name in quiet_names}))
     return "\n".join(lines)
-
-
-def wrap(text: str, *, prefix: str = "", width: int = WIDTH) -> str:
-    """`text` in lines of at most `width` columns, the first one after `prefix`, the others indented. A word
-    longer than a line (a path, a URI) stays whole on a line of its own, so it can be copied."""
-    return textwrap.fill(
-        text, width=width, initial_indent=prefix, subsequent_indent="    ", break_long_words=False,
-        break_on_hyphens=False,
-    )  # fmt: skip
 
 
 def quiet_line(quiet: Mapping[str, RuleStatus]) -> str:

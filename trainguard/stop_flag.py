@@ -49,6 +49,11 @@ class StopFlag:
             self._set = os.path.exists(self.path)
         return self._set
 
+    @property
+    def told(self) -> bool:
+        """Whether `is_set()` has answered True: this process was asked to stop (END.json says `stopped`)."""
+        return self._set
+
     def reason(self) -> str | None:
         """Return the rule and message the evaluator wrote into the file, if any."""
         if not self.is_set() or not self.path:

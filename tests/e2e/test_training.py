@@ -95,7 +95,7 @@ def test_a_diverging_run_is_stopped_once_with_an_event_and_a_webhook_and_every_p
     # which names the stop rule.
     for rank in (0, 1):
         end = eventually(lambda r=rank: run.end(r), timeout_seconds=60, what=f"END.json of rank {rank}")
-        assert end["status"] in ("ok", "crashed"), end
+        assert end["status"] in ("ok", "stopped"), end
         assert end["written_by"] == "hook" or end["errors"] == [
             f"the operator wrote END: the DebugJob became Stopped (stopped by rule {STOP_RULE})"
         ], end

@@ -25,6 +25,19 @@ class CliResult:
     stderr: str
     doc: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def said(self) -> str:
+        """stderr with the lines that `trainguard run` wrapped (continued by a 4-space indent) joined again."""
+        return self.stderr.replace("\n    ", " ")
+
+    def wide_lines(self) -> list[str]:
+        """The lines of `trainguard run`'s own messages wider than 80 columns (a lone path or URI may be)."""
+        return [
+            line
+            for line in self.stderr.splitlines()
+            if line.startswith(("[trainguard]", "    ")) and len(line) > 80 and " " in line.strip()
+        ]
+
     def severe_findings(self) -> list[dict[str, Any]]:
         return [f for f in self.doc.get("findings", []) if f["severity"] in ("warning", "critical")]
 

@@ -56,15 +56,26 @@ def test_log_progress_writes_a_plain_line_only_when_the_step_moved_and_the_inter
     clock.now = 105.0
     p.update(step=20, findings=0, critical=0, elapsed_seconds=5)  # within the interval
     clock.now = 112.0
-    p.update(step=30, findings=1, critical=0, elapsed_seconds=12)
+    p.update(step=30, findings=1, critical=0, elapsed_seconds=12, loss=0.123456)
     clock.now = 130.0
     p.update(step=30, findings=1, critical=0, elapsed_seconds=30)  # step did not move
     lines = out.getvalue().splitlines()
     assert lines == [
         "[trainguard] step 10 | findings: 0 | 1s",
-        "[trainguard] step 30 | findings: 1 | 12s",
+        "[trainguard] step 30 | loss 0.1235 | findings: 1 | 12s",
     ]
     assert "\x1b" not in out.getvalue()
+
+
+def test_a_message_line_is_wrapped_within_80_columns_and_a_long_path_stays_whole() -> None:
+    out = io.StringIO()
+    p = Progress(out, tty=False)
+    path = "/tmp/" + "x" * 90 + "/report.html"
+    p.line("step 30 rank 0: exploding_tensor (critical, stop): " + "fc.weight has NaN values " * 6 + path)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[trainguard] step 30 rank 0: exploding_tensor")
+    assert all(line.startswith("    ") for line in lines[1:]) and lines[-1] == "    " + path
+    assert all(len(line) <= 80 for line in lines[:-1])
 
 
 def test_quiet_progress_writes_nothing() -> None:

@@ -20,7 +20,11 @@ def test_healthy_example_exits_0_with_no_warnings(trainguard_run, script: str) -
     assert res.severe_findings() == [], res.severe_findings()
     assert all(r["state"] == "NoIssuesFound" for r in res.doc["rules"].values()), res.doc["rules"]
     assert res.doc["last_step"] is not None and res.doc["last_step"] > 100
-    assert "no warnings" in res.stderr
+    assert res.stderr.splitlines()[-1].startswith("[trainguard] ended ok at step ")
+    assert res.doc["end"]["state"] == "ok" and res.doc["end"]["summary"].endswith(
+        "exit status 0; no findings"
+    )
+    assert res.wide_lines() == []
 
 
 @pytest.mark.parametrize(
@@ -36,6 +40,8 @@ def test_faulty_example_is_reported_by_its_rule_and_not_stopped(
     fired = {f["rule"] for f in res.severe_findings()}
     assert rule in fired, res.doc["findings"][:5]
     assert res.doc["rules"][rule]["state"] == "IssuesFound"
-    assert f"{rule} (warning" in res.stderr or f"{rule} (critical" in res.stderr
+    assert f"{rule} (warning" in res.said or f"{rule} (critical" in res.said
     first = min(res.severe_findings(), key=lambda f: f["step"])
-    assert f"the first, step {first['step']} on rank {first['rank']}: {first['rule']} (" in res.stderr
+    assert f"the first, step {first['step']} on rank {first['rank']}: {first['rule']} (" in res.said
+    assert res.doc["end"]["state"] == "ok" and res.doc["end"]["findings"]["warning"] >= 1
+    assert res.wide_lines() == []

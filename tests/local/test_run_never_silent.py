@@ -55,9 +55,15 @@ def test_a_script_that_saves_a_checkpoint_when_asked_to_stop_has_it_on_disk_befo
     assert res.doc["stopped_by"] == "exploding_tensor" and res.doc["sigterm_sent"] is False
     assert (tmp_path / "checkpoint.json").is_file(), res.stderr
     assert not (tmp_path / "sigterm").exists(), "SIGTERM came before the script could save its work"
-    assert "it ended by itself after the stop file" in res.stderr
+    last = res.said.splitlines()[-1]
+    assert last.startswith(
+        "[trainguard] STOPPED by rule exploding_tensor at step 40 on rank 0 (the command saved"
+    )
+    assert "left after should_stop()); exit status 3" in last
+    assert res.doc["end"]["state"] == "stopped" and res.doc["end"]["stop_how"] == "cooperative"
     end = trainguard.open_run(res.doc["run_uri"]).ended()
     assert end is not None and end.written_by == "hook" and end.exit_code == 0  # it closed its own run
+    assert end.status == "stopped"  # the hook's should_stop() said so and the script left: not `ok`
 
 
 def test_with_grace_0_sigterm_comes_with_the_stop_file(trainguard_run, tmp_path: Path) -> None:
@@ -89,13 +95,20 @@ def test_a_script_that_crashes_says_so_in_end_json_the_run_summary_inspect_and_t
     res = trainguard_run(cmd=[sys.executable, str(tmp_path / "crash.py")])
     assert res.returncode == 1, res.stderr  # Python's status for an uncaught exception, passed through
     end = trainguard.open_run(res.doc["run_uri"]).ended()
-    assert end is not None and end.status == "error" and end.exit_code == 1
+    assert end is not None and end.status == "crashed" and end.exit_code == 1
     assert end.exception == "ZeroDivisionError: the batch was empty"
-    said = "ended error: exited with status 1; ZeroDivisionError: the batch was empty"
-    assert f"rank 0 {said}" in res.stderr
-    assert res.doc["ranks_ended"] == {"0": said.removeprefix("ended ")}
+    said = "crashed: exited with status 1; ZeroDivisionError: the batch was empty"
+    assert res.doc["ranks_ended"] == {"0": said}
+    severe = len(res.severe_findings())  # the weights never change: unchanged_tensor says so
+    assert severe == 1, res.doc["findings"]
+    assert res.said.splitlines()[-1] == (
+        "[trainguard] CRASHED at step 70: ZeroDivisionError: the batch was empty; exit status 1; "
+        "1 finding (1 warning)"
+    )
+    assert "no warnings" not in res.said and res.doc["end"]["state"] == "crashed"
+    assert res.doc["end"]["error"] == "ZeroDivisionError: the batch was empty"
     shown = run_cli(["inspect", res.doc["run_uri"]], cwd=tmp_path)
-    assert said.removeprefix("ended ") in shown.stdout
+    assert said in shown.stdout
     assert "ZeroDivisionError: the batch was empty" in Path(res.doc["report"]).read_text()
 
 
@@ -127,8 +140,11 @@ def test_a_hook_without_an_optimizer_is_told_and_the_run_says_nothing_was_evalua
         line for line in res.stderr.splitlines() if line.startswith("trainguard: no optimizer registered")
     ]
     assert len(warned) == 1, res.stderr  # the hook's own warning, once
-    assert "nothing was evaluated: the run holds no saved step with tensor statistics" in res.stderr
-    assert "no warnings" not in res.stderr
+    assert "nothing was evaluated: the run holds no saved step with tensor statistics" in res.said
+    assert "no warnings" not in res.said
+    assert res.doc["end"]["state"] == "blind" and res.said.splitlines()[-1].startswith(
+        "[trainguard] NOT CHECKED"
+    )
     assert "hook.register_optimizer(optimizer)" in res.doc["nothing_evaluated"]
     assert "Nothing was evaluated" in Path(res.doc["report"]).read_text()
 

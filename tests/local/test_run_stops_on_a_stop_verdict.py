@@ -38,14 +38,14 @@ def test_diverging_pytorch_script_is_stopped_with_exit_3_by_exploding_tensor(
     assert set(first) >= {"rule", "severity", "step", "rank", "tensor", "message"}
     # The script never ends by itself in this time: it was stopped, long before its last step.
     assert res.doc["last_step"] < 20_000
-    assert "STOPPED by rule exploding_tensor" in res.stderr
+    assert "STOPPED by rule exploding_tensor" in res.said
     # The NaN is a consequence: the learning rate overshot first, and the summary names that earlier sign
     # (steps far too large show in the weights' growth and in a loss swinging up and down; which of the two
     # rules sees it first is down to the last bits of the arithmetic, so either is the right answer).
     sign = res.doc["stop"]["earlier_sign"]
     assert sign["rule"] in {"weight_update_ratio", "oscillating_loss"} and sign["severity"] == "warning", sign
     assert sign["step"] < res.doc["stop"]["step"]
-    assert f"earlier sign, step {sign['step']} on rank 0: {sign['rule']} (warning): " in res.stderr
+    assert f"earlier sign, step {sign['step']} on rank 0: {sign['rule']} (warning): " in res.said
     report = Path(res.doc["report"])
     assert report.is_file() and report.parent == tmp_path / "trainguard-runs" / res.doc["run_id"]
     html = report.read_text()

@@ -86,7 +86,7 @@ async def test_stop_rule_suspends_the_job_and_marks_the_debugjob_stopped(
     await kube.patch(JOBS, "default", "dj1", {"status": {"terminating": 0}}, subresource="status")
     await eventually(end1.exists, what="rank 1's END.json")
     end = json.loads(end1.read_text())
-    assert end["status"] == "crashed" and end["last_step"] == 120
+    assert end["status"] == "stopped" and end["last_step"] == 120  # a stop rule ended it: not a crash
     assert end["errors"] == [
         "the operator wrote END: the DebugJob became Stopped (stopped by rule exploding_tensor)"
     ]

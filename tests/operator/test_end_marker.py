@@ -12,6 +12,8 @@ import itertools
 import numpy as np
 
 import trainguard
+from trainguard.api.enums import Phase
+from trainguard.operator import end_marker
 from trainguard.operator.end_marker import write_missing
 from trainguard.store import run_format
 from trainguard.store.backends import Store, open_store
@@ -67,3 +69,8 @@ def test_a_damaged_end_is_replaced(file_uri: str) -> None:
     ) == [0]
     end = trainguard.open_run(file_uri).ended(rank=0)
     assert end is not None and end.written_by == "operator"
+
+
+def test_a_stopped_debugjob_ends_its_ranks_stopped_not_crashed() -> None:
+    assert end_marker.end_status(Phase.STOPPED) == "stopped"
+    assert end_marker.end_status(Phase.SUCCEEDED) == "ok" and end_marker.end_status(Phase.FAILED) == "crashed"

@@ -224,10 +224,10 @@ def test_rules_convert_prints_a_rules_file_that_loads(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "rules.yaml").read_text()
     assert "TRAINGUARD_SAVE_INTERVAL=20" in text
-    assert [s.key for s in config.load_rules_file(tmp_path / "rules.yaml")] == [
-        "exploding_tensor",
-        "dead_relu",
-    ]
+    loaded = {s.key: s for s in config.load_rules_file(tmp_path / "rules.yaml")}
+    # a rules file extends the default set: the converted rules take their defaults' places
+    assert list(loaded) == [s.key for s in config.default_specs()]
+    assert loaded["exploding_tensor"].action.value == "stop" and loaded["dead_relu"].params
     assert out.stderr.splitlines() == [
         "trainguard: note: rules[0] (exploding_tensor): the StopTraining action became action: stop"
     ]

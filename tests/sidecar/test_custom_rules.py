@@ -125,8 +125,9 @@ def test_a_rules_file_with_a_duplicate_name_is_refused(tmp_path: Path) -> None:
 def test_a_rules_file_may_be_a_bare_list_and_bad_yaml_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "rules.yaml"
     path.write_text(f"- type: {custom('StepLedger')}\n  action: stop\n")
-    (spec,) = config.load_rules_file(path)
+    *defaults, spec = config.load_rules_file(path)  # a bare list extends the default set too
     assert spec.key == "StepLedger" and spec.action.value == "stop"
+    assert [d.key for d in defaults] == [d.key for d in config.default_specs()]
     path.write_text("rules: [\n")
     with pytest.raises(ConfigError, match="is not valid YAML"):
         config.load_rules_file(path)

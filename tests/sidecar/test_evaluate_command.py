@@ -17,8 +17,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 @pytest.fixture
 def rules_file(tmp_path: Path) -> Path:
     path = tmp_path / "rules.yaml"
-    path.write_text(
-        f"rules:\n  - type: {custom('NonFinite')}\n    name: nan-guard\n    action: stop\n"
+    path.write_text(  # these two alone, not the default set with them
+        f"defaults: false\nrules:\n  - type: {custom('NonFinite')}\n    name: nan-guard\n    action: stop\n"
         f"  - type: {custom('StepLedger')}\n    name: ledger\n"
     )
     return path

@@ -44,6 +44,23 @@ def _evaluated(uri: str, registry: CollectorRegistry, *, wall_time: float | None
     return ev
 
 
+def test_a_rule_that_never_got_its_data_is_not_checked_in_its_metric_and_status(file_uri: str) -> None:
+    b = RunBuilder(open_store(file_uri))
+    b.segment(range(5), loss={0: 2.0, 4: 1.5})  # a training loss, no eval loss
+    b.end(last_step=4)
+    registry = CollectorRegistry()
+    rules = [RuleSpec(type="overfit"), RuleSpec(type="loss_spike")]
+    ev = registered(Evaluator(file_uri, rules=rules, checkpoint=False), registry)
+    ev.poll()
+    get = registry.get_sample_value
+    assert get("trainguard_rule_not_checked", {"rule": "overfit"}) == 0.0  # not before the end
+    ev.finish()
+    assert get("trainguard_rule_not_checked", {"rule": "overfit"}) == 1.0
+    assert get("trainguard_rule_not_checked", {"rule": "loss_spike"}) == 0.0
+    assert ev.rule_status["overfit"].message == "not checked: no eval loss recorded"
+    assert ev.rule_status["loss_spike"].message == "loss_spike: no issues found up to step 4"
+
+
 def test_rule_metrics_count_evaluations_errors_findings_and_triggers(file_uri: str) -> None:
     registry = CollectorRegistry()
     before = time.time()

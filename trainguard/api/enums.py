@@ -93,3 +93,19 @@ class ConditionType(str, enum.Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     INVALID = "Invalid"
+
+
+class RunEnd(str, enum.Enum):
+    """How a supervised run ended, as `trainguard run` tells it (its last lines, `--json` `end.state`)."""
+
+    OK = "ok"
+    """The command exited 0 and the rules checked its steps."""
+    STOPPED = "stopped"
+    """A stop rule ended it: the command left after `should_stop()` (cooperative), or by SIGTERM/SIGKILL."""
+    CRASHED = "crashed"
+    """The command exited with a non-zero status (its uncaught exception, where the hook saw one)."""
+    KILLED = "killed"
+    """A signal that no stop rule sent ended the command (SIGKILL from the OOM killer, Ctrl-C, ...)."""
+    BLIND = "blind"
+    """The command exited 0 but what it did was not checked: no TrainGuard data, no saved step, or steps the
+    hook did not count (`unchecked_steps`)."""

@@ -1,5 +1,8 @@
 """The rules configuration schema, shared by the rules file and a DebugJob's `spec.rules`.
 
+A rules file (`RulesFile`) extends the default set unless it says `defaults: false`; a DebugJob's
+`spec.rules` and the sidecar's config list the whole set (empty: the default set).
+
 Validation of each rule's own `params` needs the rule classes and so happens in the evaluator
 (`trainguard.sidecar.config`); here only the shape is checked, so the operator can validate a
 DebugJob without importing user code.
@@ -84,6 +87,18 @@ class RulesConfig(BaseModel):
                     f"rules[{i}]: duplicate rule name {r.key!r}; give each entry a unique `name`"
                 )
         return self
+
+
+class RulesFile(RulesConfig):
+    """A rules file (`trainguard run --rules`, `trainguard evaluate --rules`): `rules: [...]` that extend the
+    default set, or replace it with `defaults: false`."""
+
+    defaults: bool = Field(
+        default=True,
+        description="Whether the entries extend the default set (an entry named like a default rule replaces "
+        "that rule, e.g. to make it stop). false: run exactly the entries, which drops the default NaN stop "
+        "unless the file has it.",
+    )
 
 
 def first_duplicate(specs: Sequence[RuleSpec]) -> tuple[int, int] | None:

@@ -239,7 +239,8 @@ class Recorder:
                     self._write_predictions(self._writer, max(self.current_step - 1, 0), final=True)
                 except Exception as err:  # noqa: BLE001
                     self._fail(f"writing the last prediction counts failed: {type(err).__name__}: {err}")
-            self._writer.close(exception=exception)
+            # a stop that should_stop() told the script about ended the run: END.json says `stopped`
+            self._writer.close(exception=exception, status="stopped" if self._stop.told else "ok")
             atexit.unregister(self.close)
 
     @property

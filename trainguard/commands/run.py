@@ -29,10 +29,18 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--run-id", help="run id (default: UTC start time plus a random suffix)")
     parser.add_argument(
-        "--rules",
-        metavar="FILE",
-        help="rules file (YAML `rules: [...]`, or a SageMaker Debugger configuration); default: the built-in set",
-    )
+        "--rules", metavar="FILE",
+        help="rules file (YAML `rules: [...]`: its entries extend the default set, or replace it with "
+        "`defaults: false`; or a SageMaker Debugger configuration, taken as the whole set)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stop", action="append", default=[], metavar="RULE",
+        help="stop the run when RULE fires (repeatable); RULE joins the set if it is not in it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--notify", action="append", default=[], metavar="RULE",
+        help="only report RULE, never stop for it (repeatable); RULE joins the set if it is not in it",
+    )  # fmt: skip
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -74,21 +82,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--quiet", action="store_true",
-        help="no progress line; the verdict table shows only the rules that found something",
+        help="no progress line and no verdict lines while the command runs (the end is still told)",
     )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD", help="the training command")
 
 
 def main(args: argparse.Namespace) -> int:
     from trainguard.local import supervise
-    from trainguard.sidecar import config
 
     if not args.verbose:  # the evaluator's own log lines repeat the verdict lines printed here
         logging.getLogger("trainguard.sidecar").setLevel(logging.ERROR)
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
-    rules = config.load_rules_file(args.rules) if args.rules else None
+    rules, setup_warnings = _rules(args)
+    for warning in setup_warnings:
+        _say(f"warning: {warning}")
     server = None
     progress = supervise.Progress(sys.stderr, quiet=args.quiet)
     sup = supervise.Supervisor(
@@ -123,8 +132,9 @@ def main(args: argparse.Namespace) -> int:
             server.close()
     _keep_verdicts(sup, outcome, progress)
     doc = outcome.to_json()
+    doc["warnings"] = setup_warnings + doc["warnings"]
     doc["report"] = _report(args, outcome, doc, progress)
-    _summary(outcome, progress, report=doc["report"], quiet=args.quiet)
+    _summary(outcome, report=doc["report"], table=args.verbose, warnings=setup_warnings)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
@@ -147,6 +157,32 @@ def _keep_verdicts(sup: Any, outcome: Any, progress: Any) -> None:
 def _missing_files(command: list[str] | tuple[str, ...]) -> list[str]:
     """The arguments of CMD that name a script (`*.py`, `*.sh`) that does not exist: why it failed to start."""
     return [a for a in command[1:] if a.endswith((".py", ".sh")) and not Path(a).exists()]
+
+
+def _rules(args: argparse.Namespace) -> tuple[list[Any] | None, list[str]]:
+    """The rules to run (None: the default set) from --rules, --stop and --notify, and a warning when they
+    drop the default set's NaN stop."""
+    from trainguard.api import default_rules
+    from trainguard.errors import ConfigError
+    from trainguard.rules import registry
+    from trainguard.sidecar import config
+
+    rules = config.load_rules_file(args.rules) if args.rules else None
+    if args.stop or args.notify:
+        base = rules if rules is not None else config.default_specs()
+        known = set(registry.BUILTINS) | {r.key for r in base}
+        for name in [*args.stop, *args.notify]:
+            if name not in known and not name.startswith("python:"):
+                raise ConfigError(f"--stop/--notify {name}: no such rule; `trainguard rules list` shows them")
+        rules = default_rules.with_actions(base, stop=args.stop, notify=args.notify)
+    if rules is None or default_rules.keeps_nan_stop(rules):
+        return rules, []
+    nan = default_rules.NAN_STOP
+    warning = (
+        f"no rule stops the run on NaN or Inf: the rules lack {nan} with action stop (add `{{type: {nan}, "
+        "action: stop}` to the rules, or drop `defaults: false`)"
+    )
+    return rules, [warning]
 
 
 def _report(args: argparse.Namespace, outcome: Any, doc: dict[str, Any], progress: Any) -> str | None:
@@ -179,22 +215,31 @@ def _finding_line(label: str, f: Any) -> str:
 
 
 def _say(text: str) -> None:
-    """A summary line that --quiet does not hide."""
-    sys.stderr.write(f"[trainguard] {text}\n")
+    """A summary line that --quiet does not hide, wrapped within 80 columns."""
+    from trainguard.local import supervise
+
+    sys.stderr.write(supervise.wrap(text, prefix="[trainguard] ") + "\n")
 
 
-def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = False) -> None:
+def _summary(outcome: Any, *, report: str | None, table: bool = False, warnings: list[str]) -> None:
+    """The end of `trainguard run`: the rules (findings in full, one line for the quiet ones, or the whole
+    table with --verbose), what went wrong beside them, where the data is, and last how the run ended."""
+    from trainguard.api.enums import RunEnd
     from trainguard.local import supervise
 
     out = sys.stderr
     if outcome.rule_status and outcome.recorded:
-        out.write("\n" + supervise.verdict_table(outcome.rule_status, quiet=quiet) + "\n\n")
-    for warning in outcome.warnings:
+        if table:
+            out.write("\n" + supervise.verdict_table(outcome.rule_status) + "\n\n")
+        else:
+            out.write(supervise.rules_summary(outcome.rule_status, prefix="[trainguard] ") + "\n")
+    for warning in [*warnings, *outcome.warnings]:
         _say(f"warning: {warning}")
     if outcome.evaluation_error:
         _say(f"evaluation failed: {outcome.evaluation_error}")
+    told = len(outcome.ends) == 1 and outcome.end in (RunEnd.CRASHED, RunEnd.KILLED)  # by the last line
     for rank, end in sorted(outcome.ends.items()):
-        if end.status not in ("ok", "stopped") or end.exception:
+        if not told and (end.status not in ("ok", "stopped") or end.exception):
             _say(
                 f"rank {rank} ended {end.outcome()}"
                 + (f" at step {end.last_step}" if end.last_step is not None else "")
@@ -211,18 +256,12 @@ def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = F
             "did not check (finding data_gap)"
         )
     command_status = supervise.exit_status(outcome.returncode)
+    if outcome.recorded:
+        _say(f"run data: {outcome.run_uri}")
+    if report:
+        _say(f"report: {report}")
     if outcome.stopped:
         v = outcome.stop_verdict
-        how = (
-            "SIGKILL after the grace period"
-            if outcome.killed
-            else "SIGTERM"
-            if outcome.sigterm_sent
-            else "it ended by itself after the stop file"
-        )
-        _say(
-            f"STOPPED by rule {v.rule} at step {v.step} on rank {v.rank} ({how}); exit status {outcome.exit_code}"
-        )
         _say(f"why: {v.message}")
         hint = getattr(v.finding, "hint", "") if v.finding is not None else ""
         if hint and hint not in v.message:
@@ -239,21 +278,8 @@ def _summary(outcome: Any, progress: Any, *, report: str | None, quiet: bool = F
     elif not outcome.recorded:
         _say(
             f"nothing was recorded: the command wrote no TrainGuard data to {outcome.run_uri} (create "
-            "trainguard.torch.Hook(model) or trainguard.Recorder() in the script; see examples/); "
-            f"the command exited with status {command_status}, exit status {outcome.exit_code}"
+            "trainguard.torch.Hook(model) or trainguard.Recorder() in the script; see examples/)"
         )
-    elif outcome.nothing_evaluated:
-        _say(
-            f"nothing was evaluated: {outcome.nothing_evaluated}; the command exited with status {command_status}, "
-            f"exit status {outcome.exit_code}"
-        )
-    else:
-        severe = outcome.severe_findings
-        state = f"{len(severe)} warning/critical findings" if severe else "no warnings"
-        _say(f"the command exited with status {outcome.exit_code}; {state}")
-        if severe:
-            _say(_finding_line("the first", min(severe, key=lambda f: f.step)))
-    if outcome.recorded:
-        _say(f"run data: {outcome.run_uri}")
-    if report:
-        _say(f"report: {report}")
+    elif outcome.severe_findings:
+        _say(_finding_line("the first", min(outcome.severe_findings, key=lambda f: f.step)))
+    _say(outcome.headline())

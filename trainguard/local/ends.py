@@ -26,8 +26,8 @@ def close_ranks(
     """Give every rank of CMD's run an END.json that says how it ended, and return them by rank.
 
     `started_at` is the Unix time just before CMD started; `stopped_by` the rule that stopped CMD, if one
-    did. A rank without an END gets `stopped`, `crashed` or `ok` by how CMD ended; a rank whose hook wrote
-    one gets CMD's exit status added (and `error` instead of `ok` when CMD failed). So `evaluate --follow`
+    did. A rank without an END gets `stopped`, `killed`, `crashed` or `ok` by how CMD ended; a rank whose hook
+    wrote one gets CMD's exit status added, and `stopped`, `killed` or `crashed` where CMD's end says so. So `evaluate --follow`
     and readers see every rank end, and `inspect` and the report say how."""
     store = ev.store
     stopped = stopped_by is not None
@@ -49,7 +49,7 @@ def close_ranks(
         # none, a damaged one (the supervisor knows how the rank ended) or an earlier run's: write one
         end = rank_end.current(store, rank, not_before=ours)
         if end is None:
-            status = "stopped" if stopped else ("ok" if code == 0 else "crashed")
+            status = "stopped" if stopped else ("killed" if sig else "ok" if code == 0 else "crashed")
             reason = (
                 f"the command was stopped by rule {stopped_by}"
                 if stopped
@@ -66,10 +66,22 @@ def close_ranks(
             if end.exit_code is not None:
                 out[rank] = end
                 continue
-            failed = code != 0 and not stopped
             new = end.model_copy(
-                update={"exit_code": code, "signal": sig, "status": "error" if failed and end.status == "ok" else end.status}
-            )  # fmt: skip
+                update={"exit_code": code, "signal": sig, "status": _status(end, code, sig, stopped)}
+            )
         rank_end.write(store, rank, new)
         out[rank] = new
     return out
+
+
+def _status(end: run_format.EndInfo, code: int, sig: str | None, stopped: bool) -> str:
+    """How a rank whose hook closed its run ended, now that CMD's exit is known: a stop rule's stop is
+    `stopped` however the script left; a signal is `killed`; a failed command is `crashed` (its uncaught
+    exception, if the hook saw one, is in `exception`); else what the hook wrote."""
+    if stopped and end.status in ("ok", "stopped"):
+        return "stopped"
+    if sig and not stopped:
+        return "killed"
+    if code != 0 and not stopped and (end.status == "ok" or end.exception):
+        return "crashed"
+    return end.status

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainguard.api.enums import Severity
+from trainguard.api.enums import RunEnd, Severity
+from trainguard.local.process import signal_name
 from trainguard.rules.base import Finding
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.store import run_format
@@ -113,10 +114,111 @@ class Outcome:
         earlier = (f for f in self.severe_findings if f.rule != v.rule and f.step < v.step)
         return min(earlier, key=lambda f: f.step, default=None)
 
+    @property
+    def end(self) -> RunEnd:
+        """How the run ended: a stop rule's stop first, then a signal, a failed command, nothing checked, ok."""
+        if self.stopped:
+            return RunEnd.STOPPED
+        if self.returncode < 0:
+            return RunEnd.KILLED
+        if self.returncode != 0:
+            return RunEnd.CRASHED
+        if not self.recorded or self.nothing_evaluated or self.unchecked_steps:
+            return RunEnd.BLIND
+        return RunEnd.OK
+
+    @property
+    def error(self) -> str | None:
+        """The uncaught exception a rank's hook saw at exit (`Type: message`), the first rank's that has one."""
+        return next((e.exception for _, e in sorted(self.ends.items()) if e.exception), None)
+
+    @property
+    def end_step(self) -> int | None:
+        """The last step any rank reached: its hook's END.json, else the last step evaluated."""
+        steps = [e.last_step for e in self.ends.values() if e.last_step is not None]
+        return max(steps) if steps else self.last_step
+
+    @property
+    def signal(self) -> str | None:
+        """The signal that ended the command (SIGKILL, ...), None when it exited."""
+        if self.returncode >= 0:
+            return None
+        return signal_name(self.returncode) or f"signal {-self.returncode}"
+
+    @property
+    def stop_how(self) -> str | None:
+        """How a stopped command left: `cooperative` (by itself after should_stop()), `SIGTERM` or `SIGKILL`."""
+        if not self.stopped:
+            return None
+        return "SIGKILL" if self.killed else "SIGTERM" if self.sigterm_sent else "cooperative"
+
+    def findings_count(self) -> str:
+        """`no findings` or `3 findings (1 critical, 2 warning)`: the warning and critical ones."""
+        severe = self.severe_findings
+        if not severe:
+            return "no findings"
+        by = {s: sum(1 for f in severe if plain(f.severity) == s) for s in ("critical", "warning")}
+        parts = ", ".join(f"{n} {s}" for s, n in by.items() if n)
+        return f"{len(severe)} finding{'s' if len(severe) != 1 else ''} ({parts})"
+
+    def headline(self) -> str:
+        """One sentence on how the run ended, with its exit status and the findings counted."""
+        end, step = self.end, self.end_step
+        at = f" at step {step}" if step is not None else ""
+        found = self.findings_count()
+        status = f"exit status {self.exit_code}"
+        if end is RunEnd.STOPPED:
+            v = self.stop_verdict
+            assert v is not None
+            how = {
+                "cooperative": "the command saved its work and left after should_stop()",
+                "SIGTERM": "by SIGTERM",
+                "SIGKILL": "by SIGKILL after the grace period",
+            }[str(self.stop_how)]
+            return f"STOPPED by rule {v.rule} at step {v.step} on rank {v.rank} ({how}); {status}; {found}"
+        if end is RunEnd.KILLED:
+            return f"KILLED by {self.signal}{at}; {status}; {found}"
+        if end is RunEnd.CRASHED:
+            why = self.error or f"the command exited with status {exit_status(self.returncode)}"
+            return f"CRASHED{at}: {why}; {status}; {found}"
+        if end is RunEnd.BLIND:
+            return f"NOT CHECKED{at}: {self.blind_reason()}; {status}; {found}"
+        return f"ended ok{at}; {status}; {found}"
+
+    def blind_reason(self) -> str:
+        """Why a run that exited 0 was not (wholly) checked."""
+        if not self.recorded:
+            return "the command wrote no TrainGuard data"
+        if self.nothing_evaluated:
+            return f"nothing was evaluated: {self.nothing_evaluated}"
+        return f"{self.unchecked_steps} training steps went by that the hook did not count"
+
+    def not_checked(self) -> dict[str, str]:
+        """The rules that never got what they read, with what was missing (their end message)."""
+        return {name: st.message for name, st in self.rule_status.items() if not getattr(st, "checked", True)}
+
+    def end_json(self) -> dict[str, Any]:
+        """The `--json` document's `end`: state, the one-line summary and what it is made of."""
+        severe = self.severe_findings
+        return {
+            "state": self.end.value,
+            "summary": self.headline(),
+            "step": self.end_step,
+            "stopped_by": self.stopped_by,
+            "stop_how": self.stop_how,
+            "error": self.error,
+            "signal": self.signal,
+            "findings": {
+                s: sum(1 for f in severe if plain(f.severity) == s) for s in ("critical", "warning")
+            },
+            "not_checked": self.not_checked(),
+        }
+
     def to_json(self) -> dict[str, Any]:
         """Return the `--json` document: stopped, stopped_by, exit_code, findings, and context."""
         v = self.stop_verdict
         return {
+            "end": self.end_json(),
             "stopped": self.stopped,
             "stopped_by": self.stopped_by,
             "exit_code": self.exit_code,

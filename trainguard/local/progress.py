@@ -3,14 +3,28 @@
 `Progress` is driven by `supervise.Supervisor` (the main thread updates the progress line, the evaluator
 thread writes verdict lines). It draws, and decides nothing: what a line says is the caller's. On a
 terminal the progress line keeps the bottom row; elsewhere it is a plain line at most every few seconds.
+Message lines, here and in the end-of-run summary, are wrapped within 80 columns by `wrap`.
 """
 
 from __future__ import annotations
 
 import shutil
+import textwrap
 import threading
 import time
 from typing import TextIO
+
+WIDTH = 80
+"""Columns of a message line (wrapped, later lines indented): a terminal's default width."""
+
+
+def wrap(text: str, *, prefix: str = "", width: int = WIDTH) -> str:
+    """`text` in lines of at most `width` columns, the first one after `prefix`, the others indented. A word
+    longer than a line (a path, a URI) stays whole on a line of its own, so it can be copied."""
+    return textwrap.fill(
+        text, width=width, initial_indent=prefix, subsequent_indent="    ", break_long_words=False,
+        break_on_hyphens=False,
+    )  # fmt: skip
 
 
 class Progress:
@@ -51,18 +65,28 @@ class Progress:
             self.stream.flush()
 
     def line(self, text: str) -> None:
-        """Write a message on its own line."""
+        """Write a message on its own line (wrapped within `WIDTH` columns)."""
         if self.quiet:
             return
         with self._lock:
-            self.stream.write(f"[trainguard] {text}\n")
+            self.stream.write(wrap(text, prefix="[trainguard] ") + "\n")
             self.stream.flush()
 
-    def update(self, *, step: int | None, findings: int, critical: int, elapsed_seconds: float) -> None:
+    def update(
+        self,
+        *,
+        step: int | None,
+        findings: int,
+        critical: int,
+        elapsed_seconds: float,
+        loss: float | None = None,
+    ) -> None:
         if self.quiet:
             return
         where = "waiting for the first saved step" if step is None else f"step {step}"
-        text = f"[trainguard] {where} | findings: {findings}"
+        text = f"[trainguard] {where}"
+        text += "" if loss is None else f" | loss {loss:.4g}"
+        text += f" | findings: {findings}"
         text += f" ({critical} critical)" if critical else ""
         text += f" | {elapsed_seconds:.0f}s"
         with self._lock:

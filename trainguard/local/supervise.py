@@ -27,7 +27,7 @@ from pathlib import Path
 
 import prometheus_client
 
-from trainguard.api.enums import Action, RuleState, Severity
+from trainguard.api.enums import Action, Mode, RuleState, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.capture import config as capture_config
 from trainguard.local import ends
@@ -42,8 +42,8 @@ from trainguard.local.outcome import (
     rule_status_dict,
 )
 from trainguard.local.process import FORWARDED_SIGNALS, ProcessGroup, SuperviseError
-from trainguard.local.progress import Progress
-from trainguard.local.verdict_table import describe_verdict, verdict_table
+from trainguard.local.progress import Progress, wrap
+from trainguard.local.verdict_table import describe_verdict, rules_summary, verdict_table
 from trainguard.sidecar import metrics
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.verdicts import Verdict
@@ -67,7 +67,9 @@ __all__ = [
     "local_path",
     "new_run_id",
     "rule_status_dict",
+    "rules_summary",
     "verdict_table",
+    "wrap",
 ]
 
 DEFAULT_RUNS_DIR = listing.LOCAL_RUNS_DIR
@@ -320,6 +322,7 @@ class Supervisor:
             findings=len(findings),
             critical=sum(1 for f in findings if plain(f.severity) == Severity.CRITICAL.value),
             elapsed_seconds=time.monotonic() - started,
+            loss=ev.last_loss().get(Mode.TRAIN),
         )
         with self._lock:
             due = self._stop_at is not None and time.monotonic() - self._stop_at >= self.cooperative_seconds

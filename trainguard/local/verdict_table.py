@@ -12,7 +12,8 @@ from typing import Any
 
 from trainguard.api.enums import RuleState, Severity
 from trainguard.local.outcome import plain, rule_status_dict
-from trainguard.sidecar.verdicts import RuleStatus, Verdict
+from trainguard.local.progress import WIDTH, wrap
+from trainguard.sidecar.verdicts import NOT_CHECKED, RuleStatus, Verdict
 
 
 def describe_verdict(v: Verdict) -> str:
@@ -66,8 +67,44 @@ def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120, qu
             msg = r[5] if len(r[5]) <= room else r[5][: room - 3] + "..."
             lines.append((left + "  " + msg).rstrip())
     if quiet and quiet_names:
-        lines.append(
-            f"{'all ' if not rows else ''}{len(quiet_names)} rules found no issues"
-            + (f": {', '.join(quiet_names)}" if len(quiet_names) <= 5 else " (--quiet hides them)")
+        lines.append(quiet_line({name: rule_status[name] for name in quiet_names}))
+    return "\n".join(lines)
+
+
+def quiet_line(quiet: Mapping[str, RuleStatus]) -> str:
+    """`14 rules checked, no issues; 2 not checked: overfit (no eval loss recorded), ...`: the rules that
+    found nothing, told apart from those that never got what they read."""
+    unchecked = {name: st.message for name, st in quiet.items() if not st.checked}
+    checked = len(quiet) - len(unchecked)
+    parts = []
+    if checked:
+        parts.append(f"{checked} rule{'s' if checked != 1 else ''} checked, no issues")
+    if unchecked:
+        what = ", ".join(
+            f"{name} ({msg.removeprefix(NOT_CHECKED + ': ')})" for name, msg in unchecked.items()
         )
+        parts.append(f"{len(unchecked)} not checked: {what}")
+    return "; ".join(parts)
+
+
+def rules_summary(rule_status: Mapping[str, RuleStatus], *, prefix: str = "", width: int = WIDTH) -> str:
+    """The end of a run's rules in `width` columns: each rule that found something, erred or is still open in
+    full (most important first), then one line for the quiet ones (`quiet_line`)."""
+    ordered = sorted(rule_status.items(), key=lambda item: _importance(rule_status_dict(item[1])))
+    lines = []
+    quiet = {}
+    for name, st in ordered:
+        d = rule_status_dict(st)
+        if _importance(d) == 4:
+            quiet[name] = st
+            continue
+        what = (
+            f"{d['severity']}, {d['action']}"
+            if d["state"] == RuleState.ISSUES_FOUND.value
+            else str(d["state"])
+        )
+        at = "" if d["step"] is None else f" at step {d['step']}"
+        lines.append(wrap(f"{name} ({what}){at}: {d['message'] or ''}", prefix=prefix, width=width))
+    if quiet:
+        lines.append(wrap(quiet_line(quiet), prefix=prefix, width=width))
     return "\n".join(lines)

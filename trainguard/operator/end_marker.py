@@ -19,8 +19,9 @@ from trainguard.store import backends, rank_end, run_format
 
 
 def end_status(phase: Phase) -> str:
-    """Return EndInfo.status for a terminal phase: `ok` when the Job succeeded, else `crashed`."""
-    return "ok" if phase == Phase.SUCCEEDED else "crashed"
+    """Return EndInfo.status for a terminal phase: `ok` when the Job succeeded, `stopped` when a stop rule
+    suspended it, else `crashed`."""
+    return {Phase.SUCCEEDED: "ok", Phase.STOPPED: "stopped"}.get(phase, "crashed")
 
 
 def write_missing(

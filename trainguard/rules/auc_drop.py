@@ -59,6 +59,7 @@ class AucDrop(Rule):
     name = "auc_drop"
     category = RuleCategory.PREDICTIONS
     default_action = Action.NOTIFY
+    needs = "predictions with labels"
     summary = (
         "The decayed AUC of a prediction stream (`pred/<name>`) fell more than `num_se` standard errors "
         "and `min_drop` below its longer-horizon average."
@@ -70,6 +71,10 @@ class AucDrop(Rule):
     def __init__(self, params: AucDropParams | dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(params, **kw)
         self._streams: dict[str, _Stream] = {}
+
+    def has_input(self, view: StepView) -> bool:
+        p: AucDropParams = self.params  # type: ignore[assignment]
+        return bool(view.predictions if p.mode == "train" else view.eval_predictions)
 
     def check(self, view: StepView) -> list[Finding]:
         p: AucDropParams = self.params  # type: ignore[assignment]

@@ -122,6 +122,9 @@ class Rule(abc.ABC):
     """Parameters under which the rule reports its symptom on a short run (600 steps, the fault from step 300):
     set only by rules that must be told what to watch, or whose defaults wait longer. The state round-trip
     test (`tests/rules/test_rule_state_round_trip.py`) runs every registered rule with them."""
+    needs: ClassVar[str] = ""
+    """What the rule reads that a run may not record at all ("eval loss"); with `has_input`, it lets the end
+    of a run say "not checked: no eval loss recorded" instead of "no issues" for a rule that never got it."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
     training_views_only: ClassVar[bool] = False
@@ -145,6 +148,7 @@ class Rule(abc.ABC):
         self.collections = list(collections) if collections else None
         self.pattern = re.compile("|".join(f"(?:{t})" for t in tensors)) if tensors else None
         self._seen = 0
+        self._fed = not self.needs
         self._history: list[bool] = []
         self._at_once = False
         p = self.params
@@ -167,6 +171,15 @@ class Rule(abc.ABC):
         """Whether `view` carries what this rule reads. Views it does not apply to are not counted
         by `every` or the k-of-n history (a Tier-1 rule is debounced over Tier-1 steps only)."""
         return True
+
+    def has_input(self, view: StepView) -> bool:
+        """Whether `view` carries the data of `needs` (asked until one view does; it leaves scheduling alone)."""
+        return True
+
+    @property
+    def checked(self) -> bool:
+        """Whether any view so far carried what the rule reads (its `needs`)."""
+        return self._fed
 
     def get_state(self) -> dict[str, Any]:
         """Return the subclass's own state as JSON-able values (override with `set_state`)."""
@@ -246,6 +259,8 @@ class Rule(abc.ABC):
             return []
         if not self.applies(view):
             return []
+        if not self._fed:
+            self._fed = self.has_input(view)
         self._seen += 1
         if every > 1 and (self._seen - 1) % every:
             return []
@@ -260,10 +275,11 @@ class Rule(abc.ABC):
         return found if found and (self._at_once or sum(history) >= k) else []
 
     def state_dict(self) -> dict[str, Any]:
-        return {"seen": self._seen, "history": list(self._history), "own": self.get_state()}
+        return {"seen": self._seen, "fed": self._fed, "history": list(self._history), "own": self.get_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._seen = int(state.get("seen", 0))
+        self._fed = bool(state.get("fed", self._seen > 0 or not self.needs))
         self._history = [bool(x) for x in state.get("history", [])]
         self.set_state(state.get("own", {}))
 

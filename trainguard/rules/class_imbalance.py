@@ -35,6 +35,7 @@ class ClassImbalance(base.Rule):
     """For the state round-trip test: judged after 5,000 labels, which a short run reaches."""
     category = RuleCategory.PREDICTIONS
     default_action = Action.NOTIFY
+    needs = "labels"
     summary = (
         "Largest/smallest class count above `threshold_imbalance` (label_count/<class> scalars, 0/1 label "
         "tensors or prediction streams)."
@@ -84,6 +85,10 @@ class ClassImbalance(base.Rule):
     def _add(self, source: str, cls: str, n: float) -> None:
         counts = self.counts.setdefault(source, {})
         counts[cls] = counts.get(cls, 0.0) + n
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.counts)
 
     def _count(self, view: StepView) -> None:
         for key, value in view.scalars.items():

@@ -33,6 +33,7 @@ class DivergingLoss(base.Rule):
     name = "diverging_loss"
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
+    needs = "training loss"
     training_views_only = True
     summary = (
         "A finite training loss falling without bound below zero, or growing steadily by a large factor."
@@ -87,6 +88,9 @@ class DivergingLoss(base.Rule):
         """Means of the last three complete windows, oldest first."""
         self.errors: list[float] = []
         """The squared standard errors of those means (0 for a window of one loss)."""
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: DivergingLoss.Params = self.params  # type: ignore[assignment]

@@ -48,6 +48,7 @@ class LossNotDecreasing(base.Rule):
     """For the state round-trip test: blocks of 30 steps, so a short run holds several."""
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
+    needs = "training loss"
     summary = (
         "The mean loss over the last `num_steps` views is not `diff_percent` below the best earlier block."
     )
@@ -161,6 +162,9 @@ class LossNotDecreasing(base.Rule):
         self.failed = 0
         self.best: float | None = None
         self.first: float | None = None
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]

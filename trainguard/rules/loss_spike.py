@@ -26,6 +26,7 @@ class LossSpike(base.Rule):
     name = "loss_spike"
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
+    needs = "training loss"
     training_views_only = True
     summary = (
         "Training loss far above its rolling median (robust z of log loss), noting a gradient-norm co-spike."
@@ -70,6 +71,9 @@ class LossSpike(base.Rule):
         self.loss_window = shared.Window(p.window)
         self.grad_window = shared.Window(p.window)
         self.first: float | None = None
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossSpike.Params = self.params  # type: ignore[assignment]

@@ -59,6 +59,7 @@ class OscillatingLoss(base.Rule):
     name = "oscillating_loss"
     category = RuleCategory.LOSS
     default_action = Action.NOTIFY
+    needs = "training loss"
     training_views_only = True
     summary = (
         "Loss alternating up and down by large amounts over a window while it does not improve, or thrown back "
@@ -118,6 +119,9 @@ class OscillatingLoss(base.Rule):
         self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
         self.norms = NormHistory(p.growth_span)
         self.range = shared_loss.LossRange()
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: OscillatingLoss.Params = self.params  # type: ignore[assignment]

@@ -31,6 +31,7 @@ class Overfit(base.Rule):
     name = "overfit"
     category = RuleCategory.GENERALISATION
     default_action = Action.NOTIFY
+    needs = "eval loss"
     summary = (
         "Validation loss well above the training loss for `patience` eval points (or once far above it), worsening "
         "while training improves."
@@ -100,6 +101,9 @@ class Overfit(base.Rule):
         self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
         self.evals = 0
         self.flat_reported = False
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read_val(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overfit.Params = self.params  # type: ignore[assignment]

@@ -36,6 +36,7 @@ class Overtraining(base.Rule):
     """For the state round-trip test: strips of 2 eval points, so a short run holds several."""
     category = RuleCategory.GENERALISATION
     default_action = Action.NOTIFY
+    needs = "eval loss"
     summary = (
         "Validation loss turning upwards: Prechelt's UP (default) or GL criterion, or SageMaker's patience."
     )
@@ -111,6 +112,9 @@ class Overtraining(base.Rule):
             "best_val": None, "since_val": 0, "best_train": None, "since_train": 0,
             "rise_best": None, "rise_train": None, "rises": 0,
         }  # fmt: skip
+
+    def has_input(self, view: StepView) -> bool:
+        return self.read_val(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overtraining.Params = self.params  # type: ignore[assignment]

@@ -45,6 +45,8 @@ class StatusDoc(_Doc):
     time: float | None = None
     severity: str | None = None
     stop_emitted: bool = False
+    checked: bool = True
+    """False for a rule that ended without ever getting what it reads ("not checked")."""
 
 
 class RankPosition(_Doc):

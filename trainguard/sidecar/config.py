@@ -18,9 +18,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from trainguard.api import rules_config
+from trainguard.api import default_rules, rules_config
 from trainguard.api.enums import Severity
-from trainguard.api.rules_config import RulesConfig, RuleSpec
+from trainguard.api.rules_config import RulesFile, RuleSpec
 from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.errors import ConfigError, TrainGuardError
 from trainguard.rules.base import Rule
@@ -74,10 +74,12 @@ def load_sidecar_config(path: str | Path) -> SidecarConfig:
 
 
 def load_rules_file(path: str | Path) -> list[RuleSpec]:
-    """Read a rules file (`rules: [...]`, or a bare list of entries) into rule specs.
+    """Read a rules file (`rules: [...]`, or a bare list of entries) into the rules to run: the default set
+    extended by the file's entries, or the entries alone when it says `defaults: false`.
 
     A SageMaker Debugger rule configuration (JSON or YAML, see `trainguard.rules.convert`) is read as
-    it is when every rule in it converts; otherwise the first rule that does not is the error."""
+    it is (the whole set, as SageMaker ran it) when every rule in it converts; otherwise the first rule
+    that does not is the error."""
     doc = _read_yaml(path, what="rules file")
     from trainguard.rules import convert  # imports every built-in rule: only for such a file
 
@@ -93,8 +95,11 @@ def load_rules_file(path: str | Path) -> list[RuleSpec]:
         return result.rules
     if isinstance(doc, list):
         doc = {"rules": doc}
-    config: RulesConfig = _validate(RulesConfig, doc or {}, what=f"rules file {path}")
-    return list(config.rules)
+    config: RulesFile = _validate(RulesFile, doc or {}, what=f"rules file {path}")
+    if not config.defaults:
+        return list(config.rules)
+    compile_rules(config.rules)  # a bad entry is named by its place in the file, not in the extended set
+    return default_rules.extend_defaults(list(config.rules))
 
 
 def _entry(i: int, spec: RuleSpec) -> str:

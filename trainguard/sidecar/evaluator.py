@@ -355,14 +355,24 @@ class Evaluator:
             for track in ranks.tracks.values():
                 self._finish_rank(track)
             step = self.last_step if self.last_step is not None else 0
-            out = self._verdicts.finish(step=step, rank=self.followed[0] if self.followed else 0)
+            tracks = list(ranks.tracks.values())
+            # a rule is not checked when no rank ever gave it what it reads
+            unchecked = {
+                c.name: tracks[0].rules[i].needs
+                for i, c in enumerate(self.compiled)
+                if tracks and not any(t.rules[i].checked for t in tracks)
+            }
+            out = self._verdicts.finish(
+                step=step, rank=self.followed[0] if self.followed else 0, unchecked=unchecked
+            )
             self._save()
         return out
 
     def _finish_rank(self, track: RankTrack) -> None:
         """One rank ended: its rules still InProgress there become NoIssuesFound on that rank."""
+        unchecked = {c.name: rule.needs for c, rule in zip(self.compiled, track.rules) if not rule.checked}
         with self._lock:
-            self._verdicts.finish_rank(track.rank, track.last_step)
+            self._verdicts.finish_rank(track.rank, track.last_step, unchecked=unchecked)
 
     # --- internals ------------------------------------------------------------------------------
     def _discover(self, ranks: Ranks) -> None:

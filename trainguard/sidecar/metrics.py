@@ -162,6 +162,12 @@ class EvaluatorCollector(Collector):
         triggered = GaugeMetricFamily(
             "trainguard_rule_triggered", "1 once the rule found issues.", labels=["rule"]
         )
+        not_checked = GaugeMetricFamily(
+            "trainguard_rule_not_checked",
+            "1 once the rule ended without ever getting what it reads (e.g. no eval loss recorded): not "
+            "checked, rather than no issues.",
+            labels=["rule"],
+        )
         evaluations = CounterMetricFamily(
             "trainguard_rule_evaluations", "Steps given to the rule.", labels=["rule"]
         )
@@ -238,6 +244,7 @@ class EvaluatorCollector(Collector):
             statuses = ev.rule_status
             for name, c in ev.counters():
                 triggered.add_metric([name], 1.0 if statuses[name].state == RuleState.ISSUES_FOUND else 0.0)
+                not_checked.add_metric([name], 0.0 if statuses[name].checked else 1.0)
                 evaluations.add_metric([name], float(c.evaluations))
                 rule_errors.add_metric([name], float(c.errors))
                 for sev in Severity:
@@ -271,6 +278,7 @@ class EvaluatorCollector(Collector):
             ratio,
             nonfinite,
             triggered,
+            not_checked,
             evaluations,
             rule_errors,
             findings,

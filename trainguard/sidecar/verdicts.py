@@ -12,7 +12,7 @@ passed in; reading the run, calling the rules, the stop file and saving checkpoi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trainguard.api.enums import Action, RuleState, Severity
@@ -41,6 +41,15 @@ BLIND_HINT = (
     "parameters replaces the old one; GAN generator and discriminator are both registered)"
 )
 """What to try when the hook went blind."""
+
+
+NOT_CHECKED = "not checked"
+"""How a rule that never got its data is told at the end (message prefix; `RuleStatus.checked` is False)."""
+
+
+def not_checked_message(missing: str) -> str:
+    """`not checked: no eval loss recorded` for a rule that never got `missing`."""
+    return f"{NOT_CHECKED}: no {missing} recorded"
 
 
 class ChecksNothing(Exception):
@@ -86,6 +95,9 @@ class RuleStatus:
     rank: int | None = None
     message: str = ""
     time: float | None = None
+    checked: bool = True
+    """False for a rule that ended without ever getting what it reads (its message says what was missing):
+    "not checked", never "no issues"."""
 
 
 @dataclass
@@ -228,8 +240,9 @@ class Verdicts:
             finding=None, action=Action.NONE,
         )  # fmt: skip
 
-    def finish_rank(self, rank: int, last_step: int | None) -> None:
-        """One rank ended: its rules still InProgress there become NoIssuesFound on that rank."""
+    def finish_rank(self, rank: int, last_step: int | None, *, unchecked: Mapping[str, str]) -> None:
+        """One rank ended: its rules still InProgress there become NoIssuesFound on that rank, or not checked
+        (`unchecked`: rule name to what it never got)."""
         statuses = self.on_rank(rank)
         step = last_step if last_step is not None else 0
         for name, status in statuses.items():
@@ -240,15 +253,20 @@ class Verdicts:
                     step=step,
                     rank=rank,
                     severity=Severity.INFO,
-                    message=f"{name}: no issues found up to step {step}",
+                    message=not_checked_message(unchecked[name])
+                    if name in unchecked
+                    else f"{name}: no issues found up to step {step}",
                     time=self.clock(),
+                    checked=name not in unchecked,
                 )
 
-    def finish(self, *, step: int, rank: int) -> list[Verdict]:
-        """The evaluation ended at `step`: rules still InProgress become NoIssuesFound; return those transitions."""
+    def finish(self, *, step: int, rank: int, unchecked: Mapping[str, str]) -> list[Verdict]:
+        """The evaluation ended at `step`: rules still InProgress become NoIssuesFound, or not checked
+        (`unchecked`: rule name to what it never got on any rank); return those transitions."""
         out: list[Verdict] = []
         for c in self.compiled:
             if self.status[c.name].state == RuleState.IN_PROGRESS:
+                missing = unchecked.get(c.name)
                 out.append(
                     self._transition(
                         c,
@@ -257,9 +275,11 @@ class Verdicts:
                         rank=rank,
                         severity=Severity.INFO,
                         message=self.checks_nothing.get(c.name)
+                        or (not_checked_message(missing) if missing else "")
                         or f"{c.name}: no issues found up to step {step}",
                         finding=None,
                         action=Action.NONE,
+                        checked=missing is None and c.name not in self.checks_nothing,
                     )
                 )
         return out
@@ -283,7 +303,7 @@ class Verdicts:
 
     def _transition(
         self, c: CompiledRule, state: RuleState, *, step: int, rank: int, severity: Severity, message: str,
-        finding: Finding | None, action: Action,
+        finding: Finding | None, action: Action, checked: bool = True,
     ) -> Verdict:  # fmt: skip
         now = self.clock()
         self.status[c.name] = RuleStatus(
@@ -294,6 +314,7 @@ class Verdicts:
             rank=rank,
             message=message,
             time=now,
+            checked=checked,
         )
         return Verdict(
             rule=c.name, action=action, state=state, step=step, rank=rank, severity=severity, message=message,
@@ -352,14 +373,14 @@ class Verdicts:
         c = next(c for c in self.compiled if c.name == name)
         return RuleStatus(
             state=RuleState(doc.state), action=c.spec.action, severity=Severity(doc.severity or "info"),
-            step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
+            step=doc.step, rank=doc.rank, message=doc.message, time=doc.time, checked=doc.checked,
         )  # fmt: skip
 
 
 def _status_doc(s: RuleStatus, *, stop_emitted: bool = False) -> ckpt.StatusDoc:
     return ckpt.StatusDoc(
         state=s.state.value, step=s.step, rank=s.rank, message=s.message, time=s.time,
-        severity=s.severity.value, stop_emitted=stop_emitted,
+        severity=s.severity.value, stop_emitted=stop_emitted, checked=s.checked,
     )  # fmt: skip
 
 

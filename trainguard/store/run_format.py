@@ -291,9 +291,9 @@ class EndInfo(_Doc):
 
     format_version: str = FORMAT_VERSION
     status: str = Field(
-        description="ok (closed cleanly), error (capture failed, steps lost, or the script failed: see "
-        "`exception`, `exit_code`), crashed (the process died without closing: written by the operator or "
-        "local mode), stopped (a stop rule ended it; written by local mode for a rank that did not close)."
+        description="ok (closed cleanly), error (capture failed or steps lost: see `errors`), crashed (the script "
+        "failed: its `exception` and `exit_code`, or it died without closing), killed (a signal ended it: `signal`), "
+        "stopped (a stop rule ended it: the script left after should_stop() said so, or the supervisor stopped it)."
     )
     last_step: int | None = None
     wall_time: float

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from trainguard.rules.view import StepView
-
 from trainguard.rules import registry
+from trainguard.rules.step_view import StepView
 
 
 def _train(step: int) -> StepView:

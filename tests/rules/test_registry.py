@@ -101,12 +101,12 @@ def test_build_accepts_an_already_resolved_custom_class() -> None:
     )
 
 
-def test_the_default_set_stops_on_nan_and_on_a_diverging_loss_and_notifies_on_the_rest() -> None:
+def test_the_default_set_stops_on_nan_and_notifies_on_the_rest() -> None:
     specs = registry.default_rules()
     RulesConfig(rules=specs)  # valid as a rules file: unique names
     actions = {s.type: s.action for s in specs}
-    # the stops the detection benchmarks allow: no firing on a healthy run of either suite (docs/rules.md)
-    assert actions.pop("exploding_tensor") == Action.STOP and actions.pop("diverging_loss") == Action.STOP
+    # the one stop no healthy run anywhere drew (docs/rules.md, "What stops by default")
+    assert actions.pop("exploding_tensor") == Action.STOP
     assert set(actions.values()) == {Action.NOTIFY}
     assert set(actions) <= set(registry.BUILTINS) and {"threshold", "all_zero", "tensor_variance"}.isdisjoint(
         actions

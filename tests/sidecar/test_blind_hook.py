@@ -34,6 +34,7 @@ def test_a_blind_spell_is_a_data_gap_during_the_run_and_in_the_status_report(fil
     _train(first, model, 3)
     _train(torch.optim.SGD(model.parameters(), lr=0.01), model, 4)  # never registered
     hook.flush()
+    assert hook.wait_idle()  # the uploader has stored what flush handed it: the evaluator reads it all
     ev = Evaluator(file_uri, checkpoint=False)
     ev.poll_until_idle()
     gap = ev.rule_status[DATA_GAP]

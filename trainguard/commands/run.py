@@ -271,10 +271,7 @@ def _summary(outcome: Any, *, report: str | None, table: bool = False, warnings:
     elif not outcome.recorded and command_status != 0:
         missing = _missing_files(outcome.command)
         why = f"file not found: {', '.join(missing)}" if missing else "its own error is printed above"
-        _say(
-            f"the command failed before it wrote any TrainGuard data ({why}); it exited with status "
-            f"{command_status}, exit status {outcome.exit_code}"
-        )
+        _say(f"the command failed before it wrote any TrainGuard data ({why})")  # its status: the last line
     elif not outcome.recorded:
         _say(
             f"nothing was recorded: the command wrote no TrainGuard data to {outcome.run_uri} (create "

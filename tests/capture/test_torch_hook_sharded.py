@@ -274,3 +274,26 @@ def test_a_restarted_evaluator_reports_the_steps_it_held(distributed_runs: Path,
     gap = second.rule_status[DATA_GAP]
     assert gap.state == RuleState.ISSUES_FOUND and gap.rank == 0 and gap.step == 0
     assert f"steps 0-{sharded_loop.STEPS - 1} of rank 0 were held" in gap.message
+
+
+def test_a_pod_that_holds_part_of_a_tensor_judges_the_exact_columns_of_its_part(
+    distributed_runs: Path,
+) -> None:
+    """A sidecar following rank 1 only (the other parts live in another pod): the NaN in rank 1's part is
+    found there, under the tensor's name; the part's norm is neither judged nor shown as the whole's."""
+    out = distributed_runs / "nan" / "run"
+    ev = Evaluator(str(out), ranks=[1], checkpoint=False)
+    ev.poll_until_idle()
+    fired = [f for f in ev.findings if f.rule == "exploding_tensor"]
+    assert fired and (fired[0].step, fired[0].rank, fired[0].tensor) == (2, 1, "grad/0.weight"), ev.findings
+    assert any("judged per part" in w for w in ev.warnings)
+    (view,) = ev.last_views()
+    i = view.index("grad/0.weight")
+    assert i is not None and view.stats[i, run_format.COLUMN["nan"]] == 1.0
+    assert np.isnan(view.stats[i, run_format.COLUMN["l2"]])
+    registry = CollectorRegistry()
+    registry.register(metrics.EvaluatorCollector(ev))
+    assert registry.get_sample_value("trainguard_training_tensor_l2_norm", {"collection": "weights"}) is None
+    assert (
+        registry.get_sample_value("trainguard_training_nonfinite_values", {"collection": "gradients"}) == 1.0
+    )

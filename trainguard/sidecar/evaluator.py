@@ -89,6 +89,7 @@ class Evaluator:
         """The followed ranks' tracks (the same dict as `Ranks.tracks` once opened)."""
         self._merger = shard_merge.ShardMerger()
         """Merges sharded tensors over the followed ranks before the rules see them (`shard_merge.py`)."""
+        self._per_part_noted: set[str] = set()
         self._saved: ckpt.EvaluatorState | None = None
         self._unsavable: set[str] = set()
         self.ended = False
@@ -415,6 +416,7 @@ class Evaluator:
             if views:
                 track.last_step = views[-1].step
             self._merger.replan(self._catalogues(), self._ranks.expected() if self._ranks else ())
+            self._note_per_part()
             verdicts += self._judge(track, self._merger.take(track.rank, views))
             verdicts += self._release()
             now = self.clock()
@@ -436,6 +438,22 @@ class Evaluator:
                 track.predictions.update(view)
         self._verdicts.count_evaluations(len(views))
         return verdicts
+
+    def _note_per_part(self) -> None:
+        """Say once which sharded tensors have parts on ranks not followed here (another pod's): they are judged
+        per part, on the columns that hold for a part as for the whole."""
+        new = sorted(self._merger.per_part - self._per_part_noted)
+        if not new:
+            return
+        self._per_part_noted.update(new)
+        shown = ", ".join(new[:3]) + (", ..." if len(new) > 3 else "")
+        message = (
+            f"{len(new)} sharded tensors ({shown}) have parts on ranks this evaluator does not follow; they are "
+            f"judged per part on {', '.join(shard_merge.PER_PART_COLUMNS)} only (their norms, means and std are "
+            "the whole tensor's only where every part is read: `trainguard evaluate` or `report` on the run)"
+        )
+        self.warnings.append(message)
+        log.warning("trainguard: %s", message)
 
     def _catalogues(self) -> dict[int, shard_merge.Catalogue]:
         return {r: t.source.catalogue() for r, t in self._tracks.items()}

@@ -107,6 +107,11 @@ class ShardMerger:
                 plan.per_part.add(name)
         self._plan = plan
 
+    @property
+    def per_part(self) -> frozenset[str]:
+        """The tensors judged per part (parts on ranks not followed here), as the catalogues say now."""
+        return frozenset(self._plan.per_part)
+
     def holds(self, rank: int) -> bool:
         """Whether views of `rank` are held, waiting for parts."""
         return bool(self._held.get(rank))

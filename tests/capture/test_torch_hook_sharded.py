@@ -28,6 +28,7 @@ from trainguard.api.enums import RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.capture.torch import native
 from trainguard.local.evaluation import EvaluationThread
+from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import metrics
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
 from trainguard.sidecar.verdicts import Verdict
@@ -156,22 +157,31 @@ def _truth(run: Path, step: int) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def test_the_evaluators_views_and_metrics_hold_the_full_tensors(distributed_runs: Path) -> None:
-    out = distributed_runs / "torch" / "run"
-    ev = Evaluator(str(out), checkpoint=False)
+def test_the_evaluators_views_and_metrics_hold_the_full_tensors(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    out = (
+        tmp_path / "torch" / "run"
+    )  # a copy: the checkpoint written here must not reach the other tests' runs
+    shutil.copytree(distributed_runs / "torch", out.parent)
+    ledger = RuleSpec(type="python:tests.sidecar.rules_for_tests:RowLedger", name="row_ledger")
+    ev = Evaluator(str(out), rules=[ledger], checkpoint=False)
     ev.poll_until_idle()
     assert ev.ended
-    owner, other = ev.last_views()
-    last = sharded_loop.STEPS - 1
-    assert (owner.rank, owner.step, other.rank) == (0, last, 1)
-    full = _truth(out, last)
-    for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
-        i = owner.index(name)
-        assert i is not None, name
-        assert_columns_match(
-            owner.stats[i, :UPDATE], stats.tier0(full[name])[:UPDATE], f"{name} at step {last}"
-        )
-        assert other.index(name) is None, f"rank 1's part of {name} is in the merged row, not judged alone"
+    ev.save_checkpoint()  # the rules' states: what they were shown on each rank
+    state = ckpt.load(ev.store, ckpt.key_for(None))
+    assert state is not None
+    shown = {r: state.ranks[str(r)].rules["row_ledger"]["own"]["rows"] for r in (0, 1)}
+    names = (*NAMES, *(f"grad/{n}" for n in NAMES))
+    for s in range(sharded_loop.STEPS):
+        full = _truth(out, s)
+        for name in names:
+            got = np.asarray(shown[0][str(s)][name])
+            assert_columns_match(got[:UPDATE], stats.tier0(full[name])[:UPDATE], f"{name} at step {s}")
+            assert name not in shown[1][str(s)], (
+                f"rank 1's part of {name} is in the merged row, not judged alone"
+            )
+    full = _truth(out, sharded_loop.STEPS - 1)
     registry = CollectorRegistry()
     registry.register(metrics.EvaluatorCollector(ev))
     got = registry.get_sample_value("trainguard_training_tensor_l2_norm", {"collection": "weights"})

@@ -15,13 +15,14 @@ for a part as for the whole (count, NaN, Inf, min, max; the others NaN). Held vi
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from trainguard.rules.step_view import StepView
+from trainguard.rules.step_view import StepView, TensorMeta
 from trainguard.store import run_format, shards
 
 MAX_HELD_VIEWS = 256
@@ -69,6 +70,20 @@ class _Plan:
     """Tensors with parts on ranks not followed here: judged per part on the exact columns."""
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """What one rank's views with one tensor set hold of the merged tensors (row numbers)."""
+
+    owned: list[int]
+    """Rows of tensors this rank owns (merged into its view)."""
+    drop: list[int]
+    """Rows of merged tensors another rank owns (left out of this rank's view)."""
+    parts: dict[str, int]
+    """Merged tensor -> its row, for the copy-0 parts this rank holds."""
+    owners: set[int]
+    """The owners of those parts (the rank itself when it holds none)."""
+
+
 class ShardMerger:
     """Holds owners' views until their sharded tensors' parts are all in, and strips parts from the others'."""
 
@@ -77,7 +92,16 @@ class ShardMerger:
         self._plan = _Plan({}, {}, set())
         self._plan_key: tuple[tuple[int, int], ...] = ()
         self._held: dict[int, deque[StepView]] = {}
-        self._parts: dict[tuple[str, int], dict[int, np.ndarray]] = {}
+        self._parts: dict[int, dict[int, StepView]] = {}
+        """Step -> rank -> that rank's view holding parts of merged tensors, until its owners released the step."""
+        self._released: dict[int, int] = {}
+        """Each owner's newest step released."""
+        self._layouts: dict[tuple[int, tuple[str, ...]], _Layout] = {}
+        self._cuts: dict[
+            tuple[tuple[str, ...], tuple[int, ...]],
+            tuple[np.ndarray, tuple[str, ...], tuple[TensorMeta, ...]],
+        ] = {}
+        self._maps: dict[tuple[tuple[str, ...], int, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._frontier: dict[int, int] = {}
         """Each rank's newest step with tensor statistics read so far."""
         self._reported: set[tuple[int | None, str]] = set()
@@ -106,6 +130,9 @@ class ShardMerger:
             else:
                 plan.per_part.add(name)
         self._plan = plan
+        self._layouts.clear()
+        self._maps.clear()
+        self._cuts.clear()
 
     @property
     def per_part(self) -> frozenset[str]:
@@ -125,26 +152,19 @@ class ShardMerger:
     def take(self, rank: int, views: list[StepView]) -> list[StepView]:
         """Take `rank`'s new views (step order): keep their parts for merging, and return the views to judge
         now (an owner's are held, returned later by `release`)."""
-        plan = self._plan
-        if not plan.owner and not plan.per_part:
+        if not self._plan.owner and not self._plan.per_part:
             return views
         out: list[StepView] = []
         for view in views:
+            layout = self._layout(rank, view.names)
             if view.names:
                 self._frontier[rank] = max(self._frontier.get(rank, view.step), view.step)
-            owns = False
-            drop: list[int] = []
-            for i, name in enumerate(view.names):
-                if name in plan.owner:
-                    if rank in plan.holders[name]:  # a copy of another rank's part (replica > 0) adds nothing
-                        self._parts.setdefault((name, view.step), {})[rank] = view.stats[i]
-                    owns = owns or plan.owner[name] == rank
-                    if plan.owner[name] != rank:
-                        drop.append(i)
-            if owns or self._held.get(rank):  # held in order: a later step's view never overtakes a held one
+            if layout.parts and view.step > self._released.get(min(layout.owners), -1):
+                self._parts.setdefault(view.step, {})[rank] = view  # a reference: rows are not copied
+            if layout.owned or self._held.get(rank):  # in order: a later step never overtakes a held one
                 self._held.setdefault(rank, deque()).append(view)
                 continue
-            out.append(self._per_part(_without(view, drop)))
+            out.append(self._per_part(self._without(view, layout.drop)))
         return out
 
     def release(self, ended: Collection[int], *, final: bool = False) -> tuple[list[StepView], list[Gap]]:
@@ -156,12 +176,12 @@ class ShardMerger:
         for owner, held in self._held.items():
             while held:
                 view = held[0]
-                merged, missing = self._merge(
-                    owner, view, ended, force=final or len(held) > self.max_held_views
-                )
+                force = final or len(held) > self.max_held_views
+                merged, missing = self._merge(owner, view, ended, force=force)
                 if merged is None:
                     break
                 held.popleft()
+                self._released[owner] = view.step
                 out.append(merged)
                 for (rank, why), names in missing.items():
                     if (rank, why) not in self._reported:
@@ -169,44 +189,78 @@ class ShardMerger:
                         gaps.append(
                             Gap(owner=owner, rank=rank, step=view.step, tensors=tuple(names), why=why)
                         )
+        owners = set(self._plan.owner.values())
+        floor = min((self._released.get(o, -1) for o in owners), default=-1)
+        for step in [s for s in self._parts if s <= floor]:
+            del self._parts[step]
         return out, gaps
 
     # --- internals -------------------------------------------------------------------------------
+    def _layout(self, rank: int, names: tuple[str, ...]) -> _Layout:
+        """What `rank`'s views with these tensor names hold of merged tensors (cached per names)."""
+        key = (rank, names)
+        layout = self._layouts.get(key)
+        if layout is None:
+            owner, holders = self._plan.owner, self._plan.holders
+            parts = {n: j for j, n in enumerate(names) if n in owner and rank in holders[n]}
+            layout = _Layout(
+                owned=[i for i, n in enumerate(names) if owner.get(n) == rank],
+                drop=[i for i, n in enumerate(names) if n in owner and owner[n] != rank],
+                parts=parts,
+                owners={owner[n] for n in parts} or {rank},
+            )
+            self._layouts[key] = layout
+        return layout
+
+    def _rows_of(
+        self, view: StepView, owned: list[int], rank: int, part: StepView
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The owner's rows (of `owned`) that `part` (rank's view) holds parts of, and those parts' rows there."""
+        key = (view.names, rank, part.names)
+        found = self._maps.get(key)
+        if found is None:
+            where = self._layout(rank, part.names).parts
+            pairs = [(i, where[view.names[i]]) for i in owned if view.names[i] in where]
+            found = (np.asarray([a for a, _ in pairs], np.int64), np.asarray([b for _, b in pairs], np.int64))
+            self._maps[key] = found
+        return found
+
     def _merge(
         self, owner: int, view: StepView, ended: Collection[int], *, force: bool
     ) -> tuple[StepView | None, dict[tuple[int | None, str], list[str]]]:
         """The owner's held `view` with its merged rows, and the tensors left out by whose missing part; None
         while a part may still come."""
-        plan = self._plan
-        rows: dict[int, np.ndarray] = {}
+        owned = self._layout(owner, view.names).owned
+        parts = self._parts.get(view.step, {})
+        keys: list[np.ndarray] = []
+        rows_of: list[np.ndarray] = []
+        for rank, part in parts.items():
+            mine, theirs = self._rows_of(view, owned, rank, part)
+            keys.append(mine)
+            rows_of.append(part.stats[theirs])
+        sizes = np.zeros(len(view.names), np.int64)
+        sizes[owned] = [math.prod(view.meta[i].shape) for i in owned]
+        # all of the step's tensors in one merge, keyed by their row (`shards.merge`: the one home of the arithmetic)
+        merged_at, merged = shards.merge(keys, rows_of, sizes)
+        rows = dict(zip(merged_at.tolist(), merged))
         missing: dict[tuple[int | None, str], list[str]] = {}
-        for i, name in enumerate(view.names):
-            if plan.owner.get(name) != owner:
+        for i in owned:
+            if i in rows:
                 continue
-            got = self._parts.get((name, view.step), {})
-            size = int(np.prod(view.meta[i].shape))
-            ranks = sorted(got)
-            steps, merged = shards.merge(
-                [np.array([view.step])] * len(ranks), [got[r][None, :] for r in ranks], size
-            )
-            if steps.size:
-                rows[i] = merged[0]
-                continue
+            name = view.names[i]
+            got = {r for r, part in parts.items() if name in self._layout(r, part.names).parts}
             why = self._why_missing(name, view.step, got, ended, force=force)
             if why is None:
                 return None, {}
             missing.setdefault(why, []).append(name)
-        for i, name in enumerate(view.names):
-            if plan.owner.get(name) == owner:
-                self._parts.pop((name, view.step), None)
         stats = view.stats.copy()
         for i, row in rows.items():
             stats[i] = row
-        left_out = [i for i, n in enumerate(view.names) if plan.owner.get(n) == owner and i not in rows]
-        return self._per_part(_without(dataclasses.replace(view, stats=stats), left_out)), missing
+        left_out = [i for i in owned if i not in rows]
+        return self._per_part(self._without(dataclasses.replace(view, stats=stats), left_out)), missing
 
     def _why_missing(
-        self, name: str, step: int, got: Mapping[int, np.ndarray], ended: Collection[int], *, force: bool
+        self, name: str, step: int, got: Collection[int], ended: Collection[int], *, force: bool
     ) -> tuple[int | None, str] | None:
         """Why a part of `name` at `step` will not come (the rank, the reason), or None while it may."""
         lagging = [r for r in self._plan.holders[name] if r not in got]
@@ -229,15 +283,20 @@ class ShardMerger:
         stats[np.ix_(rows, _NOT_PER_PART)] = np.nan
         return dataclasses.replace(view, stats=stats)
 
-
-def _without(view: StepView, rows: list[int]) -> StepView:
-    """`view` without the tensors at `rows`."""
-    if not rows:
-        return view
-    keep = [i for i in range(len(view.names)) if i not in set(rows)]
-    return dataclasses.replace(
-        view,
-        names=tuple(view.names[i] for i in keep),
-        meta=tuple(view.meta[i] for i in keep),
-        stats=view.stats[keep],
-    )
+    def _without(self, view: StepView, rows: list[int]) -> StepView:
+        """`view` without the tensors at `rows` (names and metadata shared by every view of that tensor set, as the
+        view builder's are: rules that cache by them stay cheap)."""
+        if not rows:
+            return view
+        key = (view.names, tuple(rows))
+        cut = self._cuts.get(key)
+        if cut is None:
+            gone = set(rows)
+            keep = [i for i in range(len(view.names)) if i not in gone]
+            cut = (
+                np.asarray(keep, np.int64),
+                tuple(view.names[i] for i in keep),
+                tuple(view.meta[i] for i in keep),
+            )
+            self._cuts[key] = cut
+        return dataclasses.replace(view, names=cut[1], meta=cut[2], stats=view.stats[cut[0]])

@@ -385,6 +385,7 @@ class Evaluator:
             track.rank, attempt, track.attempt,
         )  # fmt: skip
         track.restart(self.compiled)
+        self._merger.forget(track.rank)
         with self._lock:
             self._verdicts.reopen_rank(track.rank)
 

@@ -148,6 +148,15 @@ class ShardMerger:
         held = self._held.get(rank)
         return held[0].step if held else None
 
+    def forget(self, rank: int) -> None:
+        """`rank` was restarted (a new writer attempt, its rules start over): drop its held views and parts, and
+        what it had read, so its new steps are neither merged with nor judged against the old attempt's."""
+        self._held.pop(rank, None)
+        self._frontier.pop(rank, None)
+        self._released.pop(rank, None)
+        for parts in self._parts.values():
+            parts.pop(rank, None)
+
     # --- views in, views out ---------------------------------------------------------------------
     def take(self, rank: int, views: list[StepView]) -> list[StepView]:
         """Take `rank`'s new views (step order): keep their parts for merging, and return the views to judge

@@ -3,25 +3,35 @@
 Each FSDP2 rank reads only its own shard, with no collective call; the reader merges the shards,
 so `open_run(...).series(name, col)` is the full tensor's statistics: compared here with numpy on
 `full_tensor()` of every parameter and gradient at every step, on the C kernel's path and on the
-torch path. A NaN in one rank's shard shows in the merged series and fires the rules.
+torch path. A NaN in one rank's shard shows in the merged series and fires the rules. The evaluator, too, judges
+the full tensor (`sidecar/shard_merge.py`): its views, a norm rule and the metrics see the merged
+statistics, and a part whose other parts never came is not judged as the whole.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
+from prometheus_client import CollectorRegistry
 from torch import nn
 
 import trainguard
 import trainguard.torch as tg
 from tests.capture import sharded_loop
 from tests.capture.test_torch_statistics import assert_columns_match
+from trainguard.api.enums import RuleState
+from trainguard.api.rules_config import RuleSpec
 from trainguard.capture.torch import c_kernel
-from trainguard.sidecar.evaluator import evaluate_stored
+from trainguard.local.evaluation import EvaluationThread
+from trainguard.sidecar import checkpoint as ckpt
+from trainguard.sidecar import metrics
+from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
+from trainguard.sidecar.verdicts import Verdict
 from trainguard.store import run_format, stats
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
@@ -90,7 +100,8 @@ def test_a_nan_in_one_ranks_shard_shows_in_the_merged_series_and_fires_the_rules
     assert run.series("grad/0.weight", "nan", rank=0, merge=False).values.tolist() == [0.0, 0.0, 0.0]
     assert np.isnan(run.series("0.weight", "max").values[2])  # SGD carried it into the weight
     findings = evaluate_stored(str(out))
-    assert any(f.step == 2 and f.rank == 1 and f.tensor and "0.weight" in f.tensor for f in findings), (
+    # judged on the merged tensor, reported on its owner (rank 0, the lowest rank holding a part)
+    assert any(f.step == 2 and f.rank == 0 and f.tensor and "0.weight" in f.tensor for f in findings), (
         findings
     )
 
@@ -136,3 +147,163 @@ def test_a_compiled_module_registers_and_trains(tmp_path) -> None:
     assert {t.name for t in run.tensors("activations")} == {
         "act/1"
     }  # its hook ran inside the compiled module
+
+
+# --- the evaluator over the ranks' parts --------------------------------------------------------
+
+
+def _truth(run: Path, step: int) -> dict[str, np.ndarray]:
+    with np.load(run.parent / "truth" / f"step-{step}.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_the_evaluators_views_and_metrics_hold_the_full_tensors(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    out = (
+        tmp_path / "torch" / "run"
+    )  # a copy: the checkpoint written here must not reach the other tests' runs
+    shutil.copytree(distributed_runs / "torch", out.parent)
+    ledger = RuleSpec(type="python:tests.sidecar.rules_for_tests:RowLedger", name="row_ledger")
+    ev = Evaluator(str(out), rules=[ledger], checkpoint=False)
+    ev.poll_until_idle()
+    assert ev.ended
+    ev.save_checkpoint()  # the rules' states: what they were shown on each rank
+    state = ckpt.load(ev.store, ckpt.key_for(None))
+    assert state is not None
+    shown = {r: state.ranks[str(r)].rules["row_ledger"]["own"]["rows"] for r in (0, 1)}
+    names = (*NAMES, *(f"grad/{n}" for n in NAMES))
+    for s in range(sharded_loop.STEPS):
+        full = _truth(out, s)
+        for name in names:
+            got = np.asarray(shown[0][str(s)][name])
+            assert_columns_match(got[:UPDATE], stats.tier0(full[name])[:UPDATE], f"{name} at step {s}")
+            assert name not in shown[1][str(s)], (
+                f"rank 1's part of {name} is in the merged row, not judged alone"
+            )
+    full = _truth(out, sharded_loop.STEPS - 1)
+    registry = CollectorRegistry()
+    registry.register(metrics.EvaluatorCollector(ev))
+    got = registry.get_sample_value("trainguard_training_tensor_l2_norm", {"collection": "weights"})
+    want = np.sqrt(sum(np.sum(full[n].astype(np.float64) ** 2) for n in ("0.weight", "2.weight")))
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+def _part_and_full_l2(out: Path, name: str) -> tuple[float, float]:
+    """The largest l2 of any rank's part of `name` over the run, and the full tensor's l2 where that is larger."""
+    run = trainguard.open_run(str(out))
+    parts = max(float(run.series(name, "l2", rank=r, merge=False).values.max()) for r in (0, 1))
+    return parts, float(run.series(name, "l2").values.max())
+
+
+def test_a_norm_rule_judges_the_merged_norm(distributed_runs: Path) -> None:
+    out = distributed_runs / "torch" / "run"
+    name = "grad/0.weight"
+    part, full = _part_and_full_l2(out, name)
+    assert part < full  # a threshold between the two fires on the whole tensor only
+    threshold = (part + full) / 2
+    spec = RuleSpec(
+        type="exploding_gradient",
+        params={"threshold": threshold, "trigger_k": 1, "trigger_n": 1},
+        tensors=[name],
+    )
+    ev = Evaluator(str(out), rules=[spec], checkpoint=False)
+    ev.poll_until_idle()
+    fired = [f for f in ev.findings if f.rule == "exploding_gradient" and f.tensor == name]
+    assert fired, ev.findings
+    assert {f.rank for f in fired} == {0}
+    assert max(f.value for f in fired if f.value is not None) == pytest.approx(full, rel=1e-6)
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "lagging"])
+def test_a_missing_ranks_part_is_never_judged_as_the_whole(
+    distributed_runs: Path, tmp_path: Path, ended: bool
+) -> None:
+    """Rank 1 wrote its catalogue and no step (and ended, or is still running): rank 0's parts are not judged
+    as the whole tensors, and the evaluator says so."""
+    out = tmp_path / "run"
+    shutil.copytree(distributed_runs / "torch" / "run", out)
+    for seg in (out / "rank-00001").glob("seg-*"):
+        seg.unlink()
+    if not ended:
+        (out / "rank-00001" / "END.json").unlink()
+    # a threshold any part's gradient norm is above: it would fire on a part judged as the whole
+    spec = RuleSpec(type="exploding_gradient", params={"threshold": 1e-12, "trigger_k": 1, "trigger_n": 1})
+    ev = Evaluator(str(out), rules=[spec], checkpoint=False)
+    ev.poll_until_idle()
+    if not ended:
+        assert not ev.ended  # rank 0 waits for rank 1's parts; nothing judged on part of a tensor meanwhile
+        assert ev.findings == []
+        ev.finish()
+    assert [f for f in ev.findings if f.rule != DATA_GAP] == []
+    gap = ev.rule_status[DATA_GAP]
+    assert gap.state == RuleState.ISSUES_FOUND and gap.rank == 0 and gap.step == 0
+    assert "grad/0.weight" in gap.message or "sharded tensors" in gap.message
+    assert ("rank 1 ended" if ended else "rank 1 lags") in gap.message
+    assert ev.rule_status["exploding_gradient"].state == RuleState.NO_ISSUES_FOUND
+
+
+def test_local_mode_reports_a_sharded_nan_once_with_the_full_name(distributed_runs: Path) -> None:
+    """The evaluator thread of `trainguard run`, following every rank of the FSDP2 run with the NaN."""
+    out = distributed_runs / "nan" / "run"
+    verdicts: list[Verdict] = []
+    thread = EvaluationThread(
+        Evaluator(str(out), checkpoint=False),
+        on_verdict=verdicts.append,
+        on_error=lambda e: pytest.fail(e),
+        poll_interval_seconds=0.05,
+    )
+    thread.start()
+    thread.stop()
+    thread.finish()
+    assert thread.errors == []
+    ev = thread.evaluator
+    fired = [v for v in verdicts if v.rule == "exploding_tensor"]
+    assert len(fired) == 1 and fired[0].finding is not None, verdicts
+    assert (fired[0].step, fired[0].rank, fired[0].finding.tensor) == (2, 0, "grad/0.weight")
+    nan_findings = [f for f in ev.findings if f.rule == "exploding_tensor"]
+    keys = [(f.tensor, f.step) for f in nan_findings]
+    assert len(keys) == len(set(keys)), "a sharded tensor's NaN is found once, not once per part"
+    assert all(f.rank == 0 for f in nan_findings)
+    assert all(f.tensor in {*NAMES, *(f"grad/{n}" for n in NAMES)} for f in nan_findings)
+
+
+def test_a_restarted_evaluator_reports_the_steps_it_held(distributed_runs: Path, tmp_path: Path) -> None:
+    """Rank 0's steps wait for rank 1's parts when the evaluator stops; its successor cannot judge them (the
+    held views lived in memory) and says so, instead of passing over them in silence."""
+    out = tmp_path / "run"
+    shutil.copytree(distributed_runs / "torch" / "run", out)
+    for path in (out / "rank-00001").iterdir():
+        if path.name.startswith("seg-") or path.name == "END.json":
+            path.unlink()
+    first = Evaluator(str(out))
+    first.poll_until_idle()
+    assert first.findings == [] and not first.ended
+    second = Evaluator(str(out))
+    second.poll()
+    gap = second.rule_status[DATA_GAP]
+    assert gap.state == RuleState.ISSUES_FOUND and gap.rank == 0 and gap.step == 0
+    assert f"steps 0-{sharded_loop.STEPS - 1} of rank 0 were held" in gap.message
+
+
+def test_a_pod_that_holds_part_of_a_tensor_judges_the_exact_columns_of_its_part(
+    distributed_runs: Path,
+) -> None:
+    """A sidecar following rank 1 only (the other parts live in another pod): the NaN in rank 1's part is
+    found there, under the tensor's name; the part's norm is neither judged nor shown as the whole's."""
+    out = distributed_runs / "nan" / "run"
+    ev = Evaluator(str(out), ranks=[1], checkpoint=False)
+    ev.poll_until_idle()
+    fired = [f for f in ev.findings if f.rule == "exploding_tensor"]
+    assert fired and (fired[0].step, fired[0].rank, fired[0].tensor) == (2, 1, "grad/0.weight"), ev.findings
+    assert any("judged per part" in w for w in ev.warnings)
+    (view,) = ev.last_views()
+    i = view.index("grad/0.weight")
+    assert i is not None and view.stats[i, run_format.COLUMN["nan"]] == 1.0
+    assert np.isnan(view.stats[i, run_format.COLUMN["l2"]])
+    registry = CollectorRegistry()
+    registry.register(metrics.EvaluatorCollector(ev))
+    assert registry.get_sample_value("trainguard_training_tensor_l2_norm", {"collection": "weights"}) is None
+    assert (
+        registry.get_sample_value("trainguard_training_nonfinite_values", {"collection": "gradients"}) == 1.0
+    )

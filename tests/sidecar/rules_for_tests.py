@@ -151,3 +151,25 @@ class SeenData(Rule):
         if "loss" in view.scalars:
             self.loss_steps.append(view.step)
         return []
+
+
+class RowLedger(Rule):
+    """Keeps every statistics row it saw in its state, by step and tensor name: what the rules were shown."""
+
+    name = "row_ledger"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rows: dict[str, dict[str, list[float]]] = {}
+
+    def check(self, view: StepView) -> list[Finding]:
+        seen = self.rows.setdefault(str(view.step), {})
+        for name, row in zip(view.names, view.stats):
+            seen[name] = row.tolist()
+        return []
+
+    def get_state(self) -> dict[str, Any]:
+        return {"rows": self.rows}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.rows = dict(state.get("rows", {}))

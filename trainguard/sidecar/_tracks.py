@@ -165,6 +165,15 @@ class Ranks:
         self.tracks[rank] = track
         return earlier_pod
 
+    def expected(self) -> tuple[int, ...]:
+        """The ranks this evaluator follows or will: the given ones, else every rank of `world_size` (as far
+        as known)."""
+        if self.followed is not None:
+            return self.followed
+        if self._world_size is not None:
+            return tuple(range(self._world_size))
+        return tuple(sorted(self.tracks))
+
     def all_ended(self) -> bool:
         """Whether every followed rank ended (and, following every rank, all `world_size` of them are there)."""
         if not self.tracks or not all(t.ended for t in self.tracks.values()):

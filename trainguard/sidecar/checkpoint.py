@@ -66,6 +66,11 @@ class RankPosition(_Doc):
         default_factory=dict,
         description="Rule name -> its state on this rank (what the rank's status report says).",
     )
+    held_from: int | None = Field(
+        default=None,
+        description="The first step read but held back from the rules, waiting for other ranks' parts of its "
+        "sharded tensors (`shard_merge`); a restart cannot judge the held steps and reports them as a data gap.",
+    )
 
 
 class EvaluatorState(_Doc):

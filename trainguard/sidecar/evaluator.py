@@ -24,7 +24,7 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.rules.base import Finding
 from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
-from trainguard.sidecar import config, metrics
+from trainguard.sidecar import config, metrics, shard_merge
 from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import (
@@ -96,6 +96,9 @@ class Evaluator:
         self._ranks: Ranks | None = None
         self._tracks: dict[int, RankTrack] = {}
         """The followed ranks' tracks (the same dict as `Ranks.tracks` once opened)."""
+        self._merger = shard_merge.ShardMerger()
+        """Merges sharded tensors over the followed ranks before the rules see them (`shard_merge.py`)."""
+        self._per_part_noted: set[str] = set()
         self._saved: ckpt.EvaluatorState | None = None
         self._unsavable: set[str] = set()
         self.ended = False
@@ -266,7 +269,7 @@ class Evaluator:
         """
         ranks = self._opened()
         out: list[Verdict] = []
-        self._discover(ranks)
+        out.extend(self._emit(self._discover(ranks), on_verdict))
         for track in [t for t in ranks.in_order() if not t.ended]:
             segments = track.source.poll()
             if not segments and self._ended(track, out, on_verdict):
@@ -285,10 +288,14 @@ class Evaluator:
                     self._save()
             out.extend(self._emit(self._note_problems(track), on_verdict))
             if track.end_seen:
-                out.extend(self._emit(self._trailing_gap(track), on_verdict))
-                track.ended = True
-                self._finish_rank(track)
-                self._save()
+                out.extend(self._emit(self._release(), on_verdict))
+        for track in [t for t in ranks.in_order() if t.end_seen and not t.ended]:
+            if self._merger.holds(track.rank):
+                continue  # views waiting for other ranks' parts of sharded tensors: not done yet
+            out.extend(self._emit(self._trailing_gap(track), on_verdict))
+            track.ended = True
+            self._finish_rank(track)
+            self._save()
         if ranks.all_ended():
             out.extend(self._emit(self.finish(), on_verdict))
         return out
@@ -351,6 +358,7 @@ class Evaluator:
         with self._lock:
             if self.ended and self._verdicts.all_decided():
                 return []
+            out = self._release(final=True)
             self.ended = True
             for track in ranks.tracks.values():
                 self._finish_rank(track)
@@ -362,7 +370,7 @@ class Evaluator:
                 for i, c in enumerate(self.compiled)
                 if tracks and not any(t.rules[i].checked for t in tracks)
             }
-            out = self._verdicts.finish(
+            out += self._verdicts.finish(
                 step=step, rank=self.followed[0] if self.followed else 0, unchecked=unchecked
             )
             self._save()
@@ -375,8 +383,9 @@ class Evaluator:
             self._verdicts.finish_rank(track.rank, track.last_step, unchecked=unchecked)
 
     # --- internals ------------------------------------------------------------------------------
-    def _discover(self, ranks: Ranks) -> None:
+    def _discover(self, ranks: Ranks) -> list[Verdict]:
         """Open a track for each rank to follow that is not followed yet."""
+        out: list[Verdict] = []
         for r in ranks.wanted():
             if r in ranks.tracks:
                 continue
@@ -386,6 +395,13 @@ class Evaluator:
                 if earlier_pod:
                     self._verdicts.reopen_rank(r)
                 self._verdicts.on_rank(r)  # restored statuses are there already
+            if saved is not None and saved.held_from is not None and not earlier_pod:
+                out += self._data_gap(
+                    r, saved.held_from,
+                    f"steps {saved.held_from}-{saved.last_step} of rank {r} were held for their sharded tensors' "
+                    "other parts when the evaluator stopped; the restarted evaluator did not judge them",
+                )  # fmt: skip
+        return out
 
     def _new_attempt(self, track: RankTrack, attempt: str) -> None:
         """The rank was restarted on the same URI (a retried pod, a resumed run): its rules start over."""
@@ -394,6 +410,7 @@ class Evaluator:
             track.rank, attempt, track.attempt,
         )  # fmt: skip
         track.restart(self.compiled)
+        self._merger.forget(track.rank)
         with self._lock:
             self._verdicts.reopen_rank(track.rank)
 
@@ -428,21 +445,61 @@ class Evaluator:
             if not track.patterns_checked and any(v.names for v in views):
                 track.patterns_checked = True
                 verdicts += self._check_patterns(track, next(v for v in views if v.names))
-            for view in views:
-                verdicts.extend(self._update_rules(track, view))
-                if view.names:
-                    track.last_stats_view = view
-                if view.predictions or view.eval_predictions:
-                    track.predictions.update(view)
-            self._verdicts.count_evaluations(len(views))
             if views:
                 track.last_step = views[-1].step
+            self._merger.replan(self._catalogues(), self._ranks.expected() if self._ranks else ())
+            self._note_per_part()
+            verdicts += self._judge(track, self._merger.take(track.rank, views))
+            verdicts += self._release()
             now = self.clock()
             if seg.wall_time.size:
                 self.lag_seconds = now - float(seg.wall_time[-1])
             self.last_evaluation_time = now
             self.segments_total += 1
             self.durations.observe(time.perf_counter() - started)
+        return verdicts
+
+    def _judge(self, track: RankTrack, views: list[StepView]) -> list[Verdict]:
+        """Give each of `views` (one rank's, in step order) to the rank's rules."""
+        verdicts: list[Verdict] = []
+        for view in views:
+            verdicts.extend(self._update_rules(track, view))
+            if view.names:
+                track.last_stats_view = view
+            if view.predictions or view.eval_predictions:
+                track.predictions.update(view)
+        self._verdicts.count_evaluations(len(views))
+        return verdicts
+
+    def _note_per_part(self) -> None:
+        """Say once which sharded tensors have parts on ranks not followed here (another pod's): they are judged
+        per part, on the columns that hold for a part as for the whole."""
+        new = sorted(self._merger.per_part - self._per_part_noted)
+        if not new:
+            return
+        self._per_part_noted.update(new)
+        shown = ", ".join(new[:3]) + (", ..." if len(new) > 3 else "")
+        message = (
+            f"{len(new)} sharded tensors ({shown}) have parts on ranks this evaluator does not follow; they are "
+            f"judged per part on {', '.join(shard_merge.PER_PART_COLUMNS)} only (their norms, means and std are "
+            "the whole tensor's only where every part is read: `trainguard evaluate` or `report` on the run)"
+        )
+        self.warnings.append(message)
+        log.warning("trainguard: %s", message)
+
+    def _catalogues(self) -> dict[int, shard_merge.Catalogue]:
+        return {r: t.source.catalogue() for r, t in self._tracks.items()}
+
+    def _release(self, *, final: bool = False) -> list[Verdict]:
+        """Judge the views of sharded tensors' owners whose parts are all in (or will not come: a data gap)."""
+        ended = {r for r, t in self._tracks.items() if t.end_seen or t.ended}
+        with self._lock:
+            views, gaps = self._merger.release(ended, final=final)
+            verdicts: list[Verdict] = []
+            for gap in gaps:
+                verdicts += self._data_gap(gap.owner, gap.step, gap.message())
+            for view in views:
+                verdicts += self._judge(self._tracks[view.rank], [view])
         return verdicts
 
     def _update_rules(self, track: RankTrack, view: StepView, *, heartbeat: bool = False) -> list[Verdict]:
@@ -604,6 +661,7 @@ class Evaluator:
                             if c.name not in self._unsavable
                         },
                         statuses=self._verdicts.rank_docs(r),
+                        held_from=self._merger.held_from(r),
                     )
                     for r, t in self._tracks.items()
                 },

@@ -67,14 +67,17 @@ class Histogram:
         return out
 
 
-def collection_norms(view: StepView) -> dict[str, tuple[float, float | None, float]]:
-    """Per collection: sqrt(sum l2^2), median update_l2/l2 over trainable tensors (None if none), NaN+Inf count."""
-    out: dict[str, tuple[float, float | None, float]] = {}
+def collection_norms(view: StepView) -> dict[str, tuple[float | None, float | None, float]]:
+    """Per collection: sqrt(sum l2^2) (None when a tensor's norm is unknown: a part of a sharded tensor whose
+    other parts this evaluator does not read, `shard_merge`), median update_l2/l2 over trainable tensors (None
+    if none), NaN+Inf count."""
+    out: dict[str, tuple[float | None, float | None, float]] = {}
     collections = sorted({m.collection for m in view.meta})
     for coll in collections:
         rows = np.asarray([i for i, m in enumerate(view.meta) if m.collection == coll], dtype=np.int64)
         l2 = view.stats[rows, COL["l2"]]
-        norm = float(np.sqrt(np.sum(l2 * l2)))  # NaN stays NaN: a diverged tensor must show
+        unknown = np.isnan(l2) & (view.stats[rows, COL["nan"]] == 0) & (view.stats[rows, COL["inf"]] == 0)
+        norm = None if unknown.any() else float(np.sqrt(np.sum(l2 * l2)))  # NaN stays NaN: a diverged tensor
         trainable = np.asarray([view.meta[i].trainable for i in rows], dtype=bool)
         ratio: float | None = None
         if trainable.any():
@@ -237,7 +240,8 @@ class EvaluatorCollector(Collector):
             views = ev.last_views()
             if views:
                 for coll, (n, r, bad) in collection_norms(views[0]).items():
-                    norm.add_metric([coll], n)
+                    if n is not None:
+                        norm.add_metric([coll], n)
                     if r is not None:
                         ratio.add_metric([coll], r)
                     nonfinite.add_metric([coll], bad)

@@ -37,11 +37,12 @@ _C = run_format.COLUMN
 
 
 def merge(
-    steps: Sequence[np.ndarray], rows: Sequence[np.ndarray], size: int
+    steps: Sequence[np.ndarray], rows: Sequence[np.ndarray], size: int | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge the parts of one tensor: `steps[i]` int64[n_i] and `rows[i]` float64[n_i, K] are part i's rows (one
     rank's, a step at most once); return the steps where the parts' counts add up to `size` (the full tensor's
-    elements), in order, and their merged rows float64[S, K]."""
+    elements), in order, and their merged rows float64[S, K]. The keys need not be steps: the evaluator merges
+    one step's tensors at once, keyed by their index, with `size` one per index (int64[max key + 1])."""
     k = len(run_format.STAT_COLUMNS)
     if not steps:
         return np.zeros(0, np.int64), np.zeros((0, k))
@@ -55,7 +56,7 @@ def merge(
     x[~present] = 0.0
     n_i = x[..., _C["count"]]
     n = n_i.sum(axis=1)
-    keep = n == size
+    keep = n == (size if isinstance(size, int) else size[every])
     x, present, n_i, n, every = x[keep], present[keep], n_i[keep], n[keep], every[keep]
     out = np.full((every.size, k), np.nan)
     for col in ("count", "nan", "inf", "zero"):

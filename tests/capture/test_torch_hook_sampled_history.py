@@ -15,6 +15,7 @@ import trainguard
 import trainguard.torch as tg
 from trainguard.capture.torch import _sampled
 from trainguard.capture.torch._kernel_path import KernelPath
+from trainguard.capture.torch._multi_path import MultiPath
 from trainguard.capture.torch._packed import PackedPath
 from trainguard.capture.torch._worker_path import WorkerPath
 from trainguard.commands import inspect
@@ -60,6 +61,22 @@ def test_the_estimate_is_unbiased_within_the_standard_error_of_its_sample() -> N
     assert abs(np.mean(ratios) - 1) < 4 * sd / math.sqrt(len(ratios))  # no bias beyond the sampling noise
 
 
+def test_a_bfloat16_tensor_is_gathered_in_its_dtype_and_compared_in_float32() -> None:
+    # 1,000 elements: the sample is the whole tensor, so the estimate is the exact value
+    w = torch.randn(1000, generator=torch.Generator().manual_seed(2)).to(torch.bfloat16)
+    first = w.clone()
+    history = _sampled.SampledHistory(["w"], [w])
+    history.estimate([w])
+    prev = w.clone()
+    w += 0.05
+    upd, dist = history.estimate([w])[0].tolist()
+    assert history.cur.dtype == torch.bfloat16 and history.prev is not None
+    assert history.prev.dtype == torch.float32
+    exact_upd = float((w.double() - prev.double()).square().sum())
+    exact_dist = float((w.double() - first.double()).square().sum())
+    np.testing.assert_allclose([upd, dist], [exact_upd, exact_dist], rtol=1e-5)
+
+
 def _stratified_sd(d2: np.ndarray) -> float:
     """The exact standard deviation of the one-per-stratum estimate of sum(d2) over the random draws."""
     n = d2.size
@@ -75,16 +92,22 @@ MODES = {
     "kernel": ({}, KernelPath),
     "worker": ({"native_stats": False}, WorkerPath),
     "packed": ({"native_stats": False, "stats_worker": False}, PackedPath),
+    "multi": ({"native_stats": False, "stats_worker": False}, MultiPath),  # the GPU path, Triton interpreted
 }
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_hook_over_its_history_bound_writes_sampled_update_and_distance_and_says_so(
-    file_uri: str, mode: str
+    file_uri: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings, path = MODES[mode]
+    if mode == "multi":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 4))  # 0.weight: 131,072 elements
+    # 0.weight: 131,072 elements (8,192 under Triton's interpreter, which is slow); 4,096 sampled either way
+    inputs, hidden = (64, 128) if mode == "multi" else (256, 512)
+    model = nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     seen: dict[int, dict[str, np.ndarray]] = {}
     g = torch.Generator().manual_seed(1)
@@ -93,7 +116,7 @@ def test_a_hook_over_its_history_bound_writes_sampled_update_and_distance_and_sa
         hook.register_optimizer(opt)
         assert isinstance(hook._paths.current, path)
         for step in range(4):
-            x = torch.randn(32, 256, generator=g)
+            x = torch.randn(32, inputs, generator=g)
             y = torch.randint(0, 4, (32,), generator=g)
             opt.zero_grad()
             nn.functional.cross_entropy(model(x), y).backward()

@@ -249,10 +249,30 @@ def measure(
     return out
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Measured]:
-    tmp = tmp_path_factory.mktemp("proxies")
-    return {layers: measure(tmp, layers) for layers in (2, 6)}
+@pytest.fixture(scope="module", params=["exact", "sampled"])
+def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Measured]:
+    """Both history modes: exact (full copies, refreshed inside `multi_stats`) and sampled (history bound 0:
+    fixed samples, `_sampled.SampledHistory`)."""
+    tmp = tmp_path_factory.mktemp(f"proxies-{request.param}")
+    settings = {"history_max_fraction": 0.0} if request.param == "sampled" else {}
+    runs = {layers: measure(tmp, layers, **settings) for layers in (2, 6)}
+    for m in runs.values():
+        assert m.hook is not None
+        assert _sampled_tensors(m) == (len(m.hook._plan.params) if settings else 0)
+    return runs
+
+
+def _sampled_tensors(m: Measured) -> int:
+    """Parameters whose history is sampled: one gather each (`aten.take`) per saved step."""
+    assert m.hook is not None
+    return sum(p.sampled for p in m.hook._plan.params)
+
+
+def _group_ops(ops: list[Op], m: Measured) -> list[Op]:
+    """The ops of a saved step, less the one gather per sampled tensor (counted apart)."""
+    takes = [op for op in ops if op.name == str(aten.take.out)]
+    assert len(takes) == _sampled_tensors(m)
+    return [op for op in ops if op.name != str(aten.take.out)]
 
 
 def test_the_gpu_path_is_the_multi_tensor_one_and_captures_without_error(runs: dict[int, Measured]) -> None:
@@ -262,11 +282,15 @@ def test_the_gpu_path_is_the_multi_tensor_one_and_captures_without_error(runs: d
 
 
 def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Measured]) -> None:
+    # sampled history adds one gather per sampled tensor (not counted here, asserted in `_group_ops`) and a
+    # fixed handful of ops per group
     for m in runs.values():
-        counts = {len(ops) for ops in m.per_saved_step}
+        counts = {len(_group_ops(ops, m)) for ops in m.per_saved_step}
         assert len(counts) == 1, f"the ops per saved step vary: {counts}"
         assert counts.pop() <= 24 + 2 * m.activations, [op.name for op in m.per_saved_step[0]]
-    grows = len(runs[6].per_saved_step[0]) - len(runs[2].per_saved_step[0])
+    grows = len(_group_ops(runs[6].per_saved_step[0], runs[6])) - len(
+        _group_ops(runs[2].per_saved_step[0], runs[2])
+    )
     assert grows <= 2 * (runs[6].activations - runs[2].activations)
 
 

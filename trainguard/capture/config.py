@@ -96,6 +96,16 @@ class CaptureConfig(BaseModel):
         description="PyTorch hook: keep two device copies of each captured trainable parameter (previous saved "
         "step, first step) for update_l2 and distance_l2; costs 2x the captured parameters' memory.",
     )
+    history_max_fraction: float = Field(
+        default=0.10,
+        ge=0,
+        le=1,
+        description="PyTorch hook, with track_updates: update_l2 and distance_l2 are exact (two full copies of the "
+        "tracked parameters) while those copies take at most this share of their device's memory (a GPU's total "
+        "memory; on CPU the host's physical memory; exact where it is not known). Above it they are estimated "
+        "from a fixed sample of each tensor (1/64 of its elements, at least 4,096) and the catalogue marks them "
+        "`history: sampled`. 0 samples on every device.",
+    )
     native_stats: bool = Field(
         default=True,
         description="PyTorch hook, tensors on CPU: read float32 tensors in place with the one-pass C kernel "

@@ -2,7 +2,8 @@
 
 Opens the run with `open_run` (TrainGuard, smdebug or TensorBoard format, on file:// or s3://)
 and prints, per rank: saved steps (count, first, last), the last step seen, collections with
-their tensor counts, tensors, the tensors held in part (shards) and those not read with the reason,
+their tensor counts, tensors, the tensors held in part (shards), those whose update and distance are
+sampled estimates, and those not read with the reason,
 scalars by mode, whether the rank ended, and the problems met
 while reading (damaged segments are reported and skipped). Exit status: 0 when the run reads
 cleanly, 1 when it reads with problems, 2 when it cannot be read at all (one line on stderr).
@@ -60,6 +61,11 @@ class RankSummary(BaseModel):
     sharded: int = Field(
         default=0,
         description="Tensors this rank holds a part of (FSDP2, tensor parallelism); readers merge them.",
+    )
+    sampled_history: list[str] = Field(
+        default_factory=list,
+        description="Parameters whose update_l2 and distance_l2 are estimates from a fixed sample (catalogue "
+        "`history: sampled`: their full copies would have exceeded the hook's history_max_fraction), sorted.",
     )
     scalars: dict[str, list[str]] = Field(description="Scalar names by mode (train, eval, ...).")
     ended: EndSummary | None = Field(description="The rank's end marker; None while it is still writing.")
@@ -128,6 +134,7 @@ def summarize(run: object) -> RunSummary:
                 tensors=sorted(t.name for t in catalogue if not t.is_scalar),
                 skipped=dict(sorted(run.skipped(rank=rank).items())),
                 sharded=sum(1 for t in catalogue if t.shard is not None and t.shard.of > 1),
+                sampled_history=sorted(t.name for t in catalogue if t.history == "sampled"),
                 scalars={
                     mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))
                 },
@@ -214,6 +221,11 @@ def render_text(summary: RunSummary) -> str:
             lines.append(
                 row("sharded", f"{r.sharded} tensors held in part (series merge every rank's part)", "  ")
             )
+        if r.sampled_history:
+            shown = r.sampled_history[:TEXT_TENSOR_LIMIT]
+            more = len(r.sampled_history) - len(shown)
+            names = ", ".join(shown) + (f" ... and {more} more (--json lists all)" if more else "")
+            lines.append(row("estimated", f"update_l2 and distance_l2 from a fixed sample: {names}", "  "))
         for name, why in list(r.skipped.items())[:TEXT_TENSOR_LIMIT]:
             lines.append(row("not read", f"{name}: {why}", "  "))
         if len(r.skipped) > TEXT_TENSOR_LIMIT:

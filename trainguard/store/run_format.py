@@ -35,7 +35,7 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -245,6 +245,15 @@ class TensorInfo(_Doc):
         default=None,
         description="This rank holds a part of the tensor (a DTensor shard: FSDP2, tensor parallelism): its rows "
         "describe that part, `shape` is the full tensor's; readers merge the ranks' parts (format 2.2).",
+    )
+    history: Literal["exact", "sampled"] | None = Field(
+        default=None,
+        description="How update_l2 and distance_l2 of a trainable parameter were computed: `sampled` estimates them "
+        "from a fixed sample of `history_sample` elements (the full copies would have exceeded the hook's "
+        "history_max_fraction of device memory); absent or `exact`: from full copies.",
+    )
+    history_sample: int | None = Field(
+        default=None, description="With `history: sampled`: the elements in the tensor's fixed sample."
     )
     skipped: str | None = Field(
         default=None,

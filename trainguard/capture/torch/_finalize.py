@@ -21,7 +21,7 @@ import torch
 from trainguard.capture.torch import device_stats
 from trainguard.capture.torch._step import HostHists, HostUnits, Pending, Result, ScalarValue
 from trainguard.capture.torch._transfer import Transfer
-from trainguard.store import writer
+from trainguard.store import run_format, writer
 
 RAW = len(device_stats.RAW_COLUMNS)
 
@@ -182,6 +182,7 @@ class StepWriter:
             parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
             units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
             hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
+            estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
             ids, stats = pending.host_ids, pending.host_stats
             nonfinite: bool | None = (
                 pending.host_nonfinite
@@ -195,6 +196,8 @@ class StepWriter:
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
+            if estimates and stats is not None:
+                apply_estimates(ids, stats, estimates)
             self.write_rows(pending.step, ids, stats, units, hists, nonfinite)
         by_step: dict[int, tuple[list[int], list[float]]] = {}
         for step, tid, value in scalars:
@@ -240,8 +243,27 @@ def _results(pending: Pending | None, scalars: list[ScalarValue]) -> list[Result
     if pending is not None:
         results += pending.parts
         results += list(pending.units.values()) + list(pending.hists.values())
+        results += [e for _, e in pending.estimates]
     results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
     return results
+
+
+_UPDATE, _DISTANCE = run_format.COLUMN["update_l2"], run_format.COLUMN["distance_l2"]
+
+
+def apply_estimates(ids: list[int], stats: np.ndarray, estimates: list[tuple[list[int], np.ndarray]]) -> None:
+    """Write sampled update/distance into a step's statistic rows (`stats[i]` is tensor `ids[i]`'s) in place:
+    `estimates` holds tensor ids and their [T, 2] squared estimates (`CapturePlan.sampled_estimates`); the
+    columns are their roots. A tensor this step did not read is left out."""
+    where = {tid: i for i, tid in enumerate(ids)}
+    for e_ids, values in estimates:
+        rows = [where.get(tid, -1) for tid in e_ids]
+        keep = [j for j, r in enumerate(rows) if r >= 0]
+        if keep:
+            at = [rows[j] for j in keep]
+            roots = np.sqrt(np.maximum(np.asarray(values, np.float64)[keep], 0.0))  # NaN stays NaN
+            stats[at, _UPDATE] = roots[:, 0]
+            stats[at, _DISTANCE] = roots[:, 1]
 
 
 def to_host(results: list[Result]) -> list[np.ndarray]:

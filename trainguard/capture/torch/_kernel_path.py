@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from trainguard.capture.torch import c_kernel, device_stats
-from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._finalize import StepWriter, apply_estimates
 from trainguard.capture.torch._plan import CapturePlan, NativePlan
 from trainguard.capture.torch._step import HostHists, HostUnits, Pending, SavedStep, Scalars
 
@@ -71,8 +71,12 @@ class KernelPath:
         tier1 = self.plan.tier1(step)
         if self.plan.native_plan_holds(plan):
             self._read_params(plan, tier1)
+        with torch.no_grad():
+            estimates = self.plan.sampled_estimates()  # CPU tensors: read at once
         self.scalars.add_lr(step, optimizer)
         ids, stats, nonfinite = saved.host.take()
+        if estimates:
+            apply_estimates(ids, stats, [(e_ids, e.numpy()) for e_ids, e in estimates])
         units, hists = saved.units, saved.hists
         if tier1:
             saved.units, saved.hists = {}, {}
@@ -90,9 +94,8 @@ class KernelPath:
         copies); on a Tier-1 step one call each, with histogram and "moved" shares."""
         assert self.plan.config is not None
         if plan.spec is None:
-            track = self.plan.config.track_updates
             for p in plan.params:
-                if p.history is None and track and p.trainable:
+                if p.history is None and self.plan.exact_history(p):
                     p.history = device_stats.new_history(p.param)
             plan.spec = []
             for p in plan.params:

@@ -147,12 +147,11 @@ class MultiPath:
         plan = self.plan
         assert plan.config is not None
         tier1 = plan.tier1(step)
-        track = plan.config.track_updates
         groups: dict[tuple[torch.device, torch.dtype, bool], list[Param]] = {}
         for p in plan.params:
             if p.tid is None:
                 continue
-            tracked = track and p.trainable
+            tracked = plan.exact_history(p)  # sampled ones go untracked here, and get `sampled_estimates`
             groups.setdefault((p.param.device, p.param.dtype, tracked), []).append(p)
         with torch.no_grad():
             for (device, _, tracked), params in groups.items():
@@ -173,6 +172,7 @@ class MultiPath:
                             p.history = device_stats.new_history(p.param)
                     histories = [p.history for p in params if p.history is not None]
                 self._reduce(ids, xs, histories, tier1)
+            estimates = plan.sampled_estimates()
         self.scalars.add_lr(step, optimizer)
         rows, self._rows = self._rows, _Rows()
         saved = self.saved
@@ -191,6 +191,7 @@ class MultiPath:
             tier1=tier1,
             nan_update=rows.nan_update,
             nan_distance=rows.nan_distance,
+            estimates=estimates,
         )
         saved.reset()
         return pending

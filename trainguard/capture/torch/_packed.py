@@ -133,10 +133,11 @@ class PackedPath:
             g.tensors = []
         for p in plan.large_params:
             assert p.tid is not None  # only captured parameters are planned
-            if p.history is None and plan.config.track_updates and p.trainable:
+            if p.history is None and plan.exact_history(p):
                 p.history = device_stats.new_history(p.param)
             saved.reduce_now(p.tid, p.param, tier1, p.history)
         saved.read_batch()
+        estimates = plan.sampled_estimates()
         for tid, n, raw in saved.reduced:
             parts.append(raw[None, :])
             ids.append(tid)
@@ -156,6 +157,7 @@ class PackedPath:
             groups=list(self._staged.values()),
             unit_inputs=saved.unit_inputs,
             tier1=tier1,
+            estimates=estimates,
         )
         self._staged = None
         saved.reset()

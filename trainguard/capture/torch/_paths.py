@@ -66,6 +66,7 @@ class Paths:
         if not self.plan.refresh():
             return
         plan, previous = self.plan, self.current
+        plan.annotate_history(self._writer)
         self.packed.laid_out()
         if self.kernel is not None and plan.native_plan is not None:
             self.current = self.kernel

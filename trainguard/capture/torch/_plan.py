@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
-from trainguard.capture.torch import _kinds, c_kernel, device_stats
+from trainguard.capture.torch import _kinds, _sampled, c_kernel, device_stats
 from trainguard.store import writer
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,9 @@ class Param:
     """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
     sharded: bool = False
     """`source` is a DTensor: every read goes through its local shard (`_kinds.local`)."""
+    sampled: bool = False
+    """Its update/distance are estimated from a fixed sample (`_sampled`): its device's exact copies would
+    exceed `history_max_fraction`. It then has no `history` and is not tracked inside `Packed`."""
 
     @property
     def param(self) -> torch.Tensor:
@@ -146,6 +149,9 @@ class CapturePlan:
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
         self.native_plan: NativePlan | None = None
         self._warned_kernel = False
+        self.samplers: dict[tuple[object, ...], _sampled.SampledHistory] = {}
+        """Sampled history per group of sampled parameters (ids, device, dtype, sizes): kept across layouts
+        while the group stays the same."""
 
     def tier1(self, step: int) -> bool:
         """Whether saved step `step` also computes the Tier-1 extras (histograms, per-unit vectors)."""
@@ -273,7 +279,14 @@ class CapturePlan:
         copies kept from earlier steps)."""
         assert self.config is not None
         track = self.config.track_updates
+        read = [p for p in self.params if p.tid is not None and p.param.numel()]  # a shard may be empty here
+        sampled = _sampled.sampled_devices(
+            [p.param for p in read if track and p.trainable], self.config.history_max_fraction
+        )
         for p in self.params:
+            p.sampled = track and p.trainable and p.param.device in sampled
+            if p.sampled:
+                p.history = None  # no full copies: the estimate keeps its own (`sampled_estimates`)
             h = p.history
             if h is not None and (
                 h.prev.device != p.param.device
@@ -283,9 +296,8 @@ class CapturePlan:
                 # its copies are where and what it was: tracking starts again at the next saved step
                 # (update_l2 NaN there, distance_l2 from there), as for a packed parameter on a new device
                 p.history = None
-        read = [p for p in self.params if p.tid is not None and p.param.numel()]  # a shard may be empty here
         small = [p for p in read if self.packs(p.param)]
-        small.sort(key=lambda p: not (track and p.trainable))
+        small.sort(key=lambda p: not self.exact_history(p))
         self.small_params = small
         self.large_params = [p for p in read if not self.packs(p.param)]
         self.grad_params = [p for p in self.params if p.want_grad]
@@ -295,7 +307,7 @@ class CapturePlan:
             ids.append(p.tid)  # type: ignore[arg-type]
             numels.append(p.param.numel())
             tensors.append(p.param)
-            plan[p.param.device] = (ids, numels, tensors, tracked + int(track and p.trainable))
+            plan[p.param.device] = (ids, numels, tensors, tracked + int(self.exact_history(p)))
         self.per_device = [(device, *entry) for device, entry in plan.items()]
         self.placement = placement
         self.on_cpu = all(device.type == "cpu" for device, *_ in placement)
@@ -313,6 +325,42 @@ class CapturePlan:
                 "CPU statistics take the slower torch path. Reinstall with gcc present, or set "
                 "TRAINGUARD_NATIVE_STATS=false to silence this"
             )
+
+    def exact_history(self, p: Param) -> bool:
+        """Whether `p`'s update/distance are exact, from full copies (`Param.history`, or `Packed`'s rows)."""
+        assert self.config is not None
+        return self.config.track_updates and p.trainable and not p.sampled
+
+    def sampled_estimates(self) -> list[tuple[list[int], torch.Tensor]]:
+        """Per (device, dtype) group of sampled parameters: their ids and float64 [T, 2] estimated squared update
+        and distance (`_sampled.SampledHistory`; update NaN on the group's first saved step). Called once per
+        saved step, after the optimizer step; device ops only, no sync. Empty in exact mode."""
+        groups: dict[tuple[torch.device, torch.dtype], list[Param]] = {}
+        for p in self.params:
+            if p.sampled and p.tid is not None and p.param.numel():
+                groups.setdefault((p.param.device, p.param.dtype), []).append(p)
+        out = []
+        for (device, dtype), params in groups.items():
+            ids = [p.tid for p in params if p.tid is not None]
+            xs = [p.param for p in params]
+            key = (tuple(ids), device, dtype, tuple(x.numel() for x in xs))
+            sampler = self.samplers.get(key)
+            if sampler is None:
+                sampler = self.samplers[key] = _sampled.SampledHistory([p.name for p in params], xs)
+            out.append((ids, sampler.estimate(xs)))
+        return out
+
+    def annotate_history(self, w: writer.RankWriter) -> None:
+        """Mark in the catalogue the tracked parameters whose update/distance are sampled (with the sample's size),
+        as laid out; an entry without the mark is exact."""
+        assert self.config is not None
+        for p in self.params:
+            if p.tid is None or not (self.config.track_updates and p.trainable):
+                continue
+            if p.sampled:
+                w.annotate(p.tid, history="sampled", history_sample=_sampled.sample_size(p.param.numel()))
+            elif w.info(p.tid).history is not None:  # sampled before (moved device): exact from here on
+                w.annotate(p.tid, history="exact", history_sample=None)
 
     def native_plan_holds(self, plan: NativePlan) -> bool:
         """Whether the plan still serves: a parameter given new storage (moved, `p.data = ...`, also inside a

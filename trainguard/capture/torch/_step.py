@@ -76,6 +76,9 @@ class Pending:
     multi-tensor reduction, `_multi_path`, writes 0 there and leaves the marking to the host)."""
     nan_distance: list[int] = field(default_factory=list)
     """Rows whose distance_l2 is NaN likewise: not tracked."""
+    estimates: list[tuple[list[int], torch.Tensor]] = field(default_factory=list)
+    """Sampled update/distance (`CapturePlan.sampled_estimates`): tensor ids and float64 [T, 2] squared estimates,
+    which replace those tensors' update_l2 and distance_l2 when the step is written."""
 
 
 class Path(Protocol):

@@ -1,0 +1,133 @@
+"""Sampled update/distance history: update_l2 and distance_l2 estimated from a fixed sample of each parameter.
+
+Exact update/distance keep two full copies of every tracked parameter (`device_stats.new_history`,
+`Packed`). Where those copies would take more than `CaptureConfig.history_max_fraction` of a device's
+memory (`history_budget`, `sampled_devices`), the hook keeps copies of a fixed sample S of each
+tensor's elements instead: `sample_index` picks, deterministically from the tensor's name and size,
+one element in each of |S| equal strata of the flattened tensor (|S| = 1/64 of the elements, at least
+`MIN_SAMPLE`, all of them when the tensor is smaller), and `SampledHistory` keeps `prev_S` and
+`first_S` (float32) of a group's sampled elements concatenated. Each squared norm is the
+Horvitz-Thompson estimate sum_S w_j d_j^2 (w_j the size of stratum j, so n/|S| when strata are even):
+unbiased, with a relative standard deviation of about sqrt(2/|S|) for Gaussian-like differences
+(1.6% at 8,192 elements, 0.55% at 65,536), weaker when an update touches few elements (embedding
+rows). The catalogue marks such tensors `history: "sampled"` with their `history_sample`.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import torch
+
+SAMPLE_SHARE = 64
+"""A sampled tensor keeps one element in this many ..."""
+MIN_SAMPLE = 4096
+"""... and at least this many (all of them when it has fewer)."""
+
+
+def sample_size(n: int) -> int:
+    """|S| for a tensor of `n` elements: n/64 rounded up, at least `MIN_SAMPLE`, at most n."""
+    return min(n, max(MIN_SAMPLE, -(-n // SAMPLE_SHARE)))
+
+
+def sample_index(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed sample of a tensor: int64 flat indices (ascending) and float32 weights (its strata's sizes).
+
+    Stratum j covers [floor(j n / m), floor((j+1) n / m)) of the flattened tensor, m = `sample_size(n)`;
+    its element is drawn by a generator seeded from the CRC-32 of `name` and `n`, so a run, a restarted
+    run and a reader get the same sample. The weights sum to n.
+    """
+    m = sample_size(n)
+    bounds = (np.arange(m + 1, dtype=np.int64) * n) // m
+    widths = np.diff(bounds)
+    rng = np.random.Generator(np.random.PCG64(zlib.crc32(f"{name}\0{n}".encode())))
+    offsets = np.floor(rng.random(m) * widths).astype(np.int64)
+    return bounds[:-1] + np.minimum(offsets, widths - 1), widths.astype(np.float32)
+
+
+def history_budget(device: torch.device, fraction: float) -> float | None:
+    """Bytes the two history copies of `device`'s tracked parameters may take for exact update/distance:
+    `fraction` of the device's memory (a CUDA device's total memory; the host's physical memory for CPU).
+    None where the memory is not known (other accelerators, fake CUDA devices on a machine without CUDA):
+    exact, unless `fraction` is 0, which samples everywhere."""
+    if fraction <= 0:
+        return 0.0
+    if device.type == "cuda" and torch.cuda.is_available():
+        return fraction * torch.cuda.get_device_properties(device).total_memory
+    if device.type == "cpu":
+        try:
+            return fraction * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):  # not on this platform
+            return None
+    return None
+
+
+def sampled_devices(tracked: list[torch.Tensor], fraction: float) -> set[torch.device]:
+    """The devices whose tracked parameters' two full copies (2 x their bytes) exceed their `history_budget`."""
+    need: dict[torch.device, int] = {}
+    for t in tracked:
+        need[t.device] = need.get(t.device, 0) + 2 * t.numel() * t.element_size()
+    out = set()
+    for device, nbytes in need.items():
+        budget = history_budget(device, fraction)
+        if budget is not None and nbytes > budget:
+            out.add(device)
+    return out
+
+
+class SampledHistory:
+    """`prev_S` and `first_S` of a group of tensors (one device, one dtype), and their estimated squared update
+    and distance.
+
+    Per saved step (`estimate`): one gather per tensor (`torch.take` into its place of a preallocated buffer:
+    no full-size temporary, no allocation), then six ops for the group whatever its size: the two
+    differences, their weighted squares, one segment sum, the float64 result and the refresh of prev_S.
+    Memory: prev_S and first_S (float32), the gather buffer (the tensors' dtype), the differences
+    (2 x float32), indices (int64) and weights (float32): about 28 bytes per sampled element.
+    """
+
+    def __init__(self, names: list[str], xs: list[torch.Tensor]) -> None:
+        device = xs[0].device
+        picks = [sample_index(name, x.numel()) for name, x in zip(names, xs)]
+        self.sizes = [len(i) for i, _ in picks]
+        self.index = [torch.from_numpy(i).to(device) for i, _ in picks]
+        self.weight = torch.from_numpy(np.concatenate([w for _, w in picks])).to(device)
+        self.lengths = torch.tensor([self.sizes, self.sizes], dtype=torch.long, device=device)
+        """Segment lengths of both rows of `diff` (segment_reduce wants them per row along axis 1)."""
+        total = sum(self.sizes)
+        self.cur = torch.empty(total, dtype=xs[0].dtype, device=device)
+        starts = np.cumsum([0, *self.sizes[:-1]]).tolist()
+        self.slices = [self.cur.narrow(0, a, n) for a, n in zip(starts, self.sizes)]
+        self.diff = torch.empty(2, total, dtype=torch.float32, device=device)
+        self.prev: torch.Tensor | None = None
+        self.first: torch.Tensor | None = None
+
+    @property
+    def fresh(self) -> bool:
+        """No saved step has been read yet: the next estimate has no update (NaN)."""
+        return self.prev is None
+
+    def estimate(self, xs: list[torch.Tensor]) -> torch.Tensor:
+        """float64 [T, 2] estimated squared update and distance of `xs` (the tensors it was made for, in order;
+        update NaN on the first call), and prev_S moves on to `xs`. No host sync."""
+        for x, i, out in zip(xs, self.index, self.slices):
+            torch.take(x.detach(), i, out=out)
+        if self.prev is None or self.first is None:
+            self.prev = self.cur.to(torch.float32, copy=True)
+            self.first = self.cur.to(torch.float32, copy=True)
+            dist = torch.zeros(len(self.sizes), dtype=torch.float64, device=self.cur.device)
+            return torch.stack([torch.full_like(dist, torch.nan), dist], 1)
+        torch.sub(self.cur, self.prev, out=self.diff[0])
+        torch.sub(self.cur, self.first, out=self.diff[1])
+        self.diff.square_().mul_(self.weight)
+        sums = torch.segment_reduce(self.diff, "sum", lengths=self.lengths, axis=1, unsafe=True)
+        self.prev.copy_(self.cur)
+        return sums.t().to(torch.float64)
+
+    def nbytes(self) -> int:
+        """Device bytes held: copies, gather buffer, differences, indices and weights."""
+        held = [*self.index, self.weight, self.lengths, self.cur, self.diff]
+        held += [t for t in (self.prev, self.first) if t is not None]
+        return sum(t.numel() * t.element_size() for t in held)

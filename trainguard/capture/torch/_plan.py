@@ -357,8 +357,9 @@ class CapturePlan:
         for p in self.params:
             if p.tid is None or not (self.config.track_updates and p.trainable):
                 continue
-            if p.sampled:
-                w.annotate(p.tid, history="sampled", history_sample=_sampled.sample_size(p.param.numel()))
+            n = p.param.numel()
+            if p.sampled and _sampled.sample_size(n) < n:  # a small tensor's "sample" is all of it: exact
+                w.annotate(p.tid, history="sampled", history_sample=_sampled.sample_size(n))
             elif w.info(p.tid).history is not None:  # sampled before (moved device): exact from here on
                 w.annotate(p.tid, history="exact", history_sample=None)
 

@@ -1,7 +1,8 @@
 """The evaluator's checkpoint: where it is in each rank, each rule's state, and what it reported.
 
-Written by `Evaluator` after each evaluated segment to `run_format.evaluator_state_key(ranks)` in the
-run's own store with one PUT (atomic: a reader sees the old or the new document, never half).
+Written by the evaluator (`checkpointer.py`) after each evaluated segment to
+`run_format.evaluator_state_key(ranks)` in the run's own store with one PUT (atomic: a reader sees
+the old or the new document, never half).
 A restarted evaluator loads it, lists after each rank's `last_key`, restores every rule with
 `load_state_dict`, and knows which verdict transitions were already emitted, so it neither
 repeats an alert nor skips a step. Metrics counters are not kept: Prometheus handles resets.

@@ -1,7 +1,7 @@
 """The evaluator: follows a run, runs rules, and turns findings into verdicts, metrics and reports.
 
 Owns `evaluator` (Evaluator, the facade: reading, the stop file), `judging` (calling the rules, through
-`shard_merge` for sharded tensors), `data_gaps` (steps the rules did not see), `run_end` (END, ending
+`shard_merge` for sharded tensors), `data_gaps` (steps the rules did not see), `rank_ends` (END, ending
 ranks and the evaluation), `checkpointer` (saving and restoring the evaluator's state), `verdicts`
 (the pure verdict state machine: Verdict, RuleStatus), `_tracks` (which ranks are followed, and a
 track per rank), `view_builder` (segments -> StepViews), `running_auc` (the AUC dashboards show), `checkpoint` (position and rule state in the

@@ -6,7 +6,7 @@ the last announced gap), objects the rank's reader skipped (damaged, gone), blin
 steps held for sharded tensors' other parts when an earlier evaluator stopped, and a damaged END.json.
 `DataGaps` words each one, logs it, hands it to the verdict state machine (`verdicts.py`) and keeps the
 counters the metrics show (lost steps, skipped segments). It decides nothing else: when a gap is
-looked for is the evaluator's (`evaluator.py`) and the end of a run's (`run_end.py`).
+looked for is the evaluator's (`evaluator.py`) and the end of a run's (`rank_ends.py`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ and local mode (all ranks, in process). The constructor only validates and compi
 Each `poll()` reads only what is new (listing after the last key), turns segments into StepViews
 (`view_builder.py`), has them judged (`judging.py`: each rule instance in isolation, sharded
 tensors merged, findings to the verdict state machine of `verdicts.py`), reports what went unseen
-(`data_gaps.py`) and how ranks end (`run_end.py`), emits each transition once, creates the stop
+(`data_gaps.py`) and how ranks end (`rank_ends.py`), emits each transition once, creates the stop
 file on a `stop` verdict, and checkpoints after each segment (`checkpointer.py`). Which ranks are
 followed, and what is held per rank, is `_tracks.py`. This class is the facade over them. Metrics
 are read from it at scrape time by a `metrics.EvaluatorCollector`, which the caller builds and
@@ -29,7 +29,7 @@ from trainguard.sidecar._tracks import Ranks, RankTrack
 from trainguard.sidecar.checkpointer import Checkpointer
 from trainguard.sidecar.data_gaps import DataGaps
 from trainguard.sidecar.judging import Judge
-from trainguard.sidecar.run_end import RunEnd
+from trainguard.sidecar.rank_ends import RankEnds
 from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import DATA_GAP, RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop
@@ -87,7 +87,7 @@ class Evaluator:
         """The followed ranks' tracks (the same dict as `Ranks.tracks` once opened)."""
         self._checkpointer = Checkpointer(self.store, self.followed, self._lock, enabled=checkpoint)
         self._gaps = DataGaps(self._verdicts, self._lock)
-        self._end = RunEnd(self.compiled, self._verdicts, self._gaps, self._lock)
+        self._end = RankEnds(self.compiled, self._verdicts, self._gaps, self._lock)
         self.ended = False
         self.timed_out = False
         self.last_error: str | None = None

@@ -5,7 +5,7 @@ the others go on), hands findings to the verdict state machine (`verdicts.py`), 
 to the rules that watch time, checks once per rank that each rule's `tensors` match something (a
 warning, or an Error with `strict`), and passes views through the shard merger (`shard_merge.py`)
 so that the rules see a sharded tensor whole where every part is followed. Reading segments, data
-gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`, `run_end.py`).
+gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`, `rank_ends.py`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from trainguard.sidecar.verdicts import Verdict, Verdicts
 from trainguard.store import errors
 
 
-class RunEnd:
+class RankEnds:
     """Reads the followed ranks' END and turns the end of a rank, or of the evaluation, into verdicts."""
 
     def __init__(

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from trainguard.store import errors, run_format
+from trainguard.store import errors, run_documents, run_format
 from trainguard.store.backends import Store
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Source(Protocol):
         """Return the end marker once the rank has stopped writing, else None."""
 
 
-def load_json_doc(store: Store, key: str, model: type[run_format._Doc]) -> run_format._Doc:
+def load_json_doc(store: Store, key: str, model: type[run_documents._Doc]) -> run_documents._Doc:
     """Fetch and validate a JSON document; raise FormatError naming the key on bad content."""
     raw = store.get(key)
     try:

@@ -16,23 +16,11 @@ import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, tier1_rows, train
 from trainguard.capture.torch._multi_path import MultiPath
 from trainguard.capture.torch._packed import PackedPath
+from trainguard.store import run_format
 
 pytest.importorskip("triton")
 
-COLUMNS = (
-    "count",
-    "nan",
-    "inf",
-    "zero",
-    "min",
-    "max",
-    "mean",
-    "std",
-    "abs_mean",
-    "l2",
-    "update_l2",
-    "distance_l2",
-)
+COLUMNS = run_format.STAT_COLUMNS
 
 
 def _capture(uri: str, monkeypatch: pytest.MonkeyPatch, *, interpret: bool) -> type:

@@ -177,10 +177,7 @@ class MultiPath:
         rows, self._rows = self._rows, _Rows()
         saved = self.saved
         ids, counts, parts = rows.ids, rows.counts, rows.parts
-        for tid, n, raw in saved.reduced:  # tensors on devices the op does not serve
-            parts.append(raw[None, :])
-            ids.append(tid)
-            counts.append(n)
+        saved.take_reduced(ids, counts, parts)  # tensors on devices the op does not serve
         pending = Pending(
             step,
             ids,

@@ -138,10 +138,7 @@ class PackedPath:
             saved.reduce_now(p.tid, p.param, tier1, p.history)
         saved.read_batch()
         estimates = plan.sampled_estimates()
-        for tid, n, raw in saved.reduced:
-            parts.append(raw[None, :])
-            ids.append(tid)
-            counts.append(n)
+        saved.take_reduced(ids, counts, parts)
         self.scalars.add_lr(step, optimizer)
         host_ids, host_stats, host_nonfinite = saved.host.take()
         pending = Pending(

@@ -175,6 +175,13 @@ class SavedStep:
             batch, self.batch = self.batch, []
             self.host.add_many(batch)
 
+    def take_reduced(self, ids: list[int], counts: list[int], parts: list[torch.Tensor]) -> None:
+        """Append the rows of the tensors reduced one by one so far (`reduced`) to a step's ids, sizes and parts."""
+        for tid, n, raw in self.reduced:
+            parts.append(raw[None, :])
+            ids.append(tid)
+            counts.append(n)
+
     def reset(self) -> None:
         """Forget what was gathered for the saved step in progress (handed on, or skipped)."""
         self.reduced = []

@@ -27,8 +27,13 @@ doc = json.load(open(sys.argv[1]))
 stop = doc["stop"]
 print(f"==> TrainGuard stopped the run at step {stop['step']} with exit status {doc['exit_code']}: rule {doc['stopped_by']}")
 print(f"    {stop['message']}")
-print(f"    the command got SIGTERM {'and then SIGKILL ' if doc['killed'] else ''}and exited "
-      f"{stop['latency_to_exit_seconds']} s after the verdict; last step evaluated: {doc['last_step']}")
+how = (
+    f"got SIGTERM {'and then SIGKILL ' if doc['killed'] else ''}and exited"
+    if doc["sigterm_sent"]
+    else "saw should_stop(), saved its work and left by itself"
+)
+print(f"    the command {how} {stop['latency_to_exit_seconds']} s after the verdict; "
+      f"last step evaluated: {doc['last_step']}")
 if stop.get("earlier_sign"):
     sign = stop["earlier_sign"]
     print(f"==> the earlier sign, at step {sign['step']}: rule {sign['rule']} ({sign['severity']})")

@@ -42,16 +42,18 @@ def usable(t: torch.Tensor) -> bool:
     """Whether the kernel can read `t` in place: built, and `t` a plain (no subclass: a DTensor's address is not
     its data), dense, contiguous, non-empty float32 CPU tensor whose storage holds every element from its
     offset on. Everything the kernel reads passes here first; anything else goes the torch way (`_kinds`)."""
+    # ordered so the common answers come from the cheapest checks; `n` is read once (each call costs ~0.1 us,
+    # and this runs for every tensor of every saved step)
     return (
         AVAILABLE
         and type(t) in _PLAIN
         and t.dtype is _F32
-        and t.layout is torch.strided
         and t.is_cpu
+        and t.layout is torch.strided
         and t.is_contiguous()
+        and (n := t.numel()) > 0
+        and (t.storage_offset() + n) * _F32_BYTES <= t.untyped_storage().nbytes()
         and not t.is_neg()
-        and t.numel() > 0
-        and (t.storage_offset() + t.numel()) * _F32_BYTES <= t.untyped_storage().nbytes()
     )
 
 

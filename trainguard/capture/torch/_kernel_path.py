@@ -48,7 +48,8 @@ class KernelPath:
             if grad is None or p.grad_skipped or not grad.numel():  # none, not read, or an empty shard here
                 continue
             tid = p.grad_tid
-            row = None if tid is None or grad.is_sparse else c_kernel.plain_row(grad)
+            # None for a gradient new to the catalogue, or one the kernel cannot read (sparse ones too)
+            row = None if tid is None else c_kernel.plain_row(grad)
             if row is None:
                 return False  # a gradient new to the catalogue, or one the kernel cannot read
             ids.append(tid)  # type: ignore[arg-type]  # not None when row is not

@@ -150,6 +150,8 @@ class CapturePlan:
         self.native_plan: NativePlan | None = None
         self._warned_kernel = False
         self.samplers: dict[tuple[object, ...], _sampled.SampledHistory] = {}
+        self.any_sampled = False
+        """Whether some parameter's update/distance is sampled, as laid out (else `sampled_estimates` is empty)."""
         """Sampled history per group of sampled parameters (ids, device, dtype, sizes): kept across layouts
         while the group stays the same."""
 
@@ -296,6 +298,7 @@ class CapturePlan:
                 # its copies are where and what it was: tracking starts again at the next saved step
                 # (update_l2 NaN there, distance_l2 from there), as for a packed parameter on a new device
                 p.history = None
+        self.any_sampled = any(p.sampled for p in self.params)
         small = [p for p in read if self.packs(p.param)]
         small.sort(key=lambda p: not self.exact_history(p))
         self.small_params = small
@@ -335,6 +338,8 @@ class CapturePlan:
         """Per (device, dtype) group of sampled parameters: their ids and float64 [T, 2] estimated squared update
         and distance (`_sampled.SampledHistory`; update NaN on the group's first saved step). Called once per
         saved step, after the optimizer step; device ops only, no sync. Empty in exact mode."""
+        if not self.any_sampled:
+            return []  # exact mode, the usual case: no loop over the parameters on every saved step
         groups: dict[tuple[torch.device, torch.dtype], list[Param]] = {}
         for p in self.params:
             if p.sampled and p.tid is not None and p.param.numel():

@@ -2,6 +2,7 @@
 
     python -m benchmarks.hook_gpu_checks sync [--steps 20]      # no host sync in steady state
     python -m benchmarks.hook_gpu_checks kernels [--steps 10]   # kernels the hook adds per saved step
+    python -m benchmarks.hook_gpu_checks profile [--steps 10]   # where a saved step's time goes
 
 Both train the GPU benchmark's 110M-parameter GPT (`hook_overhead_gpu.gpt`: AdamW, bf16 autocast)
 with the hook at save_interval 1, the loss recorded every step. `sync` first runs `--steps` steps
@@ -11,15 +12,23 @@ and runs `--steps` steady-state steps with it under the same mode: a synchronisi
 hook raises there and the hook, failing open, reports it in `hook.errors`. The mode does not see
 non-blocking copies (they do not synchronise) and has gaps of its own; the timing table is the
 final word. `kernels` counts the CUDA kernels `torch.profiler` records over `--steps` steps with
-the hook and without it and prints the difference per saved step (the CPU proxies bound the ops
-the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). Both exit non-zero on failure.
+the hook and without it, one step at a time, and prints the difference per saved step, Tier-0
+steps (bounded) apart from Tier-1 ones (every `tier1_interval`-th saved step: histograms and
+per-unit vectors, per-tensor ops), with the kernels the hook adds most (the CPU proxies bound the
+ops the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). `profile` times single
+steps from a device synchronisation to the next, plain and hooked, Tier-0 and Tier-1 apart, and
+prints where the hooked steps' host time goes (cProfile, the hook's own functions) and the kernels
+by device time (torch.profiler). `sync` and `kernels` exit non-zero on failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
+import time
+from collections import Counter
 
 import torch
 
@@ -80,39 +89,131 @@ def check_sync(device: torch.device, steps: int) -> int:
     return 1 if errors else 0
 
 
-def _kernels(hook: tg.Hook | None, step: object, steps: int) -> int:
+def _step_kernels(hook: tg.Hook | None, step: object) -> Counter[str]:
+    """The CUDA kernels (by name, copies left out) of one training step."""
     from torch.profiler import ProfilerActivity, profile
 
-    _run(hook, step, 5)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        _run(hook, step, steps)
+        _run(hook, step, 1)
         torch.cuda.synchronize()
-    return sum(
-        1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA and "Memcpy" not in e.name
+    return Counter(
+        e.name
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and "Memcpy" not in e.name
     )
 
 
+def _tier1(hook: tg.Hook) -> bool:
+    """Whether the hook's next step is a Tier-1 one (at save_interval 1 every step is saved)."""
+    return hook._plan.tier1(hook.step)
+
+
 def check_kernels(device: torch.device, steps: int) -> int:
-    plain = _kernels(None, _model(device, hooked=False)[1], steps)
+    _, plain_step = _model(device, hooked=False)
+    _run(None, plain_step, 5)
+    plain = statistics.median(sum(_step_kernels(None, plain_step).values()) for _ in range(3))
+    del plain_step
     hook, hooked = _model(device, hooked=True)
-    with_hook = _kernels(hook, hooked, steps)
     assert hook is not None
+    _run(hook, hooked, 5)
+    by_tier: dict[bool, list[Counter[str]]] = {False: [], True: []}
+    for _ in range(max(steps, hook._plan.config.tier1_interval + 1)):
+        tier1 = _tier1(hook)
+        by_tier[tier1].append(_step_kernels(hook, hooked))
     errors = list(hook.errors)
     hook.close()
-    per_step = (with_hook - plain) / steps
-    ok = per_step <= KERNELS_PER_SAVED_STEP_MAX and not errors
+    added = {t: [sum(c.values()) - plain for c in cs] for t, cs in by_tier.items()}
+    tier0 = statistics.median(added[False])
+    ok = tier0 <= KERNELS_PER_SAVED_STEP_MAX and not errors
+    for t, cs in by_tier.items():
+        if cs:
+            top = sum(cs, Counter()).most_common(12)
+            print(
+                f"Tier-{int(t)} steps, most frequent kernels (over {len(cs)} steps, the plain step's included):"
+            )
+            for name, n in top:
+                print(f"  {n / len(cs):8.1f}  {name[:110]}")
     print(
-        f"CUDA kernels over {steps} steps at save_interval 1: {plain} without the hook, {with_hook} with it: "
-        f"{per_step:.1f} added per saved step (bound {KERNELS_PER_SAVED_STEP_MAX}){'' if ok else ' FAILED'}"
+        f"CUDA kernels per step at save_interval 1: {plain:.0f} without the hook; added per Tier-0 saved step "
+        f"{tier0:.0f} (bound {KERNELS_PER_SAVED_STEP_MAX}), per Tier-1 saved step "
+        f"{statistics.median(added[True]) if added[True] else float('nan'):.0f}{'' if ok else ' FAILED'}"
         + (f"; hook errors: {errors}" if errors else "")
     )
     return 0 if ok else 1
 
 
+def _timed_step(hook: tg.Hook | None, step: object) -> float:
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    _run(hook, step, 1)
+    torch.cuda.synchronize()
+    return 1000 * (time.perf_counter() - started)
+
+
+def check_profile(device: torch.device, steps: int) -> int:
+    """Single steps timed plain and hooked (Tier-0 and Tier-1 apart), then one of each profiled."""
+    import cProfile
+    import io
+    import pstats
+
+    from torch.profiler import ProfilerActivity, profile
+
+    _, plain_step = _model(device, hooked=False)
+    _run(None, plain_step, 5)
+    plain = statistics.median(_timed_step(None, plain_step) for _ in range(steps))
+    hook, hooked = _model(device, hooked=True)
+    assert hook is not None
+    _run(hook, hooked, 5)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(max(steps, 2 * hook._plan.config.tier1_interval)):
+        tier1 = _tier1(hook)
+        times[tier1].append(_timed_step(hook, hooked))
+    print(
+        f"single steps at save_interval 1, each from a synchronisation to the next: plain {plain:.2f} ms; "
+        + "; ".join(
+            f"Tier-{int(t)} saved step {statistics.median(v):.2f} ms (median of {len(v)})"
+            for t, v in times.items()
+            if v
+        )
+    )
+    while _tier1(hook):
+        _run(hook, hooked, 1)
+    for t in (False, True):
+        while _tier1(hook) != t:
+            _run(hook, hooked, 1)
+        torch.cuda.synchronize()
+        cpu = cProfile.Profile()
+        cpu.enable()
+        _run(hook, hooked, 1)
+        cpu.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        stats = pstats.Stats(cpu, stream=text)
+        stats.sort_stats("tottime").print_stats(12)
+        stats.sort_stats("tottime").print_stats("trainguard", 25)
+        print(f"\n### Tier-{int(t)} saved step: host time by function (cProfile, trainguard's own)")
+        print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
+        while _tier1(hook) != t:
+            _run(hook, hooked, 1)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            _run(hook, hooked, 1)
+            torch.cuda.synchronize()
+        print(f"\n### Tier-{int(t)} saved step: kernels by device time (torch.profiler, the whole step)")
+        print(
+            prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
+        )
+    errors = list(hook.errors)
+    hook.close()
+    if errors:
+        print(f"hook errors: {errors}")
+    return 1 if errors else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("check", choices=("sync", "kernels"))
+    ap.add_argument("check", choices=("sync", "kernels", "profile"))
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
@@ -121,6 +222,8 @@ def main() -> int:
         raise SystemExit("no CUDA device: these checks need a GPU")
     if args.check == "sync":
         return check_sync(device, args.steps or 20)
+    if args.check == "profile":
+        return check_profile(device, args.steps or 10)
     return check_kernels(device, args.steps or 10)
 
 

@@ -10,14 +10,17 @@ The GPT-style model has 12 pre-norm blocks of width 768 (12 heads, GELU, causal 
 PyTorch's scaled-dot-product kernels), an embedding and a head over a 16384-token vocabulary (110M
 parameters), trains on 8 sequences of 512 tokens per step with AdamW under bfloat16 autocast, and
 records its loss every step. `--models gpt1b` adds the same GPT scaled to ~1B parameters (16 blocks
-of width 2048, 32 heads, vocabulary 32768: 0.94B; 4 sequences of 1024 tokens); to fit three copies,
-their AdamW states and the hook's saved copies on one 80 GB GPU, it runs with one no-hook copy and
-the hook at save_interval 10 and 1 only (no noise floor from a second copy). Every configuration of a model trains in lockstep with two no-hook
+of width 2048, 32 heads, vocabulary 32768: 0.94B; 4 sequences of 1024 tokens); two copies, their
+AdamW states and the hook's saved copies are what one 80 GB GPU holds, so each hook configuration
+(save_interval 10 and 1 only) trains in lockstep with a no-hook copy of its own and is compared with
+that one (no noise floor from a second copy). Every configuration of a model trains in lockstep with two no-hook
 copies, `--block` steps at a time in rotating order, each block timed from a device
 synchronisation to the next; "x no hook" is the median over `--reps` of each repetition's ratio to
 the mean of the no-hook copies of the same repetition, with the range beside it. The hook runs
 with its default collections (weights, biases, gradients, losses, activations sampled) at
-save_interval 10 and 1, and at 1 without the saved copies behind `update_l2`/`distance_l2`.
+save_interval 10 and 1, at 1 without the saved copies behind `update_l2`/`distance_l2`, and at 1
+without Tier-1 steps (`tier1_interval` beyond the run: what the histograms and per-unit vectors of
+every 10th saved step cost).
 smdebug's hook is not measured here: the GPU machine runs without a package index, and its
 numpy 2 breaks smdebug 1.0.34 (the CPU benchmark measures it in its own venv).
 """
@@ -74,7 +77,7 @@ class Model:
     steps: int
     block: int
     large: bool = False
-    """Too large for five copies on one GPU: measured with one no-hook copy and two hook configurations."""
+    """Too large for five copies on one GPU: each hook configuration is measured beside a no-hook copy of its own."""
 
     @property
     def warmup(self) -> int:
@@ -134,6 +137,7 @@ class Config:
     label: str
     save_interval: int | None
     track_updates: bool = True
+    tier1_interval: int = 10
     seconds: list[float] = field(default_factory=list)
     bytes_per_run: list[int] = field(default_factory=list)
 
@@ -175,6 +179,7 @@ def repetition(model: Model, configs: list[Config], device: torch.device, pack_m
                 f"file://{out}/run",
                 save_interval=c.save_interval,
                 track_updates=c.track_updates,
+                tier1_interval=c.tier1_interval,
                 pack_max_numel=pack_max_numel,
             )
             hook.register_module(module)
@@ -203,19 +208,30 @@ def measure(model: Model, device: torch.device, reps: int, pack_max_numel: int) 
     module, _, _ = model.build(device)
     params = sum(p.numel() for p in module.parameters())
     del module
-    base = [Config("no hook", None)]
     ours = [Config("trainguard", 10), Config("trainguard", 1)]
-    if not model.large:
-        base.append(Config("no hook, second model", None))
+    refs: dict[str, list[float]] = {}
+    """Per hook configuration, the no-hook seconds of each repetition it is compared with."""
+    if model.large:  # each hook configuration beside a no-hook copy of its own
+        base = [Config(f"no hook, beside save_int {c.save_interval}", None) for c in ours]
+        for _ in range(reps):
+            for b, c in zip(base, ours):
+                repetition(model, [b, c], device, pack_max_numel)
+        for b, c in zip(base, ours):
+            refs[b.label] = refs[c.label] = b.seconds
+        floor = "each hook configuration beside a no-hook copy of its own: no noise floor measured"
+    else:
+        base = [Config("no hook", None), Config("no hook, second model", None)]
         ours.append(Config("trainguard, no update_l2/distance_l2", 1, track_updates=False))
-    for _ in range(reps):
-        repetition(model, [*base, *ours], device, pack_max_numel)
-    per_rep = [statistics.fmean(pair) for pair in zip(*(b.seconds for b in base))]
-    base_s = statistics.fmean(median(b.seconds) for b in base)
-    floor = "one no-hook copy: no noise floor measured"
-    if len(base) == 2:
-        spread = abs(median(base[0].seconds) - median(base[1].seconds)) / base_s
+        ours.append(Config("trainguard, no Tier-1 steps", 1, tier1_interval=10**9))
+        for _ in range(reps):
+            repetition(model, [*base, *ours], device, pack_max_numel)
+        per_rep = [statistics.fmean(pair) for pair in zip(*(b.seconds for b in base))]
+        refs = {c.label: per_rep for c in [*base, *ours]}
+        spread = abs(median(base[0].seconds) - median(base[1].seconds)) / statistics.fmean(
+            median(b.seconds) for b in base
+        )
         floor = f"the two no-hook copies {100 * spread:.1f}% apart: the noise floor of each ratio"
+    base_s = statistics.fmean(median(b.seconds) for b in base)
     print(
         f"\n## {model.name}: {params / 1e6:.2f}M parameters, {model.steps} steps per repetition, blocks of "
         f"{model.block}, {reps} repetitions; no-hook step {1000 * base_s / model.steps:.3f} ms ({floor})"
@@ -223,7 +239,7 @@ def measure(model: Model, device: torch.device, reps: int, pack_max_numel: int) 
     header = ("configuration", "save_int", "step ms", "x no hook", "range over reps", "bytes/saved step")
     print_header(header)
     for c in [*base, *ours]:
-        paired = [sec / ref for sec, ref in zip(c.seconds, per_rep)]
+        paired = [sec / ref for sec, ref in zip(c.seconds, refs[c.label])]
         saved = math.ceil((model.steps + model.warmup) / c.save_interval) if c.save_interval else 0
         cells = (
             *timing_cells(c.label, c.save_interval, c.seconds, model.steps, paired),

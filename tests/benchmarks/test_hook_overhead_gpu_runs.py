@@ -22,17 +22,19 @@ def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook(
     rows = re.findall(
         r"^\| (trainguard[^|]*|no hook[^|]*) \| (\S+) \| ([\d.]+) \| ([\d.]+) \|", out, re.MULTILINE
     )
-    assert [(label.strip(), si) for label, si, _, _ in rows[:5]] == [
+    assert [(label.strip(), si) for label, si, _, _ in rows[:6]] == [
         ("no hook", "-"),
         ("no hook, second model", "-"),
         ("trainguard", "10"),
         ("trainguard", "1"),
         ("trainguard, no update_l2/distance_l2", "1"),
+        ("trainguard, no Tier-1 steps", "1"),
     ]
-    # the large model: one no-hook copy and the hook at save_interval 10 and 1 (three copies fit a GPU)
-    assert [(label.strip(), si) for label, si, _, _ in rows[10:]] == [
-        ("no hook", "-"),
+    # the large model: each hook configuration beside a no-hook copy of its own (two copies fit a GPU)
+    assert [(label.strip(), si) for label, si, _, _ in rows[12:]] == [
+        ("no hook, beside save_int 10", "-"),
+        ("no hook, beside save_int 1", "-"),
         ("trainguard", "10"),
         ("trainguard", "1"),
     ]
-    assert len(rows) == 13 and all(float(ratio) > 0 for *_, ratio in rows)
+    assert len(rows) == 16 and all(float(ratio) > 0 for *_, ratio in rows)

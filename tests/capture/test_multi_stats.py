@@ -1,4 +1,4 @@
-"""The multi-tensor op `trainguard::multi_stats` against the numpy reference `store.stats` and `reduce_large`.
+"""The multi-tensor ops `trainguard::multi_stats` and `multi_hist` against the numpy references of `store.stats`.
 
 Its plain torch implementation (`_reference`) and its one-launch Triton kernel: on CPU through
 Triton's interpreter (small tensors: the interpreter runs each block in numpy, with blocks of 128
@@ -182,7 +182,7 @@ def test_the_kernel_matches_numpy_for_every_column(kernel_device: str, dtype: to
     out = run_op(tensors).cpu()
     from trainguard.capture.torch import _multi_kernel  # imported by the op's first launch
 
-    assert (torch.device(kernel_device), tuple(t.numel() for t in tensors)) in {
+    assert (tensors[0].device, tuple(t.numel() for t in tensors)) in {
         (key[0], key[3]) for key in _multi_kernel._layouts
     }, "the kernel ran (a work list was laid out), not the torch implementation"
     assert_columns_match(columns(out, tensors)[:, :10], np.stack([reference(t) for t in tensors])[:, :10])
@@ -257,3 +257,79 @@ def test_the_kernel_is_deterministic_and_follows_tensors_that_move(kernel_device
     again = run_op(moved).cpu()
     np.testing.assert_array_equal(again[2:].numpy(), first[2:].numpy())
     assert again[1, torch_stats.MIN] == 2 * first[1, torch_stats.MIN]
+
+
+def run_hist(xs: list[torch.Tensor]) -> np.ndarray:
+    """`multi_hist` over `xs`, fixed up with the rows of `multi_stats` as the hook does: [T, HIST_BINS]."""
+    rows = run_op(xs)
+    hists = torch.full((len(xs), stats.run_format.HIST_BINS), -1.0, dtype=torch.float64, device=xs[0].device)
+    torch.ops.trainguard.multi_hist(xs, hists)
+    return torch_stats.fix_bins(hists, rows).cpu().numpy()
+
+
+def histogram_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
+    """`sample_tensors` plus magnitudes at both ends of the bins (tiny, huge, denormal) and an empty tensor."""
+    g = torch.Generator().manual_seed(2)
+    spread = torch.randn(900, generator=g) * torch.logspace(-30, 30, 900)
+    spread[::97] = 0.0
+    tiny = torch.full((20,), 1e-38) if dtype == torch.float32 else torch.full((20,), 1e-7)
+    return [*sample_tensors(dtype), spread.to(dtype), tiny.to(dtype), torch.empty(0, dtype=dtype)]
+
+
+@pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
+@pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
+def test_multi_hist_matches_numpy_log2_histograms(
+    kernel: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+    tensors = histogram_tensors(dtype)
+    got = run_hist(tensors)
+    want = np.stack([stats.log2_hist(t.float().numpy()) for t in tensors])
+    np.testing.assert_array_equal(got, want)
+
+
+@needs_triton
+def test_multi_hist_kernel_matches_the_torch_implementation(kernel_device: str) -> None:
+    tensors = [t.to(kernel_device) for t in histogram_tensors(torch.bfloat16)]
+    out = torch.full(
+        (len(tensors), stats.run_format.HIST_BINS), -1.0, dtype=torch.float64, device=kernel_device
+    )
+    torch.ops.trainguard.multi_hist(tensors, out)
+    want = torch.empty_like(out)
+    _multi._hist_reference(tensors, want)
+    np.testing.assert_array_equal(out.cpu().numpy(), want.cpu().numpy())
+
+
+def test_multi_hist_refuses_an_out_of_the_wrong_shape() -> None:
+    with pytest.raises(ValueError, match=r"float64 \[1, 64\]"):
+        torch.ops.trainguard.multi_hist([torch.ones(4)], torch.empty(2, 64, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
+def test_the_hooks_direct_call_gives_the_ops_rows_and_is_the_op_when_watched(
+    kernel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+    tensors = sample_tensors(torch.float32)
+    direct = torch.full((len(tensors), _multi.WIDTH), -1.0, dtype=torch.float64)
+    _multi.reduce_group(tensors, [], [], direct)
+    np.testing.assert_array_equal(direct.numpy(), run_op(tensors).numpy())
+    hists = torch.empty(len(tensors), stats.run_format.HIST_BINS, dtype=torch.float64)
+    _multi.hist_group(tensors, hists)
+    want = torch.empty_like(hists)
+    _multi._hist_reference(tensors, want)
+    np.testing.assert_array_equal(hists.numpy(), want.numpy())
+
+    class Names(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Names() as seen:  # a mode watches: the registered op, one node
+        _multi.reduce_group(tensors, [], [], direct)
+        _multi.hist_group(tensors, hists)
+    assert seen.names == ["trainguard.multi_stats.default", "trainguard.multi_hist.default"]

@@ -1,6 +1,7 @@
 """One reduction per group: the raw moments of many tensors of one device and dtype in one op call.
 
-`multi_stats` is the custom op `trainguard::multi_stats`. For T tensors it writes the float64 rows
+`multi_stats` is the custom op `trainguard::multi_stats`; `multi_hist` (`trainguard::multi_hist`)
+is its Tier-1 companion, the log2-magnitude histograms of the same tensors in one launch and one merge. For T tensors it writes the float64 rows
 [T, len(device_stats.RAW_COLUMNS)] that `device_stats.reduce_large` would give one by one (NaN, Inf
 and zero counts, min, max, sum, |x| sum, x^2 sum, squared deviations around the mean, and with a
 history the squared distances to the previous and first copies, refreshing the previous copy), with
@@ -20,8 +21,10 @@ import functools
 import os
 
 import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from trainguard.capture.torch import device_stats
+from trainguard.store import run_format
 
 WIDTH = len(device_stats.RAW_COLUMNS)
 """Columns of a row of `out`."""
@@ -80,7 +83,7 @@ def _(
     xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
 ) -> None:
     """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
-    _run(xs, prevs, firsts, out, kernel=_interpreting() and _triton_installed())
+    _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device))
 
 
 @multi_stats.register_kernel("cuda")
@@ -88,7 +91,48 @@ def _(
     xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
 ) -> None:
     """The Triton kernel where Triton is installed, else torch ops."""
-    _run(xs, prevs, firsts, out, kernel=_triton_installed())
+    _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device))
+
+
+def reduce_group(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+) -> None:
+    """`multi_stats`, called straight where nothing watches the dispatcher, else through it.
+
+    A torch op call costs tens of microseconds of host time before the kernel is reached; the hook
+    makes a dozen or more per saved step, on a host that often paces the GPU. Real tensors with no
+    dispatch mode active (no FakeTensorMode, no tracing, no recording mode) go to the implementation
+    directly; anything else gets the registered op, a single node as before.
+    """
+    if _unwatched(xs, out):
+        _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device))
+    else:
+        torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+
+
+def hist_group(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """`multi_hist`, called as `reduce_group` calls `multi_stats`."""
+    if _unwatched(xs, out):
+        _run_hist(xs, out, kernel=_kernel_for(out.device))
+    else:
+        torch.ops.trainguard.multi_hist(xs, out)
+
+
+def _unwatched(xs: list[torch.Tensor], out: torch.Tensor) -> bool:
+    """Plain tensors (no subclass: not fake, not functional) and no dispatch mode on the stack."""
+    if _get_current_dispatch_mode() is not None or torch.compiler.is_compiling():
+        return False
+    return type(out) is torch.Tensor and all(type(x) in _PLAIN for x in xs)
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _kernel_for(device: torch.device) -> bool:
+    """What the op's backend implementation for `device` would choose: the Triton kernel or torch ops."""
+    if device.type == "cuda":
+        return _triton_installed()
+    return device.type == "cpu" and _interpreting() and _triton_installed()
 
 
 def _run(
@@ -109,6 +153,71 @@ def _run(
     _reference(xs, prevs, firsts, out)
 
 
+@torch.library.custom_op("trainguard::multi_hist", mutates_args=("out",))
+def multi_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Write into row i of `out` (float64 [T, HIST_BINS]) the raw exponent-bin counts of `xs[i]`.
+
+    The counts `device_stats.bin_counts(device_stats._exponent_bins(x))` gives, before
+    `device_stats.fix_bins` (zeros and denormals in bin 1, NaN and Inf in the last bin, bin 0 empty).
+    `xs` as for `multi_stats`. Devices without the kernel (`available`) get here.
+    """
+    _check_hist(xs, out)
+    _hist_reference(xs, out)
+
+
+@multi_hist.register_fake
+def _(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Mutation only: `out` is written in place."""
+    _check_hist(xs, out)
+
+
+@multi_hist.register_kernel("cpu")
+def _(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
+    _run_hist(xs, out, kernel=_kernel_for(out.device))
+
+
+@multi_hist.register_kernel("cuda")
+def _(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """The Triton kernel where Triton is installed, else torch ops."""
+    _run_hist(xs, out, kernel=_kernel_for(out.device))
+
+
+def _run_hist(xs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool) -> None:
+    _check_hist(xs, out)
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
+
+        if _multi_kernel.supports(xs, [], []):
+            _multi_kernel.launch_histograms(
+                xs, out, run_format.HIST_BINS, 127 + run_format.HIST_MIN_EXPONENT - 1
+            )
+            return
+    _hist_reference(xs, out)
+
+
+def _check_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """As `_check` for `multi_hist`: T contiguous floating tensors of one dtype and device, a float64 out."""
+    if (
+        out.dtype != torch.float64
+        or tuple(out.shape) != (len(xs), run_format.HIST_BINS)
+        or not out.is_contiguous()
+    ):
+        raise ValueError(
+            f"multi_hist writes into a contiguous float64 [{len(xs)}, {run_format.HIST_BINS}] tensor; "
+            f"got {out.dtype} {list(out.shape)}"
+        )
+    _check_inputs(xs, out.device)
+
+
+def _hist_reference(xs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """`multi_hist` in plain torch ops, tensor by tensor: the definition the kernel is tested against."""
+    host = out.device.type == "cpu"
+    for i, x in enumerate(xs):
+        codes = device_stats._exponent_bins(device_stats.as_float32(x))
+        out[i].copy_(device_stats.bin_counts(codes, run_format.HIST_BINS, host=host))
+
+
 def _check(
     xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
 ) -> None:
@@ -121,8 +230,6 @@ def _check(
             f"got {len(xs)} tensors, {len(prevs)} prevs, {len(firsts)} firsts"
         )
     dtype, device = xs[0].dtype, xs[0].device
-    if not dtype.is_floating_point:
-        raise ValueError(f"multi_stats reduces floating tensors, not {dtype}")
     if out.dtype != torch.float64 or tuple(out.shape) != (len(xs), WIDTH) or out.device != device:
         raise ValueError(
             f"multi_stats writes into a float64 [{len(xs)}, {WIDTH}] tensor on {device}; "
@@ -130,12 +237,7 @@ def _check(
         )
     if not out.is_contiguous():
         raise ValueError("multi_stats writes into a contiguous out (a row slice of a contiguous buffer)")
-    for i, x in enumerate(xs):
-        if x.dtype != dtype or x.device != device or not x.is_contiguous():
-            raise ValueError(
-                f"multi_stats takes contiguous tensors of one dtype and device ({dtype} on {device}); "
-                f"xs[{i}] is {x.dtype} on {x.device}, contiguous={x.is_contiguous()}: reduce it apart"
-            )
+    _check_inputs(xs, device)
     if prevs:  # the kernel writes prev and reads first in place: their sizes are checked, element for element
         kinds = (dtype, torch.float32)
         for i, (x, p, f) in enumerate(zip(xs, prevs, firsts)):
@@ -146,6 +248,21 @@ def _check(
                         f"multi_stats: {name}[{i}] must be contiguous, with the {n} elements of xs[{i}], "
                         f"{dtype} or float32, on {device}; got {h.dtype} {list(h.shape)} on {h.device}"
                     )
+
+
+def _check_inputs(xs: list[torch.Tensor], device: torch.device) -> None:
+    """T >= 1 contiguous floating tensors of one dtype on `device` (the op's out's)."""
+    if not xs:
+        raise ValueError("multi_stats needs at least one tensor in xs")
+    dtype = xs[0].dtype
+    if not dtype.is_floating_point:
+        raise ValueError(f"multi_stats reduces floating tensors, not {dtype}")
+    for i, x in enumerate(xs):
+        if x.dtype != dtype or x.device != device or not x.is_contiguous():
+            raise ValueError(
+                f"multi_stats takes contiguous tensors of one dtype and device ({dtype} on {device}); "
+                f"xs[{i}] is {x.dtype} on {x.device}, contiguous={x.is_contiguous()}: reduce it apart"
+            )
 
 
 def _reference(

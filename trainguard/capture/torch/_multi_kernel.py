@@ -1,4 +1,4 @@
-"""The Triton kernels behind `_multi.multi_stats`: one launch reads every tensor once, one more merges.
+"""The Triton kernels behind `_multi.multi_stats` and `_multi.multi_hist`: one launch reads every tensor once, one more merges.
 
 Imported by `_multi` only when the op runs its kernel, so that Triton is never imported with the
 hook. The first launch (`_partials_fn`) walks a work list of (tensor, chunk) items through a device
@@ -20,6 +20,10 @@ element by element (the first pass already refreshed prev). NaN makes min, max a
 as torch's reductions do; any NaN or Inf makes the deviation sum NaN, as `reduce_large` gives.
 Whole blocks are read without masks (vector loads where every address is 16-byte aligned); the
 last, partial block of an item with masks.
+
+Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's elements are binned by
+their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
+its own (no atomics), which a second launch sums per tensor.
 
 Work lists and address tables are cached per layout (`_Layout`): the list once per layout, an
 address table per set of addresses (a small host-to-device copy, non-blocking from pinned memory on
@@ -328,6 +332,61 @@ def _merge_fn(  # type: ignore[no-untyped-def]
     tl.store(row + 10, tl.where(empty, nan, d_acc))
 
 
+def _hist_partials_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    part_ptr,
+    n_items,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BINS: tl.constexpr,
+    LOW: tl.constexpr,
+):
+    """One int32 row of BINS exponent-bin counts per work item, in fixed places (no atomics).
+
+    An element's bin is its float32 exponent less LOW, clamped to 1..BINS-1, as
+    `device_stats._exponent_bins` gives; elements past the item's end count in bin 0, which the merge
+    empties.
+    """
+    lanes = tl.arange(0, BLOCK)
+    bins = tl.arange(0, BINS)
+    for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
+        t = tl.load(static_ptr + n_tensors + item)
+        start = tl.load(static_ptr + n_tensors + n_items + item)
+        end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
+        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        acc = tl.full([BINS], 0, tl.int32)
+        for off in range(start, end, BLOCK):
+            idx = off + lanes
+            valid = idx < end
+            x = tl.load(x_base + idx, mask=valid, other=0.0).to(tl.float32)
+            exponent = (x.to(tl.int32, bitcast=True) >> 23) & 0xFF
+            b = tl.minimum(tl.maximum(exponent - LOW, 1), BINS - 1)
+            acc += tl.histogram(tl.where(valid, b, 0), BINS)
+        tl.store(part_ptr + item * BINS + bins, acc)
+
+
+def _hist_merge_fn(  # type: ignore[no-untyped-def]
+    static_ptr,
+    part_ptr,
+    out_ptr,
+    n_items,
+    n_tensors,
+    BINS: tl.constexpr,
+):
+    """Row t of `out` (float64 [T, BINS]): the sum of tensor t's partial histogram rows, in order, bin 0 empty."""
+    t = tl.program_id(0)
+    first = tl.load(static_ptr + n_tensors + 2 * n_items + t)
+    last = tl.load(static_ptr + n_tensors + 2 * n_items + t + 1)
+    bins = tl.arange(0, BINS)
+    acc = tl.full([BINS], 0, tl.int64)
+    for item in range(first, last):
+        acc += tl.load(part_ptr + item * BINS + bins).to(tl.int64)
+    tl.store(out_ptr + t * BINS + bins, tl.where(bins == 0, 0, acc).to(tl.float64))  # bin 0 held the padding
+
+
 # counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
 _SIZES = ["n_items", "n_tensors"]
 _compiled = (
@@ -335,6 +394,11 @@ _compiled = (
     JITFunction(_merge_fn, do_not_specialize=_SIZES),
 )
 _interpreted = (InterpretedFunction(_partials_fn), InterpretedFunction(_merge_fn))
+_hist_compiled = (
+    JITFunction(_hist_partials_fn, do_not_specialize=_SIZES),
+    JITFunction(_hist_merge_fn, do_not_specialize=_SIZES),
+)
+_hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
 
 
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
@@ -359,6 +423,8 @@ class _Layout:
     partials: torch.Tensor
     n_items: int
     tables: OrderedDict[tuple[int, ...], torch.Tensor] = field(default_factory=OrderedDict)
+    hist_partials: torch.Tensor | None = None
+    """int32 [N, bins]: per item exponent-bin counts (`launch_histograms`), made at the first Tier-1 step."""
 
     @classmethod
     def build(cls, numels: tuple[int, ...], device: torch.device, chunk: int) -> _Layout:
@@ -387,9 +453,12 @@ class _Layout:
 
 
 _MAX_LAYOUTS = 32
-_MAX_TABLES = 4
-"""Address sets kept per layout: a few groups of one shape (activations) without a copy each call;
-gradients freed each step (`set_to_none`) bring a new set, one small copy."""
+_MAX_TABLES = 64
+"""Address sets kept per layout (least recently used first out). Activations of one shape share a
+layout, one address set each (a GPT's blocks: one per block), and the caching allocator gives them
+the same addresses step after step: with room for all of them a saved step copies no table.
+Gradients freed each step (`set_to_none`) mostly come back at the same addresses too; a new set is
+one small copy. A table is 24 bytes per tensor on the device."""
 _layouts: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
 
 
@@ -452,4 +521,35 @@ def launch(
             )
         merge_kernel[(len(xs),)](
             lay.static, lay.partials, out, lay.n_items, len(xs), CB=cfg.merge_block, num_warps=1
+        )
+
+
+def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low: int) -> None:
+    """Run the two histogram launches for arguments `_multi._check_hist` accepted: raw exponent-bin counts."""
+    device = xs[0].device
+    cfg = config(device)
+    lay = _layout(xs, cfg.chunk)
+    addresses = tuple(x.data_ptr() for x in xs) + (0,) * (2 * len(xs))
+    table = lay.table(addresses)
+    if lay.hist_partials is None:
+        lay.hist_partials = torch.empty(max(lay.n_items, 1), bins, dtype=torch.int32, device=device)
+    interpreting = _interpreting(device)
+    partials_kernel, merge_kernel = _hist_interpreted if interpreting else _hist_compiled
+    with np.errstate(all="ignore") if interpreting else contextlib.nullcontext():
+        if lay.n_items:
+            partials_kernel[(min(lay.n_items, cfg.programs),)](
+                table,
+                lay.static,
+                lay.hist_partials,
+                lay.n_items,
+                len(xs),
+                X_DTYPE=_TL_DTYPES[xs[0].dtype],
+                BLOCK=cfg.block,
+                CHUNK=cfg.chunk,
+                BINS=bins,
+                LOW=low,
+                num_warps=cfg.num_warps,
+            )
+        merge_kernel[(len(xs),)](
+            lay.static, lay.hist_partials, out, lay.n_items, len(xs), BINS=bins, num_warps=1
         )

@@ -8,11 +8,14 @@ optimizer's pre-hook reduces every gradient of a (device, dtype) group with one 
 every parameter of a group with one op (the tracked ones with their previous and first copies,
 which the op refreshes). Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
 saved step allocates nothing and its results leave in one copy per device. Rows without a
-previous copy get their NaN update/distance on the host (`Pending.nan_update`). Tier-1 extras
-(histograms, per-unit vectors) keep the torch ops of `device_stats`.
+previous copy get their NaN update/distance on the host (`Pending.nan_update`). On Tier-1 steps
+each group's histograms take one `multi_hist` op; the per-unit vectors keep the torch ops of
+`device_stats`.
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -20,7 +23,7 @@ from trainguard.capture.torch import _multi, device_stats
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._plan import CapturePlan, Param
 from trainguard.capture.torch._step import Pending, SavedStep, Scalars
-from trainguard.store import writer
+from trainguard.store import run_format, writer
 from trainguard.store.stats import MOVED
 
 
@@ -31,9 +34,14 @@ def runs_on(device: torch.device) -> bool:
     be a fake one (FakeTensorMode: the CPU proxies of the hook's cost), which the op's fake
     implementation serves.
     """
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return True
+    if device.type == "cuda":
+        return _serves_cuda()  # asked for every tensor of every saved step: answered once
     return _multi.available(device)
+
+
+@functools.cache
+def _serves_cuda() -> bool:
+    return not torch.cuda.is_available() or _multi.available(torch.device("cuda"))
 
 
 class _Rows:
@@ -101,10 +109,15 @@ class MultiPath:
                 h.fresh = False
         else:
             prevs = firsts = []
-        torch.ops.trainguard.multi_stats(xs, prevs, firsts, rows)
-        if tier1:
-            for i, (tid, x) in enumerate(zip(ids, xs)):
-                self.saved.hists[tid] = device_stats.histogram(x, rows[i])
+        _multi.reduce_group(xs, prevs, firsts, rows)
+        if (
+            tier1
+        ):  # the group's histograms: one more op, and the zero/NaN/Inf fix-up on the group's rows at once
+            hists = torch.empty(len(xs), run_format.HIST_BINS, dtype=torch.float64, device=xs[0].device)
+            _multi.hist_group(xs, hists)
+            device_stats.fix_bins(hists, rows)
+            for i, tid in enumerate(ids):
+                self.saved.hists[tid] = hists[i]
         self._rows.add(ids, xs, rows, fresh)
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:

@@ -363,7 +363,7 @@ class Packed:
             _exponent_bins(lay.slot(slot)[0]) + (lay.owner.to(torch.int32) * run_format.HIST_BINS)[:, None]
         )
         counts = bin_counts(codes, lay.count * run_format.HIST_BINS, host=self._on_host())
-        return _fix_bins(counts.reshape(lay.count, run_format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
+        return fix_bins(counts.reshape(lay.count, run_format.HIST_BINS).to(torch.float64), raw, pad=lay.pad)
 
 
 def bin_counts(codes: torch.Tensor, length: int, *, host: bool) -> torch.Tensor:
@@ -404,13 +404,13 @@ def _exponent_bins(x: torch.Tensor) -> torch.Tensor:
 
     floor(log2|x|) is exponent - 127 for normal numbers and bin b holds [2^(b-40), 2^(b-39)),
     so bin = exponent - 87, clamped to 1..63. Zeros and denormals (exponent 0) land in bin 1 and
-    NaN/Inf (exponent 255) in bin 63; `_fix_bins` moves or drops them using known counts.
+    NaN/Inf (exponent 255) in bin 63; `fix_bins` moves or drops them using known counts.
     """
     exponent = (x.contiguous().view(torch.int32) >> 23) & 0xFF
     return (exponent - (127 + run_format.HIST_MIN_EXPONENT - 1)).clamp_(1, run_format.HIST_BINS - 1)
 
 
-def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | float = 0.0) -> torch.Tensor:
+def fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | float = 0.0) -> torch.Tensor:
     """Move exact zeros (and zero padding) out of bin 1 into bin 0; drop NaN/Inf from bin 63."""
     zeros = raw[..., ZERO]
     hist[..., 1] -= zeros + pad
@@ -422,7 +422,7 @@ def _fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | floa
 def histogram(x: torch.Tensor, raw: torch.Tensor) -> torch.Tensor:
     """Return float64 [HIST_BINS] log2-magnitude histogram of one tensor; `raw` is `reduce_large(x)`."""
     counts = bin_counts(_exponent_bins(as_float32(x)), run_format.HIST_BINS, host=x.device.type == "cpu")
-    return _fix_bins(counts.to(torch.float64), raw)
+    return fix_bins(counts.to(torch.float64), raw)
 
 
 def reduce_large(x: torch.Tensor, history: _History | None = None) -> torch.Tensor:

@@ -43,18 +43,23 @@ class KernelPath:
         ids: list[int] = []
         grads: list[torch.Tensor] = []
         spec: list[int] = []
+        usable = c_kernel.usable
         for p in self.plan.grad_params:
-            grad = p.grad
-            if grad is None or p.grad_skipped or not grad.numel():  # none, not read, or an empty shard here
+            # the source's own gradient where it is not sharded: no property call per parameter per step
+            grad = p.grad if p.sharded else p.source.grad
+            if grad is None or p.grad_skipped:
+                continue
+            n = grad.numel()
+            if not n:  # an empty shard here
                 continue
             tid = p.grad_tid
-            # None for a gradient new to the catalogue, or one the kernel cannot read (sparse ones too)
-            row = None if tid is None else c_kernel.plain_row(grad)
-            if row is None:
-                return False  # a gradient new to the catalogue, or one the kernel cannot read
-            ids.append(tid)  # type: ignore[arg-type]  # not None when row is not
+            if tid is None or not usable(
+                grad
+            ):  # new to the catalogue, or one the kernel cannot read (sparse too)
+                return False
+            ids.append(tid)
             grads.append(grad)
-            spec += row
+            spec += (grad.data_ptr(), n, 0, 0, 0)  # `c_kernel.plain_row`, its check done above
         if self.plan.tier1(step):
             for tid, grad in zip(ids, grads):
                 saved.reduce_now(tid, grad, True)
@@ -72,8 +77,10 @@ class KernelPath:
         tier1 = self.plan.tier1(step)
         if self.plan.native_plan_holds(plan):
             self._read_params(plan, tier1)
-        with torch.no_grad():
-            estimates = self.plan.sampled_estimates()  # CPU tensors: read at once
+        estimates = []
+        if self.plan.any_sampled:  # exact mode, the usual case, enters no grad-mode context per saved step
+            with torch.no_grad():
+                estimates = self.plan.sampled_estimates()  # CPU tensors: read at once
         self.scalars.add_lr(step, optimizer)
         ids, stats, nonfinite = saved.host.take()
         if estimates:

@@ -372,7 +372,7 @@ class CapturePlan:
         """Whether the plan still serves: a parameter given new storage (moved, `p.data = ...`, also inside a
         custom optimizer's step) gets its spec made again; if the kernel cannot read one now, the plan
         is dropped, and the next saved step lays out again on the general path."""
-        addresses = [p.param.data_ptr() for p in plan.params]
+        addresses = [(p.param if p.sharded else p.source).data_ptr() for p in plan.params]
         if addresses == plan.addresses:
             return True
         if not all(c_kernel.usable(p.param) for p in plan.params):

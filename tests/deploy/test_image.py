@@ -29,6 +29,9 @@ from tests.deploy.tooling import ROOT, find_tool, free_port, one, render, run_to
 
 STORAGE = ROOT / ".tools" / "containers"
 BUILD_TIMEOUT_SECONDS = 900
+pytestmark = pytest.mark.timeout(BUILD_TIMEOUT_SECONDS + 120)
+"""The first test that needs the image pays for its build in its setup: the suite's 300 s default would
+fail it on a slow or busy machine while the build itself is within its own limit."""
 
 
 @dataclass(frozen=True)

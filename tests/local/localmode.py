@@ -70,6 +70,7 @@ if mode != "plain":
 if mode == "ignore-term":     # a helper process in the same group, which the stop must reach too
     helper = subprocess.Popen(["sleep", "600"])
     open("helper.pid", "w").write(str(helper.pid))
+ready = os.environ.get("NAN_SCRIPT_READY")  # several ranks: the NaN waits until rank 0 has written (no race)
 w = np.ones((8, 8), np.float32)
 with trainguard.Recorder() as rec:
     for step in range(100000):
@@ -78,6 +79,12 @@ with trainguard.Recorder() as rec:
         rec.record_tensor("fc.weight", w, collection="weights")
         rec.record_scalar("loss", float(np.mean(w)))
         rec.step()
+        if ready and step == 0 and os.environ.get("RANK") == "0":
+            rec.flush()  # rank 0's first step is in the store before any rank may turn NaN
+            open(ready, "w").close()
+        if ready and step == nan_at - 1:
+            while not os.path.exists(ready):
+                time.sleep(0.01)
         if mode == "cooperative" and rec.should_stop():
             print("cooperative stop:", rec._stop.reason(), flush=True)
             sys.exit(0)

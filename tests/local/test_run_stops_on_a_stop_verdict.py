@@ -80,7 +80,8 @@ import os, subprocess, sys
 script, nan_rank = sys.argv[1], int(sys.argv[2])
 ranks = [
     subprocess.Popen([sys.executable, script, "plain", "50" if r == nan_rank else "1000000000"],
-                     env={**os.environ, "RANK": str(r), "WORLD_SIZE": "2"})
+                     env={**os.environ, "RANK": str(r), "WORLD_SIZE": "2",
+                          "NAN_SCRIPT_READY": os.path.abspath("rank0.ready")})
     for r in range(2)
 ]
 open("ranks.pid", "w").write(" ".join(str(p.pid) for p in ranks))

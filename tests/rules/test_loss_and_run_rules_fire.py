@@ -24,6 +24,8 @@ from trainguard.rules.threshold import Threshold
 
 def flat_loss(d: StepData) -> None:
     d.scalars["loss"] = 2.3 * (1 + 0.05 * math.sin(d.step * 1.7))
+    if d.eval_scalars:  # the validation loss of a run that learns nothing does not fall either
+        d.eval_scalars["loss"] = 2.4
 
 
 def test_loss_not_decreasing_fires_at_the_end_of_the_first_block_that_did_not_improve() -> None:

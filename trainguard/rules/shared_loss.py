@@ -1,8 +1,8 @@
 """Helpers several rules share, about the loss: reading it from a view (`LossReader`), whether it
 still improves or never did (`Progress`, `LossGate`: outcome gating of soft symptoms, with its
 `GatedParams`), the training loss averaged between eval points (`TrainMean`), a floor under losses
-near zero (`LossFloor`) and the range a loss moves in (`LossRange`). Helpers about the model and
-its tensors are in `shared.py`.
+near zero (`LossFloor`), the range a loss moves in (`LossRange`) and the mean of a window with its
+standard error (`Spread`). Helpers about the model and its tensors are in `shared.py`.
 
 Each helper holds its own small state and saves it as JSON-able values, so the rule that owns it
 stays restorable, and keeps a bounded amount of it.
@@ -11,7 +11,7 @@ stays restorable, and keeps a bounded amount of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -345,3 +345,60 @@ class LossGate:
     def set_state(self, state: dict[str, Any]) -> None:
         self.progress.set_state(state)
         self.range.set_state(state)
+
+
+class Spread:
+    """The mean of a series (a window of losses) and the standard error of that mean, from the sum and
+    sum of squares of the values less the first one (no cancellation on losses of 1e5). Two windows
+    differ beyond the batch noise when their means are `z` standard errors apart (`apart`)."""
+
+    def __init__(self) -> None:
+        self.shift: float | None = None
+        self.sum = 0.0
+        self.sq = 0.0
+        self.n = 0
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        spread = cls()
+        for x in values:
+            spread.push(x)
+        return spread
+
+    def push(self, x: float) -> None:
+        self.shift = x if self.shift is None else self.shift
+        d = x - self.shift
+        self.sum += d
+        self.sq += d * d
+        self.n += 1
+
+    @property
+    def mean(self) -> float:
+        return (self.shift or 0.0) + self.sum / self.n if self.n else math.nan
+
+    @property
+    def var(self) -> float:
+        """The sample variance (0 for fewer than two values, or beyond float range)."""
+        if self.n < 2:
+            return 0.0
+        m = self.sum / self.n
+        var = max(self.sq / self.n - m * m, 0.0) * self.n / (self.n - 1)
+        return var if math.isfinite(var) else 0.0
+
+    @property
+    def sq_error(self) -> float:
+        """The squared standard error of the mean (0 without a spread)."""
+        return self.var / self.n if self.n else 0.0
+
+    def get_state(self) -> list[float | int | None]:
+        return [self.shift, self.sum, self.sq, self.n]
+
+    def set_state(self, state: Sequence[Any] | None) -> None:
+        shift, total, sq, n = state if state and len(state) == 4 else (None, 0.0, 0.0, 0)
+        self.shift = None if shift is None else float(shift)
+        self.sum, self.sq, self.n = float(total), float(sq), int(n)
+
+
+def error_of_difference(a: Spread, b: Spread) -> float:
+    """The standard error of a.mean - b.mean (0 when neither has a spread)."""
+    return math.sqrt(a.sq_error + b.sq_error)

@@ -102,6 +102,11 @@ def catalogue() -> list[RealProgram]:
     warmup_sgd = h(
         "mlp_momentum_warmup_cosine", "mlp", opt="momentum", lr=0.05, sched="warmup_cosine", warmup=20
     )
+    # noisy losses and objectives not meant to fall steadily (noisy_objectives.py)
+    robust = h("robust_huber_heavy_tailed_targets", "robust_regression")
+    dropout_b8 = h("dropout_half_batches_of_8_nesterov", "dropout_small_batch")
+    noisy = [robust, dropout_b8, h("vae_kl_weight_annealed", "vae_kl_annealing", steps=600),
+             h("simclr_projection_head_sgd", "simclr"), h("ppo_actor_critic_policy_loss", "ppo")]  # fmt: skip
     healthy = [
         mlp_momentum, mlp_adam,
         h("mlp_adamw_onecycle", "mlp", opt="adamw", lr=3e-3, wd=0.01, sched="onecycle"),
@@ -154,6 +159,7 @@ def catalogue() -> list[RealProgram]:
         binary_mlp,
         h("distillation", "distill"),
         h("contrastive_infonce", "contrastive"),
+        *noisy,
     ]  # fmt: skip
     b = _bug
     bugs = [
@@ -219,6 +225,10 @@ def catalogue() -> list[RealProgram]:
           "StackOverflow: gradient accumulation without scaling the loss", accum=8, lr=0.2),
         b("B31", "memorising_shuffled_small_set", mlp_adam, "tiny_shuffled", "OF", OVERFITTING,
           "Zhang et al. 2017 (random labels are memorised); a small set with misaligned labels", steps=600),
+        b("L01", "robust_regression_lr_far_too_small", robust, None, "SC", NOT_LEARNING,
+          "DeepFD learning-rate faults: a learning rate three orders of magnitude too small", lr=1e-6),
+        b("L02", "hidden_biases_initialised_dead", dropout_b8, "dead_bias_init", "SC", (*NOT_LEARNING, "dead_relu"),
+          "AUTOTRAINER dying ReLU: a negative constant bias init turns every unit off"),
     ]  # fmt: skip
     return healthy + bugs
 

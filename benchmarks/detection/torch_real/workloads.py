@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from benchmarks.detection.torch_real import data
+from benchmarks.detection.torch_real import data, noisy_objectives
 from benchmarks.detection.torch_real.loop import (
     Ctx,
     accuracy,
@@ -774,4 +774,5 @@ WORKLOADS: dict[str, Callable[[Ctx], None]] = {
     "autoencoder": autoencoder, "policy": policy_gradient, "finetune": finetune, "multitask": multitask,
     "regression": regression, "binary": binary, "distill": distillation, "contrastive": contrastive,
 }  # fmt: skip
+WORKLOADS.update(noisy_objectives.WORKLOADS)
 """Workload name -> its function."""

@@ -1,0 +1,107 @@
+"""`loss_not_decreasing` calls a run stuck on evidence, not on a curve that happens to sit still.
+
+The synthetic MLP stream (`streams.py`), saved every 10th step, with losses shaped like those of
+healthy runs that the rule once reported: a noisy loss that falls slowly while the eval loss falls,
+a loss that fell and came back up, an objective that rises by design after it fell, a policy loss
+around zero (the rule before it weighed evidence reported them at steps 150, 150, 590 and 160);
+beside each, the stuck run it must still name. The noise is a fixed pattern (sines of
+incommensurate periods), and every margin is wide: no verdict depends on float rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+
+from tests.rules.streams import StepData, Stream, run
+from trainguard.rules.loss_not_decreasing import LossNotDecreasing
+from trainguard.rules.step_view import StepView
+
+
+def noise(step: int) -> float:
+    """A fixed zero-mean pattern of unit scale (standard deviation about 0.7) seen at every 10th step."""
+    return math.sin(step * 1.7) + 0.5 * math.sin(step * 0.37 + 1.0)
+
+
+def views(fault: Callable[[StepData], None], steps: int = 400) -> Iterator[StepView]:
+    return (v for v in Stream(steps=steps, fault=fault) if v.step % 10 == 0)
+
+
+def shaped(train: Callable[[int], float], val: Callable[[int], float] | None) -> Callable[[StepData], None]:
+    """A fault that sets the training loss to train(step) and the eval loss to val(step) (none when val is None)."""
+
+    def fault(d: StepData) -> None:
+        d.scalars["loss"] = train(d.step)
+        if val is None:
+            d.eval_scalars.clear()
+        elif d.eval_scalars:
+            d.eval_scalars["loss"] = val(d.step)
+
+    return fault
+
+
+def slow_and_noisy(step: int) -> float:
+    """Dropout 0.5 on batches of 8: 0.5% lower per 100 steps, under batch noise of +-6%."""
+    return 3.0 * (1 - 0.00005 * step) * (1 + 0.06 * noise(step))
+
+
+def test_a_noisy_loss_whose_eval_loss_falls_is_not_stuck() -> None:
+    # at step 150 the last window is still within 2% of the first window's mean (2.94 against 2.98), but the
+    # windows' standard error (about 0.1) is far above 2% of 3, and the eval loss has fallen 4.5% by then
+    assert run(LossNotDecreasing(), views(shaped(slow_and_noisy, lambda s: 3.0 * (1 - 0.0003 * s)))) == []
+
+
+def test_the_same_noise_over_a_flat_eval_loss_is_stuck() -> None:
+    found = run(LossNotDecreasing(), views(shaped(slow_and_noisy, lambda s: 3.1)))
+    assert found[0].step == 150 and found[0].tensor == "loss"
+    assert (
+        "cannot tell that alone, and the eval loss 3.1 is not 1% below its best earlier eval point 3.1"
+        in found[0].message
+    )
+
+
+def test_a_flat_loss_is_stuck_on_the_training_loss_alone_when_the_noise_is_small() -> None:
+    # batch noise of +-0.5%: the window sits 2% above the bound, many standard errors; no eval loss is needed
+    found = run(LossNotDecreasing(), views(shaped(lambda s: 2.3 * (1 + 0.005 * noise(s)), None)))
+    assert found[0].step == 150
+    assert (
+        "within 2% of its first value" in found[0].message
+        and "standard errors of the batch noise" in found[0].message
+    )
+
+
+def test_a_noisy_loss_without_an_eval_loss_waits_for_the_blocks() -> None:
+    # too noisy to tell, and nothing else says it is stuck: no verdict before the blocks (4 of 100 steps)
+    found = run(LossNotDecreasing(), views(shaped(lambda s: 3.0 * (1 + 0.08 * noise(s)), None), steps=700))
+    assert [f.step for f in found][:1] == [490] and "4 blocks in a row" in found[0].message
+
+
+def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() -> None:
+    def fell_and_rose(step: int) -> float:
+        """2.3 -> 1.9 by step 60, back up to 2.28 by step 150 (a regulariser's weight ramped up)."""
+        level = 2.3 - 0.4 * min(step, 60) / 60 + 0.38 * min(max(step - 60, 0), 90) / 90
+        return level * (1 + 0.01 * noise(step))
+
+    assert run(LossNotDecreasing(), views(shaped(fell_and_rose, lambda s: 2.4))) == []
+    # a window 50-99 clearly below the first one marks it learned; at 2.28 from the start it is stuck
+    found = run(LossNotDecreasing(), views(shaped(lambda s: 2.28 * (1 + 0.01 * noise(s)), lambda s: 2.4)))
+    assert found[0].step == 150
+
+
+def annealed(step: int, *, rise: bool) -> float:
+    """A VAE's loss: 30 -> 25 over 80 steps, then (`rise`) up to 27.5 by step 400 as the KL weight grows."""
+    level = 30 - 5 * min(step, 80) / 80 + (2.5 * min(max(step - 80, 0), 320) / 320 if rise else 0.0)
+    return level * (1 + 0.01 * noise(step))
+
+
+def test_an_objective_that_rises_by_design_after_it_fell_is_not_a_plateau() -> None:
+    assert run(LossNotDecreasing(), views(shaped(lambda s: annealed(s, rise=True), None), steps=800)) == []
+    # the same fall followed by a flat plateau 17% below the start (not a fifth) is still one, as before
+    found = run(LossNotDecreasing(), views(shaped(lambda s: annealed(s, rise=False), None), steps=800))
+    assert found[0].step == 590 and "4 blocks in a row" in found[0].message
+
+
+def test_a_loss_below_zero_has_no_scale_for_percent_changes() -> None:
+    # a policy-gradient loss wanders around 0: "within 2% of its first value" means nothing for it
+    policy = shaped(lambda s: 0.04 * noise(s) - 0.01, None)
+    assert run(LossNotDecreasing(), views(policy, steps=800)) == []

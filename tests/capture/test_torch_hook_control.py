@@ -14,6 +14,7 @@ import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, train
 from trainguard.stop_flag import request_stop
+from trainguard.store import run_format
 
 
 def test_without_trainguard_out_the_hook_is_inert_and_installs_nothing(tmp_path: Path) -> None:
@@ -51,7 +52,8 @@ def test_from_env_reads_trainguard_variables_and_the_rank(
         train(hook, mlp(), steps=9)
     run = trainguard.open_run(uri)
     assert run.ranks == [1] and run.info is None  # rank 0 writes run.json; this is rank 1
-    assert set(run.collections(rank=1)) == {"weights", "losses"}
+    # the weights' initial-weights record comes with them
+    assert set(run.collections(rank=1)) == {"weights", run_format.INITIAL_COLLECTION, "losses"}
     assert run.steps(rank=1).tolist() == [0, 4, 8]
     assert np.isnan(run.series("0.weight", "distance_l2", rank=1).values).all()  # not tracked
 

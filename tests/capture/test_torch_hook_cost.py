@@ -61,9 +61,10 @@ def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(
     raw_width = len(torch_stats.RAW_COLUMNS)
     tensors = 6 + 6 + 2  # weights/biases, gradients, activations
     # step 0 is tier 1: per-unit vectors (activations 16 + 16; "moved" of the parameters 16 + 16 + 16 + 16
-    # + 3 + 3) and 14 histograms ride in the same copy, with loss, lr and the validation loss of step 0
+    # + 3 + 3) and 14 histograms ride in the same copy, with loss, lr and the validation loss of step 0, and
+    # so do the rows of the 6 parameters' initial-weights records (read before step 0's update)
     units = 32 + 70
-    assert transfers[0] == tensors * raw_width + units + 14 * 64 + 2
+    assert transfers[0] == (tensors + 6) * raw_width + units + 14 * 64 + 2
     assert transfers[1] == tensors * raw_width + 1  # step 4: loss (lr is a float) -- no tier 1
     assert transfers[2] == tensors * raw_width + units + 14 * 64 + 1 + 1  # step 8: loss + val_loss of step 6
 

@@ -109,9 +109,10 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     where: str,
 ) -> None:
     # the third saved step's first reduction fails: the packed reduction of its step on the torch
-    # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`)
+    # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`, but for
+    # the initial-weights record: one `add_read` call)
     if path == "c-kernel":
-        target, name, fail_at = c_kernel.HostRows, "add_read", PER_STEP + 1
+        target, name, fail_at = c_kernel.HostRows, "add_read", PER_STEP + 2
     else:
         target, name, fail_at = torch_stats.Packed, "reduce", 3
     real = getattr(target, name)

@@ -14,6 +14,7 @@ from torch import nn
 import trainguard
 import trainguard.torch as tg
 from tests.capture.torch_loop import mlp, tier1_rows, train
+from trainguard.store import run_format
 from trainguard.store.backends import open_store
 
 PARAMS = ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
@@ -33,6 +34,7 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
         "gradients": [f"grad/{p}" for p in PARAMS],
         "optimizer": ["lr"],
         "losses": ["loss", "val_loss"],
+        run_format.INITIAL_COLLECTION: [run_format.initial_name(p) for p in PARAMS],
     }
     saved = list(range(0, 20, 3))
     assert run.steps().tolist() == saved
@@ -117,7 +119,7 @@ def test_collections_select_what_is_captured(file_uri: str) -> None:
     with tg.Hook(file_uri, save_interval=1, collections=["weights", "gradients", "losses"]) as hook:
         train(hook, mlp(), steps=3)
     run = trainguard.open_run(file_uri)
-    assert set(run.collections()) == {"weights", "gradients", "losses"}
+    assert set(run.collections()) == {"weights", run_format.INITIAL_COLLECTION, "gradients", "losses"}
     assert "grad/0.bias" in run.collections()["gradients"]  # gradients of biases follow `gradients`
 
 

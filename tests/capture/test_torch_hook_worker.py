@@ -217,11 +217,12 @@ def test_wait_idle_returns_once_the_worker_and_uploader_are_done_and_writes_noth
     with tg.Hook(
         file_uri, save_interval=1, flush_every_steps=2, flush_interval_seconds=60, native_stats=False
     ) as hook:
-        train(hook, mlp(), steps=5)
+        train(hook, mlp(), steps=6)
         assert hook.wait_idle(10.0)
         assert hook._worker is not None and hook._worker.in_flight == 0
         store = open_store(file_uri)
         segments = [k for k in store.list(run_format.rank_prefix(0)) if "/seg-" in k]
-        # steps 0-3 fill two segments; step 4 (and the loss recorded after it) waits in the buffer
-        assert len(segments) == 2, segments
-    assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3, 4]
+        # step 0 fills a segment of its own (its tensor set also holds the initial-weights record), steps 1-4
+        # two more; step 5 (and the loss recorded after it) waits in the buffer
+        assert len(segments) == 3, segments
+    assert trainguard.open_run(file_uri).steps().tolist() == [0, 1, 2, 3, 4, 5]

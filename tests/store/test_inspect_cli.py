@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import trainguard
+from trainguard.store import run_format
 from trainguard.store.backends import open_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -76,7 +77,7 @@ def test_inspect_prints_ranks_steps_collections_tensors_scalars_and_end(run_uri:
         if " " in line.strip()
     }
     assert rows["run"] == run_uri
-    assert rows["format"].startswith("trainguard (format 2.2, framework numpy")
+    assert rows["format"].startswith(f"trainguard (format {run_format.FORMAT_VERSION}, framework numpy")
     assert rows["ranks"] == "0"
     assert rows["steps"] == "5 saved (first 0, last 8)"
     assert rows["last"] == "step    9"

@@ -1,6 +1,10 @@
 """`poor_weight_initialization`: checks at the start of training, each done once.
 
-On the first view with weights: each kernel's std against the standard targets for its shape
+On the first view with weights: the weights before the first optimizer update where the run has them
+(the PyTorch hook's initial-weights record, rows `init/<name>`: `StepView.initial`), else the first
+rows, which a hook took after that update (older runs, other capture tools; the message says which, since
+a large first update, from a learning rate far too high, moves them far from the init). Each kernel's
+std against the standard targets for its shape
 (LeCun, He, Glorot, PyTorch's default; both fan conventions): a kernel far above them is reported,
 except where the module's class (the catalogue's `module_type`) says the convention is not fan-based:
 embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
@@ -62,6 +66,21 @@ def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
         if len(shape) > 2:
             break  # conv kernels have one convention
     return min(targets), max(targets)
+
+
+AFTER_UPDATE_HINT = (
+    "these weights were read after the first optimizer update, so a learning rate far too high looks the same: "
+    "check it too"
+)
+"""Added to the hint of a finding on weights read after the first update (a run without the initial-weights record)."""
+
+
+def _when(before: bool) -> str:
+    """What weights a finding judged: before the first optimizer update (the run's initial-weights record), or
+    after it (a run without one)."""
+    if before:
+        return "(before the first update)"
+    return "(after the first update: the run has no record of the weights before it)"
 
 
 class PoorWeightInitialization(base.Rule):
@@ -171,10 +190,16 @@ class PoorWeightInitialization(base.Rule):
 
     def _check_weights(self, view: StepView, rows: list[int], p: Params) -> list[base.Finding]:
         out = []
-        zero = [i for i in rows if view.stats[i, COL["zero"]] == view.stats[i, COL["count"]]]
+        # each kernel's statistics before the first update (its initial-weights record) where the view has them
+        initial = {i: view.initial(view.names[i]) for i in rows}
+        at = {i: i if j is None else j for i, j in initial.items()}
+        zero = [i for i in rows if view.stats[at[i], COL["zero"]] == view.stats[at[i], COL["count"]]]
         if len(zero) >= min(p.all_zero_min_layers, len(rows)):
             names = ", ".join(view.names[i] for i in zero[:5]) + (" ..." if len(zero) > 5 else "")
-            msg = f"{view.names[zero[0]]}: {len(zero)} of {len(rows)} kernels are entirely zero ({names}) {self.where(view)}"
+            msg = (
+                f"{view.names[zero[0]]}: {len(zero)} of {len(rows)} kernels are entirely zero "
+                f"{_when(initial[zero[0]] is not None)} ({names}) {self.where(view)}"
+            )
             out.append(
                 self.finding(
                     view,
@@ -195,29 +220,41 @@ class PoorWeightInitialization(base.Rule):
             tuple[float, int, float, float]
         ] = []  # (std / the smallest target, row, std, that target)
         for i in checked:
-            std = float(view.stats[i, COL["std"]])
+            std = float(view.stats[at[i], COL["std"]])
             low, high = std_targets(view.meta[i].shape)
+            before = initial[i] is not None
             if std > p.std_ratio_max * high:
-                out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max))
+                out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max, before))
             elif p.std_ratio_min is not None and std < p.std_ratio_min * low:
                 small.append((std / low, i, std, low))
         if small and p.std_ratio_min is not None and len(small) > p.small_share * len(checked):
             _, i, std, low = min(small)
             note = f"{len(small)} of {len(checked)} kernels are below it" if len(checked) > 1 else ""
-            out.append(self._std_finding(view, i, std, "below", low, p.std_ratio_min, note))
+            out.append(
+                self._std_finding(view, i, std, "below", low, p.std_ratio_min, initial[i] is not None, note)
+            )
         return out
 
     def _std_finding(
-        self, view: StepView, i: int, std: float, side: str, target: float, ratio: float, note: str = ""
+        self,
+        view: StepView,
+        i: int,
+        std: float,
+        side: str,
+        target: float,
+        ratio: float,
+        before: bool,
+        note: str = "",
     ) -> base.Finding:
         msg = (
-            f"{view.names[i]}: initial std {base.fmt(std)} is {base.fmt(std / target)}x the "
+            f"{view.names[i]}: initial std {base.fmt(std)} {_when(before)} is {base.fmt(std / target)}x the "
             f"{'smallest' if side == 'below' else 'largest'} standard target {base.fmt(target)} for shape "
             f"{list(view.meta[i].shape)}, {side} the bound {base.fmt(ratio * target)} (x{base.fmt(ratio)})"
             f"{f' ({note})' if note else ''} "
             f"{self.where(view)}"
         )
-        return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target)
+        hint = None if before else f"{self.hint}; {AFTER_UPDATE_HINT}"
+        return self.finding(view, msg, tensor=view.names[i], value=std, threshold=ratio * target, hint=hint)
 
     def _check_activation_scale(self, view: StepView, limit: float) -> list[base.Finding]:
         """The first view with unbounded activations: the first one (in forward order) whose std is above `limit`."""

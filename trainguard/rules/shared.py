@@ -251,6 +251,8 @@ class WeightBlowUp:
         self.norm: float | None = None
         self.step: int | None = None
         self.names: tuple[str, ...] = ()
+        self.rows = np.zeros(0, np.int64)
+        """The rows given with the last view (of `names`): views with other tensor sets compare the same weights."""
         self.steps = 0
         """Training steps between the last two views compared."""
         self.l2 = np.zeros(0)
@@ -266,9 +268,13 @@ class WeightBlowUp:
         if np.isnan(l2).any():
             return None
         norm = total_l2(l2)
-        prev, prev_l2, same = self.norm, self.l2, view.names == self.names and len(rows) == len(self.l2)
+        # the same weights, also when the views' tensor sets differ (step 0's holds the initial-weights record)
+        same = len(rows) == len(self.l2) and (
+            view.names == self.names or [view.names[i] for i in rows] == [self.names[i] for i in self.rows]
+        )
+        prev, prev_l2 = self.norm, self.l2
         steps = self.steps = steps_since(self.step, view.step)
-        self.norm, self.step, self.names, self.l2 = norm, view.step, view.names, l2
+        self.norm, self.step, self.names, self.rows, self.l2 = norm, view.step, view.names, rows, l2
         if not same or prev is None or not 0 < prev < math.inf:
             return None
         growth = norm / prev

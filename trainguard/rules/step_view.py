@@ -19,6 +19,10 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 """Same order as `trainguard.store.run_format.STAT_COLUMNS` (checked by a test; rules may not import store)."""
 COL: dict[str, int] = {c: i for i, c in enumerate(COLUMNS)}
+INITIAL_COLLECTION = "initial"
+INITIAL_PREFIX = "init/"
+"""The initial-weights record: rows `init/<parameter>` of collection "initial", the parameter's statistics before
+any optimizer update (`trainguard.store.run_format.INITIAL_COLLECTION`, the same names: checked by a test)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,8 @@ class StepView:
     `hists` a tensor name to its 64-bin log2-magnitude histogram, on Tier-1 steps only.
     `predictions` maps a prediction stream (`pred/<name>[/class<c>]`) to the bucket counts
     float64[3, B] (positives, negatives, score sums) added since its previous record;
-    `eval_predictions` the same for eval mode.
+    `eval_predictions` the same for eval mode. Rows of collection "initial" (`init/<parameter>`, `initial`)
+    hold the parameters' statistics before any optimizer update, on the step that read them.
     Any part may be empty: a step may carry only scalars, or only statistics.
     """
 
@@ -69,6 +74,12 @@ class StepView:
             return self.names.index(name)
         except ValueError:
             return None
+
+    def initial(self, name: str) -> int | None:
+        """Return the row of parameter `name`'s initial-weights record (its statistics before any optimizer
+        update), or None when this step has none: the hook writes it once, at the first saved step after the
+        parameter's registration, usually step 0 (older runs and other capture tools have none)."""
+        return self.index(INITIAL_PREFIX + name)
 
     def stat(self, name: str, column: str) -> float | None:
         """Return one statistic of one tensor, or None if absent at this step."""

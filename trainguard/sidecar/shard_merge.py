@@ -190,7 +190,10 @@ class ShardMerger:
                 if merged is None:
                     break
                 held.popleft()
-                self._released[owner] = view.step
+                if (
+                    view.names
+                ):  # a scalar-only view of a step (its statistics in the next segment) takes no parts
+                    self._released[owner] = view.step
                 out.append(merged)
                 for (rank, why), names in missing.items():
                     if (rank, why) not in self._reported:

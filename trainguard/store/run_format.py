@@ -1,4 +1,4 @@
-"""The run format, version 2 (2.2): key names, the JSON documents and the segment codec, in one namespace.
+"""The run format, version 2 (2.3): key names, the JSON documents and the segment codec, in one namespace.
 
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with
@@ -61,10 +61,13 @@ from trainguard.store.run_vocabulary import (
     FORMAT_VERSION,
     HIST_BINS,
     HIST_MIN_EXPONENT,
+    INITIAL_COLLECTION,
+    INITIAL_PREFIX,
     READABLE_MAJORS,
     STAT_COLUMNS,
     UNIT_KINDS,
     check_version,
+    initial_name,
 )
 from trainguard.store.segment_codec import (
     MAX_SEGMENT_BYTES,
@@ -85,6 +88,8 @@ __all__ = [
     "FORMAT_VERSION",
     "HIST_BINS",
     "HIST_MIN_EXPONENT",
+    "INITIAL_COLLECTION",
+    "INITIAL_PREFIX",
     "MAX_SEGMENT_BYTES",
     "RANK_NAME_PREFIX",
     "READABLE_MAJORS",
@@ -108,6 +113,7 @@ __all__ = [
     "encode_segment",
     "end_key",
     "evaluator_state_key",
+    "initial_name",
     "meta_key",
     "parse_meta_name",
     "parse_rank_prefix",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.2"
+FORMAT_VERSION = "2.3"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
 2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`, later the
 optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's
-`unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`).
+`unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`); 2.3
+the initial-weights record (`INITIAL_COLLECTION`).
 Readers that do not know an optional field ignore it."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""
@@ -36,10 +37,27 @@ STAT_COLUMNS: tuple[str, ...] = (
 `count`, `nan`, `inf`, `zero` are element counts. `min max mean std abs_mean l2` are taken over
 all elements (a tensor holding NaN gives NaN there; the `nan`/`inf` columns say why). `std` is
 the population standard deviation. `update_l2` is ||W - W at the previous saved step|| and
-`distance_l2` is ||W - W at the first saved step||, both NaN for tensors that are not parameters.
+`distance_l2` is ||W - W at the first saved step||, both NaN for tensors that are not parameters. A parameter's
+rows are taken after its step's optimizer update, so "W at the first saved step" has had one update; the
+weights before any update are the initial-weights record's (`INITIAL_COLLECTION`).
 """
 
 COLUMN: dict[str, int] = {name: i for i, name in enumerate(STAT_COLUMNS)}
+
+INITIAL_COLLECTION = "initial"
+"""Catalogue collection of the initial-weights record (format 2.3): the statistics of a captured weight or bias
+before any optimizer update, as tensor `INITIAL_PREFIX + <its name>` with the parameter's own shape, module and
+shard. Its one row is at the saved step in whose optimizer pre-hook it was read: step 0 for a parameter
+registered before training, else the first saved step after its registration. `update_l2` and `distance_l2` are
+NaN there. The parameter's own rows at that step are taken after the step's update, like every step's."""
+INITIAL_PREFIX = "init/"
+
+
+def initial_name(name: str) -> str:
+    """The name of parameter `name`'s initial-weights record (`init/fc1.weight`)."""
+    return INITIAL_PREFIX + name
+
+
 HIST_BINS = 64
 """Tier-1 histograms: bin 0 counts exact zeros, bins 1..63 count |x| in [2^(b-40), 2^(b-39)), clamped."""
 HIST_MIN_EXPONENT = -39

@@ -154,6 +154,21 @@ class MultiPath:
                 self._reduce(ids, xs, None, tier1)
         return True
 
+    def read_initial(self, got: list[tuple[int, torch.Tensor]]) -> None:
+        """Read parameters (record id, tensor) before the update, as their initial-weights records
+        (`_initial`): one op per (device, dtype) group, untracked (update and distance NaN)."""
+        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor]]] = {}
+        with torch.no_grad():
+            for tid, x in got:
+                if not runs_on(x.device):
+                    self.saved.reduce_now(tid, x, False)
+                    continue
+                ids, xs = groups.setdefault((x.device, x.dtype), ([], []))
+                ids.append(tid)
+                xs.append(x if x.is_contiguous() else x.contiguous())
+            for ids, xs in groups.values():
+                self._reduce(ids, xs, None, False)
+
     def complete(self, step: int, optimizer: torch.optim.Optimizer) -> Pending | None:
         """Optimizer post-hook: one op per (device, dtype) group of parameters (tracked ones apart, with their
         copies); return the step, whose rows the hook sends to the host at the next iteration."""

@@ -11,6 +11,8 @@ choice again, at the cost of a comparison: the kernel's path compares its parame
 addresses when it reads them (`CapturePlan.native_plan_holds`), the others each parameter's
 device and dtype (`CapturePlan.refresh`); a change lays the plan out again and chooses again. A
 step the chosen path declines (the kernel's, for a tensor it cannot read) goes the packed way.
+The first saved step after a module's registration also reads its parameters before the update,
+as their initial-weights record (`_initial`), on the path chosen for that step.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch._finalize import StepWriter
+from trainguard.capture.torch._initial import InitialWeights
 from trainguard.capture.torch._kernel_path import KernelPath
 from trainguard.capture.torch._multi_path import MultiPath, runs_on
 from trainguard.capture.torch._packed import PackedPath
@@ -48,6 +51,8 @@ class Paths:
         self.kernel = KernelPath(plan, saved, scalars, step_writer) if kernel else None
         self.multi = MultiPath(plan, saved, scalars, step_writer, w)
         self.saved = saved
+        self.initial = InitialWeights(plan, w)
+        """The parameters whose weights before any update are still to be read (`_initial`)."""
         self.worker_path: WorkerPath | None = None
         """The statistics worker's path, made the first time a plan calls for it (it starts a thread)."""
         self.worker: StatsWorker | None = None
@@ -102,7 +107,10 @@ class Paths:
     def stage(self, step: int) -> None:
         """Stage saved step `step` on the current path. The kernel's path goes first without looking at the
         plan (that keeps it cheap: it checks its parameters when it reads them); any other step has the
-        choice checked first (`choose`). A step the path declines goes the packed way."""
+        choice checked first (`choose`). A step the path declines goes the packed way. The first saved step
+        after a registration reads the new parameters' initial weights first (`read_initial`)."""
+        if self.initial.seen != len(self.plan.params):  # `InitialWeights.due`, inline: asked every saved step
+            self.read_initial()
         kernel = self.kernel
         path: Path
         if kernel is not None and self.current is kernel and kernel.stage(step):
@@ -115,6 +123,23 @@ class Paths:
                 path = self.packed
                 path.stage(step)
         self._staged_by, self._staged_step = path, step
+
+    def read_initial(self) -> None:
+        """Read the parameters registered since the last saved step into this step, as their initial-weights
+        records (`_initial`), before its update: on the path chosen for the tensors as they are now (one op per
+        group on the multi-tensor path, else each where it lies: the C kernel in place, or torch ops), whose
+        step hands the rows on with its own. A step skipped after this (a busy statistics worker) drops them."""
+        self.choose()
+        got = self.initial.take()
+        if not got:
+            return
+        if self.current is self.multi:
+            self.multi.read_initial(got)
+            return
+        with torch.no_grad():
+            for tid, x in got:
+                self.saved.reduce_now(tid, x, False)
+            self.saved.read_batch()
 
     def complete(self, step: int, optimizer: torch.optim.Optimizer) -> Pending | None:
         """Complete saved step `step` on the path that staged it; return what it leaves for the next iteration."""

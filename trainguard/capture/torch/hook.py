@@ -8,8 +8,9 @@ or train scalars keep coming without steps) makes the hook blind:
 `_blindness.Blindness` records it for the evaluator and END.json. On steps that are not saved the hook does
 nothing but count (activation hooks are only installed for saved iterations, the registered
 modules' forward pre-hook for saved iterations and the one after each). On a saved step the
-optimizer's pre-hook stages the gradients, its post-hook takes the weights, and the step is
-handed on by one of four paths behind one interface (`_step.Path`), chosen when a module is
+optimizer's pre-hook stages the gradients (at the first saved step after a registration also the
+new parameters before they move: their initial-weights record, `_initial`), its post-hook takes the
+weights, and the step is handed on by one of four paths behind one interface (`_step.Path`), chosen when a module is
 registered and checked again cheaply at each saved step (`_paths.Paths`: the capture plan,
 `_plan.CapturePlan`, is laid out again and the path chosen again when a parameter changed device
 or dtype):

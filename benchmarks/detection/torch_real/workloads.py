@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from benchmarks.detection.torch_real import data
+from benchmarks.detection.torch_real import data, likelihoods
 from benchmarks.detection.torch_real.loop import (
     Ctx,
     accuracy,
@@ -775,3 +775,4 @@ WORKLOADS: dict[str, Callable[[Ctx], None]] = {
     "regression": regression, "binary": binary, "distill": distillation, "contrastive": contrastive,
 }  # fmt: skip
 """Workload name -> its function."""
+WORKLOADS.update(likelihoods.WORKLOADS)

@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from tests.rules.streams import StepData, Stream, first, run, saved_every
@@ -13,7 +14,7 @@ from trainguard.api.enums import Severity
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.exploding_gradient import ExplodingGradient
 from trainguard.rules.exploding_tensor import ExplodingTensor
-from trainguard.rules.step_view import COL, StepView
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 from trainguard.rules.tensor_variance import TensorVariance
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.vanishing_gradient import VanishingGradient
@@ -131,6 +132,45 @@ def test_vanishing_gradient_stays_quiet_while_the_loss_improves() -> None:
     # a first/last ratio just above the severe bound (2.2e-3 against 1.5e-3) waits for the gate as well
     assert (
         run(VanishingGradient(), Stream(steps=300, fault=lambda d: d.scale("grad/fc0.weight", 3.5e-3))) == []
+    )
+
+
+def with_table(v: StepView, abs_mean: float, looked_up: float) -> StepView:
+    """`v` with a 200,000 x 8 embedding table (module class Embedding) whose gradient has mean |g| `abs_mean` over
+    the whole table and is non-zero in the share `looked_up` of it (the rows a batch looked up)."""
+    n = 200_000 * 8
+    grad = np.zeros(len(COL))
+    grad[COL["count"]], grad[COL["zero"]], grad[COL["abs_mean"]] = n, round(n * (1 - looked_up)), abs_mean
+    grad[COL["l2"]] = abs_mean * math.sqrt(n / looked_up)
+    weight = np.zeros(len(COL))
+    weight[COL["count"]], weight[COL["abs_mean"]], weight[COL["l2"]] = n, 0.8, math.sqrt(n)
+    table = TensorMeta("emb.weight", "weights", module="emb", module_type="Embedding", trainable=True,
+                       order=-1, shape=(200_000, 8))  # fmt: skip
+    meta = (
+        table,
+        TensorMeta("grad/emb.weight", "gradients", module="emb", order=-1, shape=(200_000, 8)),
+        *v.meta,
+    )
+    return dataclasses.replace(v, names=tuple(m.name for m in meta), meta=meta,
+                               stats=np.vstack([weight, grad, v.stats]))  # fmt: skip
+
+
+def test_vanishing_gradient_judges_a_lookup_table_by_the_rows_a_batch_looked_up() -> None:
+    # a loss stuck from the start opens the gate; the dense layers' gradients are healthy
+    def stuck(d: StepData) -> None:
+        d.scalars["loss"] = 2.3
+
+    views = list(Stream(steps=120, fault=stuck))
+    # 0.1% of the rows looked up, 5e-5 each on average: 5e-8 over the whole table is no vanishing
+    assert run(VanishingGradient(), [with_table(v, 5e-8, 0.001) for v in views]) == []
+    # the rows looked up get 1e-8: vanished, and the finding says over which rows it measured
+    found = run(VanishingGradient(), [with_table(v, 1e-11, 0.001) for v in views])
+    assert (
+        found
+        and found[0].tensor == "grad/emb.weight"
+        and found[0].message.startswith(
+            "grad/emb.weight: mean |gradient| over the 0.1% of its rows a batch looked up 1e-8 is below the threshold 1e-7"
+        )
     )
 
 

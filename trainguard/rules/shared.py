@@ -1,5 +1,5 @@
-"""Helpers several rules share, about the model and its tensors: the output layer and kernel pairs
-of the catalogue, norms (`total_l2`, `global_norm`), per-unit vectors, a bounded window with O(1)
+"""Helpers several rules share, about the model and its tensors: the output layer, kernel pairs and
+lookup tables of the catalogue, norms (`total_l2`, `global_norm`), per-unit vectors, a bounded window with O(1)
 medians (`Window`), a value per tensor kept across catalogue changes (`RowState`), the recorded
 learning rate against its peak (`PeakLearningRate`) and the weights' norm blowing up (`WeightBlowUp`).
 Helpers about the loss are in `shared_loss.py`.
@@ -78,6 +78,24 @@ class KernelPair:
             )
             self._pair = (kernels[0][1], kernels[-1][1]) if len(kernels) >= 2 else None
         return self._pair
+
+
+class LookupTables:
+    """Which of the given rows are lookup tables or their gradients (the catalogue's module class of the
+    parameter, `LOOKUP_TABLES`), as a boolean mask cached for the rows array given (`Rule.rows` returns
+    the same array until the view's tensor names change). A table's gradient is zero in every row a
+    batch did not look up."""
+
+    def __init__(self) -> None:
+        self._rows: np.ndarray | None = None
+        self._mask = np.zeros(0, bool)
+
+    def __call__(self, view: StepView, rows: np.ndarray) -> np.ndarray:
+        if rows is not self._rows:
+            self._rows = rows
+            tables = {m.name for m in view.meta if m.module_type in LOOKUP_TABLES}
+            self._mask = np.asarray([view.names[int(i)].removeprefix("grad/") in tables for i in rows], bool)
+        return self._mask
 
 
 def steps_since(last_step: int | None, step: int) -> int:

@@ -214,17 +214,20 @@ def _tabular(g: torch.Generator, *, n: int = 20000, cards: tuple[int, ...], nume
 
 class TabularNet(nn.Module):
     """An embedding table per categorical column, concatenated with the numeric columns, then Linear-BatchNorm-ReLU
-    blocks and a logit."""
+    blocks and a logit; `bn_first`: BatchNorm on the concatenated embeddings first, then BatchNorm-Linear-ReLU
+    blocks (the layout of fastai's tabular model)."""
 
-    def __init__(
-        self, cards: tuple[int, ...], numeric: int, dim: int = 8, hidden: tuple[int, ...] = (128, 64)
-    ) -> None:
+    def __init__(self, cards: tuple[int, ...], numeric: int, dim: int = 8, hidden: tuple[int, ...] = (128, 64),
+                 bn_first: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.emb = nn.ModuleList(nn.Embedding(c, dim) for c in cards)
         layers: list[nn.Module] = []
         d = dim * len(cards) + numeric
         for width in hidden:
-            layers += [nn.Linear(d, width), nn.BatchNorm1d(width), nn.ReLU()]
+            if bn_first:
+                layers += [nn.BatchNorm1d(d), nn.Linear(d, width), nn.ReLU()]
+            else:
+                layers += [nn.Linear(d, width), nn.BatchNorm1d(width), nn.ReLU()]
             d = width
         self.mlp = nn.Sequential(*layers)
         self.out = nn.Linear(d, 1)
@@ -242,7 +245,7 @@ def tabular(ctx: Ctx) -> None:
     cards = ctx.k("cards", (5000, 800, 60, 12))
     (x, y), (xv, yv) = _tabular(g, cards=cards)
     torch.manual_seed(ctx.seed)
-    model = TabularNet(cards, 8, dim=ctx.k("dim", 8))
+    model = TabularNet(cards, 8, dim=ctx.k("dim", 8), bn_first=ctx.k("bn_first", False))
     opt = _opt(ctx, model.parameters(), "adam", 1e-3)
 
     def score() -> float:

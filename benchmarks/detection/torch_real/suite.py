@@ -242,6 +242,8 @@ def scale_programs() -> list[RealProgram]:
         h("tabular_embeddings_batchnorm_adam", "tabular", opt="adam", lr=1e-3, batch=256),
         h("tabular_embeddings_batchnorm_momentum", "tabular", opt="momentum", lr=0.05, batch=512, dim=16,
           cards=(20000, 3000, 40)),
+        h("tabular_large_tables_batchnorm_first_adamw", "tabular", opt="adamw", lr=2e-3, wd=0.01, batch=256,
+          cards=(200000, 8000, 30), bn_first=True),
         conv1d,
         h("cnn1d_nesterov_cosine_small_batch", "cnn1d", opt="nesterov", lr=0.02, wd=1e-4, sched="cosine", batch=16,
           steps=300),

@@ -248,24 +248,14 @@ def tabular(ctx: Ctx) -> None:
     model = TabularNet(cards, 8, dim=ctx.k("dim", 8), bn_first=ctx.k("bn_first", False))
     opt = _opt(ctx, model.parameters(), "adam", 1e-3)
 
+    from benchmarks.detection.torch_real.workloads import _auc  # here: workloads imports this module
+
     def score() -> float:
         model.eval()
         return _auc(model(xv), yv)
 
     fit(ctx, model, opt, sampler(ctx, (x, y), ctx.k("batch", 256)), F.binary_cross_entropy_with_logits,
         val=(xv, yv), score=score, schedule=_sched(ctx, opt, 1e-3))  # fmt: skip
-
-
-def _auc(scores: torch.Tensor, labels: torch.Tensor) -> float:
-    if not torch.isfinite(scores).all():
-        return 0.0
-    order = scores.argsort()
-    ranks = torch.empty_like(scores).index_copy_(
-        0, order, torch.arange(1, len(scores) + 1, dtype=scores.dtype)
-    )
-    pos = labels > 0.5
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / max(n_pos * n_neg, 1))
 
 
 # --- a 1-D CNN -----------------------------------------------------------------------------------------------------

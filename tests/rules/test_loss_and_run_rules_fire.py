@@ -490,6 +490,16 @@ def test_diverging_loss_judges_a_fall_the_same_wherever_zero_lies() -> None:
         "loss: falling without bound, -3.75 -> -5.75 -> -7.75 (means over 50-step windows, 150 steps), 3x as far "
         "below the first loss -2.95"
     )
+
+    # a loss that sat at its first value for 100 steps, then fell: windows 50-99, 100-149, 150-199
+    def flat_then_falling(d: StepData) -> None:
+        d.scalars["loss"] = 0.5 if d.step < 100 else 0.5 - 0.05 * (d.step - 100)
+
+    found = run(DivergingLoss(), Stream(steps=300, fault=flat_then_falling))
+    assert found[0].step == 199 and found[0].message.startswith(
+        "loss: falling without bound, 0.5 -> -0.725 -> -3.23 (means over 50-step windows, 150 steps), 3.73 below the "
+        "first loss 0.5, which it had not left before"
+    )
     # a healthy Gaussian NLL trained with Adam (the realistic suite's heteroscedastic regression, seed 0, every 10th
     # step): its windows fall 0.3 -> -0.47 -> -0.9 -> -1.27 as the variance head learns the noise, 1.7x as far
     # below its first loss as the first window; measured from zero (2.1x) it read as a fall without bound

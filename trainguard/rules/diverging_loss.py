@@ -127,11 +127,10 @@ class DivergingLoss(base.Rule):
         if error > 0 and abs(m3 - m1) < p.min_significance * error:
             return []  # within the batch noise of the two windows
         first = self.first or 0.0
+        went = max(first - m1, self.scale)
+        # how far below the first loss it had gone by the first of the three windows, or in the first steps
         falling = (
-            m1 > m2 > m3
-            and m3 < 0
-            and first - m3 >= p.growth * max(first - m1, self.scale)
-            and (m2 - m3) >= p.keep_pace * (m1 - m2)
+            m1 > m2 > m3 and m3 < 0 and first - m3 >= p.growth * went and (m2 - m3) >= p.keep_pace * (m1 - m2)
         )
         rising = (
             0 < m1 < m2 < m3
@@ -142,12 +141,16 @@ class DivergingLoss(base.Rule):
             return []
         span = 3 * p.window_steps
         if falling:
-            ratio = (first - m3) / max(first - m1, self.scale)
+            ratio = (first - m3) / went if went > 0 else math.inf
+            how_far = (
+                f"{base.fmt(ratio)}x as far below the first loss {base.fmt(first)} as the first window and the run's "
+                f"first {p.window_steps} steps went (at least {base.fmt(p.growth)}x)"
+                if went > 0
+                else f"{base.fmt(first - m3)} below the first loss {base.fmt(first)}, which it had not left before"
+            )
             msg = (
                 f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x as far below the first loss "
-                f"{base.fmt(first)} as the first window and the run's first {p.window_steps} steps went (at "
-                f"least {base.fmt(p.growth)}x) and not slowing down {self.where(view)}"
+                f"{p.window_steps}-step windows, {span} steps), {how_far} and not slowing down {self.where(view)}"
             )
             hint = (
                 "a loss with no lower bound: check that nll_loss gets log-probabilities (log_softmax) and that the "

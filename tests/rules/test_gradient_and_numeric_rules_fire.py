@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from tests.rules.streams import StepData, Stream, first, run, saved_every
@@ -12,7 +14,7 @@ from trainguard.api.enums import Severity
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.exploding_gradient import ExplodingGradient
 from trainguard.rules.exploding_tensor import ExplodingTensor
-from trainguard.rules.step_view import COL, StepView
+from trainguard.rules.step_view import COL, StepView, TensorMeta
 from trainguard.rules.tensor_variance import TensorVariance
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.vanishing_gradient import VanishingGradient
@@ -133,6 +135,45 @@ def test_vanishing_gradient_stays_quiet_while_the_loss_improves() -> None:
     )
 
 
+def with_table(v: StepView, abs_mean: float, looked_up: float) -> StepView:
+    """`v` with a 200,000 x 8 embedding table (module class Embedding) whose gradient has mean |g| `abs_mean` over
+    the whole table and is non-zero in the share `looked_up` of it (the rows a batch looked up)."""
+    n = 200_000 * 8
+    grad = np.zeros(len(COL))
+    grad[COL["count"]], grad[COL["zero"]], grad[COL["abs_mean"]] = n, round(n * (1 - looked_up)), abs_mean
+    grad[COL["l2"]] = abs_mean * math.sqrt(n / looked_up)
+    weight = np.zeros(len(COL))
+    weight[COL["count"]], weight[COL["abs_mean"]], weight[COL["l2"]] = n, 0.8, math.sqrt(n)
+    table = TensorMeta("emb.weight", "weights", module="emb", module_type="Embedding", trainable=True,
+                       order=-1, shape=(200_000, 8))  # fmt: skip
+    meta = (
+        table,
+        TensorMeta("grad/emb.weight", "gradients", module="emb", order=-1, shape=(200_000, 8)),
+        *v.meta,
+    )
+    return dataclasses.replace(v, names=tuple(m.name for m in meta), meta=meta,
+                               stats=np.vstack([weight, grad, v.stats]))  # fmt: skip
+
+
+def test_vanishing_gradient_judges_a_lookup_table_by_the_rows_a_batch_looked_up() -> None:
+    # a loss stuck from the start opens the gate; the dense layers' gradients are healthy
+    def stuck(d: StepData) -> None:
+        d.scalars["loss"] = 2.3
+
+    views = list(Stream(steps=120, fault=stuck))
+    # 0.1% of the rows looked up, 5e-5 each on average: 5e-8 over the whole table is no vanishing
+    assert run(VanishingGradient(), [with_table(v, 5e-8, 0.001) for v in views]) == []
+    # the rows looked up get 1e-8: vanished, and the finding says over which rows it measured
+    found = run(VanishingGradient(), [with_table(v, 1e-11, 0.001) for v in views])
+    assert (
+        found
+        and found[0].tensor == "grad/emb.weight"
+        and found[0].message.startswith(
+            "grad/emb.weight: mean |gradient| over the 0.1% of its rows a batch looked up 1e-8 is below the threshold 1e-7"
+        )
+    )
+
+
 def test_vanishing_gradient_severe_ratio_fires_at_once_while_the_loss_still_falls() -> None:
     def ten_sigmoid_layers(d: StepData) -> None:
         d.scale("grad/fc0.weight", 1e-8)  # about 0.25**10 of the last layer's; the loss falls as usual
@@ -213,13 +254,20 @@ def test_all_zero_names_the_zeroed_gradient() -> None:
 def test_exploding_gradient_names_a_gradient_norm_growing_steadily() -> None:
     def unbounded(
         d: StepData,
-    ) -> None:  # nll_loss on raw logits: the last layer's gradient grows 2.5% per step
+    ) -> (
+        None
+    ):  # nll_loss on raw logits: the last layer's gradient grows 2.5% per step, the weights 1% per step
         if d.step >= 100:
             d.scale("grad/fc3.weight", 1.025 ** (d.step - 100))
+            for name in [n for n in d.cols if n.startswith("fc") and n.endswith(".weight")]:
+                d.scale(name, 1.01 ** (d.step - 100))
 
     found = run(ExplodingGradient(), Stream(steps=500, fault=unbounded))
     assert found and found[0].step == 299 and found[0].tensor == "gradients"  # windows 100-149 ... 250-299
     assert "grew" in found[0].message and "steadily over 200 steps" in found[0].message
+    assert (
+        "while the weights' total l2 norm grew 7.53x" in found[0].message
+    )  # 1.01 ** 199 and the run's own drift
 
     # no window ever falls back: a healthy norm that grows 4x over 200 steps is not reported
     def mild(d: StepData) -> None:
@@ -227,6 +275,31 @@ def test_exploding_gradient_names_a_gradient_norm_growing_steadily() -> None:
             d.scale("grad/fc3.weight", 1.007 ** (d.step - 100))
 
     assert run(ExplodingGradient(), Stream(steps=500, fault=mild)) == []
+
+
+def test_exploding_gradient_leaves_gradients_that_grow_while_the_weights_stay_alone() -> None:
+    # a Gaussian NLL trained with Adam: the gradients grow as 1/variance while the variance head sharpens, and
+    # Adam's bounded steps keep the weights where they were; nothing feeds on itself
+    def likelihood_sharpening(d: StepData) -> None:
+        if d.step >= 100:
+            d.scale("grad/fc3.weight", 1.025 ** (d.step - 100))
+
+    views = list(Stream(steps=500, fault=likelihood_sharpening))
+    assert run(ExplodingGradient(), views) == []
+    found = run(
+        ExplodingGradient({"growth_weight_growth": 1.0}), views
+    )  # without the corroboration: reported
+    assert (
+        found and found[0].step == 299 and "while the weights' total l2 norm grew 1.04x" in found[0].message
+    )
+
+    # a run that records no weights is judged on its gradients alone
+    def gradients_only(v: StepView) -> StepView:
+        keep = [i for i, m in enumerate(v.meta) if m.collection == "gradients"]
+        return dataclasses.replace(v, names=tuple(v.names[i] for i in keep), meta=tuple(v.meta[i] for i in keep),
+                                   stats=v.stats[keep])  # fmt: skip
+
+    assert run(ExplodingGradient(), [gradients_only(v) for v in views])[0].step == 299
 
 
 def test_unchanged_tensor_names_the_frozen_layer_after_num_steps() -> None:
@@ -340,6 +413,28 @@ def test_weight_update_ratio_reports_a_blow_up_at_once_naming_the_layer_that_gre
     assert "grew" in found[0].message and "lower the learning rate" in found[0].message
     assert found[0].value is not None and found[0].value > 100
     assert run(WeightUpdateRatio({"blow_up_growth": None}), Stream(steps=120, fault=grow_fc2(1000.0))) == []
+
+
+def test_weight_update_ratio_measures_weights_that_start_far_below_a_default_init_from_that_init() -> None:
+    # a linear probe's head initialised at std 0.01: its norm grows 80x in its first steps, to the norm PyTorch's
+    # default initialisation gives its shapes (sqrt(sum of outputs / 3) = 8.21 here; the weights total 20.5 at 1x)
+    def small_head_grows(to: float) -> Callable[[StepData], None]:
+        def fault(d: StepData) -> None:
+            for i in range(4):
+                d.scale(f"fc{i}.weight", 0.005 if d.step < 30 else to)
+
+        return fault
+
+    assert (
+        run(WeightUpdateRatio(), Stream(steps=60, fault=small_head_grows(0.4))) == []
+    )  # 0.1 -> 8.2: 1x that norm (and the stream's drift)
+    found = run(
+        WeightUpdateRatio(), Stream(steps=60, fault=small_head_grows(2.0))
+    )  # 0.1 -> 41: 5.1x that norm
+    assert [f.step for f in found] == [30] and (
+        "the weights' total l2 norm grew to 5.14x the norm a default initialisation gives these shapes (from far "
+        "below it) in 1 step at step 30" in found[0].message
+    )
 
 
 def test_weight_update_ratio_blow_up_threshold_is_per_view_or_per_step_between_close_views() -> None:

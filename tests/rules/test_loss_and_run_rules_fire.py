@@ -481,6 +481,39 @@ def test_diverging_loss_names_a_loss_falling_without_bound() -> None:
     assert "log_softmax" in found[0].hint
 
 
+def test_diverging_loss_judges_a_fall_the_same_wherever_zero_lies() -> None:
+    # the same fall as nll_loss on raw logits, 3 lower (a loss below zero from the start): distances from the first
+    # loss, not from zero, so it is found at the same step
+    def shifted(d: StepData) -> None:
+        d.scalars["loss"] = -2.95 - 0.04 * d.step
+
+    found = run(DivergingLoss(), (v for v in Stream(steps=300, fault=shifted) if v.step % 10 == 0))
+    assert found[0].step == 140 and found[0].message.startswith(
+        "loss: falling without bound, -3.75 -> -5.75 -> -7.75 (means over 50-step windows, 150 steps), 3x as far "
+        "below the first loss -2.95"
+    )
+
+    # a loss that sat at its first value for 100 steps, then fell: windows 50-99, 100-149, 150-199
+    def flat_then_falling(d: StepData) -> None:
+        d.scalars["loss"] = 0.5 if d.step < 100 else 0.5 - 0.05 * (d.step - 100)
+
+    found = run(DivergingLoss(), Stream(steps=300, fault=flat_then_falling))
+    assert found[0].step == 199 and found[0].message.startswith(
+        "loss: falling without bound, 0.5 -> -0.725 -> -3.23 (means over 50-step windows, 150 steps), 3.73 below the "
+        "first loss 0.5, which it had not left before"
+    )
+    # a healthy Gaussian NLL trained with Adam (the realistic suite's heteroscedastic regression, seed 0, every 10th
+    # step): its windows fall 0.3 -> -0.47 -> -0.9 -> -1.27 as the variance head learns the noise, 1.7x as far
+    # below its first loss as the first window; measured from zero (2.1x) it read as a fall without bound
+    nll = [0.307, 0.18, 0.026, -0.102, -0.289, -0.4, -0.518, -0.645, -0.787, -0.516, -0.826, -0.913, -0.907, -0.909,
+           -0.764, -1.077, -1.118, -1.14, -1.357, -1.325, -1.201, -1.36, -1.299, -1.208, -1.286]  # fmt: skip
+
+    def gaussian_nll(d: StepData) -> None:
+        d.scalars["loss"] = nll[min(d.step // 10, len(nll) - 1)]
+
+    assert run(DivergingLoss(), (v for v in Stream(steps=250, fault=gaussian_nll) if v.step % 10 == 0)) == []
+
+
 def test_diverging_loss_names_a_loss_growing_steadily() -> None:
     def warmup_never_capped(d: StepData) -> None:
         d.scalars["loss"] = 0.3 * 1.01 ** max(d.step - 100, 0)

@@ -2,10 +2,12 @@
 
 The loss is averaged over windows of `window_steps` training steps. Over the last three windows:
 - falling without bound: every window below the one before, the last one negative and at least
-  `growth` times the magnitude of the first of the three and of any loss in the run's first window,
-  and the fall not slowing down (the last drop at least `keep_pace` of the one before). A loss with
-  a floor decelerates towards it, and a policy-gradient loss wanders around 0 within the size it
-  had from the start;
+  `growth` times as far below the run's first loss as the first of the three and as any loss in the
+  run's first window, and the fall not slowing down (the last drop at least `keep_pace` of the one
+  before). Distances are taken from the first loss, not from zero: a likelihood (a Gaussian NLL, a
+  negative ELBO) is below zero by design and adding a constant to it changes nothing, so the same
+  fall must read the same wherever zero lies. A loss with a floor decelerates towards it, and a
+  policy-gradient loss wanders around 0 within the size it had from the start;
   `nll_loss` on raw logits (no log_softmax) has no floor and falls from about 0 to -1e5, steadily;
 - growing without bound: every window above the one before, the last at least `growth` times the
   first (floored at `floor_fraction` of the first loss, so noise on a loss near 0 is no growth), and
@@ -83,7 +85,7 @@ class DivergingLoss(base.Rule):
         self.first: float | None = None
         self.first_step = 0
         self.scale = 0.0
-        """The largest |loss| in the run's first window."""
+        """The largest distance of a loss from the first one in the run's first window."""
         self.means: list[float] = []
         """Means of the last three complete windows, oldest first."""
         self.errors: list[float] = []
@@ -100,7 +102,7 @@ class DivergingLoss(base.Rule):
         if self.first is None:
             self.first, self.first_step = loss, view.step
         if view.step < self.first_step + p.window_steps:
-            self.scale = max(self.scale, abs(loss))
+            self.scale = max(self.scale, abs(loss - self.first))
         if self.start is None:
             self.start, self.shift = view.step, loss
         d = loss - self.shift
@@ -124,33 +126,38 @@ class DivergingLoss(base.Rule):
         error = math.sqrt(self.errors[0] + self.errors[-1])
         if error > 0 and abs(m3 - m1) < p.min_significance * error:
             return []  # within the batch noise of the two windows
-        first = abs(self.first or 0.0)
+        first = self.first or 0.0
+        went = max(first - m1, self.scale)
+        # how far below the first loss it had gone by the first of the three windows, or in the first steps
         falling = (
-            m1 > m2 > m3
-            and m3 < 0
-            and abs(m3) >= p.growth * max(abs(m1), self.scale)
-            and (m2 - m3) >= p.keep_pace * (m1 - m2)
+            m1 > m2 > m3 and m3 < 0 and first - m3 >= p.growth * went and (m2 - m3) >= p.keep_pace * (m1 - m2)
         )
         rising = (
             0 < m1 < m2 < m3
-            and m3 >= p.growth * max(m1, p.floor_fraction * first)
+            and m3 >= p.growth * max(m1, p.floor_fraction * abs(first))
             and (m3 - m2) >= p.keep_pace * (m2 - m1)
         )
         if not (falling or rising):
             return []
         span = 3 * p.window_steps
-        ratio = abs(m3 / m1) if m1 else abs(m3)
         if falling:
+            ratio = (first - m3) / went if went > 0 else math.inf
+            how_far = (
+                f"{base.fmt(ratio)}x as far below the first loss {base.fmt(first)} as the first window and the run's "
+                f"first {p.window_steps} steps went (at least {base.fmt(p.growth)}x)"
+                if went > 0
+                else f"{base.fmt(first - m3)} below the first loss {base.fmt(first)}, which it had not left before"
+            )
             msg = (
                 f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x in magnitude (at "
-                f"least {base.fmt(p.growth)}x) and not slowing down {self.where(view)}"
+                f"{p.window_steps}-step windows, {span} steps), {how_far} and not slowing down {self.where(view)}"
             )
             hint = (
                 "a loss with no lower bound: check that nll_loss gets log-probabilities (log_softmax) and that the "
                 "loss is minimised with the right sign"
             )
         else:
+            ratio = abs(m3 / m1)
             msg = (
                 f"loss: growing steadily, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
                 f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x (at least {base.fmt(p.growth)}x) "

@@ -1,7 +1,9 @@
 """`vanishing_gradient`: gradients too small to train, per layer and from the last layer to the first.
 
 Two conditions (either fires): SageMaker Debugger's, a gradient whose mean |g| is below
-`threshold`; and AUTOTRAINER's, the first kernel's gradient norm below `first_layer_threshold`
+`threshold` (a lookup table's over the entries a batch looked up: a 200,000-row embedding table
+that a batch of 256 touches in 0.1% of its rows has a mean |g| over the whole table 1000x below
+that of the rows it trains, whatever the depth); and AUTOTRAINER's, the first kernel's gradient norm below `first_layer_threshold`
 while the first/last kernel gradient-norm ratio is below `ratio_threshold`. All-zero gradients are
 left to `all_zero`/`unchanged_tensor`. A soft symptom: gated on the loss not improving (no new
 best for 20 views, or no progress at all since the start after 10: a deep sigmoid net at chance
@@ -76,6 +78,7 @@ class VanishingGradient(base.Rule):
         super().__init__(*args, **kwargs)
         self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
         self.kernels = shared.KernelPair()
+        self.tables = shared.LookupTables()
 
     def check(self, view: StepView) -> list[base.Finding]:
         self.gate.push(view)
@@ -88,15 +91,27 @@ class VanishingGradient(base.Rule):
         """SageMaker's condition: a live gradient whose mean |g| is below `threshold` (gated by the caller)."""
         p: VanishingGradient.Params = self.params  # type: ignore[assignment]
         abs_mean = view.stats[rows, COL["abs_mean"]]
-        alive = view.stats[rows, COL["zero"]] < view.stats[rows, COL["count"]]
+        count, zero = view.stats[rows, COL["count"]], view.stats[rows, COL["zero"]]
+        alive = zero < count
+        tables = self.tables(view, rows) & alive
+        if (
+            tables.any()
+        ):  # a lookup table: the mean over the rows the batch looked up, not over the whole table
+            abs_mean = abs_mean.copy()
+            abs_mean[tables] *= count[tables] / (count[tables] - zero[tables])
         low = np.flatnonzero((abs_mean < p.threshold) & alive)
         if low.size and not p.biases_beside_live_kernels:
             low = self._without_structural_biases(view, rows, abs_mean, low)
         if low.size:
             i = int(rows[low[0]])
             name = view.names[i]
+            looked_up = (
+                f" over the {base.fmt(100 * (1 - zero[low[0]] / count[low[0]]))}% of its rows a batch looked up"
+                if tables[low[0]]
+                else ""
+            )
             msg = (
-                f"{name}: mean |gradient| {base.fmt(abs_mean[low[0]])} is below the threshold {base.fmt(p.threshold)} "
+                f"{name}: mean |gradient|{looked_up} {base.fmt(abs_mean[low[0]])} is below the threshold {base.fmt(p.threshold)} "
                 f"{self.where(view)}{self.gate.note} ({low.size} of {len(rows)} gradients)"
             )
             return [

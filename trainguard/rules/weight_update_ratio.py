@@ -97,8 +97,13 @@ class WeightUpdateRatio(base.Rule):
         growth = self.blow_up.push(view, rows) if p.blow_up_growth is not None else None
         if growth is not None:
             name, steps = view.names[int(rows[self.blow_up.fastest])], self.blow_up.steps
+            grew = (
+                f"grew to {base.fmt(growth)}x the norm a default initialisation gives these shapes (from far below it)"
+                if self.blow_up.floored
+                else f"grew {base.fmt(growth)}x"
+            )
             msg = (
-                f"{name}: the weights' total l2 norm grew {base.fmt(growth)}x in {steps} step{'s' if steps > 1 else ''} "
+                f"{name}: the weights' total l2 norm {grew} in {steps} step{'s' if steps > 1 else ''} "
                 f"{self.where(view)} (threshold {base.fmt(p.blow_up_growth)}x, or {base.fmt(p.blow_up_growth_per_step)}x "
                 "per step between closer views): the steps are far too large; this layer's norm grew most"
             )

@@ -230,6 +230,43 @@ def catalogue() -> list[RealProgram]:
         b("L02", "hidden_biases_initialised_dead", dropout_b8, "dead_bias_init", "SC", (*NOT_LEARNING, "dead_relu"),
           "AUTOTRAINER dying ReLU: a negative constant bias init turns every unit off"),
     ]  # fmt: skip
+    return healthy + bugs + scale_programs()
+
+
+def scale_programs() -> list[RealProgram]:
+    """Healthy practice that reads like a fault to rules reasoning about scale (a loss below zero by design, a
+    frozen encoder under a small head, embeddings before BatchNorm, a 1-D CNN with Nesterov SGD), and bugs
+    beside three of them."""
+    h, b = _healthy, _bug
+    nll = h("gaussian_nll_heteroscedastic_adam", "gaussian_regression", opt="adam", lr=1e-3, batch=128)
+    probe = h("linear_probe_frozen_cnn_momentum", "linear_probe", encoder="cnn", opt="momentum", lr=0.1, batch=128,
+              steps=300)  # fmt: skip
+    conv1d = h("cnn1d_nesterov_step", "cnn1d", opt="nesterov", lr=0.05, wd=5e-4, sched="step", steps=300)
+    healthy = [
+        nll,
+        h("gaussian_nll_rmsprop_small_batch", "gaussian_regression", opt="rmsprop", lr=5e-4, batch=32),
+        h("vae_gaussian_decoder_elbo", "gaussian_vae", opt="adamw", lr=1e-3, batch=32),
+        probe,
+        h("linear_probe_frozen_mlp_adam", "linear_probe", encoder="mlp", opt="adam", lr=1e-3, init_std=0.001,
+          batch=256),
+        h("tabular_embeddings_batchnorm_adam", "tabular", opt="adam", lr=1e-3, batch=256),
+        h("tabular_embeddings_batchnorm_momentum", "tabular", opt="momentum", lr=0.05, batch=512, dim=16,
+          cards=(20000, 3000, 40)),
+        h("tabular_large_tables_batchnorm_first_adamw", "tabular", opt="adamw", lr=2e-3, wd=0.01, batch=256,
+          cards=(200000, 8000, 30), bn_first=True),
+        conv1d,
+        h("cnn1d_nesterov_cosine_small_batch", "cnn1d", opt="nesterov", lr=0.02, wd=1e-4, sched="cosine", batch=16,
+          steps=300),
+    ]  # fmt: skip
+    bugs = [
+        b("B32", "gaussian_nll_plain_momentum_sgd", nll, None, "EG", DIVERGING,
+          "Seitzer et al. 2022 (pitfalls of heteroscedastic regression): the NLL's gradients grow as 1/variance",
+          opt="momentum", lr=0.05),
+        b("B33", "probe_lr_too_low", probe, None, "SC", NOT_LEARNING,
+          "DeepFD learning-rate faults, on a linear probe", lr=1e-5),
+        b("B34", "cnn1d_missing_zero_grad", conv1d, "no_zero_grad", "OL", UNSTABLE,
+          "StackOverflow: gradients accumulate without zero_grad, with Nesterov momentum on top"),
+    ]  # fmt: skip
     return healthy + bugs
 
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from benchmarks.detection.torch_real import data, noisy_objectives
+from benchmarks.detection.torch_real import data, likelihoods, noisy_objectives
 from benchmarks.detection.torch_real.loop import (
     Ctx,
     accuracy,
@@ -776,3 +776,4 @@ WORKLOADS: dict[str, Callable[[Ctx], None]] = {
 }  # fmt: skip
 WORKLOADS.update(noisy_objectives.WORKLOADS)
 """Workload name -> its function."""
+WORKLOADS.update(likelihoods.WORKLOADS)

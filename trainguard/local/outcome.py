@@ -17,6 +17,7 @@ from typing import Any
 from trainguard.api.enums import RunEnd, Severity
 from trainguard.local.process import signal_name
 from trainguard.rules.base import Finding
+from trainguard.rules.optimizer_not_stepping import OptimizerNotStepping
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.store import run_format
 
@@ -191,6 +192,13 @@ class Outcome:
             return "the command wrote no TrainGuard data"
         if self.nothing_evaluated:
             return f"nothing was evaluated: {self.nothing_evaluated}"
+        stalled = next((f for f in self.severe_findings if f.rule == OptimizerNotStepping.name), None)
+        if stalled is not None:
+            return (
+                f"the optimizer stopped stepping after step {stalled.step} while training went on "
+                f"({OptimizerNotStepping.name}: {self.unchecked_steps} training iterations without an optimizer "
+                "step)"
+            )
         return f"{self.unchecked_steps} training steps went by that the hook did not count"
 
     def not_checked(self) -> dict[str, str]:

@@ -102,6 +102,11 @@ def catalogue() -> list[RealProgram]:
     warmup_sgd = h(
         "mlp_momentum_warmup_cosine", "mlp", opt="momentum", lr=0.05, sched="warmup_cosine", warmup=20
     )
+    # float16 with a dynamic loss scale that skips a step on each overflow (a few in a row at the start)
+    cnn_manual_scale = h("cnn_fp16_manual_loss_scale", "conv", amp="fp16_manual", scale_init=2.0**16,
+                         scale_growth=25, opt="momentum", lr=0.02)  # fmt: skip
+    transformer_manual_scale = h("transformer_fp16_manual_loss_scale", "transformer", amp="fp16_manual",
+                                 scale_init=2.0**16, scale_growth=25)  # fmt: skip
     healthy = [
         mlp_momentum, mlp_adam,
         h("mlp_adamw_onecycle", "mlp", opt="adamw", lr=3e-3, wd=0.01, sched="onecycle"),
@@ -154,6 +159,10 @@ def catalogue() -> list[RealProgram]:
         binary_mlp,
         h("distillation", "distill"),
         h("contrastive_infonce", "contrastive"),
+        cnn_manual_scale, transformer_manual_scale,
+        h("mlp_fp16_manual_loss_scale", "mlp", amp="fp16_manual", scale_init=2.0**14, scale_growth=25, opt="adam",
+          lr=2e-3),
+        h("gpt_lm_fp16_grad_scaler_short_growth", "lm", amp="fp16", scale_init=2.0**16, scale_growth=20),
     ]  # fmt: skip
     b = _bug
     bugs = [
@@ -219,6 +228,12 @@ def catalogue() -> list[RealProgram]:
           "StackOverflow: gradient accumulation without scaling the loss", accum=8, lr=0.2),
         b("B31", "memorising_shuffled_small_set", mlp_adam, "tiny_shuffled", "OF", OVERFITTING,
           "Zhang et al. 2017 (random labels are memorised); a small set with misaligned labels", steps=600),
+        b("B32", "loss_scaler_never_recovers", cnn_manual_scale, "scaler_never_recovers", "SC",
+          ("optimizer_not_stepping",),
+          "apex/Megatron-style issues: 'Gradient overflow. Skipping step' on every step after the first overflow"),
+        b("B33", "transformer_loss_scaler_never_recovers", transformer_manual_scale, "scaler_never_recovers", "SC",
+          ("optimizer_not_stepping",),
+          "hand-written loss scalers whose overflow flag is or-ed and never cleared (fairseq/apex-era code)"),
     ]  # fmt: skip
     return healthy + bugs
 

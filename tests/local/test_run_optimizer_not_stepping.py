@@ -2,7 +2,8 @@
 one: healthy, it skips a step on each overflow of the scaled loss (about ten in a row while the scale comes
 down at the start, then one now and then after the scale grew) and the run ends ok with no finding; with the
 bug (the overflow flag is never cleared) every step after the first overflow is skipped while training goes
-on, and the run says so: `optimizer_not_stepping` with its count, and the end line says the optimizer stopped."""
+on, and the run says so: `optimizer_not_stepping` with its count, and the end line says the optimizer stopped
+(or never stepped, when the first step already overflowed)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ SCRIPT = textwrap.dedent(
     from torch import nn
     import trainguard.torch as tg
 
-    healthy = sys.argv[1] == "healthy"
+    healthy, never = sys.argv[1] == "healthy", sys.argv[1] == "never"
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    scale, overflow, clean = (2.0**135 if healthy else 2.0**118), False, 0
+    scale, overflow, clean = (2.0**135 if healthy or never else 2.0**118), False, 0
     skipped = 0
     with tg.Hook(save_interval=10, stats_worker=False) as hook:
         hook.register_module(model)
@@ -82,6 +83,21 @@ def test_a_scaler_that_never_clears_its_overflow_flag_makes_the_run_say_the_opti
     assert (
         f"the optimizer stopped stepping after step {first - 1} while training went on (optimizer_not_stepping: "
         f"{unchecked} training iterations without an optimizer step)"
+    ) in said, res.stderr
+
+
+def test_a_scaler_that_overflows_at_its_first_step_and_never_recovers_makes_the_run_say_it_never_stepped(
+    trainguard_run, tmp_path: Path
+) -> None:
+    res = _run(trainguard_run, tmp_path, "never")
+    # no saved step has tensor statistics: exit status 4, nothing was checked but the stalled optimizer
+    assert res.returncode == 4 and "skipped 160" in res.stderr, res.stderr
+    (f,) = [f for f in res.severe_findings() if f["rule"] == "optimizer_not_stepping"]
+    assert f["step"] == 0 and "went without an optimizer step since step 0," in f["message"], f
+    said = " ".join(res.stderr.split())
+    assert (
+        "NOT CHECKED at step 0: the optimizer never stepped while training went on (optimizer_not_stepping: "
+        "159 training iterations without an optimizer step)"
     ) in said, res.stderr
 
 

@@ -190,15 +190,16 @@ class Outcome:
         """Why a run that exited 0 was not (wholly) checked."""
         if not self.recorded:
             return "the command wrote no TrainGuard data"
-        if self.nothing_evaluated:
-            return f"nothing was evaluated: {self.nothing_evaluated}"
         stalled = next((f for f in self.severe_findings if f.rule == OptimizerNotStepping.name), None)
         if stalled is not None:
+            never = stalled.step == 0 and "since step 0," in stalled.message
             return (
-                f"the optimizer stopped stepping after step {stalled.step} while training went on "
-                f"({OptimizerNotStepping.name}: {self.unchecked_steps} training iterations without an optimizer "
-                "step)"
+                f"the optimizer {'never stepped' if never else f'stopped stepping after step {stalled.step}'} "
+                f"while training went on ({OptimizerNotStepping.name}: {self.unchecked_steps} training iterations "
+                "without an optimizer step)"
             )
+        if self.nothing_evaluated:
+            return f"nothing was evaluated: {self.nothing_evaluated}"
         return f"{self.unchecked_steps} training steps went by that the hook did not count"
 
     def not_checked(self) -> dict[str, str]:

@@ -4,9 +4,10 @@
 the others go on), hands findings to the verdict state machine (`verdicts.py`), sends heartbeat views
 to the rules that watch time, checks once per rank that each rule's `tensors` match something (a
 warning, or an Error with `strict`), and passes views through the shard merger (`shard_merge.py`)
-so that the rules see a sharded tensor whole where every part is followed; and gives saved steps to the
-one check that compares ranks (`same_data.py`: the same data on every rank), beside the rules. Reading segments, data
-gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`, `rank_ends.py`).
+so that the rules see a sharded tensor whole where every part is followed; and gives saved steps to
+the one check that compares ranks (`same_data.py`: the same data on every rank), beside the rules.
+Reading segments, data gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`,
+`rank_ends.py`).
 """
 
 from __future__ import annotations

@@ -64,12 +64,19 @@ class SameData:
         """Agreement of each other rank with the lowest one seen."""
         self.found = False
         """Whether the finding was made (once per evaluation)."""
+        self._names: tuple[str, ...] = ()
+        self._first_activation: int | None = None
+        """The row of the first activation in execution order of views with `_names`."""
 
     def add(self, view: StepView) -> Finding | None:
         """Take one rank's view; return the finding when this view completes the evidence, else None."""
         if self.found or not view.names:
             return None
-        evidence = _evidence(view)
+        if view.names is not self._names and view.names != self._names:  # one tuple per catalogue layout
+            self._names = view.names
+            acts = view.rows(collections=("activations",))
+            self._first_activation = int(acts[0]) if len(acts) else None
+        evidence = _evidence(view, self._first_activation)
         if not evidence:
             return None
         kept = self._kept.setdefault(view.rank, {})
@@ -122,13 +129,11 @@ class SameData:
         )  # fmt: skip
 
 
-def _evidence(view: StepView) -> dict[str, float]:
-    """The values of a view that depend on the rank's own batch: train losses, the first activation's
-    statistics (finite ones only)."""
+def _evidence(view: StepView, row: int | None) -> dict[str, float]:
+    """The values of a view that depend on the rank's own batch: train losses, the statistics of the first
+    activation (`row`; finite ones only)."""
     out = {k: float(v) for k, v in view.scalars.items() if "loss" in k.lower()}
-    acts = view.rows(collections=("activations",))
-    if len(acts):
-        row = int(acts[0])
+    if row is not None:
         name = view.names[row]
         for c in _ACTIVATION_COLUMNS:
             out[f"{name} {c}"] = float(view.stats[row, COL[c]])

@@ -2,9 +2,9 @@
 
 Called by the evaluator for each new segment. Tensor statistics, scalars and prediction-count
 records of the same step are merged into one view; per-unit vectors and histograms are attached
-on Tier-1 steps, the hook's no-step marker at the step it was written at; names and `TensorMeta` come from the catalogue and are built once per
-(catalogue, tensor set), so a step costs a few dictionary look-ups and no copies of the
-statistics block. A step whose scalars and statistics were flushed into two segments gives two
+on Tier-1 steps, the hook's no-step marker at the step it was written at; names and `TensorMeta`
+come from the catalogue and are built once per (catalogue, tensor set), so a step costs a few
+dictionary look-ups and no copies of the statistics block. A step whose scalars and statistics were flushed into two segments gives two
 views of that step, each with its own part: nothing is delivered twice. Rules are left to
 `evaluator.py`; reading to `trainguard.store`.
 """

@@ -62,6 +62,7 @@ RULE_CATEGORY = {
     "overtraining": "OF",
     "threshold": "SC",
     "diverging_loss": "EG",
+    "optimizer_not_stepping": "SC",
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),

@@ -267,3 +267,62 @@ def test_several_losses_per_step_are_not_blindness(file_uri: str, path: dict[str
     assert (
         end is not None and end.last_step == 5 and end.unchecked_steps == 0 and end.blind_since_step is None
     )
+
+
+def _iterations(hook: tg.Hook, opt: torch.optim.Optimizer, model: nn.Module, steps: list[bool]) -> None:
+    """One training iteration per entry, its optimizer step taken or skipped (a loss scaler's overflow)."""
+    data = _batches()
+    for take in steps:
+        x, y = next(data)
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if take:
+            opt.step()
+        hook.record_scalar("loss", loss.detach())
+
+
+def _no_step_records(uri: str) -> list[tuple[int, int, int]]:
+    """(step written at, since, iterations) of every no_step record of rank 0."""
+    run = trainguard.open_run(uri)
+    src = run.source(0)
+    out = []
+    for seg in src.poll():
+        records, steps = seg.extra.get("no_step"), seg.extra.get("no_step.steps")
+        if records is not None and steps is not None:
+            out += [(int(s), int(r[0]), int(r[1])) for s, r in zip(steps, records)]
+    return out
+
+
+def test_steps_skipped_before_the_first_one_do_not_shrink_a_later_spells_count(
+    file_uri: str, path: dict[str, bool]
+) -> None:
+    # a scaler coming down from a large scale skips 5 steps, trains 20, then never steps again for 30 iterations
+    model = _model(0)
+    with tg.Hook(file_uri, **path, save_interval=10) as hook:
+        opt = _registered(hook, model)
+        _iterations(hook, opt, model, [False] * 5 + [True] * 20 + [False] * 30)
+    end = trainguard.open_run(file_uri).ended()
+    assert end is not None and (end.blind_since_step, end.unchecked_steps) == (20, 30), end
+    records = _no_step_records(file_uri)
+    assert records[0] == (19, 20, 2) and records[-1] == (19, 20, 30), records  # at the last counted step
+
+
+def test_an_optimizer_that_never_steps_is_told_after_a_hundred_iterations(
+    file_uri: str, path: dict[str, bool]
+) -> None:
+    model = _model(0)
+    with tg.Hook(file_uri, **path, save_interval=10) as hook:
+        opt = _registered(hook, model)
+        _iterations(hook, opt, model, [False] * 100)
+        assert (
+            hook.step == 0 and _blindness_of(hook).since is None
+        )  # a hundred micro-batches may make one step
+        _iterations(hook, opt, model, [False] * 20)
+    end = trainguard.open_run(file_uri).ended()
+    assert end is not None and (end.blind_since_step, end.unchecked_steps) == (0, 119), end
+    assert _no_step_records(file_uri)[-1] == (0, 0, 119)
+
+
+def _blindness_of(hook: tg.Hook) -> _blindness.Blindness:
+    return hook._blindness  # type: ignore[attr-defined]

@@ -114,6 +114,11 @@ def _pause(d: StepData) -> None:
         d.wall_time += 3600
 
 
+def _optimizer_stops_stepping() -> list[StepView]:
+    """100 steps, then training without optimizer steps: the hook's no-step markers at the last counted step."""
+    return [*Stream(steps=100).views(), *(StepView(step=99, no_step=(100, n)) for n in range(2, 120, 10))]
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -149,6 +154,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     ],
     "class_imbalance": [("99:1", {}, lambda: Stream(steps=20, fault=_skewed))],
     "stalled_training": [("an hour's pause", {}, lambda: Stream(steps=30, fault=_pause))],
+    "optimizer_not_stepping": [("scaler never recovers", {}, _optimizer_stops_stepping)],
 }
 
 

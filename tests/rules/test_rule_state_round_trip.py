@@ -91,6 +91,20 @@ def _predictions(*, tied: bool) -> list[StepView]:
     return views
 
 
+def _optimizer_stops_stepping() -> list[StepView]:
+    """A run whose optimizer stops stepping after step 299 for 62 iterations and after step 449 for good: the
+    hook's no-step markers (every 10 iterations, at the last counted step) come between the steps."""
+    views: list[StepView] = []
+    for v in Stream(steps=450).views():
+        views.append(v)
+        if v.step in (299, 449):
+            views += [
+                StepView(step=v.step, no_step=(v.step + 1, n))
+                for n in range(2, 63 if v.step == 299 else 203, 10)
+            ]
+    return views
+
+
 def _stream(fault: Callable[[StepData], None], **kwargs: Any) -> Callable[[], list[StepView]]:
     return lambda: Stream(steps=600, fault=fault, **kwargs).views()
 
@@ -125,6 +139,7 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
             d, "wall_time", d.wall_time + (1000 if d.step >= 300 else 0) + (900 if d.step >= 450 else 0)
         )
     ),
+    "optimizer_stops_stepping": _optimizer_stops_stepping,
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),
 }

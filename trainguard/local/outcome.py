@@ -17,6 +17,7 @@ from typing import Any
 from trainguard.api.enums import RunEnd, Severity
 from trainguard.local.process import signal_name
 from trainguard.rules.base import Finding
+from trainguard.rules.optimizer_not_stepping import OptimizerNotStepping
 from trainguard.sidecar.verdicts import RuleStatus, Verdict
 from trainguard.store import run_format
 
@@ -189,6 +190,14 @@ class Outcome:
         """Why a run that exited 0 was not (wholly) checked."""
         if not self.recorded:
             return "the command wrote no TrainGuard data"
+        stalled = next((f for f in self.severe_findings if f.rule == OptimizerNotStepping.name), None)
+        if stalled is not None:
+            never = stalled.step == 0 and "since step 0," in stalled.message
+            return (
+                f"the optimizer {'never stepped' if never else f'stopped stepping after step {stalled.step}'} "
+                f"while training went on ({OptimizerNotStepping.name}: {self.unchecked_steps} training iterations "
+                "without an optimizer step)"
+            )
         if self.nothing_evaluated:
             return f"nothing was evaluated: {self.nothing_evaluated}"
         return f"{self.unchecked_steps} training steps went by that the hook did not count"

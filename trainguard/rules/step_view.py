@@ -51,7 +51,10 @@ class StepView:
     `predictions` maps a prediction stream (`pred/<name>[/class<c>]`) to the bucket counts
     float64[3, B] (positives, negatives, score sums) added since its previous record;
     `eval_predictions` the same for eval mode. Rows of collection "initial" (`init/<parameter>`, `initial`)
-    hold the parameters' statistics before any optimizer update, on the step that read them.
+    hold the parameters' statistics before any optimizer update, on the step that read them. `no_step` is
+    the hook's marker of training that goes on while no optimizer steps: (since, iterations), the first
+    step not counted and the training iterations since then without an optimizer step, at the last counted
+    step (a view with only it reaches only the rules that take heartbeats).
     Any part may be empty: a step may carry only scalars, or only statistics.
     """
 
@@ -67,6 +70,7 @@ class StepView:
     hists: Mapping[str, np.ndarray] = field(default_factory=dict)
     predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     eval_predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
+    no_step: tuple[int, int] | None = None
 
     def index(self, name: str) -> int | None:
         """Return the row of tensor `name`, or None if it is not in this step."""

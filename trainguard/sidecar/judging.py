@@ -4,8 +4,10 @@
 the others go on), hands findings to the verdict state machine (`verdicts.py`), sends heartbeat views
 to the rules that watch time, checks once per rank that each rule's `tensors` match something (a
 warning, or an Error with `strict`), and passes views through the shard merger (`shard_merge.py`)
-so that the rules see a sharded tensor whole where every part is followed. Reading segments, data
-gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`, `rank_ends.py`).
+so that the rules see a sharded tensor whole where every part is followed; and gives saved steps to
+the one check that compares ranks (`same_data.py`: the same data on every rank), beside the rules.
+Reading segments, data gaps and the end of a run are elsewhere (`evaluator.py`, `data_gaps.py`,
+`rank_ends.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from trainguard.sidecar import shard_merge
 from trainguard.sidecar._tracks import RankTrack
 from trainguard.sidecar.config import CompiledRule
 from trainguard.sidecar.data_gaps import DataGaps
+from trainguard.sidecar.same_data import CHECK as SAME_DATA
+from trainguard.sidecar.same_data import SameData
 from trainguard.sidecar.verdicts import ChecksNothing, Verdict, Verdicts
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,8 @@ class Judge:
         self.merger = shard_merge.ShardMerger()
         """Merges sharded tensors over the followed ranks before the rules see them."""
         self._per_part_noted: set[str] = set()
+        self.same_data = SameData()
+        """The evaluator's cross-rank check: do the followed ranks train on the same data?"""
 
     def views(
         self, track: RankTrack, views: list[StepView], tracks: dict[int, RankTrack], expected: Collection[int]
@@ -97,8 +103,18 @@ class Judge:
                 track.last_stats_view = view
             if view.predictions or view.eval_predictions:
                 track.predictions.update(view)
+            if view.names and not self.same_data.found and SAME_DATA not in self._verdicts.status:
+                verdicts.extend(self._same_data(view))
         self._verdicts.count_evaluations(len(views))
         return verdicts
+
+    def _same_data(self, view: StepView) -> list[Verdict]:
+        """Give a saved step to the cross-rank check that the ranks train on different data (`same_data.py`)."""
+        finding = self.same_data.add(view)
+        if finding is None:
+            return []
+        log.warning("trainguard: %s", finding.message)
+        return self._verdicts.own_check(finding)
 
     def _update_rules(self, track: RankTrack, view: StepView, *, heartbeat: bool = False) -> list[Verdict]:
         """Give `view` to each of the track's rules (with `heartbeat`, only those that want one), each in

@@ -20,6 +20,7 @@ from trainguard.rules.base import Finding
 from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
+from trainguard.sidecar.same_data import CHECK as SAME_DATA
 
 MAX_FINDINGS_PER_RULE = ckpt.MAX_FINDINGS_PER_RULE
 
@@ -30,6 +31,10 @@ DATA_GAP = "data_gap"
 hook saw go by without counting them (blind since a step: an optimizer it does not know steps the
 captured parameters). A warning finding, so no verdict says "no issues" over data that was never
 looked at."""
+
+OWN_CHECKS = (DATA_GAP, SAME_DATA)
+"""The evaluator's own checks, shown beside the rules with no action: `data_gap`, and `same_data_on_ranks`
+(`same_data.py`: the followed ranks train on the same batches, which no rule of one rank can see)."""
 
 STORE_HINT = (
     "check the store's health (capacity, errors) and the hook's log; raise max_pending_bytes to ride out longer "
@@ -121,8 +126,8 @@ class Verdicts:
         """Each rule's state over every followed rank (the first transition wins)."""
         self.rank_status: dict[int, dict[str, RuleStatus]] = {}
         self.counters = [RuleCounters() for _ in self.compiled]
-        self.gap_findings: list[Finding] = []
-        """Findings of the evaluator's own `data_gap` check (kept apart from the rules' counters)."""
+        self.own_findings: list[Finding] = []
+        """Findings of the evaluator's own checks (`OWN_CHECKS`; kept apart from the rules' counters)."""
         self.checks_nothing: dict[str, str] = {}
         """Rules whose `tensors` match nothing on some rank, with the message saying so."""
         self.stop_emitted: set[str] = set()
@@ -142,31 +147,38 @@ class Verdicts:
 
     def findings(self) -> list[Finding]:
         """Every finding kept so far (the first MAX_FINDINGS_PER_RULE per rule), by step and rank."""
-        out = [f for c in self.counters for f in c.kept_findings] + self.gap_findings
+        out = [f for c in self.counters for f in c.kept_findings] + self.own_findings
         return sorted(out, key=lambda f: (f.step, f.rank))
 
     def data_gap(self, rank: int, step: int, message: str, *, hint: str = STORE_HINT) -> list[Verdict]:
         """Record a `data_gap` finding (a warning: data the rules never saw); return its verdict when `data_gap`
         first turns IssuesFound. It sits beside the rules in the statuses, with no action."""
-        finding = Finding(
-            rule=DATA_GAP, severity=Severity.WARNING, step=step, rank=rank, message=message,
-            hint=hint,
-        )  # fmt: skip
-        if len(self.gap_findings) < MAX_FINDINGS_PER_RULE:
-            self.gap_findings.append(finding)
+        return self.own_check(
+            Finding(
+                rule=DATA_GAP, severity=Severity.WARNING, step=step, rank=rank, message=message, hint=hint
+            )
+        )
+
+    def own_check(self, finding: Finding) -> list[Verdict]:
+        """Record a finding of one of the evaluator's own checks (`OWN_CHECKS`: `data_gap`, `same_data_on_ranks`);
+        return its verdict when the check first turns IssuesFound. It sits beside the rules in the statuses,
+        with no action."""
+        name, step, rank, message = finding.rule, finding.step, finding.rank, finding.message
+        if sum(1 for f in self.own_findings if f.rule == name) < MAX_FINDINGS_PER_RULE:
+            self.own_findings.append(finding)
         now = self.clock()
         status = RuleStatus(
-            state=RuleState.ISSUES_FOUND, action=Action.NONE, severity=Severity.WARNING, step=step, rank=rank,
+            state=RuleState.ISSUES_FOUND, action=Action.NONE, severity=finding.severity, step=step, rank=rank,
             message=message, time=now,
         )  # fmt: skip
-        self.on_rank(rank).setdefault(DATA_GAP, status)
-        if DATA_GAP in self.status:
+        self.on_rank(rank).setdefault(name, status)
+        if name in self.status:
             return []
-        self.status[DATA_GAP] = status
+        self.status[name] = status
         return [
             Verdict(
-                rule=DATA_GAP, action=Action.NONE, state=RuleState.ISSUES_FOUND, step=step, rank=rank,
-                severity=Severity.WARNING, message=message, finding=finding, time=now,
+                rule=name, action=Action.NONE, state=RuleState.ISSUES_FOUND, step=step, rank=rank,
+                severity=finding.severity, message=message, finding=finding, time=now,
             )
         ]  # fmt: skip
 
@@ -333,7 +345,7 @@ class Verdicts:
                     statuses[name] = self._status_from_doc(name, doc)
             self.rank_status[int(r)] = statuses
         for name, doc in saved.statuses.items():
-            if name == DATA_GAP:
+            if name in OWN_CHECKS:
                 self.status[name] = RuleStatus(
                     state=RuleState(doc.state), action=Action.NONE, severity=Severity(doc.severity or "warning"),
                     step=doc.step, rank=doc.rank, message=doc.message, time=doc.time,
@@ -350,8 +362,8 @@ class Verdicts:
             i = index.get(str(d.get("rule")))
             if i is not None:
                 self.counters[i].kept_findings.append(_finding_from_dict(d))
-            elif d.get("rule") == DATA_GAP:
-                self.gap_findings.append(_finding_from_dict(d))
+            elif d.get("rule") in OWN_CHECKS:
+                self.own_findings.append(_finding_from_dict(d))
         self.stop_requested = saved.stop_requested
 
     def rank_docs(self, rank: int) -> dict[str, ckpt.StatusDoc]:
@@ -366,7 +378,7 @@ class Verdicts:
 
     def finding_docs(self) -> list[dict[str, object]]:
         return [f.to_dict() for c in self.counters for f in c.kept_findings] + [
-            f.to_dict() for f in self.gap_findings
+            f.to_dict() for f in self.own_findings
         ]
 
     def _status_from_doc(self, name: str, doc: ckpt.StatusDoc) -> RuleStatus:

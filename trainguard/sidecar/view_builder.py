@@ -2,9 +2,9 @@
 
 Called by the evaluator for each new segment. Tensor statistics, scalars and prediction-count
 records of the same step are merged into one view; per-unit vectors and histograms are attached
-on Tier-1 steps; names and `TensorMeta` come from the catalogue and are built once per
-(catalogue, tensor set), so a step costs a few dictionary look-ups and no copies of the
-statistics block. A step whose scalars and statistics were flushed into two segments gives two
+on Tier-1 steps, the hook's no-step marker at the step it was written at; names and `TensorMeta`
+come from the catalogue and are built once per (catalogue, tensor set), so a step costs a few
+dictionary look-ups and no copies of the statistics block. A step whose scalars and statistics were flushed into two segments gives two
 views of that step, each with its own part: nothing is delivered twice. Rules are left to
 `evaluator.py`; reading to `trainguard.store`.
 """
@@ -101,7 +101,8 @@ class ViewBuilder:
         train, evals = self._scalars_by_step(seg, catalogue)
         tier1 = self._tier1_by_step(seg, catalogue)
         preds = _predictions_by_step(seg, catalogue)
-        steps = sorted(set(row_of) | set(train) | set(evals) | set(preds))
+        no_step = _no_step_by_step(seg)
+        steps = sorted(set(row_of) | set(train) | set(evals) | set(preds) | set(no_step))
         empty_stats = np.zeros((0, len(COLUMNS)))
         out: list[StepView] = []
         for step in steps:
@@ -123,6 +124,7 @@ class ViewBuilder:
                     hists=hists,
                     predictions=train_preds,
                     eval_predictions=eval_preds,
+                    no_step=no_step.get(step),
                 )
             )
         return out
@@ -189,6 +191,15 @@ def _predictions_by_step(
             train, evals = out.setdefault(int(step), ({}, {}))
             (evals if info.mode == Mode.EVAL.value else train)[info.name] = np.asarray(record, np.float64)
     return out
+
+
+def _no_step_by_step(seg: run_format.Segment) -> dict[int, tuple[int, int]]:
+    """The hook's no-step markers (`extra["no_step"]`: since, iterations) by step, the newest of a step."""
+    records = seg.extra.get(run_format.NO_STEP_RECORD)
+    steps = seg.extra.get(run_format.NO_STEP_RECORD + _STEPS_SUFFIX)
+    if records is None or steps is None or records.ndim != 2 or records.shape[1:] != (2,):
+        return {}
+    return {int(s): (int(r[0]), int(r[1])) for s, r in zip(steps.tolist(), records.tolist())}
 
 
 def _name(catalogue: Mapping[int, run_format.TensorInfo], tid: int) -> str:

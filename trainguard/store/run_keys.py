@@ -15,6 +15,11 @@ END_KEY = "END.json"
 BLIND_RECORD = "blind"
 """The record stream (segment member `extra.blind`, int64[n, 2]: blind since step, unchecked steps so far) of a
 hook that sees optimizer steps of captured parameters without counting them (format 2.1, optional)."""
+NO_STEP_RECORD = "no_step"
+"""The record stream (segment member `extra.no_step`, int64[n, 2]: since step, training iterations so far) of a
+hook whose registered optimizers stopped stepping while training went on (train scalars kept coming from a
+training module and no optimizer stepped: a loss scaler or an inf check skipping every step). Written beside
+the `blind` marker of the same spell, which it tells apart from one of an unregistered optimizer (optional)."""
 EVALUATOR_PREFIX = "evaluator"
 RANK_NAME_PREFIX = "rank-"
 """What every rank's folder name starts with: listing it lists the ranks (`rank_prefix`)."""

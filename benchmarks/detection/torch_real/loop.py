@@ -129,6 +129,68 @@ def make_scheduler(name: str, opt: torch.optim.Optimizer, steps: int, *, lr: flo
     raise ValueError(f"unknown scheduler {name!r}")
 
 
+class LossScaler:
+    """A hand-written dynamic loss scaler, as mixed-precision code had one before `torch.amp.GradScaler`: the
+    loss is multiplied by the scale before backward; a step whose gradients hold an Inf or NaN is skipped and
+    halves the scale, `growth_interval` clean steps in a row double it. Same calls as GradScaler (scale,
+    unscale_, step, update). With `sticky_overflow` (the bug) the overflow flag is or-ed with each step's
+    check and never cleared, so every step after the first overflow is skipped while training goes on."""
+
+    def __init__(self, init_scale: float, growth_interval: int, *, sticky_overflow: bool = False) -> None:
+        self.scale_value = init_scale
+        self.growth_interval = growth_interval
+        self.sticky_overflow = sticky_overflow
+        self.overflow = False
+        self.clean = 0
+        self.skipped = 0
+        self._unscaled = False
+
+    def scale(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss * self.scale_value
+
+    def unscale_(self, opt: torch.optim.Optimizer) -> None:
+        if self._unscaled:
+            return
+        self._unscaled = True
+        grads = [p.grad for group in opt.param_groups for p in group["params"] if p.grad is not None]
+        found = any(not bool(torch.isfinite(g).all()) for g in grads)
+        self.overflow = (self.overflow or found) if self.sticky_overflow else found
+        if not self.overflow:
+            for g in grads:
+                g.div_(self.scale_value)
+
+    def step(self, opt: torch.optim.Optimizer) -> None:
+        self.unscale_(opt)
+        if self.overflow:
+            self.skipped += 1
+        else:
+            opt.step()
+
+    def update(self) -> None:
+        self._unscaled = False
+        if self.overflow:
+            self.scale_value /= 2
+            self.clean = 0
+            return
+        self.clean += 1
+        if self.clean % self.growth_interval == 0:
+            self.scale_value *= 2
+
+
+def make_scaler(ctx: Ctx, amp: str | None) -> Any:
+    """The loss scaler of float16 autocast: torch's GradScaler (`amp="fp16"`) or a hand-written one
+    (`amp="fp16_manual"`), starting at the knob `scale_init`, growing after `scale_growth` clean steps; the
+    bug `scaler_never_recovers` makes the hand-written one's overflow flag sticky."""
+    if amp == "fp16":
+        return torch.amp.GradScaler(
+            "cpu", init_scale=ctx.k("scale_init", 2.0**12), growth_interval=ctx.k("scale_growth", 2000)
+        )
+    if amp == "fp16_manual":
+        return LossScaler(ctx.k("scale_init", 2.0**16), ctx.k("scale_growth", 1000),
+                          sticky_overflow=ctx.bug == "scaler_never_recovers")  # fmt: skip
+    return None
+
+
 Batch = Callable[[], tuple[Any, Any]]
 
 
@@ -165,7 +227,7 @@ def fit(ctx: Ctx, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, lo
     hook.register_module(model)
     hook.register_optimizer(opt)
     schedule = schedule or Schedule()
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**12) if amp == "fp16" else None
+    scaler = make_scaler(ctx, amp)
     params = [p for group in opt.param_groups for p in group["params"]]
     for step in range(ctx.steps):
         model.train()

@@ -107,6 +107,11 @@ def catalogue() -> list[RealProgram]:
     dropout_b8 = h("dropout_half_batches_of_8_nesterov", "dropout_small_batch")
     noisy = [robust, dropout_b8, h("vae_kl_weight_annealed", "vae_kl_annealing", steps=600),
              h("simclr_projection_head_sgd", "simclr"), h("ppo_actor_critic_policy_loss", "ppo")]  # fmt: skip
+    # float16 with a dynamic loss scale that skips a step on each overflow (a few in a row at the start)
+    cnn_manual_scale = h("cnn_fp16_manual_loss_scale", "conv", amp="fp16_manual", scale_init=2.0**16,
+                         scale_growth=25, opt="momentum", lr=0.02)  # fmt: skip
+    transformer_manual_scale = h("transformer_fp16_manual_loss_scale", "transformer", amp="fp16_manual",
+                                 scale_init=2.0**16, scale_growth=25)  # fmt: skip
     healthy = [
         mlp_momentum, mlp_adam,
         h("mlp_adamw_onecycle", "mlp", opt="adamw", lr=3e-3, wd=0.01, sched="onecycle"),
@@ -160,6 +165,10 @@ def catalogue() -> list[RealProgram]:
         h("distillation", "distill"),
         h("contrastive_infonce", "contrastive"),
         *noisy,
+        cnn_manual_scale, transformer_manual_scale,
+        h("mlp_fp16_manual_loss_scale", "mlp", amp="fp16_manual", scale_init=2.0**14, scale_growth=25, opt="adam",
+          lr=2e-3),
+        h("gpt_lm_fp16_grad_scaler_short_growth", "lm", amp="fp16", scale_init=2.0**16, scale_growth=20),
     ]  # fmt: skip
     b = _bug
     bugs = [
@@ -229,6 +238,12 @@ def catalogue() -> list[RealProgram]:
           "DeepFD learning-rate faults: a learning rate three orders of magnitude too small", lr=1e-6),
         b("L02", "hidden_biases_initialised_dead", dropout_b8, "dead_bias_init", "SC", (*NOT_LEARNING, "dead_relu"),
           "AUTOTRAINER dying ReLU: a negative constant bias init turns every unit off"),
+        b("B35", "loss_scaler_never_recovers", cnn_manual_scale, "scaler_never_recovers", "SC",
+          ("optimizer_not_stepping",),
+          "apex/Megatron-style issues: 'Gradient overflow. Skipping step' on every step after the first overflow"),
+        b("B36", "transformer_loss_scaler_never_recovers", transformer_manual_scale, "scaler_never_recovers", "SC",
+          ("optimizer_not_stepping",),
+          "hand-written loss scalers whose overflow flag is or-ed and never cleared (fairseq/apex-era code)"),
     ]  # fmt: skip
     return healthy + bugs + scale_programs()
 

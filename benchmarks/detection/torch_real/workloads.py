@@ -256,7 +256,8 @@ def transformer_classifier(ctx: Ctx) -> None:
     opt = _opt(ctx, model.parameters(), "adamw", 3e-3)
     sched = _schedule(ctx, opt, "warmup_cosine", 3e-3)
     fit(ctx, model, opt, sampler(ctx, (x, y), 32), lambda o, t: F.cross_entropy(o, t, label_smoothing=0.1),
-        val=(xv, yv), score=lambda: accuracy(model, xv, yv), schedule=sched, clip=ctx.k("clip", 1.0), classify=True)  # fmt: skip
+        val=(xv, yv), score=lambda: accuracy(model, xv, yv), schedule=sched, clip=ctx.k("clip", 1.0),
+        amp=ctx.k("amp", None), classify=True)  # fmt: skip
 
 
 def language_model(ctx: Ctx) -> None:

@@ -9,10 +9,13 @@ the one in progress are gone (an optimizer re-created per epoch); several steppi
 one. One such iteration between two counted steps is tolerated (a replaced optimizer still stepped
 beside its successor: the parameters are still checked at each counted step); a second opens a
 blind spell "since step N", N being the first step not counted, which closes at the next counted
-step. Scalars count in iterations of the most train scalars one counted step had (a loop with
-gradient accumulation records several); a spell needs twice that many. While it lasts a small record `blind` = int64[2] (since,
-unchecked) goes to the writer at its second iteration and every `MARK_EVERY` after (the
-evaluator turns it into a `data_gap` finding during the run); END.json gets the totals.
+step. Scalars count in iterations of the train scalars a counted step usually has (the most common count: a
+loop with gradient accumulation records several); a spell needs twice that many. While it lasts a small record
+`blind` = int64[2] (since, unchecked) goes to the writer at its second iteration and every `MARK_EVERY` after (the
+evaluator turns it into a `data_gap` finding during the run); END.json gets the totals. A spell of train scalars
+alone (no optimizer of captured parameters stepped at all: a loss scaler or an inf check that skips every step)
+also writes `no_step` = int64[2] (since, iterations) beside each marker and at close, which the rule
+`optimizer_not_stepping` judges.
 """
 
 from __future__ import annotations
@@ -29,9 +32,13 @@ log = logging.getLogger(__name__)
 
 RECORD = run_format.BLIND_RECORD
 """The writer record stream of the marker (segment member `extra.blind`, int64[n, 2]: since, unchecked)."""
+NO_STEP_RECORD = run_format.NO_STEP_RECORD
+"""The record stream of a spell without any optimizer step (segment member `extra.no_step`, int64[n, 2]: since,
+iterations)."""
 
-MARK_EVERY = 100
-"""Uncounted iterations between two markers of one blind spell (the first comes at its second step)."""
+MARK_EVERY = 10
+"""Uncounted iterations between two markers of one blind spell (the first comes at its second step): a saved
+step's worth at the default save interval, so a rule judging the spell sees it grow as it would see steps."""
 
 
 class Blindness:
@@ -89,8 +96,11 @@ class Blindness:
         self._iterations = self._idle_iterations = self._marked = 0
         self.pending = False
 
-    def end(self) -> None:
-        """At close: give the writer the totals for END.json (`unchecked_steps`, `blind_since_step`)."""
+    def end(self, *, step: int) -> None:
+        """At close: give the writer the totals for END.json (`unchecked_steps`, `blind_since_step`), and a spell
+        without optimizer steps its final count; `step`: the steps counted so far."""
+        if self.since is not None and self._count() != self._marked:
+            self._mark(step, self.since)
         self._writer.unchecked_steps = self.unchecked
         self._writer.blind_since_step = self.since
 
@@ -107,16 +117,26 @@ class Blindness:
             self.since = step
             self._warn(step, why)
         if not self._marked or count - self._marked >= MARK_EVERY:
-            self._marked = count
-            self._writer.write_record(max(step - 1, 0), RECORD, np.array([self.since, count], np.int64))
+            self._mark(step, self.since)
+
+    def _mark(self, step: int, since: int) -> None:
+        """Write the spell's marker (and, when no optimizer of captured parameters stepped in it, its `no_step`
+        record) at the last counted step, `step` - 1."""
+        count = self._marked = self._count()
+        at = max(step - 1, 0)
+        self._writer.write_record(at, RECORD, np.array([since, count], np.int64))
+        if not self._iterations:
+            self._writer.write_record(at, NO_STEP_RECORD, np.array([since, self._idle_iterations], np.int64))
 
     def _warn(self, step: int, why: str) -> None:
         if self._warned:
             return
         self._warned = True
-        log.warning(
-            "trainguard: blind since step %d: %s, and the hook counts no step; call "
-            "hook.register_optimizer(optimizer) for every optimizer the script creates",
-            step,
-            why,
+        advice = (
+            "if a loss scaler or an inf check skips the steps, the weights stand still while it lasts (the rule "
+            "optimizer_not_stepping warns when it goes on); else call hook.register_optimizer(optimizer) for the "
+            "optimizer that updates the model"
+            if not self._iterations
+            else "call hook.register_optimizer(optimizer) for every optimizer the script creates"
         )
+        log.warning("trainguard: blind since step %d: %s, and the hook counts no step; %s", step, why, advice)

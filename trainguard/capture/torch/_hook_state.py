@@ -91,7 +91,13 @@ class HookState:
         self._train_scalars = 0
         """Train scalars recorded since the last counted step (`_blindness`: do they keep coming without steps?)."""
         self._scalars_per_step = 0
-        """The most train scalars one counted step had so far."""
+        """The train scalars a counted step had most often so far."""
+        self._scalar_counts: dict[int, int] = {}
+        """How many counted steps had each number of train scalars."""
+        self._first_scalar: str | None = None
+        """The first train scalar's name, while no step was counted (`_recording`: has the optimizer ever stepped?)."""
+        self._first_scalar_repeats = 0
+        """How often it was recorded before the first counted step."""
         self._blind_after_scalars = 1 << 62
         """Train scalars since the last counted step beyond which the hook may be blind: twice the most a step had."""
         self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)

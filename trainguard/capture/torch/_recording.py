@@ -2,7 +2,7 @@
 
 A value belongs to the iteration in progress, else to the step just completed (`HookState._record_step`).
 Train scalars are kept on saved steps only and are counted to tell a hook blind to the steps
-(`_blindness`); eval scalars always. Prediction counts accumulate on the device (`_streams`).
+(`_blindness`; before the first counted step, the repeats of the first one's name); eval scalars always. Prediction counts accumulate on the device (`_streams`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ from trainguard.capture.torch._guard import fail_open
 from trainguard.capture.torch._hook_state import HookState
 from trainguard.capture.torch._step import MAX_HELD_SCALARS
 from trainguard.capture.torch._streams import PredictionStreams
+
+FIRST_STEP_REPEATS = 100
+"""Repeats of one train scalar before the first counted step beyond which the optimizer has not stepped since
+the start: twice what makes `optimizer_not_stepping` warn, so that gradient accumulation over up to 100
+micro-batches, each recording its loss, is not mistaken for it."""
 
 
 class Recording(HookState):
@@ -38,6 +43,8 @@ class Recording(HookState):
             n = self._train_scalars = self._train_scalars + 1
             if n > self._blind_after_scalars:
                 self._scalars_without_steps(n)
+            elif not self.step:
+                self._before_first_step(name)
         step = self._record_step()
         if (mode == "train" and step % self._save_interval) or self._writer is None or not self.enabled:
             return
@@ -49,6 +56,23 @@ class Recording(HookState):
         if self.enabled and any(m.training for m in self._forward.roots):
             # beyond the iteration in progress (a loss recorded after the last counted step belongs to it)
             self._blindness.no_steps(n // self._scalars_per_step - 1, step=self.step)
+
+    def _before_first_step(self, name: str) -> None:
+        """No step was counted yet, so how many train scalars an iteration records is unknown: count the
+        first name's repeats. Beyond `FIRST_STEP_REPEATS` of them while a registered module trains, the
+        optimizer has not stepped since the start (a loss scaler or an inf check skipping every step)."""
+        if self._first_scalar is None:
+            self._first_scalar = name
+        if name != self._first_scalar:
+            return
+        self._first_scalar_repeats += 1
+        if self._first_scalar_repeats > FIRST_STEP_REPEATS:
+            self._never_stepped(self._first_scalar_repeats)
+
+    @fail_open("record_scalar (train scalars before any step)")
+    def _never_stepped(self, repeats: int) -> None:
+        if self.enabled and any(m.training for m in self._forward.roots):
+            self._blindness.no_steps(repeats - 1, step=self.step)
 
     @fail_open("record_scalar({1!r})")
     def _add_scalar(

@@ -119,8 +119,12 @@ class Stepping(HookState):
         self._forward.watch(self._needs_forward(self.step))
 
     def _count_scalars(self) -> None:
-        """A step was counted: learn how many train scalars a step has (a spell needs twice the most)."""
+        """A step was counted: learn how many train scalars a step has, the most common count (a spell needs
+        twice that many). Not the most: steps skipped by a loss scaler before the first counted one, or an
+        extra scalar once per epoch, would inflate it and make a later spell count too few iterations."""
         n, self._train_scalars = self._train_scalars, 0
-        if n > self._scalars_per_step:
+        seen = self._scalar_counts
+        c = seen[n] = seen.get(n, 0) + 1
+        if n != self._scalars_per_step and c > seen.get(self._scalars_per_step, 0):
             self._scalars_per_step = n
             self._blind_after_scalars = 2 * n

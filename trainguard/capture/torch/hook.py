@@ -139,7 +139,7 @@ class Hook(Stepping, Recording):
             self._paths.close()
             if self._forward.roots and not self._registered_optimizer and not self._failed:
                 self._no_optimizer("at close")
-            self._blindness.end()
+            self._blindness.end(step=self.step)
             # a stop that should_stop() told the script about ended the run: END.json says `stopped`
             self._writer.close(exception=exception, status="stopped" if self._stop.told else "ok")
             atexit.unregister(self.close)

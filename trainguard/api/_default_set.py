@@ -26,5 +26,6 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("overtraining", Action.NOTIFY),
     ("auc_drop", Action.NOTIFY),
     ("class_imbalance", Action.NOTIFY),
+    ("input_scale", Action.NOTIFY),
     ("stalled_training", Action.NOTIFY),
 )

@@ -82,11 +82,14 @@ REAL_HEALTHY = (
     "real_mf_plain_sgd_sparse_usage",
     "real_gan_bce_two_optimizers",
     "real_binary_noisy_bayes_floor",
+    "real_images_uint8_jitter_after_warmup",  # its inputs move when the (clamped) jitter starts
 )
 REAL_BUGS = {
     "real_B01_nll_loss_on_raw_logits": "diverging_loss",
     "real_B02_labels_shuffled_apart_from_inputs": "loss_not_decreasing",
     "real_B21_zero_grad_between_backward_and_step": "unchanged_tensor",
+    "real_B32_uint8_brightness_wraps_around": "input_scale",
+    "real_B33_pixels_normalised_twice": "input_scale",
 }
 
 

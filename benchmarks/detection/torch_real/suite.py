@@ -53,7 +53,7 @@ class RealProgram:
     hard_negative: bool = False
 
 
-HEAVY = frozenset({"conv", "transformer", "lm", "rnn"})
+HEAVY = frozenset({"conv", "images", "transformer", "lm", "rnn"})
 """Workloads whose steps cost several times an MLP's: they train 300 steps, the others 400."""
 
 
@@ -76,6 +76,7 @@ DIVERGING = ("exploding_tensor", "exploding_gradient", "weight_update_ratio", "d
 UNSTABLE = ("oscillating_loss", "loss_spike", "exploding_gradient", "exploding_tensor", "weight_update_ratio",
             "diverging_loss")  # fmt: skip
 OVERFITTING = ("overfit", "overtraining")
+INPUTS = ("input_scale", *NOT_LEARNING)
 
 
 def catalogue() -> list[RealProgram]:
@@ -101,6 +102,11 @@ def catalogue() -> list[RealProgram]:
     frozen = h("finetune_frozen_backbone", "finetune", mode="frozen")
     warmup_sgd = h(
         "mlp_momentum_warmup_cosine", "mlp", opt="momentum", lr=0.05, sched="warmup_cosine", warmup=20
+    )
+    images_bn = h("images_uint8_jitter_after_warmup", "images")
+    images_plain = h("images_plain_cnn_adam_b64", "images", norm=False, opt="adam", lr=1e-3, batch=64)
+    images_resnet = h(
+        "images_resnet_jitter_from_start_b16", "images", resnet=True, batch=16, aug_from=0, jitter=48
     )
     healthy = [
         mlp_momentum, mlp_adam,
@@ -154,6 +160,7 @@ def catalogue() -> list[RealProgram]:
         binary_mlp,
         h("distillation", "distill"),
         h("contrastive_infonce", "contrastive"),
+        images_bn, images_plain, images_resnet,
     ]  # fmt: skip
     b = _bug
     bugs = [
@@ -219,6 +226,12 @@ def catalogue() -> list[RealProgram]:
           "StackOverflow: gradient accumulation without scaling the loss", accum=8, lr=0.2),
         b("B31", "memorising_shuffled_small_set", mlp_adam, "tiny_shuffled", "OF", OVERFITTING,
           "Zhang et al. 2017 (random labels are memorised); a small set with misaligned labels", steps=600),
+        b("B32", "uint8_brightness_wraps_around", images_bn, "uint8_overflow", "SC", INPUTS,
+          "PyTorch forums/StackOverflow: uint8 image arithmetic overflows (cast back without clamping)"),
+        b("B33", "pixels_normalised_twice", images_plain, "double_normalisation", "SC", INPUTS,
+          "PyTorch forums: ToTensor and Normalize applied in the data set and again in the loop"),
+        b("B34", "uint8_brightness_wraps_from_start", images_resnet, "uint8_overflow", "SC", INPUTS,
+          "PyTorch forums/StackOverflow: uint8 image arithmetic overflows (cast back without clamping)"),
     ]  # fmt: skip
     return healthy + bugs
 

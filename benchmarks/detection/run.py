@@ -58,6 +58,7 @@ RULE_CATEGORY = {
     "poor_weight_initialization": "SC",
     "tensor_variance": "SC",
     "class_imbalance": "SC",
+    "input_scale": "SC",  # a model fed corrupted inputs learns slowly or wrongly
     "overfit": "OF",
     "overtraining": "OF",
     "threshold": "SC",

@@ -84,11 +84,14 @@ REAL_HEALTHY = (
     "real_binary_noisy_bayes_floor",
     "real_gaussian_nll_heteroscedastic_adam",  # a loss below zero by design: a fall without bound, measured from 0
     "real_linear_probe_frozen_cnn_momentum",  # a head at std 0.01: a weight blow-up at step 10
+    "real_images_uint8_jitter_after_warmup",  # its inputs move when the (clamped) jitter starts
 )
 REAL_BUGS = {
     "real_B01_nll_loss_on_raw_logits": "diverging_loss",
     "real_B02_labels_shuffled_apart_from_inputs": "loss_not_decreasing",
     "real_B21_zero_grad_between_backward_and_step": "unchanged_tensor",
+    "real_B37_uint8_brightness_wraps_around": "input_scale",
+    "real_B38_pixels_normalised_twice": "input_scale",
 }
 
 

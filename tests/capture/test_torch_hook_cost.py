@@ -59,14 +59,15 @@ def test_each_saved_step_costs_exactly_one_host_copy_including_its_scalars(
     assert [copies_after[s] for s in range(13)] == [0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
     assert len(transfers) == before_close + 1  # step 12 at close
     raw_width = len(torch_stats.RAW_COLUMNS)
-    tensors = 6 + 6 + 2  # weights/biases, gradients, activations
+    tensors = 6 + 6 + 2 + 1  # weights/biases, gradients, activations, the input batch
     # step 0 is tier 1: per-unit vectors (activations 16 + 16; "moved" of the parameters 16 + 16 + 16 + 16
-    # + 3 + 3) and 14 histograms ride in the same copy, with loss, lr and the validation loss of step 0, and
+    # + 3 + 3) and 15 histograms ride in the same copy, with loss, lr and the validation loss of step 0, and
     # so do the rows of the 6 parameters' initial-weights records (read before step 0's update)
     units = 32 + 70
-    assert transfers[0] == (tensors + 6) * raw_width + units + 14 * 64 + 2
+    assert transfers[0] == (tensors + 6) * raw_width + units + tensors * 64 + 2
     assert transfers[1] == tensors * raw_width + 1  # step 4: loss (lr is a float) -- no tier 1
-    assert transfers[2] == tensors * raw_width + units + 14 * 64 + 1 + 1  # step 8: loss + val_loss of step 6
+    # step 8: loss + val_loss of step 6
+    assert transfers[2] == tensors * raw_width + units + tensors * 64 + 1 + 1
 
 
 def test_steps_that_are_not_saved_run_exactly_the_ops_of_training_without_a_hook(file_uri: str) -> None:

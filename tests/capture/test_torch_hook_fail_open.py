@@ -88,9 +88,9 @@ def test_a_store_killed_mid_run_does_not_break_training_and_gets_every_step_once
     assert steps == list(range(60))
 
 
-PER_STEP = 4
-"""Kernel calls per saved step of `mlp()` that is not a Tier-1 step: each activation, then the
-gradients and the parameters in one call each (`HostRows.add_read`)."""
+PER_STEP = 5
+"""Kernel calls per saved step of `mlp()` that is not a Tier-1 step: the input batch, each activation, then
+the gradients and the parameters in one call each (`HostRows.add_read`)."""
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ gradients and the parameters in one call each (`HostRows.add_read`)."""
     [
         ("training-thread", "optimizer step 4 (weights)"),
         ("worker", "statistics worker (step 4)"),
-        ("c-kernel", "capturing act/1"),
+        ("c-kernel", "capturing the inputs"),
     ],
 )
 def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
@@ -109,8 +109,7 @@ def test_a_failure_inside_a_hook_body_disables_capture_and_is_recorded_once(
     where: str,
 ) -> None:
     # the third saved step's first reduction fails: the packed reduction of its step on the torch
-    # path; on the C kernel's path its first activation (step 0 is a Tier-1 step, read by `add`, but for
-    # the initial-weights record: one `add_read` call)
+    # path; on the C kernel's path its first read, the input batch's (step 0 is a Tier-1 step, read by `add`)
     if path == "c-kernel":
         target, name, fail_at = c_kernel.HostRows, "add_read", PER_STEP + 2
     else:

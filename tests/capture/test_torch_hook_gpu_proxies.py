@@ -161,6 +161,14 @@ class GPT(nn.Module):
         return self.head(self.norm(self.blocks(self.emb(tokens) + self.pos[: tokens.shape[1]])))
 
 
+class PatchGPT(GPT):
+    """The GPT fed float patch embeddings instead of token ids (a vision transformer's input): its input is
+    read like an activation, where token ids are not read at all."""
+
+    def forward(self, patches: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return self.head(self.norm(self.blocks(patches + self.pos[: patches.shape[1]])))
+
+
 @dataclass
 class Measured:
     per_saved_step: list[list[Op]] = field(default_factory=list)
@@ -172,11 +180,16 @@ class Measured:
 
 
 def _ops_of(
-    model: nn.Module, opt: torch.optim.Optimizer, rec: Recorder, tokens: torch.Tensor, hook: tg.Hook | None
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    rec: Recorder,
+    tokens: torch.Tensor,
+    hook: tg.Hook | None,
+    patches: torch.Tensor | None = None,
 ) -> list[Op]:
     rec.ops = []
     opt.zero_grad(set_to_none=True)
-    logits = model(tokens[:, :-1])
+    logits = model(tokens[:, :-1] if patches is None else patches)
     loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
     # the autograd engine needs a CUDA context even for fake tensors: gradients are made directly (new ones
     # each step, as after zero_grad(set_to_none=True)); the hook only reads them
@@ -211,16 +224,23 @@ def fake_cuda() -> Iterator[Recorder]:
 
 
 def measure(
-    tmp_path: Path, layers: int, *, done: bool = True, cycles: int = CYCLES, **settings: Any
+    tmp_path: Path,
+    layers: int,
+    *,
+    done: bool = True,
+    cycles: int = CYCLES,
+    patches: bool = False,
+    **settings: Any,
 ) -> Measured:
-    """Train a hooked GPT of `layers` blocks on fake CUDA tensors; count what the hook adds to a plain one's step."""
+    """Train a hooked GPT of `layers` blocks on fake CUDA tensors (fed float patches: `PatchGPT`); count what the
+    hook adds to a plain one's step."""
     out = Measured()
     flag = [done]
     with fake_cuda() as rec:
         models = []
         for _ in range(2):
             with torch.device("cuda"):
-                model = GPT(layers)
+                model = (PatchGPT if patches else GPT)(layers)
             models.append((model, torch.optim.SGD(model.parameters(), lr=0.01)))
         hook = out.hook = tg.Hook(
             f"file://{tmp_path}/run-{layers}",
@@ -233,9 +253,10 @@ def measure(
         hook.register_optimizer(models[0][1])
         out.activations = sum(isinstance(m, nn.GELU) for m in models[0][0].modules())
         tokens = torch.randint(0, 16384, (8, 513), device="cuda")
-        plain = _ops_of(*models[1], rec, tokens, None)  # every plain step does the same
+        x = torch.randn(8, 512, 768, device="cuda") if patches else None
+        plain = _ops_of(*models[1], rec, tokens, None, x)  # every plain step does the same
         for step in range(SAVE_INTERVAL * (2 + cycles)):
-            hooked = _ops_of(*models[0], rec, tokens, hook)
+            hooked = _ops_of(*models[0], rec, tokens, hook, x)
             if step < 2 * SAVE_INTERVAL:
                 continue
             extra = _added(hooked, plain)
@@ -292,6 +313,23 @@ def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Meas
         _group_ops(runs[2].per_saved_step[0], runs[2])
     )
     assert grows <= 2 * (runs[6].activations - runs[2].activations)
+
+
+def test_a_float_input_adds_one_op_per_saved_step_and_token_ids_none(
+    runs: dict[int, Measured], tmp_path: Path
+) -> None:
+    for m in runs.values():
+        assert m.hook is not None and m.hook._inputs is not None
+        assert m.hook._inputs._tids == {"input/tokens": None}  # token ids: named with the reason, never read
+    settings = {"history_max_fraction": 0.0} if _sampled_tensors(runs[2]) else {}
+    floats = measure(tmp_path, 2, patches=True, **settings)
+    assert floats.hook is not None and floats.hook.errors == [] and floats.hook._inputs is not None
+    assert (
+        list(floats.hook._inputs._tids) == ["input/patches"]
+        and None not in floats.hook._inputs._tids.values()
+    )
+    plain = len(_group_ops(runs[2].per_saved_step[0], runs[2]))
+    assert {len(_group_ops(ops, floats)) for ops in floats.per_saved_step} == {plain + 1}
 
 
 def test_a_step_that_is_not_saved_adds_no_op(runs: dict[int, Measured]) -> None:

@@ -39,6 +39,7 @@ def test_the_multi_tensor_path_writes_what_the_packed_path_writes(
     assert _capture(file_uri + "-multi", monkeypatch, interpret=True) is MultiPath
     packed, multi = trainguard.open_run(file_uri + "-packed"), trainguard.open_run(file_uri + "-multi")
     assert {t.name for t in packed.tensors()} == {t.name for t in multi.tensors()}
+    assert [t.name for t in multi.tensors("inputs")] == ["input/input"]  # the batch, read like an activation
     for t in packed.tensors():
         if t.is_scalar:
             a, b = packed.scalars(t.name, mode=t.mode), multi.scalars(t.name, mode=t.mode)

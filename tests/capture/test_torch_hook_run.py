@@ -31,6 +31,7 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
         "weights": ["0.weight", "2.weight", "4.weight"],
         "biases": ["0.bias", "2.bias", "4.bias"],
         "activations": ["act/1", "act/3"],
+        "inputs": ["input/input"],  # nn.Sequential's forward(input)
         "gradients": [f"grad/{p}" for p in PARAMS],
         "optimizer": ["lr"],
         "losses": ["loss", "val_loss"],

@@ -76,6 +76,7 @@ SKIPPED = {
     "subclass": "tensor subclass",
     "quant": "quantized",
     "grad/emb.weight": "sparse_coo layout",
+    "input/tokens": "integer input",
 }
 
 PATHS = {

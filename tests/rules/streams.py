@@ -86,6 +86,7 @@ class Stream:
         eval_every: int = 50,
         peak_lr: float = 0.05,
         rank: int = 0,
+        inputs: bool = False,
     ) -> None:
         self.rng = np.random.default_rng(seed)
         self.steps = steps
@@ -123,6 +124,8 @@ class Stream:
                     TensorMeta(f"act/{activation}{i}", "activations", module=f"{activation}{i}", activation=activation,
                                order=2 * i + 1, shape=(BATCH, fan_out))
                 )  # fmt: skip
+        if inputs:  # the batch the model is fed, normalised (`input/x`)
+            meta.append(TensorMeta("input/x", "inputs", shape=(BATCH, WIDTHS[0])))
         self.meta = tuple(meta)
         self.names = tuple(m.name for m in meta)
         self.by_name = {m.name: m for m in meta}
@@ -168,6 +171,8 @@ class Stream:
                 )
             elif m.collection == "gradients":
                 cols[m.name] = columns(n=n, std=grad_l2 / math.sqrt(n))
+            elif m.collection == "inputs":
+                cols[m.name] = columns(n=n, std=1 + 0.02 * float(rng.standard_normal()))
             else:
                 out = m.shape[1]
                 if self.activation == "relu":

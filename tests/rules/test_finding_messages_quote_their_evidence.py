@@ -119,6 +119,14 @@ def _optimizer_stops_stepping() -> list[StepView]:
     return [*Stream(steps=100).views(), *(StepView(step=99, no_step=(100, n)) for n in range(2, 120, 10))]
 
 
+def _inputs(start: int, **columns: float) -> Callable[[StepData], None]:
+    def edit(d: StepData) -> None:
+        if d.step >= start:
+            d.set("input/x", **columns)
+
+    return edit
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -155,6 +163,20 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "class_imbalance": [("99:1", {}, lambda: Stream(steps=20, fault=_skewed))],
     "stalled_training": [("an hour's pause", {}, lambda: Stream(steps=30, fault=_pause))],
     "optimizer_not_stepping": [("scaler never recovers", {}, _optimizer_stops_stepping)],
+    "input_scale": [
+        ("uint8 wrap", {}, lambda: Stream(inputs=True, fault=_inputs(300, mean=1.2, std=1.6))),
+        (
+            "255 twice",
+            {},
+            lambda: Stream(steps=50, inputs=True, fault=_inputs(0, min=0, max=0.0039, std=0.0009)),
+        ),
+        (
+            "normalised twice",
+            {},
+            lambda: Stream(steps=50, inputs=True, fault=_inputs(0, min=-0.6, max=-0.5, mean=-0.58, std=0.02)),
+        ),
+        ("raw units", {}, lambda: Stream(steps=50, inputs=True, fault=_inputs(0, max=65025.0))),
+    ],
 }
 
 

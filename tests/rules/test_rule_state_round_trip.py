@@ -75,6 +75,10 @@ def _tiny_updates(d: StepData) -> None:
         d.cols[f"fc{i}.weight"][COL["update_l2"]] *= 1e-6
 
 
+def _inputs_wrap_around(d: StepData) -> None:
+    d.set("input/x", mean=1.2, std=1.6)  # uint8 pixels wrapping around in an augmentation
+
+
 def _labels(d: StepData) -> None:
     d.scalars["label_count/a"], d.scalars["label_count/b"] = 50.0, 1.0
 
@@ -134,6 +138,7 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
     ),
     "oscillating_loss": _stream(_after(300, _oscillate)),
     "imbalanced_labels": _stream(_labels),
+    "inputs_wrap_around": _stream(_after(300, _inputs_wrap_around), inputs=True),
     "stalled_clock": _stream(
         lambda d: setattr(
             d, "wall_time", d.wall_time + (1000 if d.step >= 300 else 0) + (900 if d.step >= 450 else 0)

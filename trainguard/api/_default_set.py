@@ -26,6 +26,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("overtraining", Action.NOTIFY),
     ("auc_drop", Action.NOTIFY),
     ("class_imbalance", Action.NOTIFY),
+    ("input_scale", Action.NOTIFY),
     ("optimizer_not_stepping", Action.NOTIFY),
     ("stalled_training", Action.NOTIFY),
 )

@@ -26,6 +26,7 @@ DEFAULT_COLLECTIONS = (
     "biases",
     "gradients",
     "activations",
+    "inputs",
     "losses",
     "metrics",
     "optimizer",

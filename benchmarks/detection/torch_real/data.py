@@ -45,6 +45,14 @@ def rings(
     return _split(x, y, n_val)
 
 
+def _shift(x: torch.Tensor, shifts: torch.Tensor) -> None:
+    """Roll each image [C, H, W] of `x` in place by its row of `shifts` (pixels down, right)."""
+    for s in range(-2, 3):
+        for axis in (0, 1):
+            rows = shifts[:, axis] == s
+            x[rows] = torch.roll(x[rows], s, dims=2 + axis)
+
+
 def images(
     g: torch.Generator, *, n: int = 4000, size: int = 12, k: int = 10, n_val: int = 256
 ) -> tuple[Pair, Pair]:
@@ -52,13 +60,23 @@ def images(
     patterns = torch.randn(k, 3, size, size, generator=g)
     y = torch.randint(0, k, (n,), generator=g)
     x = patterns[y] * 0.6
-    shifts = torch.randint(-2, 3, (n, 2), generator=g)
-    for s in range(-2, 3):
-        for axis in (0, 1):
-            rows = shifts[:, axis] == s
-            x[rows] = torch.roll(x[rows], s, dims=2 + axis)
+    _shift(x, torch.randint(-2, 3, (n, 2), generator=g))
     x = x + torch.randn(n, 3, size, size, generator=g)
     return _split(x, y, n_val)
+
+
+def pixel_images(
+    g: torch.Generator, *, n: int = 4000, size: int = 12, k: int = 10, n_val: int = 256
+) -> tuple[Pair, Pair]:
+    """size x size RGB images as uint8 pixels, as decoded from image files: a bright object (one of k blurred
+    random shapes, shifted by up to 2 pixels) on a mostly dark background, under noise."""
+    shapes = 3 * torch.nn.functional.avg_pool2d(torch.randn(k, 3, size, size, generator=g), 3, 1, 1)
+    y = torch.randint(0, k, (n,), generator=g)
+    x = shapes[y]
+    _shift(x, torch.randint(-2, 3, (n, 2), generator=g))
+    x = x + 0.8 * torch.randn(n, 3, size, size, generator=g)
+    pixels = (255 * torch.sigmoid(2.5 * (x - 1.5))).round().to(torch.uint8)
+    return _split(pixels, y, n_val)
 
 
 def counting(g: torch.Generator, n: int, *, vocab: int = 32, seq: int = 16, noise: float = 0.1) -> Pair:

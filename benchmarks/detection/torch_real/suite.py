@@ -53,7 +53,7 @@ class RealProgram:
     hard_negative: bool = False
 
 
-HEAVY = frozenset({"conv", "transformer", "lm", "rnn"})
+HEAVY = frozenset({"conv", "images", "transformer", "lm", "rnn"})
 """Workloads whose steps cost several times an MLP's: they train 300 steps, the others 400."""
 
 
@@ -76,6 +76,7 @@ DIVERGING = ("exploding_tensor", "exploding_gradient", "weight_update_ratio", "d
 UNSTABLE = ("oscillating_loss", "loss_spike", "exploding_gradient", "exploding_tensor", "weight_update_ratio",
             "diverging_loss")  # fmt: skip
 OVERFITTING = ("overfit", "overtraining")
+INPUTS = ("input_scale", *NOT_LEARNING)
 
 
 def catalogue() -> list[RealProgram]:
@@ -112,6 +113,11 @@ def catalogue() -> list[RealProgram]:
                          scale_growth=25, opt="momentum", lr=0.02)  # fmt: skip
     transformer_manual_scale = h("transformer_fp16_manual_loss_scale", "transformer", amp="fp16_manual",
                                  scale_init=2.0**16, scale_growth=25)  # fmt: skip
+    images_bn = h("images_uint8_jitter_after_warmup", "images")
+    images_plain = h("images_plain_cnn_adam_b64", "images", norm=False, opt="adam", lr=1e-3, batch=64)
+    images_resnet = h(
+        "images_resnet_jitter_from_start_b16", "images", resnet=True, batch=16, aug_from=0, jitter=48
+    )
     healthy = [
         mlp_momentum, mlp_adam,
         h("mlp_adamw_onecycle", "mlp", opt="adamw", lr=3e-3, wd=0.01, sched="onecycle"),
@@ -169,6 +175,7 @@ def catalogue() -> list[RealProgram]:
         h("mlp_fp16_manual_loss_scale", "mlp", amp="fp16_manual", scale_init=2.0**14, scale_growth=25, opt="adam",
           lr=2e-3),
         h("gpt_lm_fp16_grad_scaler_short_growth", "lm", amp="fp16", scale_init=2.0**16, scale_growth=20),
+        images_bn, images_plain, images_resnet,
     ]  # fmt: skip
     b = _bug
     bugs = [
@@ -244,6 +251,12 @@ def catalogue() -> list[RealProgram]:
         b("B36", "transformer_loss_scaler_never_recovers", transformer_manual_scale, "scaler_never_recovers", "SC",
           ("optimizer_not_stepping",),
           "hand-written loss scalers whose overflow flag is or-ed and never cleared (fairseq/apex-era code)"),
+        b("B37", "uint8_brightness_wraps_around", images_bn, "uint8_overflow", "SC", INPUTS,
+          "PyTorch forums/StackOverflow: uint8 image arithmetic overflows (cast back without clamping)"),
+        b("B38", "pixels_normalised_twice", images_plain, "double_normalisation", "SC", INPUTS,
+          "PyTorch forums: ToTensor and Normalize applied in the data set and again in the loop"),
+        b("B39", "uint8_brightness_wraps_from_start", images_resnet, "uint8_overflow", "SC", INPUTS,
+          "PyTorch forums/StackOverflow: uint8 image arithmetic overflows (cast back without clamping)"),
     ]  # fmt: skip
     return healthy + bugs + scale_programs()
 

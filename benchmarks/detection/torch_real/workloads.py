@@ -166,11 +166,15 @@ def curriculum(ctx: Ctx) -> None:
 class ConvNet(nn.Module):
     """Two conv-BatchNorm-ReLU-pool stages and a small dense head."""
 
-    def __init__(self, k: int = 10, width: int = 8) -> None:
+    def __init__(self, k: int = 10, width: int = 8, norm: bool = True) -> None:
         super().__init__()
+
+        def bn(c: int) -> nn.Module:
+            return nn.BatchNorm2d(c) if norm else nn.Identity()
+
         self.features = nn.Sequential(
-            nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(3, width, 3, padding=1), bn(width), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(width, 2 * width, 3, padding=1), bn(2 * width), nn.ReLU(), nn.MaxPool2d(2),
         )  # fmt: skip
         self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(2 * width * 9, 32), nn.ReLU(), nn.Dropout(0.2),
                                         nn.Linear(32, k))  # fmt: skip
@@ -216,6 +220,46 @@ def convnet(ctx: Ctx) -> None:
     opt = _opt(ctx, model.parameters(), "momentum", 0.02)
     fit(ctx, model, opt, sampler(ctx, (x, y), 32), F.cross_entropy, val=(xv, yv),
         score=lambda: accuracy(model, xv, yv), schedule=_schedule(ctx, opt, lr=0.02), amp=ctx.k("amp", None), classify=True)  # fmt: skip
+
+
+def image_pipeline(ctx: Ctx) -> None:
+    """An image classifier fed from uint8 pixels through the usual pipeline: random horizontal flips and, from
+    step `aug_from` (after two warm-up epochs by default), a random brightness shift per image in uint8, then
+    scaling to [0, 1] and per-channel normalisation with the training set's mean and std. A CNN with BatchNorm,
+    without (`norm` False) or a small ResNet (`resnet`). Bugs: `uint8_overflow`, the shifted pixels cast back to
+    uint8 without clamping (dark pixels shifted down wrap around to bright ones); `double_normalisation`, the
+    data set already yields normalised tensors and the loop scales and normalises them again (the validation
+    data too, which goes through the same data set)."""
+    g = torch.Generator().manual_seed(ctx.seed)
+    (pixels, y), (pv, yv) = data.pixel_images(g)
+    scaled = pixels.float() / 255
+    mean = scaled.mean((0, 2, 3)).view(1, 3, 1, 1)
+    std = scaled.std((0, 2, 3)).view(1, 3, 1, 1)
+
+    def to_input(p: torch.Tensor) -> torch.Tensor:
+        x = (p.float() / 255 - mean) / std
+        return (x / 255 - mean) / std if ctx.bug == "double_normalisation" else x
+
+    xv = to_input(pv)
+    size, jitter, aug_from = ctx.k("batch", 32), ctx.k("jitter", 32), ctx.k("aug_from", 100)
+    drawn = [0]
+
+    def batch() -> tuple[torch.Tensor, torch.Tensor]:
+        i = torch.randint(0, len(pixels), (size,), generator=ctx.gen)
+        p, t = pixels[i], y[i]
+        flip = torch.rand(size, generator=ctx.gen) < 0.5
+        p = torch.where(flip[:, None, None, None], p.flip(3), p)
+        if drawn[0] >= aug_from:
+            moved = p.short() + torch.randint(-jitter, jitter + 1, (size, 1, 1, 1), generator=ctx.gen)
+            p = (moved if ctx.bug == "uint8_overflow" else moved.clamp(0, 255)).to(torch.uint8)
+        drawn[0] += 1
+        return to_input(p), t
+
+    torch.manual_seed(ctx.seed)
+    model: nn.Module = ResNet() if ctx.k("resnet", False) else ConvNet(norm=ctx.k("norm", True))
+    opt = _opt(ctx, model.parameters(), "momentum", 0.02)
+    fit(ctx, model, opt, batch, F.cross_entropy, val=(xv, yv), score=lambda: accuracy(model, xv, yv),
+        schedule=_schedule(ctx, opt, lr=ctx.k("lr", 0.02)), classify=True)  # fmt: skip
 
 
 class SeqTransformer(nn.Module):
@@ -770,8 +814,8 @@ def contrastive(ctx: Ctx) -> None:
 
 
 WORKLOADS: dict[str, Callable[[Ctx], None]] = {
-    "mlp": mlp_classifier, "curriculum": curriculum, "conv": convnet, "transformer": transformer_classifier,
-    "lm": language_model, "rnn": recurrent_classifier, "recommender": recommender, "gan": gan,
+    "mlp": mlp_classifier, "curriculum": curriculum, "conv": convnet, "images": image_pipeline,
+    "transformer": transformer_classifier, "lm": language_model, "rnn": recurrent_classifier, "recommender": recommender, "gan": gan,
     "autoencoder": autoencoder, "policy": policy_gradient, "finetune": finetune, "multitask": multitask,
     "regression": regression, "binary": binary, "distill": distillation, "contrastive": contrastive,
 }  # fmt: skip

@@ -21,6 +21,8 @@ from trainguard.capture.torch._plan import Activation, CapturePlan
 from trainguard.store import writer
 
 ForwardPreHook = Callable[[nn.Module, object], None]
+RootPreHook = Callable[[nn.Module, tuple[object, ...], dict[str, object]], None]
+"""The registered modules' pre-hook: it sees the keyword arguments too (a model's inputs, `_inputs`)."""
 ForwardHook = Callable[[nn.Module, object, object], None]
 
 
@@ -31,7 +33,7 @@ class ForwardHooks:
         self,
         plan: CapturePlan,
         *,
-        on_forward: ForwardPreHook,
+        on_forward: RootPreHook,
         on_activation: Callable[[Activation], ForwardHook],
     ) -> None:
         self.plan = plan
@@ -75,7 +77,9 @@ class ForwardHooks:
     def watch(self, on: bool) -> None:
         """Install (or remove) the forward pre-hook of every registered module."""
         if on and not self.root_handles:
-            self.root_handles = [m.register_forward_pre_hook(self._on_forward) for m in self.roots]
+            self.root_handles = [
+                m.register_forward_pre_hook(self._on_forward, with_kwargs=True) for m in self.roots
+            ]
         elif not on:
             for h in self.root_handles:
                 h.remove()

@@ -28,6 +28,7 @@ from trainguard.capture.torch._blindness import Blindness
 from trainguard.capture.torch._finalize import StepWriter
 from trainguard.capture.torch._forward import ForwardHooks
 from trainguard.capture.torch._guard import fail_open
+from trainguard.capture.torch._inputs import Inputs
 from trainguard.capture.torch._optimizers import Optimizers
 from trainguard.capture.torch._paths import Paths
 from trainguard.capture.torch._plan import (
@@ -104,6 +105,8 @@ class HookState:
         self._forward = ForwardHooks(
             self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
         )
+        self._inputs = Inputs() if config is not None and config.wants("inputs") else None
+        """The registered modules' inputs read on saved steps (`input/<arg>`), when the collection is captured."""
         self._pending: Pending | None = None
         """A saved step reduced on the device, sent to the host at the start of the next iteration (`_finalize`)."""
         self._skipped = -1
@@ -246,7 +249,7 @@ class HookState:
         self._forward.remove()
 
     # --- hook bodies ------------------------------------------------------------------------------
-    def _on_forward(self, module: nn.Module, args: object) -> None:
+    def _on_forward(self, module: nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
         if not module.training:
             return
         if not self._registered_optimizer:
@@ -264,6 +267,8 @@ class HookState:
                 self._skip(self.step)  # decided before its activations: a skipped step does no work at all
         if self._predictions:
             self._ship_predictions()
+        if self._inputs is not None and self._skipped != self.step and self.is_saved_step() and self.enabled:
+            self._capture_inputs(module, args, kwargs)  # after the step before left, as an activation would
 
     @fail_open("finalising a saved step")
     def _finalize_pending(self) -> None:
@@ -298,6 +303,16 @@ class HookState:
         read = self._plan.define_activation(act, output, self._writer)  # None: a kind it does not read
         if read is not None:
             self._paths.add_activation(read[0], act.kind, read[1], self._plan.tier1(self.step))
+
+    @fail_open("capturing the inputs")
+    def _capture_inputs(self, module: nn.Module, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        """Read the registered module's inputs of this saved step, as its activations are read (`_inputs`)."""
+        assert self._writer is not None and self._inputs is not None
+        place = self._forward.roots.index(module)
+        taken = self._inputs.take(module, place, args, kwargs, step=self.step, w=self._writer)
+        tier1 = self._plan.tier1(self.step) if taken else False
+        for tid, t in taken:
+            self._paths.add_activation(tid, "input", t, tier1)
 
     def _skip(self, step: int) -> None:
         """Every host buffer is still in flight: skip saved step `step` rather than wait for the device (counted

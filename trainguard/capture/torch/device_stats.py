@@ -504,7 +504,10 @@ def new_history(x: torch.Tensor) -> _History:
 
 
 def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, torch.Tensor] | None:
-    """Return (kind, float64 [units]) per-unit activity or saturation; units are dim 1 (see `store.stats`)."""
+    """Return (kind, float64 [units]) per-unit activity or saturation; units are dim 1 (see `store.stats`); None
+    for a kind with no per-unit vector (a model's input), before any copy."""
+    if activation not in RELU_FAMILY and activation not in SATURATING:
+        return None
     t = as_float32(x)
     if t.ndim <= 1:
         t = t.reshape(1, -1)

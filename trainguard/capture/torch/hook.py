@@ -7,7 +7,8 @@ one). Training that goes on without a counted step (an optimizer it does not kno
 or train scalars keep coming without steps) makes the hook blind:
 `_blindness.Blindness` records it for the evaluator and END.json. On steps that are not saved the hook does
 nothing but count (activation hooks are only installed for saved iterations, the registered
-modules' forward pre-hook for saved iterations and the one after each). On a saved step the
+modules' forward pre-hook for saved iterations and the one after each; on a saved iteration it also
+reads the modules' floating inputs as `input/<arg>`, `_inputs`). On a saved step the
 optimizer's pre-hook stages the gradients (at the first saved step after a registration also the
 new parameters before they move: their initial-weights record, `_initial`), its post-hook takes the
 weights, and the step is handed on by one of four paths behind one interface (`_step.Path`), chosen when a module is

@@ -1,0 +1,142 @@
+"""`input_scale` flags inputs a broken pipeline feeds (pixels scaled twice, normalised twice, far beyond a
+normalised range, wrapped around in uint8 mid-run) with the evidence, and stays quiet on healthy inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tests.rules.streams import columns
+from trainguard.rules import registry
+from trainguard.rules.base import Finding
+from trainguard.rules.input_scale import InputScale
+from trainguard.rules.step_view import COL, StepView, TensorMeta
+
+N = 64 * 3 * 12 * 12
+"""Values of a batch of 64 small RGB images."""
+META = (
+    TensorMeta("input/x", "inputs", shape=(64, 3, 12, 12)),
+    TensorMeta("fc.weight", "weights", trainable=True, shape=(10, 432)),
+)
+
+
+def _view(step: int, x: np.ndarray) -> StepView:
+    return StepView(step=step, names=tuple(m.name for m in META), meta=META,
+                    stats=np.stack([x, columns(n=4320, std=0.05)]), scalars={"loss": 1.0})  # fmt: skip
+
+
+def _normalised(step: int) -> np.ndarray:
+    """Normalised pixels of a healthy run: mean near 0, std near 1, batch to batch a little noise."""
+    rng = np.random.default_rng(step)
+    x = columns(n=N, mean=0.02 * rng.standard_normal(), std=1 + 0.02 * rng.standard_normal())
+    x[COL["min"]], x[COL["max"]] = -0.6, 3.8  # dark images: black is -0.6, white 3.8
+    return x
+
+
+def _run(x: Callable[[int], np.ndarray], steps: int = 300, rule: InputScale | None = None) -> list[Finding]:
+    rule = rule or InputScale()
+    return [f for step in range(0, steps, 10) for f in rule.update(_view(step, x(step)))]
+
+
+def test_healthy_normalised_inputs_and_a_jitter_switched_on_mid_run_give_no_finding() -> None:
+    def jitter_from_100(step: int) -> np.ndarray:
+        x = _normalised(step)
+        if step >= 100:  # a clamped brightness jitter: slightly brighter and wider
+            x[COL["mean"]] += 0.12
+            x[COL["std"]] *= 1.05
+        return x
+
+    assert _run(_normalised) == []
+    assert _run(jitter_from_100) == []
+
+
+def test_a_uint8_wrap_around_from_mid_run_is_flagged_with_its_distance_from_the_start() -> None:
+    def wraps_from_100(step: int) -> np.ndarray:
+        x = _normalised(step)
+        if step >= 100:  # dark pixels shifted down wrap around to bright ones
+            x[COL["mean"]], x[COL["std"]] = 1.2, 1.6
+        return x
+
+    found = _run(wraps_from_100)
+    assert found and found[0].step == 120  # three of five views: 100, 110, 120
+    f = found[0]
+    assert f.rule == "input_scale" and f.tensor == "input/x" and f.severity.value == "warning"
+    assert f.threshold == 0.75 and f.value is not None and 1.3 < f.value < 1.4
+    assert "moved 1.35 start spreads from the start (mean 1.2, std 1.6 against mean" in f.message
+    assert "over steps 0-40" in f.message and "at step 120 on rank 0" in f.message
+    assert "uint8 arithmetic wraps around" in f.message
+
+
+def test_pixels_divided_by_255_twice_are_flagged_from_the_start() -> None:
+    def twice(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["min"]], x[COL["max"]], x[COL["mean"]], x[COL["std"]] = 0.0, 0.0039, 0.0006, 0.0009
+        return x
+
+    found = _run(twice)
+    assert found and found[0].step == 20
+    assert "every value lies within [0, 0.0039], no larger than 0.00392" in found[0].message
+    assert "divided by 255 twice" in found[0].message and "ToTensor already scales" in found[0].message
+
+
+def test_pixels_normalised_twice_are_flagged_as_nearly_constant() -> None:
+    def twice(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["min"]], x[COL["max"]], x[COL["mean"]], x[COL["std"]] = -0.61, -0.5, -0.58, 0.022
+        return x
+
+    found = _run(twice)
+    assert found and found[0].step == 20
+    assert "nearly constant: std 0.022 is 3.79% of the mean -0.58 (below 10%" in found[0].message
+    assert found[0].value is not None and abs(found[0].value - 0.022 / 0.58) < 1e-9
+
+
+def test_values_far_beyond_a_normalised_range_are_flagged() -> None:
+    def raw(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["min"]], x[COL["max"]], x[COL["mean"]], x[COL["std"]] = 0.0, 65025.0, 30000.0, 20000.0
+        return x
+
+    found = _run(raw)
+    assert found and "values reach 6.5e4" in found[0].message and found[0].threshold == 1e4
+
+
+def test_small_or_non_finite_inputs_are_not_judged() -> None:
+    def small(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["count"]], x[COL["max"]], x[COL["min"]] = 8, 0.001, 0.0  # a scalar-like argument
+        return x
+
+    def nan(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["nan"]], x[COL["max"]], x[COL["min"]] = 3, 0.001, 0.0  # exploding_tensor's to report
+        return x
+
+    assert _run(small) == [] and _run(nan) == []
+
+
+def test_a_run_without_inputs_is_not_checked() -> None:
+    rule = registry.BUILTINS["input_scale"]()
+    assert rule.needs == "model inputs"
+    rule.update(StepView(step=0, names=("fc.weight",), meta=META[1:], stats=columns(n=4320, std=0.05)[None]))
+    assert not rule.checked
+    rule.update(_view(10, _normalised(10)))
+    assert rule.checked
+
+
+def test_the_start_survives_a_restart_from_the_rule_state() -> None:
+    def wraps_from_100(step: int) -> np.ndarray:
+        x = _normalised(step)
+        if step >= 100:
+            x[COL["mean"]], x[COL["std"]] = 1.2, 1.6
+        return x
+
+    whole = _run(wraps_from_100)
+    first = InputScale()
+    for step in range(0, 30, 10):  # mid-way through gathering the start
+        first.update(_view(step, wraps_from_100(step)))
+    resumed = InputScale()
+    resumed.load_state_dict(first.state_dict())
+    found = [f for step in range(30, 300, 10) for f in resumed.update(_view(step, wraps_from_100(step)))]
+    assert [f.to_dict() for f in found] == [f.to_dict() for f in whole]

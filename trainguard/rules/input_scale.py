@@ -1,0 +1,185 @@
+"""`input_scale`: model inputs whose scale or spread is far from anything a working input pipeline feeds.
+
+Reads the `inputs` collection (the registered module's floating inputs, `input/<arg>`; integer token
+ids are not recorded), rows of at least `min_elements` finite values (non-finite inputs are
+`exploding_tensor`'s). From the first view, three signs that the values cannot be what the pipeline
+meant to feed: every value within 1/255 of zero with some spread (pixels divided by 255 twice), a
+spread below `min_relative_spread` of the mean (nearly constant inputs: normalised twice, the second
+normalisation shrinks the spread to about 1/255 of the offset), values beyond `max_abs` (raw units, or
+pixels scaled up twice). After `reference_steps` views, the input's start (the median mean and std
+of those views) is the reference: a batch whose Gaussian W2 distance to it, sqrt(dmean^2 + dstd^2),
+exceeds `max_distance` start spreads moved far (an augmentation switched on mid-run whose uint8
+arithmetic wraps around: dark pixels turn bright). A hint, not a stop: the loss of a model fed such
+inputs can look plausible.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from trainguard.api.enums import Action, Collection, RuleCategory
+from trainguard.rules import base
+from trainguard.rules.step_view import COL, StepView
+
+_INPUTS = (Collection.INPUTS.value,)
+PIXEL_STEP = 1 / 255
+"""One 8-bit pixel step after scaling to [0, 1]: inputs no larger than it were divided by 255 twice."""
+_DRIFT_HINT = (
+    "check what the input pipeline changed: augmentations switched on mid-run (uint8 arithmetic wraps around: "
+    "compute in a wider type and clamp before casting back) and the data source"
+)
+_SCALE_HINT = (
+    "check the normalisation: ToTensor already scales pixels to [0, 1], and Normalize applied in the data set "
+    "and again in the training loop leaves a nearly constant input"
+)
+_RANGE_HINT = "normalise the inputs (standardise features, scale pixels to [0, 1])"
+
+
+class InputScale(base.Rule):
+    name = "input_scale"
+    category = RuleCategory.PREDICTIONS
+    default_action = Action.NOTIFY
+    training_views_only = True
+    needs = "model inputs"
+    summary = (
+        "Model inputs scaled twice (pixels within 1/255, nearly constant after a second normalisation), far "
+        "beyond a normalised range, or whose distribution moved far from the run's start (uint8 overflow)."
+    )
+    hint = _DRIFT_HINT
+
+    class Params(base.Params):
+        reference_steps: int = Field(
+            default=5,
+            ge=1,
+            description="Views of an input whose median mean and std make its start, the reference of drift.",
+        )
+        max_distance: float | None = Field(
+            default=0.75,
+            gt=0,
+            description="Gaussian W2 distance from the start, in start spreads, beyond which an input moved far "
+            "(None: off). A brightness jitter switched on mid-run moves normalised pixels about 0.1; the same "
+            "jitter wrapping around in uint8 1.2 to 1.7 (the calibration programs of the torch-real suite).",
+        )
+        min_relative_spread: float | None = Field(
+            default=0.1,
+            gt=0,
+            description="std below this fraction of |mean| is a nearly constant input (None: off). Normalised "
+            "pixels normalised again keep about 1/255 of their spread around an offset: 0.037-0.047 for dark "
+            "images (the calibration programs), about 0.01 for ImageNet-like ones; healthy normalised pixels "
+            "4 or more.",
+        )
+        pixel_scale_max: float | None = Field(
+            default=PIXEL_STEP,
+            gt=0,
+            description="max |x| at or below which an input with spread looks divided by 255 twice (None: off).",
+        )
+        max_abs: float | None = Field(
+            default=1e4,
+            gt=0,
+            description="|x| beyond which no normalised input goes (None: off): raw units, or pixels scaled "
+            "up by 255 twice (65025).",
+        )
+        min_elements: int = Field(
+            default=512,
+            ge=1,
+            description="Inputs with fewer values (a scalar argument, one sample of a rollout) are not judged.",
+        )
+        trigger_k: int = base.trigger_k(3)
+        trigger_n: int = base.trigger_n(5)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.start: dict[str, list[list[float]]] = {}
+        """Input name -> [mean, std] of its first views, until `reference_steps` of them."""
+        self.reference: dict[str, tuple[float, float]] = {}
+        """Input name -> the median (mean, std) of its first `reference_steps` views."""
+        self.first_step: dict[str, tuple[int, int]] = {}
+        """Input name -> the first and last step of its reference views."""
+
+    def has_input(self, view: StepView) -> bool:
+        return len(self.rows(view, default_collections=_INPUTS)) > 0
+
+    def check(self, view: StepView) -> list[base.Finding]:
+        p: InputScale.Params = self.params  # type: ignore[assignment]
+        rows = self.rows(view, default_collections=_INPUTS)
+        found: list[tuple[str, str, str, float, float | None]] = []
+        for r in rows:
+            s = view.stats[int(r)]
+            if s[COL["count"]] < p.min_elements or s[COL["nan"]] or s[COL["inf"]]:
+                continue
+            name = view.names[int(r)]
+            mean, std = float(s[COL["mean"]]), float(s[COL["std"]])
+            top = max(abs(float(s[COL["min"]])), abs(float(s[COL["max"]])))
+            if not (math.isfinite(mean) and math.isfinite(std) and math.isfinite(top)):
+                continue
+            drift = self._drift(p, name, view.step, mean, std)  # every view: it gathers the start too
+            hit = self._absolute(p, name, s, mean, std, top) or drift
+            if hit is not None:
+                found.append(hit)
+        if not found:
+            return []
+        name, what, hint, value, threshold = found[0]
+        more = f" ({len(found)} of {len(rows)} inputs)" if len(rows) > 1 else ""
+        msg = f"{name}: {what} {self.where(view)}{more}"
+        return [self.finding(view, msg, tensor=name, hint=hint, value=value, threshold=threshold)]
+
+    def _absolute(self, p: InputScale.Params, name: str, s: np.ndarray, mean: float, std: float,
+                  top: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
+        """A value range no working pipeline feeds, as (name, evidence, hint, value, threshold); else None."""
+        lo, hi = base.fmt(float(s[COL["min"]])), base.fmt(float(s[COL["max"]]))
+        if p.pixel_scale_max is not None and std > 0 and top <= p.pixel_scale_max * (1 + 1e-3):
+            what = (f"every value lies within [{lo}, {hi}], no larger than {base.fmt(p.pixel_scale_max)} "
+                    "(one 8-bit pixel step after scaling to [0, 1]): pixels divided by 255 twice?")  # fmt: skip
+            return name, what, _SCALE_HINT, top, p.pixel_scale_max
+        if p.min_relative_spread is not None and mean != 0 and std < p.min_relative_spread * abs(mean):
+            what = (f"nearly constant: std {base.fmt(std)} is {base.fmt(100 * std / abs(mean))}% of the mean "
+                    f"{base.fmt(mean)} (below {100 * p.min_relative_spread:.2g}%; values within [{lo}, {hi}]): "
+                    "normalised twice?")  # fmt: skip
+            return name, what, _SCALE_HINT, std / abs(mean), p.min_relative_spread
+        if p.max_abs is not None and top > p.max_abs:
+            what = (f"values reach {base.fmt(top)} (within [{lo}, {hi}]), beyond {base.fmt(p.max_abs)}, "
+                    "far outside any normalised range")  # fmt: skip
+            return name, what, _RANGE_HINT, top, p.max_abs
+        return None
+
+    def _drift(self, p: InputScale.Params, name: str, step: int, mean: float,
+               std: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
+        """Far from the input's start, as `_absolute` says it; None while the start is gathered, or near it."""
+        ref = self.reference.get(name)
+        if ref is None:
+            first = self.start.setdefault(name, [])
+            first.append([mean, std])
+            steps = self.first_step.setdefault(name, (step, step))
+            self.first_step[name] = (steps[0], step)
+            if len(first) >= p.reference_steps:
+                m0, s0 = (float(v) for v in np.median(np.asarray(first), axis=0))
+                self.reference[name] = (m0, s0)
+                del self.start[name]
+            return None
+        m0, s0 = ref
+        if p.max_distance is None or not s0 > 0:
+            return None
+        distance = math.hypot(mean - m0, std - s0) / s0
+        if distance <= p.max_distance:
+            return None
+        a, b = self.first_step[name]
+        what = (f"its distribution moved {base.fmt(distance)} start spreads from the start (mean {base.fmt(mean)}, std "
+                f"{base.fmt(std)} against mean {base.fmt(m0)}, std {base.fmt(s0)} over steps {a}-{b}; "
+                f"limit {base.fmt(p.max_distance)})")  # fmt: skip
+        return name, what, _DRIFT_HINT, distance, p.max_distance
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "start": {k: [list(x) for x in v] for k, v in self.start.items()},
+            "reference": {k: list(v) for k, v in self.reference.items()},
+            "first_step": {k: list(v) for k, v in self.first_step.items()},
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.start = {k: [list(x) for x in v] for k, v in state.get("start", {}).items()}
+        self.reference = {k: (float(v[0]), float(v[1])) for k, v in state.get("reference", {}).items()}
+        self.first_step = {k: (int(v[0]), int(v[1])) for k, v in state.get("first_step", {}).items()}

@@ -175,7 +175,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
             {},
             lambda: Stream(steps=50, inputs=True, fault=_inputs(0, min=-0.6, max=-0.5, mean=-0.58, std=0.02)),
         ),
-        ("raw units", {}, lambda: Stream(steps=50, inputs=True, fault=_inputs(0, max=65025.0))),
+        ("raw units", {"max_abs": 1e4}, lambda: Stream(steps=50, inputs=True, fault=_inputs(0, max=65025.0))),
     ],
 }
 

@@ -98,8 +98,9 @@ def test_values_far_beyond_a_normalised_range_are_flagged() -> None:
         x[COL["min"]], x[COL["max"]], x[COL["mean"]], x[COL["std"]] = 0.0, 65025.0, 30000.0, 20000.0
         return x
 
-    found = _run(raw)
+    found = _run(raw, rule=InputScale({"max_abs": 1e4}))  # off by default: packed categorical codes reach 2e5
     assert found and "values reach 6.5e4" in found[0].message and found[0].threshold == 1e4
+    assert not _run(raw), "max_abs is off by default"
 
 
 def test_small_or_non_finite_inputs_are_not_judged() -> None:

@@ -78,10 +78,11 @@ class InputScale(base.Rule):
             description="max |x| at or below which an input with spread looks divided by 255 twice (None: off).",
         )
         max_abs: float | None = Field(
-            default=1e4,
+            default=None,
             gt=0,
-            description="|x| beyond which no normalised input goes (None: off): raw units, or pixels scaled "
-            "up by 255 twice (65025).",
+            description="|x| beyond which no normalised input goes (None, the default: off), e.g. 1e4 for raw "
+            "units or pixels scaled up by 255 twice (65025). Off by default: tabular scripts pack categorical "
+            "codes into a float input (tables of 20,000-200,000 rows: healthy values up to 2e5).",
         )
         min_elements: int = Field(
             default=512,

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 EVAL_EVERY = 50
 """Steps between the script's own validation passes (recorded as eval scalars, as a real script would)."""
@@ -214,6 +215,28 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     model.eval()
     out = model(x)
     return float((out.argmax(-1) == y).float().mean())
+
+
+def nt_xent(out: torch.Tensor, temperature: float) -> torch.Tensor:
+    """InfoNCE (NT-Xent) over two views stacked in one batch: row i's positive is row i + n, and back."""
+    z = F.normalize(out, dim=1)
+    n = z.shape[0] // 2
+    sim = (z @ z.T / temperature).masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf"))
+    target = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
+    return F.cross_entropy(sim, target)
+
+
+def class_mean_accuracy(
+    encoder: nn.Module,
+    ref: tuple[torch.Tensor, torch.Tensor],
+    val: tuple[torch.Tensor, torch.Tensor],
+    classes: int,
+) -> float:
+    """Nearest-class-mean accuracy of `encoder`'s normalised embeddings (class means from `ref`), in eval mode."""
+    encoder.eval()
+    z = F.normalize(encoder(ref[0]), dim=1)
+    means = torch.stack([z[ref[1] == c].mean(0) for c in range(classes)])
+    return float(((F.normalize(encoder(val[0]), dim=1) @ means.T).argmax(1) == val[1]).float().mean())
 
 
 def fit(ctx: Ctx, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch, loss_fn: Callable[..., torch.Tensor],

@@ -19,7 +19,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from benchmarks.detection.torch_real import data
-from benchmarks.detection.torch_real.loop import Ctx, accuracy, fit, make_optimizer, make_scheduler, sampler
+from benchmarks.detection.torch_real.loop import (
+    Ctx,
+    accuracy,
+    class_mean_accuracy,
+    fit,
+    make_optimizer,
+    make_scheduler,
+    nt_xent,
+    sampler,
+)
 
 
 def robust_regression(ctx: Ctx) -> None:
@@ -161,24 +170,10 @@ def simclr(ctx: Ctx) -> None:
         xb, _ = draw()
         return torch.cat([augment(xb), augment(xb)]), torch.zeros(())
 
-    def nt_xent(out: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
-        z = F.normalize(out, dim=1)
-        n = z.shape[0] // 2
-        sim = (z @ z.T / 0.5).masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf"))
-        target = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
-        return F.cross_entropy(sim, target)
-
-    ref_x, ref_y = x[:1000], y[:1000]
-
-    def score() -> float:
-        encoder.eval()
-        ref = F.normalize(encoder(ref_x), dim=1)
-        means = torch.stack([ref[ref_y == c].mean(0) for c in range(8)])
-        return float(((F.normalize(encoder(xv), dim=1) @ means.T).argmax(1) == yv).float().mean())
-
     gv = torch.Generator().manual_seed(ctx.seed + 99)
     val_pair = (torch.cat([xv[:128], xv[:128] + 0.4 * torch.randn(128, 32, generator=gv)]), torch.zeros(()))
-    fit(ctx, model, opt, batch, nt_xent, val=val_pair, score=score, schedule=schedule)
+    fit(ctx, model, opt, batch, lambda out, _: nt_xent(out, 0.5), val=val_pair,
+        score=lambda: class_mean_accuracy(encoder, (x[:1000], y[:1000]), (xv, yv), 8), schedule=schedule)  # fmt: skip
 
 
 def ppo(ctx: Ctx) -> None:

@@ -23,9 +23,11 @@ from benchmarks.detection.torch_real import data, likelihoods, noisy_objectives
 from benchmarks.detection.torch_real.loop import (
     Ctx,
     accuracy,
+    class_mean_accuracy,
     fit,
     make_optimizer,
     make_scheduler,
+    nt_xent,
     sampler,
 )
 
@@ -793,24 +795,9 @@ def contrastive(ctx: Ctx) -> None:
         n2 = 0.5 * torch.randn(xb.shape, generator=ctx.gen)
         return torch.cat([xb + n1, xb + n2]), torch.zeros(())
 
-    def loss_fn(out: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
-        z = F.normalize(out, dim=1)
-        n = z.shape[0] // 2
-        sim = z @ z.T / 0.2
-        sim = sim.masked_fill(torch.eye(2 * n, dtype=torch.bool), -1e9)
-        target = torch.cat([torch.arange(n, 2 * n), torch.arange(n)])
-        return F.cross_entropy(sim, target)
-
-    ref_x, ref_y = x[:1000], y[:1000]
-
-    def score() -> float:
-        encoder.eval()
-        ref = F.normalize(encoder(ref_x), dim=1)
-        means = torch.stack([ref[ref_y == c].mean(0) for c in range(10)])
-        return float(((F.normalize(encoder(xv), dim=1) @ means.T).argmax(1) == yv).float().mean())
-
     val_pair = (torch.cat([xv[:128], xv[:128] + 0.5 * torch.randn(128, 32, generator=g)]), torch.zeros(()))
-    fit(ctx, encoder, opt, batch, loss_fn, val=val_pair, score=score)
+    fit(ctx, encoder, opt, batch, lambda out, _: nt_xent(out, 0.2), val=val_pair,
+        score=lambda: class_mean_accuracy(encoder, (x[:1000], y[:1000]), (xv, yv), 10))  # fmt: skip
 
 
 WORKLOADS: dict[str, Callable[[Ctx], None]] = {

@@ -207,7 +207,7 @@ def _check_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:
             f"multi_hist writes into a contiguous float64 [{len(xs)}, {run_format.HIST_BINS}] tensor; "
             f"got {out.dtype} {list(out.shape)}"
         )
-    _check_inputs(xs, out.device)
+    _check_inputs(xs, out.device, "multi_hist")
 
 
 def _hist_reference(xs: list[torch.Tensor], out: torch.Tensor) -> None:
@@ -237,7 +237,7 @@ def _check(
         )
     if not out.is_contiguous():
         raise ValueError("multi_stats writes into a contiguous out (a row slice of a contiguous buffer)")
-    _check_inputs(xs, device)
+    _check_inputs(xs, device, "multi_stats")
     if prevs:  # the kernel writes prev and reads first in place: their sizes are checked, element for element
         kinds = (dtype, torch.float32)
         for i, (x, p, f) in enumerate(zip(xs, prevs, firsts)):
@@ -250,17 +250,17 @@ def _check(
                     )
 
 
-def _check_inputs(xs: list[torch.Tensor], device: torch.device) -> None:
-    """T >= 1 contiguous floating tensors of one dtype on `device` (the op's out's)."""
+def _check_inputs(xs: list[torch.Tensor], device: torch.device, op: str) -> None:
+    """T >= 1 contiguous floating tensors of one dtype on `device` (the op's out's); `op` names it in errors."""
     if not xs:
-        raise ValueError("multi_stats needs at least one tensor in xs")
+        raise ValueError(f"{op} needs at least one tensor in xs")
     dtype = xs[0].dtype
     if not dtype.is_floating_point:
-        raise ValueError(f"multi_stats reduces floating tensors, not {dtype}")
+        raise ValueError(f"{op} reduces floating tensors, not {dtype}")
     for i, x in enumerate(xs):
         if x.dtype != dtype or x.device != device or not x.is_contiguous():
             raise ValueError(
-                f"multi_stats takes contiguous tensors of one dtype and device ({dtype} on {device}); "
+                f"{op} takes contiguous tensors of one dtype and device ({dtype} on {device}); "
                 f"xs[{i}] is {x.dtype} on {x.device}, contiguous={x.is_contiguous()}: reduce it apart"
             )
 

@@ -441,7 +441,8 @@ class _Layout:
         return cls(static=static, partials=partials, n_items=len(owners))
 
     def table(self, addresses: tuple[int, ...]) -> torch.Tensor:
-        """int64 [3T] on the device: addresses of xs, prevs, firsts (0 without history); made once per set."""
+        """int64 on the device: the addresses given, made once per set (`multi_stats`: xs, prevs, firsts, 0 without
+        history; `multi_hist`: xs)."""
         table = self.tables.get(addresses)
         if table is None:
             table = self.tables[addresses] = _to_device(list(addresses), self.static.device)
@@ -484,25 +485,36 @@ def supports(xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[tor
     return all(len({h.dtype for h in hs}) <= 1 for hs in (prevs, firsts))
 
 
+def _prepare(
+    xs: list[torch.Tensor], addresses: tuple[int, ...]
+) -> tuple[Config, _Layout, torch.Tensor, bool]:
+    """What both ops' launches start from: the device's sizes, the tensors' layout, its address table for
+    `addresses` (xs first: the kernels find tensor t's address at entry t) and whether the interpreter runs."""
+    device = xs[0].device
+    cfg = config(device)
+    lay = _layout(xs, cfg.chunk)
+    return cfg, lay, lay.table(addresses), _interpreting(device)
+
+
+def _numpy_quiet(interpreting: bool) -> contextlib.AbstractContextManager[object]:
+    """The interpreter runs the kernels in numpy, which warns where NaN and Inf flow as they should."""
+    return np.errstate(all="ignore") if interpreting else contextlib.nullcontext()
+
+
 def launch(
     xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
 ) -> None:
     """Run the two launches for arguments `_multi._check` accepted and `supports` reads."""
-    device = xs[0].device
-    cfg = config(device)
-    lay = _layout(xs, cfg.chunk)
     history = bool(prevs)
     addresses = tuple(x.data_ptr() for x in xs)
     if history:
         addresses += tuple(p.data_ptr() for p in prevs) + tuple(f.data_ptr() for f in firsts)
     else:
         addresses += (0,) * (2 * len(xs))
-    table = lay.table(addresses)
+    cfg, lay, table, interpreting = _prepare(xs, addresses)
     x_dtype = _TL_DTYPES[xs[0].dtype]
-    interpreting = _interpreting(device)
     partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
-    # the interpreter runs the kernels in numpy, which warns where NaN and Inf flow as they should
-    with np.errstate(all="ignore") if interpreting else contextlib.nullcontext():
+    with _numpy_quiet(interpreting):
         if lay.n_items:
             partials_kernel[(min(lay.n_items, cfg.programs),)](
                 table,
@@ -526,16 +538,11 @@ def launch(
 
 def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low: int) -> None:
     """Run the two histogram launches for arguments `_multi._check_hist` accepted: raw exponent-bin counts."""
-    device = xs[0].device
-    cfg = config(device)
-    lay = _layout(xs, cfg.chunk)
-    addresses = tuple(x.data_ptr() for x in xs) + (0,) * (2 * len(xs))
-    table = lay.table(addresses)
+    cfg, lay, table, interpreting = _prepare(xs, tuple(x.data_ptr() for x in xs))  # the xs' addresses only
     if lay.hist_partials is None:
-        lay.hist_partials = torch.empty(max(lay.n_items, 1), bins, dtype=torch.int32, device=device)
-    interpreting = _interpreting(device)
+        lay.hist_partials = torch.empty(max(lay.n_items, 1), bins, dtype=torch.int32, device=xs[0].device)
     partials_kernel, merge_kernel = _hist_interpreted if interpreting else _hist_compiled
-    with np.errstate(all="ignore") if interpreting else contextlib.nullcontext():
+    with _numpy_quiet(interpreting):
         if lay.n_items:
             partials_kernel[(min(lay.n_items, cfg.programs),)](
                 table,

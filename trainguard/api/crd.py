@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from trainguard.api import debugjob
+from trainguard.api import debugjob, debugpolicy
 
 POD_SCHEMA_KUBERNETES_VERSION = "1.32"
 """Kubernetes version whose PodTemplateSpec schema is embedded (1.29 is the oldest supported cluster)."""
@@ -69,6 +69,54 @@ NAME_RULES: list[dict[str, str]] = [
 """CEL rules on the whole object: names the Job, Service and pod hostnames could not take are refused at once
 (`debugjob.name_problem` is the same check in Python)."""
 
+POLICY_PRINTER_COLUMNS: list[dict[str, Any]] = [
+    {
+        "name": "Workloads",
+        "type": "integer",
+        "jsonPath": ".status.workloadCount",
+        "description": "Workloads the policy selects.",
+    },
+    {
+        "name": "Blind",
+        "type": "integer",
+        "jsonPath": ".status.blindCount",
+        "description": "Selected workloads with pods running without the evaluator.",
+    },
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": ".status.conditions[?(@.type=='Ready')].status",
+        "description": "The policy is valid and injected into new pods.",
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {
+        "name": "Target",
+        "type": "string",
+        "jsonPath": ".spec.targetRef.name",
+        "priority": 1,
+        "description": "The one workload a targetRef names.",
+    },
+]
+"""`kubectl get dp` columns; `Target` shows with `-o wide`."""
+
+POLICY_SPEC_RULES: list[dict[str, str]] = [
+    {
+        "rule": "has(self.selector) != has(self.targetRef)",
+        "message": "give exactly one of spec.selector (a label selector on the workloads) and spec.targetRef "
+        "(apiVersion, kind, name of one workload)",
+        "reason": "FieldValueInvalid",
+    },
+]
+"""CEL rules on a DebugPolicy's spec (`debugpolicy.DebugPolicySpec` checks the same in Python)."""
+POLICY_SELECTOR_RULES: list[dict[str, str]] = [
+    {
+        "rule": "(has(self.matchLabels) && size(self.matchLabels) > 0) || "
+        "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+        "message": "spec.selector selects every workload of the namespace: give matchLabels or matchExpressions",
+        "reason": "FieldValueInvalid",
+    },
+]
+
 _KEEP = {
     "type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
     "maxLength", "pattern", "required", "minItems", "maxItems", "nullable",
@@ -84,18 +132,71 @@ def build_crd() -> dict[str, Any]:
     status_schema = structural(
         debugjob.DebugJobStatus.model_json_schema(by_alias=True), keep_descriptions=True
     )
-    schema = {
+    return _crd(
+        kind=debugjob.KIND,
+        plural=debugjob.PLURAL,
+        singular=debugjob.SINGULAR,
+        short_names=debugjob.SHORT_NAMES,
+        description="A training job supervised by TrainGuard: rendered as an Indexed Job with an evaluator sidecar.",
+        spec_schema=spec_schema,
+        status_schema=status_schema,
+        columns=PRINTER_COLUMNS,
+        # Declaring the name's length bounds the cost of the CEL rules that read it (`NAME_RULES`);
+        # CRDs may restrict metadata.name and generateName only.
+        name_max_length=debugjob.HOSTNAME_MAX_LENGTH,
+        rules=NAME_RULES,
+    )
+
+
+def build_policy_crd() -> dict[str, Any]:
+    """Return the CustomResourceDefinition of DebugPolicy as a plain dict."""
+    spec_schema = default_empty_objects(
+        structural(debugpolicy.DebugPolicySpec.model_json_schema(by_alias=True), keep_descriptions=True)
+    )
+    spec_schema["x-kubernetes-validations"] = copy.deepcopy(POLICY_SPEC_RULES)
+    selector = spec_schema["properties"]["selector"]
+    selector["x-kubernetes-validations"] = copy.deepcopy(POLICY_SELECTOR_RULES)
+    status_schema = structural(
+        debugpolicy.DebugPolicyStatus.model_json_schema(by_alias=True), keep_descriptions=True
+    )
+    return _crd(
+        kind=debugpolicy.KIND,
+        plural=debugpolicy.PLURAL,
+        singular=debugpolicy.SINGULAR,
+        short_names=debugpolicy.SHORT_NAMES,
+        description="Supervise training workloads users already run (Job, JobSet, PyTorchJob, TrainJob): the "
+        "operator's pod webhook injects the evaluator into the pods of the workloads it selects.",
+        spec_schema=spec_schema,
+        status_schema=status_schema,
+        columns=POLICY_PRINTER_COLUMNS,
+        name_max_length=253,
+        rules=[],
+    )
+
+
+def _crd(
+    *,
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    description: str,
+    spec_schema: dict[str, Any],
+    status_schema: dict[str, Any],
+    columns: list[dict[str, Any]],
+    name_max_length: int,
+    rules: list[dict[str, str]],
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {
         "type": "object",
-        "description": "A training job supervised by TrainGuard: rendered as an Indexed Job with an evaluator sidecar.",
+        "description": description,
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
-            # Declaring the name's length bounds the cost of the CEL rules that read it (`NAME_RULES`);
-            # CRDs may restrict metadata.name and generateName only.
             "metadata": {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "maxLength": debugjob.HOSTNAME_MAX_LENGTH},
+                    "name": {"type": "string", "maxLength": name_max_length},
                     "generateName": {"type": "string"},
                 },
             },
@@ -103,24 +204,25 @@ def build_crd() -> dict[str, Any]:
             "status": status_schema,
         },
         "required": ["spec"],
-        "x-kubernetes-validations": copy.deepcopy(NAME_RULES),
     }
+    if rules:
+        schema["x-kubernetes-validations"] = copy.deepcopy(rules)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{debugjob.PLURAL}.{debugjob.GROUP}",
+            "name": f"{plural}.{debugjob.GROUP}",
             "labels": {"app.kubernetes.io/name": "trainguard", "app.kubernetes.io/component": "crd"},
         },
         "spec": {
             "group": debugjob.GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": debugjob.KIND,
-                "listKind": f"{debugjob.KIND}List",
-                "plural": debugjob.PLURAL,
-                "singular": debugjob.SINGULAR,
-                "shortNames": list(debugjob.SHORT_NAMES),
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": singular,
+                "shortNames": list(short_names),
                 "categories": ["trainguard"],
             },
             "versions": [
@@ -129,7 +231,7 @@ def build_crd() -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": copy.deepcopy(PRINTER_COLUMNS),
+                    "additionalPrinterColumns": copy.deepcopy(columns),
                     "schema": {"openAPIV3Schema": schema},
                 }
             ],
@@ -141,6 +243,13 @@ def crd_yaml() -> str:
     """Return the CRD as the YAML checked in at `crds/debugjob.yaml`."""
     header = "# Generated by `trainguard crd` from trainguard/api/debugjob.py; do not edit.\n"
     body: str = yaml.safe_dump(build_crd(), sort_keys=False, width=120)
+    return header + body
+
+
+def policy_crd_yaml() -> str:
+    """Return the DebugPolicy CRD as the YAML checked in at `crds/debugpolicy.yaml`."""
+    header = "# Generated by `trainguard crd --kind debugpolicy` from trainguard/api/debugpolicy.py; do not edit.\n"
+    body: str = yaml.safe_dump(build_policy_crd(), sort_keys=False, width=120)
     return header + body
 
 

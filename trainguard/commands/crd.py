@@ -1,6 +1,7 @@
-"""Print the DebugJob CustomResourceDefinition (generated from the pydantic models).
+"""Print a CustomResourceDefinition of TrainGuard (generated from the pydantic models).
 
-`trainguard crd > crds/debugjob.yaml` regenerates the checked-in file; `kubectl apply
+`trainguard crd > crds/debugjob.yaml` and `trainguard crd --kind debugpolicy > crds/debugpolicy.yaml`
+regenerate the checked-in files; `kubectl apply
 --server-side -f -` installs it. `--vendor-pod-schema` refreshes the embedded PodTemplateSpec
 schema from the `kubernetes-validate` package (development only).
 """
@@ -12,10 +13,16 @@ import json
 import sys
 from pathlib import Path
 
-HELP = "print the DebugJob CRD as YAML"
+HELP = "print the DebugJob (or, with --kind debugpolicy, the DebugPolicy) CRD as YAML"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kind",
+        choices=("debugjob", "debugpolicy"),
+        default="debugjob",
+        help="which CRD to print (default debugjob)",
+    )
     parser.add_argument("-o", "--output", type=Path, help="write to this file instead of stdout")
     parser.add_argument(
         "--vendor-pod-schema",
@@ -31,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
         target = Path(crd.__file__).parent / "schemas" / crd.POD_SCHEMA_FILE
         target.write_text(json.dumps(crd.vendor_pod_template_schema(), indent=1, sort_keys=True) + "\n")
         print(f"wrote {target}", file=sys.stderr)
-    text = crd.crd_yaml()
+    text = crd.policy_crd_yaml() if args.kind == "debugpolicy" else crd.crd_yaml()
     if args.output:
         args.output.write_text(text)
     else:

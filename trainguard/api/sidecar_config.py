@@ -91,6 +91,13 @@ class SidecarConfig(BaseModel):
     debugjob: DebugJobRef | None = Field(
         default=None, description="Report verdicts into this DebugJob's status (Kubernetes only)."
     )
+    ranks_from_env: bool = Field(
+        default=False,
+        description=(
+            "Follow this pod's ranks (pod index from RANK or JOB_COMPLETION_INDEX, see ranks_per_pod) without a "
+            "DebugJob to report to: the pods the attach webhook injects into."
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     index: int | None = None
     if cfg.rank is not None:
         ranks = [cfg.rank]
-    elif cfg.debugjob is not None:
+    elif cfg.debugjob is not None or cfg.ranks_from_env:
         index = rank_from_env(os.environ)
         if index is None:
             raise ConfigError(

@@ -239,10 +239,9 @@ def _rank_env(name: str) -> dict[str, Any]:
     }
 
 
-def _store_env(spec: debugjob.DebugJobSpec) -> list[dict[str, Any]]:
+def store_env(cap: debugjob.CaptureSpec) -> list[dict[str, Any]]:
     """The variables the run's storage backend declares, shared by the trainer and the sidecar: its settings by
     value (s3: `AWS_ENDPOINT_URL`, `AWS_REGION`), its credentials as references to the Secret (never copied)."""
-    cap = spec.capture
     backend = cap.backend()
     env: list[dict[str, Any]] = [
         {"name": name, "value": value} for name, value in backend.env(cap.store_settings()).items()
@@ -276,18 +275,23 @@ def trainer_env(spec: debugjob.DebugJobSpec, owner: Owner) -> list[dict[str, Any
         {"name": "PET_MASTER_PORT", "value": str(spec.master_port)},
         {"name": "PYTHONUNBUFFERED", "value": "1"},
     ]
+    return env + hook_env(spec.capture, out=run_uri(spec, owner), run_id=owner.uid)
+
+
+def hook_env(cap: debugjob.CaptureSpec, *, out: str, run_id: str) -> list[dict[str, Any]]:
+    """Return the hook's `TRAINGUARD_*` variables (named by `capture.config.to_env`, which
+    `CaptureConfig.from_env` reads back) and the store's, for a trainer writing its run to `out`."""
     hook = capture_config.to_env(
-        out=run_uri(spec, owner),
-        run_id=owner.uid,
-        save_interval=spec.capture.save_interval,
+        out=out,
+        run_id=run_id,
+        save_interval=cap.save_interval,
         stop_file=STOP_FILE,
-        collections=spec.capture.collections or None,
+        collections=cap.collections or None,
     )
-    env += [{"name": name, "value": value} for name, value in hook.items()]
-    return env + _store_env(spec)
+    return [{"name": name, "value": value} for name, value in hook.items()] + store_env(cap)
 
 
-def _merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
     """Keep every variable the user set; add ours that the user did not set (the user wins on a clash)."""
     theirs = list(theirs or [])
     taken = {e.get("name") for e in theirs}
@@ -297,14 +301,28 @@ def _merge_env(ours: list[dict[str, Any]], theirs: list[dict[str, Any]] | None) 
 def build_sidecar_container(
     spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str
 ) -> dict[str, Any]:
-    """Return the evaluator as a native sidecar (an init container with `restartPolicy: Always`)."""
-    ev = spec.evaluator
+    """Return the evaluator as a native sidecar (an init container with `restartPolicy: Always`); its RANK
+    is the pod's completion index."""
+    return sidecar_container(
+        spec.evaluator, spec.capture, rank_env=_rank_env("RANK"), default_image=default_image
+    )
+
+
+def sidecar_container(
+    ev: debugjob.EvaluatorSpec,
+    cap: debugjob.CaptureSpec,
+    *,
+    rank_env: dict[str, Any],
+    default_image: str,
+) -> dict[str, Any]:
+    """Return the evaluator as a native sidecar with its `RANK` variable (the pod's node rank) as given:
+    DebugJobs' pods and the pods the attach webhook injects into get the same container."""
     container: dict[str, Any] = {
         "name": SIDECAR_NAME,
         "image": ev.image or default_image,
         "restartPolicy": "Always",
         "command": ["trainguard", "sidecar", "--config", f"{CONFIG_DIR}/{SIDECAR_CONFIG_KEY}"],
-        "env": [_rank_env("RANK"), {"name": "PYTHONUNBUFFERED", "value": "1"}, *_store_env(spec)],
+        "env": [rank_env, {"name": "PYTHONUNBUFFERED", "value": "1"}, *store_env(cap)],
         "ports": [{"name": SIDECAR_PORT_NAME, "containerPort": SIDECAR_PORT, "protocol": "TCP"}],
         # The trainer starts once the evaluator follows the run, so no early step goes unchecked.
         "startupProbe": {
@@ -354,6 +372,21 @@ def build_token_volume() -> dict[str, Any]:
     }
 
 
+STOP_MOUNT = {"name": STOP_VOLUME, "mountPath": STOP_DIR, "readOnly": True}
+"""The training container's view of the stop flag's volume."""
+
+
+def sidecar_volumes(config_source: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the volumes the sidecar mounts: the stop flag's, its config (from `config_source`: a ConfigMap,
+    or for attached pods a downward-API file), its /tmp and its token."""
+    return [
+        {"name": STOP_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        {"name": CONFIG_VOLUME, **config_source},
+        {"name": SIDECAR_TMP_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
+        build_token_volume(),
+    ]
+
+
 class TemplateError(ValueError):
     """The pod template cannot be rendered (e.g. the training container is missing)."""
 
@@ -376,11 +409,8 @@ def build_job(spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str) 
             f"spec.template.spec.containers has no container named {spec.container_name!r} (found: {found}); "
             f"name the training container {spec.container_name!r} or set spec.containerName"
         )
-    trainer["env"] = _merge_env(trainer_env(spec, owner), trainer.get("env"))
-    trainer["volumeMounts"] = [
-        *(trainer.get("volumeMounts") or []),
-        {"name": STOP_VOLUME, "mountPath": STOP_DIR, "readOnly": True},
-    ]
+    trainer["env"] = merge_env(trainer_env(spec, owner), trainer.get("env"))
+    trainer["volumeMounts"] = [*(trainer.get("volumeMounts") or []), dict(STOP_MOUNT)]
     pod_meta["labels"] = {**(pod_meta.get("labels") or {}), LABEL_DEBUGJOB: owner.name}
     pod_spec["subdomain"] = names.service
     pod_spec.setdefault("restartPolicy", "Never")
@@ -395,10 +425,7 @@ def build_job(spec: debugjob.DebugJobSpec, owner: Owner, *, default_image: str) 
     ]
     pod_spec["volumes"] = [
         *(pod_spec.get("volumes") or []),
-        {"name": STOP_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-        {"name": CONFIG_VOLUME, "configMap": {"name": names.config_map}},
-        {"name": SIDECAR_TMP_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
-        build_token_volume(),
+        *sidecar_volumes({"configMap": {"name": names.config_map}}),
     ]
 
     queue = owner.labels.get(KUEUE_QUEUE_LABEL)

@@ -207,11 +207,12 @@ def register_crd(emulator: kmock.KubernetesEmulator, crd: dict[str, Any]) -> Non
 
 
 def register_resources(emulator: kmock.KubernetesEmulator) -> None:
-    """Declare the bundled built-in resources and install the DebugJob CRD generated from the models."""
+    """Declare the bundled built-in resources and install the DebugJob and DebugPolicy CRDs generated from the models."""
     from trainguard.api import crd
 
     emulator.resources.load_bundled()
     register_crd(emulator, crd.build_crd())
+    register_crd(emulator, crd.build_policy_crd())
 
 
 def write_kubeconfig(path: Path, *, server_url: str, namespace: str = "default") -> Path:

@@ -68,6 +68,26 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="refuse webhook addresses in this network too, e.g. the cluster's pod or service CIDR (repeatable)",
     )
     parser.add_argument(
+        "--workload-kind",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="supervise this workload kind besides batch Jobs, by chart key: jobSet, pyTorchJob, trainJob (repeatable)",
+    )
+    parser.add_argument(
+        "--attach",
+        action="store_true",
+        help="attach mode: serve the pod webhook for DebugPolicies and report their workloads",
+    )
+    parser.add_argument(
+        "--attach-port", type=int, default=9443, help="port of the pod webhook (HTTPS, default 9443)"
+    )
+    parser.add_argument(
+        "--attach-cert-dir",
+        default="/etc/trainguard/webhook-tls",
+        help="directory with the webhook's tls.crt and tls.key (default /etc/trainguard/webhook-tls)",
+    )
+    parser.add_argument(
         "--peering",
         action="store_true",
         help="use kopf peering (needs KopfPeering RBAC); default is standalone",
@@ -90,11 +110,19 @@ def main(args: argparse.Namespace) -> int:
             webhook_attempt_timeout_seconds=args.webhook_timeout,
             webhook_refuse_internal=args.webhook_refuse_internal,
             webhook_refused_cidrs=tuple(args.webhook_refuse_cidr),
+            workload_kinds=tuple(args.workload_kind),
+            attach=args.attach,
+            attach_port=args.attach_port,
+            attach_cert_dir=args.attach_cert_dir,
             **({"default_image": args.image} if args.image else {}),
         )
     except pydantic.ValidationError as err:
         first = err.errors()[0]
         raise ConfigError(f"trainguard operator: {first['loc'][0]}: {first['msg']}") from err
+    if config.attach:
+        from trainguard.operator import attach
+
+        attach.register(config)
     liveness = None if args.liveness.lower() == "none" else args.liveness
     # kopf names itself after the login user unless POD_ID is set, and the image's numeric user has no passwd
     # entry: getpwuid() fails and the operator would exit at start. In a pod the host name is the pod's name.

@@ -17,7 +17,7 @@ from typing import Any
 
 import kubernetes
 
-from trainguard.api import debugjob
+from trainguard.api import debugjob, debugpolicy
 from trainguard.errors import TrainGuardError
 from trainguard.operator import workloads
 
@@ -26,10 +26,12 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "configmaps",
     ("v1", "Service"): "services",
     ("v1", "Secret"): "secrets",
+    ("v1", "Pod"): "pods",
     ("rbac.authorization.k8s.io/v1", "Role"): "roles",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebindings",
     ("kueue.x-k8s.io/v1beta2", "Workload"): "workloads",
     (debugjob.API_VERSION, debugjob.KIND): debugjob.PLURAL,
+    (debugpolicy.API_VERSION, debugpolicy.KIND): debugpolicy.PLURAL,
     **{(w.api_version, w.kind): w.plural for w in workloads.declared()},
 }
 """Every kind the operator reads or writes: the training workloads' kinds come from their adapters

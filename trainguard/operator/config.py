@@ -13,6 +13,8 @@ from trainguard.operator import addresses, delivery
 
 DEFAULT_METRICS_PORT = 9401
 DEFAULT_LIVENESS_PORT = 8080
+DEFAULT_ATTACH_PORT = 9443
+DEFAULT_ATTACH_CERT_DIR = "/etc/trainguard/webhook-tls"
 
 
 class OperatorConfig(BaseModel):
@@ -71,6 +73,36 @@ class OperatorConfig(BaseModel):
         default=(),
         description="Further networks webhooks may not reach, e.g. the cluster's pod and service CIDRs.",
     )
+
+    workload_kinds: tuple[str, ...] = Field(
+        default=(),
+        description="Workload kinds enabled besides batch Jobs, by chart key (jobSet, pyTorchJob, trainJob): the "
+        "chart renders them from workloads.<kind>.enabled, the same switches that grant their RBAC.",
+    )
+    attach: bool = Field(
+        default=False,
+        description="Attach mode: serve the pod webhook that injects the evaluator into pods of workloads selected "
+        "by DebugPolicies, and report their status (chart value attach.enabled).",
+    )
+    attach_port: int = Field(
+        default=DEFAULT_ATTACH_PORT, ge=1, le=65535, description="Port of the pod webhook (HTTPS)."
+    )
+    attach_cert_dir: str = Field(
+        default=DEFAULT_ATTACH_CERT_DIR,
+        description="Directory with the webhook's tls.crt and tls.key (a Secret the chart mounts); re-read when "
+        "they change, so a renewed certificate is served without a restart.",
+    )
+
+    @field_validator("workload_kinds")
+    @classmethod
+    def _kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from trainguard.operator import workloads
+
+        try:
+            workloads.enabled(value)
+        except workloads.UnknownKind as err:
+            raise ValueError(str(err)) from err
+        return value
 
     @field_validator("webhook_refused_cidrs")
     @classmethod

@@ -5,6 +5,8 @@
   act on new rule transitions (`status_decision.decide`, `actions`).
 - `job_changed` (every owned Job event): copy the Job's state into `status.job` (read by its adapter,
   `build.WORKLOAD`; every suspension, read and stop goes through the `workloads` seam).
+- DebugPolicies and the pod webhook of attach mode: `attach` (registered by importing it; its webhook
+  and workload indices are registered by `trainguard operator --attach`).
 - `cleanup` (deletion): delete the children explicitly (owner references let the garbage
   collector do the same on a real cluster; explicit deletion also covers clusters without it).
 
@@ -35,6 +37,7 @@ from trainguard.api import debugjob
 from trainguard.api.enums import Action, ConditionType, Phase
 from trainguard.operator import (
     actions,
+    attach,
     build,
     client,
     delivery,
@@ -180,6 +183,8 @@ def startup(
         state.metrics_server = server
         logger.info("metrics on %s:%d/metrics", config.metrics_address, server.server_port)
     memo["state"] = state
+    if config.attach:
+        attach.serve(settings, config)
 
 
 @kopf.on.cleanup()

@@ -1,0 +1,235 @@
+"""Attach mode in the operator: a DebugPolicy's validation and status (KMock), blind workloads, and the pod
+webhook served by `trainguard operator --attach` (a real HTTPS server answering AdmissionReviews, with the
+workloads read into memory from the emulated API server by kopf's watches)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import ssl
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from tests.kube import KubeEnv, eventually, free_port, terminate, wait_http
+from tests.operator.conftest import OperatorProcess
+from trainguard.api import debugjob, debugpolicy
+from trainguard.operator import attach, build, client, inject, policy_status
+from trainguard.operator.workloads import batch_job, jobset, trainjob
+
+NS = "ml"
+POLICIES = f"{debugjob.GROUP}/{debugjob.VERSION}/{debugpolicy.PLURAL}"
+JOBS = "batch/v1/jobs"
+PODS = "v1/pods"
+NOW = "2026-11-27T05:00:00Z"
+
+
+def _policy_body(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": debugpolicy.API_VERSION, "kind": debugpolicy.KIND,
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"capture": {"uri": "file:///tmp/runs"}, **spec},
+    }  # fmt: skip
+
+
+def _job(name: str, uid: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A Job; with uid "" the server gives it one (the caller copies it back)."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": NS, "labels": labels, **({"uid": uid} if uid else {})},
+            "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2}}  # fmt: skip
+
+
+def _pod(job: dict[str, Any], index: int, *, injected: bool, phase: str = "Running") -> dict[str, Any]:
+    meta = job["metadata"]
+    annotations = {debugpolicy.INJECTED_ANNOTATION: "watch/1"} if injected else {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": f"{meta['name']}-{index}", "namespace": NS, "annotations": annotations,
+        "labels": {batch_job.CONTROLLER_UID_LABEL: meta["uid"], "batch.kubernetes.io/job-completion-index": str(index),
+                   debugpolicy.WATCH_LABEL: "true"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"], "controller": True}]},
+        "spec": {"containers": [{"name": "train", "image": "trainer:1"}]}, "status": {"phase": phase}}  # fmt: skip
+
+
+def test_a_workload_with_a_running_training_pod_without_the_evaluator_is_blind() -> None:
+    job = _job("mnist", "j-uid", {"app": "mnist"})
+    pods = [_pod(job, 0, injected=True), _pod(job, 1, injected=False)]
+    status = policy_status.summarize(
+        [policy_status.Observed(adapter=batch_job.KIND, obj=job, pods=pods)], [], now=NOW, generation=1
+    )
+    (entry,) = status.workloads
+    assert (entry.kind, entry.name, entry.phase, entry.ranks_seen, entry.blind) == (
+        "Job",
+        "mnist",
+        "Running",
+        1,
+        True,
+    )
+    assert (status.workload_count, status.blind_count) == (1, 1)
+    blind = next(c for c in status.conditions if c.type == debugpolicy.PolicyConditionType.BLIND)
+    assert blind.status == "True" and "Job mnist" in blind.message
+    # A finished pod without the evaluator checks nothing any more: it no longer makes the workload blind.
+    pods[1]["status"]["phase"] = "Succeeded"
+    status = policy_status.summarize(
+        [policy_status.Observed(adapter=batch_job.KIND, obj=job, pods=pods)],
+        status.conditions,
+        now=NOW,
+        generation=1,
+    )
+    assert status.blind_count == 0 and status.workloads[0].ranks_seen == 1
+    assert (
+        next(c for c in status.conditions if c.type == debugpolicy.PolicyConditionType.BLIND).status
+        == "False"
+    )
+
+
+def test_only_the_top_level_workload_counts() -> None:
+    owned = {"metadata": {"ownerReferences": [
+        {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "t", "controller": True}]}}  # fmt: skip
+    assert not policy_status.is_top_level(owned, [jobset.KIND, trainjob.KIND])
+    assert policy_status.is_top_level(owned, [jobset.KIND])  # TrainJobs not enabled: the JobSet is the top
+    assert policy_status.is_top_level({"metadata": {}}, [jobset.KIND])
+
+
+def test_the_index_keeps_no_pod_template() -> None:
+    js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+          "metadata": {"name": "a", "namespace": NS, "uid": "u", "managedFields": [{"big": 1}]},
+          "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+              "parallelism": 4, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}]}}  # fmt: skip
+    kept = attach.slim(js)
+    assert "managedFields" not in kept["metadata"]
+    assert kept["spec"]["replicatedJobs"][0]["template"]["spec"] == {
+        "parallelism": 4,
+        "template": {"spec": {}},
+    }
+    assert jobset.pods_per_job(kept["spec"]["replicatedJobs"][0]) == 4
+
+
+async def test_observe_lists_the_selected_workloads_and_their_pods_through_the_api(kube: KubeEnv) -> None:
+    selected, other = _job("mnist", "", {"app": "mnist"}), _job("web", "", {"app": "web"})
+    for job in (selected, other):
+        created = await kube.create(JOBS, {k: v for k, v in job.items() if k != "status"})
+        job["metadata"]["uid"] = created["metadata"]["uid"]
+    for pod in (
+        _pod(selected, 0, injected=True),
+        _pod(selected, 1, injected=False),
+        _pod(other, 0, injected=False),
+    ):
+        await kube.create(PODS, pod)
+    policy = inject.Policy.from_body(
+        {
+            **_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}),
+            "metadata": {"name": "watch", "namespace": NS},
+        }
+    )
+    api = client.Kube.connect(pool_size=2)
+    try:
+        observed = await asyncio.to_thread(attach.observe, api, policy, [batch_job.KIND])
+    finally:
+        api.close()
+    assert [(o.obj["metadata"]["name"], len(o.pods)) for o in observed] == [("mnist", 2)]
+    status = policy_status.summarize(observed, [], now=NOW, generation=1)
+    assert status.workloads[0].blind and status.workloads[0].ranks_seen == 1
+
+
+async def test_an_invalid_policy_is_reported_and_a_valid_one_waits_for_attach_mode(
+    kube: KubeEnv, operator_runner: OperatorProcess
+) -> None:
+    # The API server's CEL rules refuse this one first; the operator says the same for a CRD without them.
+    await kube.create(POLICIES, _policy_body("both", selector={"matchLabels": {"a": "b"}},
+                                             targetRef={"apiVersion": "batch/v1", "kind": "Job", "name": "j"}))  # fmt: skip
+    await kube.create(POLICIES, _policy_body("fine", selector={"matchLabels": {"a": "b"}}))
+
+    def condition(name: str, type: str) -> dict[str, Any] | None:
+        obj = kube.get(POLICIES, NS, name) or {}
+        return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type), None)
+
+    invalid = await eventually(lambda: condition("both", "Invalid"), what="condition Invalid")
+    assert invalid["status"] == "True" and "exactly one of spec.selector" in invalid["message"]
+    assert condition("both", "Ready")["status"] == "False"  # type: ignore[index]
+    ready = await eventually(lambda: condition("fine", "Ready"), what="condition Ready")
+    assert ready["status"] == "False" and ready["reason"] == policy_status.REASON_ATTACH_DISABLED
+    assert condition("fine", "Invalid") is None
+
+
+def _certificate(directory: Path) -> None:
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-keyout", str(directory / attach.TLS_KEY), "-out", str(directory / attach.TLS_CERT)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _review(url: str, pod: dict[str, Any]) -> dict[str, Any]:
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "req-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": NS, "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"}, "object": pod}}  # fmt: skip
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(
+        url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+        response: dict[str, Any] = json.loads(answer.read())["response"]
+    return response
+
+
+@pytest.mark.slow
+async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tmp_path: Path) -> None:
+    _certificate(tmp_path)
+    port, liveness = free_port(), free_port()
+    job = _job("mnist", "", {"app": "mnist"})
+    created = await kube.create(JOBS, job)
+    job["metadata"]["uid"] = created["metadata"]["uid"]
+    await kube.create(
+        POLICIES, _policy_body("watch", selector={"matchLabels": {"app": "mnist"}}, containerName="train")
+    )
+    log = (tmp_path / "operator.log").open("w")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "trainguard", "operator", "-A", "--metrics-port=0", "--metrics-address=127.0.0.1",
+        f"--liveness=http://127.0.0.1:{liveness}/healthz", "--attach", f"--attach-port={port}",
+        f"--attach-cert-dir={tmp_path}", "--workload-kind=jobSet",
+        env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        await wait_http(f"http://127.0.0.1:{liveness}/healthz")
+        url = f"https://127.0.0.1:{port}/{attach.HANDLER_ID}"
+        pod = _pod(job, 1, injected=False)
+        del pod["status"]
+
+        response: dict[str, Any] = {}
+        for _ in range(
+            300
+        ):  # the server listens once kopf has scanned the resources; the Job is indexed soon after
+            try:
+                response = await asyncio.to_thread(_review, url, pod)
+            except OSError:
+                response = {}
+            if response.get("patch"):
+                break
+            await asyncio.sleep(0.1)
+        assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+        after = jsonpatch.apply_patch(pod, json.loads(base64.b64decode(response["patch"])))
+        sidecar = after["spec"]["initContainers"][-1]
+        assert sidecar["name"] == build.SIDECAR_NAME and {"name": "RANK", "value": "1"} in sidecar["env"]
+        assert after["metadata"]["annotations"][debugpolicy.INJECTED_ANNOTATION] == "watch/1"
+        # Re-invoked on the injected pod (another webhook changed it): nothing more to add.
+        again = await asyncio.to_thread(_review, url, after)
+        assert again["allowed"] is True and "patch" not in again
+        # The status: the policy is Ready, and its Job (the pod above was never created) has no blind pod.
+        ready = await eventually(
+            lambda: next((c for c in ((kube.get(POLICIES, NS, "watch") or {}).get("status") or {}).get("conditions")
+                          or [] if c["type"] == "Ready" and c["status"] == "True"), None), what="Ready")  # fmt: skip
+        assert ready["reason"] == policy_status.REASON_VALID
+    finally:
+        await terminate(proc)
+        log.close()
+    assert "Traceback" not in (tmp_path / "operator.log").read_text()

@@ -1,0 +1,168 @@
+"""A DebugPolicy's status, worked out from what the operator read: the selected workloads and their pods.
+
+Pure (no API calls, no clock): `policy_watch.resync` lists the objects and passes them here. A workload
+is blind when one of its training pods (a pod with a rank, `pod_rank`) that has not finished runs
+without the injected evaluator: it was admitted while the webhook was down or the operator was
+upgrading, so nothing checks its training. Only the top-level workload is listed (a JobSet's Jobs,
+a TrainJob's JobSet are not workloads of their own), because that is what a stop suspends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from trainguard.api import debugpolicy
+from trainguard.operator import inject
+from trainguard.operator.workloads import declaration
+
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+REASON_BLIND = "PodsWithoutEvaluator"
+REASON_SEEN = "AllPodsInjected"
+REASON_VALID = "Valid"
+REASON_INVALID = "InvalidSpec"
+REASON_ATTACH_DISABLED = "AttachDisabled"
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    """One selected workload and the pods its adapter's selector found."""
+
+    adapter: declaration.WorkloadKind
+    obj: declaration.Object
+    pods: Sequence[declaration.Object]
+
+
+def is_top_level(obj: declaration.Object, kinds: Iterable[declaration.WorkloadKind]) -> bool:
+    """Whether no controller of an enabled kind owns the object (a JobSet's Job is not a workload of its own)."""
+    ref = declaration.controller_ref(obj)
+    return ref is None or not any(k.matches(ref.api_version, ref.kind) for k in kinds)
+
+
+def phase_of(state: declaration.WorkloadState) -> str:
+    if state.finished is not None:
+        return "Succeeded" if state.finished.succeeded else "Failed"
+    return "Suspended" if state.suspended else "Running"
+
+
+def workload_status(observed: Observed) -> debugpolicy.WorkloadStatus:
+    """Return one workload's entry: its phase, the pods running the evaluator, and whether any run without it."""
+    adapter, obj = observed.adapter, observed.obj
+    training = [
+        p
+        for p in observed.pods
+        if (p.get("status") or {}).get("phase") not in FINISHED_POD_PHASES
+        and adapter.pod_rank(p, obj) is not None
+    ]
+    seen = sum(1 for p in training if inject.is_injected(p))
+    return debugpolicy.WorkloadStatus(
+        kind=adapter.kind,
+        name=str((obj.get("metadata") or {}).get("name", "")),
+        phase=phase_of(adapter.state(obj)),
+        ranks_seen=seen,
+        blind=seen < len(training),
+    )
+
+
+def set_condition(
+    conditions: list[debugpolicy.PolicyCondition],
+    *,
+    type: debugpolicy.PolicyConditionType,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+    generation: int | None,
+) -> list[debugpolicy.PolicyCondition]:
+    """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
+    value = "True" if status else "False"
+    previous = next((c for c in conditions if c.type == type), None)
+    unchanged = previous is not None and previous.status == value and previous.last_transition_time
+    condition = debugpolicy.PolicyCondition(
+        type=type,
+        status=value,
+        reason=reason,
+        message=message,
+        last_transition_time=previous.last_transition_time if unchanged and previous else now,
+        observed_generation=generation,
+    )
+    if previous is None:
+        return [*conditions, condition]
+    return [condition if c.type == type else c for c in conditions]
+
+
+def summarize(
+    observed: Iterable[Observed],
+    conditions: list[debugpolicy.PolicyCondition],
+    *,
+    now: str,
+    generation: int | None,
+) -> debugpolicy.DebugPolicyStatus:
+    """Return the status of a valid policy: its workloads (blind ones first, then by kind and name), the counts,
+    and conditions Ready and Blind."""
+    entries = sorted((workload_status(o) for o in observed), key=lambda w: (not w.blind, w.kind, w.name))
+    blind = [w for w in entries if w.blind]
+    conditions = set_condition(
+        conditions,
+        type=debugpolicy.PolicyConditionType.INVALID,
+        status=False,
+        reason=REASON_VALID,
+        message="the spec is valid",
+        now=now,
+        generation=generation,
+    )
+    conditions = set_condition(
+        conditions,
+        type=debugpolicy.PolicyConditionType.READY,
+        status=True,
+        reason=REASON_VALID,
+        message="the webhook injects the evaluator into new pods of the selected workloads",
+        now=now,
+        generation=generation,
+    )
+    names = ", ".join(f"{w.kind} {w.name}" for w in blind[:5]) + (" and more" if len(blind) > 5 else "")
+    conditions = set_condition(
+        conditions,
+        type=debugpolicy.PolicyConditionType.BLIND,
+        status=bool(blind),
+        reason=REASON_BLIND if blind else REASON_SEEN,
+        message=(
+            f"pods of {names} run without the evaluator (created while the webhook was unavailable): their training "
+            "is not checked; recreate the pods (or the workload) to inject it"
+            if blind
+            else "every running training pod of the selected workloads runs the evaluator"
+        ),
+        now=now,
+        generation=generation,
+    )
+    return debugpolicy.DebugPolicyStatus(
+        conditions=conditions,
+        observed_generation=generation,
+        workload_count=len(entries),
+        blind_count=len(blind),
+        workloads=entries[: debugpolicy.MAX_WORKLOADS_LISTED],
+    )
+
+
+def invalid(
+    conditions: list[debugpolicy.PolicyCondition], message: str, *, now: str, generation: int | None
+) -> list[debugpolicy.PolicyCondition]:
+    """Return the conditions of a policy whose spec is invalid: Invalid with the reason, not Ready."""
+    conditions = set_condition(
+        conditions,
+        type=debugpolicy.PolicyConditionType.INVALID,
+        status=True,
+        reason=REASON_INVALID,
+        message=message,
+        now=now,
+        generation=generation,
+    )
+    return set_condition(
+        conditions,
+        type=debugpolicy.PolicyConditionType.READY,
+        status=False,
+        reason=REASON_INVALID,
+        message="the spec is invalid (see condition Invalid); nothing is injected",
+        now=now,
+        generation=generation,
+    )

@@ -341,6 +341,26 @@ def debugjob_page() -> str:
     )
 
 
+def debugpolicy_page() -> str:
+    from trainguard.api import crd
+
+    schema = crd.build_policy_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    rows: list[list[str]] = []
+    for part in ("spec", "status"):
+        _schema_rows({"properties": {part: schema["properties"][part]}}, "", rows)
+    for row in rows:
+        row[0] = row[0].replace("`.", "`", 1)
+    return (
+        "# DebugPolicy reference\n\n"
+        + GENERATED.format(
+            source="the DebugPolicy models (the same schema as `trainguard crd --kind debugpolicy` and `kubectl explain`)"
+        )
+        + "Group `trainguard.dev`, version `v1alpha1`, kind `DebugPolicy`, short name `dp`. Exactly one of "
+        "`spec.selector` and `spec.targetRef`. `status` is written by the operator. How to use it: "
+        "[Attach to existing jobs](../attach.md).\n\n" + table(["field", "type", "default", "meaning"], rows)
+    )
+
+
 # --- chart values --------------------------------------------------------------------------------------
 _KEY_RE = re.compile(r"^(\s*)([A-Za-z0-9_]+):")
 
@@ -473,6 +493,7 @@ PAGES = {
     "docs/reference/configuration.md": configuration_page,
     "docs/reference/cli.md": cli_page,
     "docs/reference/debugjob.md": debugjob_page,
+    "docs/reference/debugpolicy.md": debugpolicy_page,
     "docs/reference/chart-values.md": chart_values_page,
     "charts/trainguard/README.md": chart_readme,
 }

@@ -1,0 +1,124 @@
+"""The chart's attach mode, rendered with the real helm: the pod webhook configuration (Ignore, objectSelector,
+short timeout, the operator's handler path), its Service and certificate (self-signed by helm, or cert-manager),
+the operator's flags and the pod RBAC, all only when `attach.enabled`."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.deploy.tooling import CHART, by_kind, one, render
+from trainguard import cli
+from trainguard.api import debugpolicy
+from trainguard.operator import attach, workloads
+from trainguard.operator.config import OperatorConfig
+
+ATTACH = CHART / "ci" / "attach-values.yaml"
+
+
+def _operator(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    container: dict[str, Any] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def _rules(objects: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    role = next(r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "tg-trainguard")
+    return {
+        (g, res): set(rule["verbs"])
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for res in rule["resources"]
+    }
+
+
+def test_a_default_install_has_no_webhook_and_no_pod_permission() -> None:
+    objects = render()
+    assert not by_kind(objects, "MutatingWebhookConfiguration")
+    assert not [s for s in by_kind(objects, "Service") if s["metadata"]["name"].endswith("-webhook")]
+    assert ("", "pods") not in _rules(objects)
+    assert "--attach" not in _operator(objects)["args"]
+    # DebugPolicies are watched either way: an operator without attach mode says so on each policy.
+    assert _rules(objects)[("trainguard.dev", "debugpolicies")] == {"list", "watch", "patch"}
+
+
+def test_the_webhook_is_opt_in_per_pod_never_blocks_and_calls_the_operator_handler() -> None:
+    objects = render(values=[ATTACH])
+    (webhook,) = one(objects, "MutatingWebhookConfiguration")["webhooks"]
+    assert webhook["failurePolicy"] == "Ignore" and webhook["sideEffects"] == "None"
+    assert webhook["timeoutSeconds"] == 5 and webhook["reinvocationPolicy"] == "IfNeeded"
+    assert webhook["objectSelector"] == {"matchLabels": {debugpolicy.WATCH_LABEL: "true"}}
+    assert webhook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                 "resources": ["pods"], "scope": "Namespaced"}]  # fmt: skip
+    (excluded,) = webhook["namespaceSelector"]["matchExpressions"]
+    assert excluded["operator"] == "NotIn" and excluded["values"] == [
+        "kube-system",
+        "trainguard",
+        "monitoring",
+    ]
+    service = webhook["clientConfig"]["service"]
+    assert service["path"] == f"/{attach.HANDLER_ID}" and service["port"] == 443
+    (svc,) = [s for s in by_kind(objects, "Service") if s["metadata"]["name"] == service["name"]]
+    assert svc["spec"]["ports"] == [
+        {"name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP"}
+    ]
+    ports = {p["name"]: p["containerPort"] for p in _operator(objects)["ports"]}
+    assert ports["webhook"] == 9443
+
+
+def test_the_self_signed_certificate_is_valid_for_the_service_and_its_ca_is_the_bundle(
+    tmp_path: Path,
+) -> None:
+    objects = render(values=[ATTACH])
+    (webhook,) = one(objects, "MutatingWebhookConfiguration")["webhooks"]
+    secret = one(objects, "Secret")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    for key in ("ca.crt", "tls.crt"):
+        (tmp_path / key).write_bytes(base64.b64decode(secret["data"][key]))
+    host = f"{webhook['clientConfig']['service']['name']}.trainguard.svc"
+    verified = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(tmp_path / "ca.crt"), "-verify_hostname", host, str(tmp_path / "tls.crt")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    volumes = one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "webhook-tls", "secret": {"secretName": secret["metadata"]["name"]}} in volumes
+
+
+def test_cert_manager_issues_the_certificate_and_injects_its_ca() -> None:
+    objects = render(values=[ATTACH], sets=["attach.certManager.enabled=true"])
+    assert not by_kind(objects, "Secret")
+    certificate = one(objects, "Certificate")
+    assert certificate["spec"]["secretName"] == "tg-trainguard-webhook-tls"
+    assert certificate["spec"]["issuerRef"] == {
+        "kind": "Issuer",
+        "name": one(objects, "Issuer")["metadata"]["name"],
+    }
+    config = one(objects, "MutatingWebhookConfiguration")
+    assert config["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "trainguard/tg-trainguard-webhook"
+    }
+    assert "caBundle" not in config["webhooks"][0]["clientConfig"]
+    named = render(values=[ATTACH], sets=["attach.certManager.enabled=true", "attach.certManager.issuerRef.kind=ClusterIssuer",
+                                          "attach.certManager.issuerRef.name=corp-ca"])  # fmt: skip
+    assert not by_kind(named, "Issuer")
+    assert one(named, "Certificate")["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "corp-ca"}
+
+
+def test_the_operator_is_told_the_enabled_kinds_and_attach_mode_and_may_list_pods() -> None:
+    objects = render(values=[ATTACH])
+    args = _operator(objects)["args"]
+    parsed = cli.build_parser().parse_args(args)
+    assert parsed.attach and parsed.attach_port == 9443
+    config = OperatorConfig(workload_kinds=tuple(parsed.workload_kind), attach=True)
+    assert {a.kind for a in workloads.enabled(config.workload_kinds)} == {"Job", "PyTorchJob", "TrainJob"}
+    mounts = _operator(objects)["volumeMounts"]
+    assert {"name": "webhook-tls", "mountPath": parsed.attach_cert_dir, "readOnly": True} in mounts
+    granted = _rules(objects)
+    assert granted[("", "pods")] == {"get", "list", "watch"}
+    # The webhook walks Pod -> Job -> JobSet -> TrainJob in memory: JobSets are watched for TrainJobs too.
+    assert {"list", "watch"} <= granted[("jobset.x-k8s.io", "jobsets")]
+    assert "--attach" not in _operator(render(sets=["workloads.jobSet.enabled=true"]))["args"]
+    assert "--workload-kind=jobSet" in _operator(render(sets=["workloads.jobSet.enabled=true"]))["args"]

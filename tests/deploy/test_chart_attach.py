@@ -12,7 +12,7 @@ from typing import Any
 from tests.deploy.tooling import CHART, by_kind, one, render
 from trainguard import cli
 from trainguard.api import debugpolicy
-from trainguard.operator import attach, workloads
+from trainguard.operator import attach, build, workloads
 from trainguard.operator.config import OperatorConfig
 
 ATTACH = CHART / "ci" / "attach-values.yaml"
@@ -122,3 +122,11 @@ def test_the_operator_is_told_the_enabled_kinds_and_attach_mode_and_may_list_pod
     assert {"list", "watch"} <= granted[("jobset.x-k8s.io", "jobsets")]
     assert "--attach" not in _operator(render(sets=["workloads.jobSet.enabled=true"]))["args"]
     assert "--workload-kind=jobSet" in _operator(render(sets=["workloads.jobSet.enabled=true"]))["args"]
+
+
+def test_the_network_policy_lets_the_webhook_in_and_the_evaluator_scrapes_out() -> None:
+    policy = one(render(values=[ATTACH], sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
+    assert {"ports": [{"port": "webhook", "protocol": "TCP"}]} in policy["spec"]["ingress"]
+    assert {"ports": [{"port": build.SIDECAR_PORT, "protocol": "TCP"}]} in policy["spec"]["egress"]
+    default = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
+    assert {"ports": [{"port": "webhook", "protocol": "TCP"}]} not in default["spec"]["ingress"]

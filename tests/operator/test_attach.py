@@ -21,7 +21,7 @@ import pytest
 from tests.kube import KubeEnv, eventually, free_port, terminate, wait_http
 from tests.operator.conftest import OperatorProcess
 from trainguard.api import debugjob, debugpolicy
-from trainguard.operator import attach, build, client, inject, policy_status
+from trainguard.operator import attach, build, client, inject, policy_status, status_decision
 from trainguard.operator.workloads import batch_job, jobset, trainjob
 
 NS = "ml"
@@ -233,3 +233,103 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
         await terminate(proc)
         log.close()
     assert "Traceback" not in (tmp_path / "operator.log").read_text()
+
+
+def _serve_evaluator(tmp_path: Path, *, nan_at: tuple[int, ...]) -> tuple[Any, int]:
+    """A real evaluator over a real run (NaN at `nan_at`), its metrics served as the sidecar serves them."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from tests.sidecar.runs import registered, write_run
+    from trainguard.sidecar.evaluator import Evaluator
+    from trainguard.store.backends import open_store
+
+    uri = f"file://{tmp_path}/run"
+    write_run(open_store(uri), segments=2, nan_at=nan_at)
+    registry = CollectorRegistry()
+    ev = registered(Evaluator(uri, checkpoint=False), registry)
+    while not ev.ended:
+        ev.poll()
+    server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    return server, int(server.server_port)
+
+
+def _running(pod: dict[str, Any]) -> dict[str, Any]:
+    pod["status"] = {"phase": "Running", "podIP": "127.0.0.1"}
+    return pod
+
+
+def test_the_operator_reads_a_real_evaluators_findings_from_its_metrics(tmp_path: Path) -> None:
+    server, port = _serve_evaluator(tmp_path, nan_at=(7,))
+    try:
+        scrape = attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert scrape == policy_status.Scrape(step=9, triggered=frozenset({"exploding_tensor"}))
+    # A pod without an IP yet, or whose evaluator does not answer, is left out of the round.
+    assert attach.scrape_pod(_pod(_job("mnist", "j-uid", {}), 0, injected=True), port=port) is None
+    assert attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port) is None
+
+
+def test_the_verdict_follows_the_policys_actions() -> None:
+    job = _job("mnist", "j-uid", {})
+    found = policy_status.Scrape(step=12, triggered=frozenset({"exploding_tensor", "loss_not_decreasing"}))
+    observed = policy_status.Observed(adapter=batch_job.KIND, obj=job, pods=[], scrapes=[found])
+    policy = inject.Policy.from_body({"metadata": {"name": "p", "namespace": NS}, "spec": {
+        "capture": {"uri": "file:///r"}, "selector": {"matchLabels": {"a": "b"}},
+        "rules": [{"type": "exploding_tensor", "action": "notify"}, {"type": "loss_not_decreasing", "action": "stop"}]}})  # fmt: skip
+    actions = status_decision.rule_actions(policy.spec.rules)
+    assert policy_status.verdict(observed, actions) == policy_status.Verdict(
+        stop="loss_not_decreasing", notify=("exploding_tensor",)
+    )
+    # The default set (no rules listed): exploding_tensor stops; a suspended workload is not stopped again.
+    defaults = status_decision.rule_actions([])
+    assert policy_status.verdict(observed, defaults).stop == "exploding_tensor"
+    job["spec"]["suspend"] = True
+    assert policy_status.verdict(observed, defaults).stop is None
+    entry = policy_status.workload_status(observed)
+    assert (entry.rule, entry.step, entry.phase) == ("exploding_tensor", 12, "Suspended")
+
+
+async def test_a_stop_finding_suspends_the_top_level_workload_once(kube: KubeEnv, tmp_path: Path) -> None:
+    job = _job("mnist", "", {"app": "mnist"})
+    created = await kube.create(JOBS, job)
+    job["metadata"]["uid"] = created["metadata"]["uid"]
+    await kube.create(PODS, _running(_pod(job, 0, injected=True)))
+    policy = inject.Policy.from_body(
+        {
+            **_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}),
+            "metadata": {"name": "watch", "namespace": NS},
+        }
+    )
+    server, port = _serve_evaluator(tmp_path, nan_at=(3,))
+    api = client.Kube.connect(pool_size=2)
+    done: set[tuple[str, str]] = set()
+    try:
+
+        def one_round() -> list[tuple[str, str, str]]:
+            observed = attach.observe(api, policy, [batch_job.KIND])
+            observed = attach.with_scrapes(observed, lambda pod: attach.scrape_pod(pod, port=port))
+            return attach.act(api, policy, observed, done=done)
+
+        events = await asyncio.to_thread(one_round)
+        assert events == [
+            (
+                "Warning",
+                "Stopped",
+                "rule exploding_tensor found issues at step 9 in Job mnist: suspended Job mnist",
+            )
+        ]
+        stored = kube.get(JOBS, NS, "mnist")
+        assert stored is not None and batch_job.KIND.is_suspended(stored)
+        assert await asyncio.to_thread(one_round) == []  # acted on once
+    finally:
+        api.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_operator_reads_the_metric_names_the_evaluator_serves() -> None:
+    source = (Path(__file__).resolve().parents[2] / "trainguard" / "sidecar" / "metrics.py").read_text()
+    for name in (policy_status.STEP_METRIC, policy_status.TRIGGERED_METRIC):
+        assert f'"{name}"' in source

@@ -215,8 +215,11 @@ class WorkloadStatus(_Model):
     phase: str = Field(
         default="", description="Running, Suspended, Succeeded or Failed (the workload's own state)."
     )
-    rule: str | None = Field(default=None, description="The rule that found issues first, if any.")
-    step: int | None = Field(default=None, description="Last step an evaluator reported.")
+    rule: str | None = Field(
+        default=None,
+        description="A rule that found issues (the first by name of those its evaluators report), if any.",
+    )
+    step: int | None = Field(default=None, description="Highest step its evaluators evaluated.")
     ranks_seen: int = Field(
         default=0, description="Pods of the workload running with the injected evaluator."
     )

@@ -3,9 +3,12 @@
 - `validate` (create, resume, spec update): an invalid DebugPolicy gets condition Invalid with the reason and a
   Warning Event; a valid one Ready (when attach mode is on).
 - `policies` (a kopf index, every DebugPolicy): the valid policies by namespace, read at admission.
-- `resync_policy` (a kopf timer, every `RESYNC_SECONDS`): lists the selected workloads and their pods and
-  writes the policy's status (`policy_status`): each workload's phase, ranks seen, and `blind` for a
-  workload whose pods run without the evaluator.
+- `resync_policy` (a kopf timer, every `RESYNC_SECONDS`): lists the selected workloads and their pods,
+  reads each injected evaluator's /metrics (the operator pulls verdicts: the pods' ServiceAccounts are
+  the users' and get no write access to anything of ours), stops a workload whose evaluator reports a
+  stop rule triggered (its top-level owner, or its Kueue Workload, through `control`), posts an Event
+  per notify finding, and writes the policy's status (`policy_status`): each workload's phase, rule,
+  step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
 - `register` (called by `trainguard operator --attach` before kopf starts): one index per enabled
   workload kind (slim copies of the objects, for the owner walk at admission) and the mutating handler
   on pods carrying `trainguard.dev/watch=true`; `serve` (at startup) starts kopf's webhook server on the
@@ -19,25 +22,30 @@ managed one has a fixed 30 s timeout and no namespaceSelector.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import kopf
 import pydantic
 
 from trainguard.api import debugjob, debugpolicy
-from trainguard.operator import client, inject, policy_status, webhooks, workloads
+from trainguard.operator import build, client, inject, policy_status, status_decision, webhooks, workloads
 from trainguard.operator.config import OperatorConfig
-from trainguard.operator.workloads import declaration
+from trainguard.operator.workloads import control, declaration
 
 POLICIES = (debugjob.GROUP, debugjob.VERSION, debugpolicy.PLURAL)
 POLICY_INDEX = "attach_policies"
 HANDLER_ID = "inject-pods"
 """The mutating handler's id: kopf serves it at `/<id>`, the path in the chart's webhook configuration."""
-RESYNC_SECONDS = 30.0
-"""How often a policy's status (and its Blind condition) is worked out again."""
+RESYNC_SECONDS = 10.0
+"""How often a policy's workloads are read, its evaluators scraped and its status worked out again: a stop
+follows a finding within this (the evaluator writes the stop file at once for trainers that poll it)."""
+SCRAPE_TIMEOUT_SECONDS = 2.0
+"""Longest wait for one evaluator's /metrics: a pod that does not answer is left out of this round."""
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
 
@@ -175,9 +183,88 @@ def observe(
     return found
 
 
+def scrape_pod(pod: Mapping[str, Any], *, port: int = build.SIDECAR_PORT) -> policy_status.Scrape | None:
+    """Read an injected pod's evaluator /metrics; None when the pod has no IP yet or does not answer in time."""
+    ip = (pod.get("status") or {}).get("podIP")
+    if not ip:
+        return None
+    host = f"[{ip}]" if ":" in str(ip) else str(ip)
+    try:
+        with urllib.request.urlopen(
+            f"http://{host}:{port}/metrics", timeout=SCRAPE_TIMEOUT_SECONDS
+        ) as answer:
+            return policy_status.parse_metrics(answer.read().decode("utf-8", "replace"))
+    except (OSError, ValueError) as err:
+        log.debug("cannot read the evaluator of pod %s: %s", (pod.get("metadata") or {}).get("name"), err)
+        return None
+
+
+def with_scrapes(
+    observed: list[policy_status.Observed], scrape: Callable[[Mapping[str, Any]], policy_status.Scrape | None]
+) -> list[policy_status.Observed]:
+    """Return the workloads with what the evaluators of their injected, running pods report."""
+    out = []
+    for o in observed:
+        pods = [
+            p for p in o.pods if inject.is_injected(p) and (p.get("status") or {}).get("phase") == "Running"
+        ]
+        scrapes = [s for s in map(scrape, pods) if s is not None]
+        out.append(dataclasses.replace(o, scrapes=scrapes))
+    return out
+
+
+def act(
+    kube: client.Kube,
+    policy: inject.Policy,
+    observed: list[policy_status.Observed],
+    *,
+    done: set[tuple[str, str]],
+) -> list[tuple[str, str, str]]:
+    """Stop or notify for each workload's new findings; return the Events to post (type, reason, message).
+
+    A stop suspends the workload's top-level owner, or deactivates its Kueue Workloads when Kueue admits it
+    (`control.stop`), as for a DebugJob's Job. `done` holds the (workload uid, rule) pairs acted on already."""
+    actions = status_decision.rule_actions(policy.spec.rules)
+    events: list[tuple[str, str, str]] = []
+    for o in observed:
+        decided = policy_status.verdict(o, actions)
+        where = f"{o.adapter.kind} {o.name}"
+        step = o.step()
+        at = f" at step {step}" if step is not None else ""
+        if decided.stop is not None and (o.uid, decided.stop) not in done:
+            queued = o.adapter.queue_name(o.obj) is not None
+            stopped = control.stop(kube, o.adapter, policy.namespace, o.name, queued=queued)
+            done.add((o.uid, decided.stop))
+            how = (
+                f"deactivated its Kueue Workloads {', '.join(stopped.deactivated)}"
+                if stopped is not None and stopped.deactivated
+                else f"suspended {where}"
+            )
+            if stopped is not None:
+                events.append(
+                    (
+                        "Warning",
+                        policy_status.REASON_STOPPED,
+                        f"rule {decided.stop} found issues{at} in {where}: {how}",
+                    )
+                )
+        for rule in decided.notify:
+            if (o.uid, rule) not in done:
+                done.add((o.uid, rule))
+                events.append(
+                    (
+                        "Warning",
+                        policy_status.REASON_RULE_TRIGGERED,
+                        f"rule {rule} found issues{at} in {where}",
+                    )
+                )
+    return events
+
+
 @kopf.timer(*POLICIES, interval=RESYNC_SECONDS, initial_delay=5.0)
 def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    """Write the policy's workloads and its Blind condition (attach mode only: it lists pods)."""
+    """Write the policy's workloads and its Blind condition, and act on its evaluators' findings (attach mode
+    only: it lists pods)."""
     config = _config(memo)
     state = memo.get("state")
     data = dict(body)
@@ -185,11 +272,16 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
     if not config.attach or state is None or isinstance(policy, pydantic.ValidationError):
         return
     try:
-        observed = observe(state.kube, policy, workloads.enabled(config.workload_kinds))
+        observed = with_scrapes(
+            observe(state.kube, policy, workloads.enabled(config.workload_kinds)), scrape_pod
+        )
+        events = act(state.kube, policy, observed, done=_acted(memo))
     except client.KubeError as err:
         raise kopf.TemporaryError(
-            f"cannot list the workloads of DebugPolicy {policy.name}: {err}", delay=10
+            f"cannot read or stop the workloads of DebugPolicy {policy.name}: {err}", delay=10
         ) from err
+    for type_, reason, message in events:
+        kopf.event(body, type=type_, reason=reason, message=message)
     status = policy_status.summarize(
         observed, _conditions(data), now=webhooks.now_rfc3339(), generation=policy.generation
     )
@@ -206,6 +298,13 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
             body, type="Warning", reason=policy_status.REASON_BLIND,
             message=next(c.message for c in status.conditions if c.type == debugpolicy.PolicyConditionType.BLIND),
         )  # fmt: skip
+
+
+def _acted(memo: Any) -> set[tuple[str, str]]:
+    """The (workload uid, rule) pairs this operator acted on; after a restart a finding is acted on once more
+    (a stop of a suspended workload is skipped by `policy_status.verdict`)."""
+    acted: set[tuple[str, str]] = memo.setdefault("attach_acted", set())
+    return acted
 
 
 def _changed(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> bool:

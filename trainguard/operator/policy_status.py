@@ -1,18 +1,24 @@
-"""A DebugPolicy's status, worked out from what the operator read: the selected workloads and their pods.
+"""A DebugPolicy's status and verdicts, worked out from what the operator read: the selected workloads, their
+pods, and what each injected evaluator's /metrics says.
 
-Pure (no API calls, no clock): `policy_watch.resync` lists the objects and passes them here. A workload
-is blind when one of its training pods (a pod with a rank, `pod_rank`) that has not finished runs
-without the injected evaluator: it was admitted while the webhook was down or the operator was
-upgrading, so nothing checks its training. Only the top-level workload is listed (a JobSet's Jobs,
-a TrainJob's JobSet are not workloads of their own), because that is what a stop suspends.
+Pure (no API calls, no clock): `attach.resync_policy` lists the objects, scrapes the evaluators and passes
+them here. A workload is blind when one of its training pods (a pod with a rank, `pod_rank`) that has
+not finished runs without the injected evaluator: it was admitted while the webhook was down or the
+operator was upgrading, so nothing checks its training. Only the top-level workload is listed (a
+JobSet's Jobs, a TrainJob's JobSet are not workloads of their own), because that is what a stop
+suspends. A rule that an evaluator reports triggered (`trainguard_rule_triggered`) is acted on by
+the policy's action for it (`status_decision.rule_actions`: the spec's, or the default set's).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from trainguard.api import debugpolicy
+from trainguard.api.enums import Action
 from trainguard.operator import inject
 from trainguard.operator.workloads import declaration
 
@@ -24,13 +30,80 @@ REASON_INVALID = "InvalidSpec"
 REASON_ATTACH_DISABLED = "AttachDisabled"
 
 
+STEP_METRIC = "trainguard_training_step"
+TRIGGERED_METRIC = "trainguard_rule_triggered"
+"""The evaluator's metrics the operator reads (`sidecar/metrics.py` names them; a test keeps the two equal)."""
+REASON_STOPPED = "Stopped"
+REASON_RULE_TRIGGERED = "RuleTriggered"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scrape:
+    """What one pod's evaluator reported on its /metrics."""
+
+    step: int | None = None
+    triggered: frozenset[str] = frozenset()
+    """Rules that found issues (IssuesFound is final, so a rule stays here)."""
+
+
+def parse_metrics(text: str) -> Scrape:
+    """Return the last step and the triggered rules of an evaluator's /metrics page (Prometheus text format).
+
+    Raises ValueError for a page that is not in that format."""
+    step: int | None = None
+    triggered: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == STEP_METRIC:
+                step = int(sample.value) if step is None else max(step, int(sample.value))
+            elif sample.name == TRIGGERED_METRIC and sample.value >= 1 and sample.labels.get("rule"):
+                triggered.add(sample.labels["rule"])
+    return Scrape(step=step, triggered=frozenset(triggered))
+
+
 @dataclasses.dataclass(frozen=True)
 class Observed:
-    """One selected workload and the pods its adapter's selector found."""
+    """One selected workload, the pods its adapter's selector found, and its evaluators' scrapes."""
 
     adapter: declaration.WorkloadKind
     obj: declaration.Object
     pods: Sequence[declaration.Object]
+    scrapes: Sequence[Scrape] = ()
+
+    @property
+    def uid(self) -> str:
+        return str((self.obj.get("metadata") or {}).get("uid", ""))
+
+    @property
+    def name(self) -> str:
+        return str((self.obj.get("metadata") or {}).get("name", ""))
+
+    def triggered(self) -> list[str]:
+        """The rules any of its evaluators found issues with, sorted."""
+        return sorted(set().union(*(s.triggered for s in self.scrapes)) if self.scrapes else set())
+
+    def step(self) -> int | None:
+        steps = [s.step for s in self.scrapes if s.step is not None]
+        return max(steps) if steps else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What to do about one workload: the stop rule (the first by name) and the notify rules that found issues."""
+
+    stop: str | None
+    notify: tuple[str, ...]
+
+
+def verdict(observed: Observed, actions: Mapping[str, Action]) -> Verdict:
+    """Return the policy's verdict on a workload: a triggered rule's action is the policy's for it (a rule the
+    policy does not list only notifies); a workload already suspended or finished is not stopped again."""
+    triggered = observed.triggered()
+    stops = [r for r in triggered if actions.get(r) == Action.STOP]
+    state = observed.adapter.state(observed.obj)
+    stop = stops[0] if stops and not state.suspended and state.finished is None else None
+    notify = tuple(r for r in triggered if actions.get(r, Action.NOTIFY) == Action.NOTIFY)
+    return Verdict(stop=stop, notify=notify)
 
 
 def is_top_level(obj: declaration.Object, kinds: Iterable[declaration.WorkloadKind]) -> bool:
@@ -55,10 +128,13 @@ def workload_status(observed: Observed) -> debugpolicy.WorkloadStatus:
         and adapter.pod_rank(p, obj) is not None
     ]
     seen = sum(1 for p in training if inject.is_injected(p))
+    triggered = observed.triggered()
     return debugpolicy.WorkloadStatus(
         kind=adapter.kind,
-        name=str((obj.get("metadata") or {}).get("name", "")),
+        name=observed.name,
         phase=phase_of(adapter.state(obj)),
+        rule=triggered[0] if triggered else None,
+        step=observed.step(),
         ranks_seen=seen,
         blind=seen < len(training),
     )

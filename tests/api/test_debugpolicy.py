@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pydantic
 import pytest
 
@@ -93,3 +94,17 @@ def test_the_policy_crd_checks_the_same_as_the_models_with_cel() -> None:
         "Target",
     ]
     assert version["subresources"] == {"status": {}}
+
+
+def test_the_example_policy_validates_against_the_crd_schema_and_the_models() -> None:
+    import yaml
+
+    from tests.api.test_crd import _to_jsonschema
+
+    example = yaml.safe_load((ROOT / "examples" / "debugpolicy.yaml").read_text())
+    schema = _to_jsonschema(crd.build_policy_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    schema["properties"]["metadata"] = {"type": "object"}
+    jsonschema.Draft7Validator(schema).validate(example)
+    debugpolicy.DebugPolicy.model_validate(example)
+    broken = {**example, "spec": {**example["spec"], "selektor": {}}}
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(broken)), "a typo must not pass the schema"

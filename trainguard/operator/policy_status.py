@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from trainguard.api import debugpolicy
 from trainguard.api.enums import Action
-from trainguard.operator import inject
+from trainguard.operator import inject, status_decision
 from trainguard.operator.workloads import declaration
 
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
@@ -152,19 +152,13 @@ def set_condition(
 ) -> list[debugpolicy.PolicyCondition]:
     """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
     value = "True" if status else "False"
-    previous = next((c for c in conditions if c.type == type), None)
-    unchanged = previous is not None and previous.status == value and previous.last_transition_time
-    condition = debugpolicy.PolicyCondition(
-        type=type,
-        status=value,
-        reason=reason,
-        message=message,
-        last_transition_time=previous.last_transition_time if unchanged and previous else now,
-        observed_generation=generation,
-    )
-    if previous is None:
-        return [*conditions, condition]
-    return [condition if c.type == type else c for c in conditions]
+    return status_decision.upsert_condition(
+        conditions, type=type, value=value, now=now,
+        make=lambda since: debugpolicy.PolicyCondition(
+            type=type, status=value, reason=reason, message=message, last_transition_time=since,
+            observed_generation=generation,
+        ),
+    )  # fmt: skip
 
 
 def summarize(

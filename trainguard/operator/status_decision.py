@@ -14,8 +14,8 @@ names a rule, whatever notify rule found issues too.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from trainguard.api import debugjob, default_rules
 from trainguard.api.enums import Action, ConditionType, Phase, RuleState
@@ -157,6 +157,30 @@ def job_phase(job: debugjob.JobSummary | None, *, current: Phase | None = None) 
     return Phase.PENDING
 
 
+class Conditioned(Protocol):
+    """A metav1.Condition-shaped model: a DebugJob's or a DebugPolicy's."""
+
+    type: Any
+    status: str
+    last_transition_time: str | None
+
+
+_C = TypeVar("_C", bound=Conditioned)
+
+
+def upsert_condition(
+    conditions: list[_C], *, type: Any, value: str, now: str, make: Callable[[str], _C]
+) -> list[_C]:
+    """Return `conditions` with the one of `type` replaced by (or appended as) `make(lastTransitionTime)`;
+    lastTransitionTime moves only when the status changes to `value`."""
+    previous = next((c for c in conditions if c.type == type), None)
+    kept = previous.last_transition_time if previous is not None and previous.status == value else None
+    condition = make(kept or now)
+    if previous is None:
+        return [*conditions, condition]
+    return [condition if c.type == type else c for c in conditions]
+
+
 def set_condition(
     conditions: list[debugjob.Condition],
     *,
@@ -169,21 +193,13 @@ def set_condition(
 ) -> list[debugjob.Condition]:
     """Return `conditions` with one condition set; lastTransitionTime moves only when status changes."""
     value = "True" if status else "False"
-    previous = next((c for c in conditions if c.type == type), None)
-    unchanged = (
-        previous is not None and previous.status == value and previous.last_transition_time is not None
-    )
-    condition = debugjob.Condition(
-        type=type,
-        status=value,
-        reason=reason,
-        message=message,
-        last_transition_time=previous.last_transition_time if unchanged and previous else now,
-        observed_generation=generation,
-    )
-    if previous is None:
-        return [*conditions, condition]
-    return [condition if c.type == type else c for c in conditions]
+    return upsert_condition(
+        conditions, type=type, value=value, now=now,
+        make=lambda since: debugjob.Condition(
+            type=type, status=value, reason=reason, message=message, last_transition_time=since,
+            observed_generation=generation,
+        ),
+    )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,13 +135,14 @@ class GradientNotApplied(base.Rule):
         self.reported.update(name for name, _, _ in found)
         name, ratio, since = found[0]
         others = ", ".join(n for n, _, _ in found[:_NAMED]) + (" ..." if len(found) > _NAMED else "")
+        views = self.streak[name][0]
         msg = (
             f"{name}: gets a gradient (||g|| / ||W|| {base.fmt(ratio)}, {base.fmt(ratio / typical)}x the median of "
             f"the {len(moved)} parameters that moved) and its weights have not changed since step {since} "
-            f"{self.where(view)}, {p.num_views} saved steps in a row: no optimizer updates it"
-            f"{f' ({len(found)} parameters: {others})' if len(found) > 1 else ''}"
+            f"{self.where(view)}, {views} saved steps in a row (at least {p.num_views} make a finding): no optimizer "
+            f"updates it{f' ({len(found)} parameters: {others})' if len(found) > 1 else ''}"
         )
-        return [self.finding(view, msg, tensor=name, value=float(len(found)), threshold=float(p.num_views))]
+        return [self.finding(view, msg, tensor=name, value=float(views), threshold=float(p.num_views))]
 
     def get_state(self) -> dict[str, Any]:
         return {

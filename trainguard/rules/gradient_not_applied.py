@@ -53,7 +53,8 @@ class GradientNotApplied(base.Rule):
     )
     hint = (
         "give these parameters to the optimizer (build it after unfreezing, or optimizer.add_param_group when "
-        "unfreezing), or freeze them with requires_grad_(False) if they are meant to stay as they are"
+        "unfreezing), or freeze them with requires_grad_(False) if they are meant to stay as they are; weights kept "
+        "in bfloat16 or float16 lose every update below their resolution (keep float32 master weights)"
     )
 
     class Params(base.Params):

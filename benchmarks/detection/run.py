@@ -64,6 +64,7 @@ RULE_CATEGORY = {
     "threshold": "SC",
     "diverging_loss": "EG",
     "optimizer_not_stepping": "SC",
+    "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),

@@ -63,6 +63,11 @@ def _frozen(d: StepData) -> None:
         d.set("fc1.weight", update_l2=0.0)
 
 
+def _never_updated(d: StepData) -> None:
+    if d.step >= 200:  # fc1.weight keeps its statistics of step 199 while its gradient goes on
+        d.cols["fc1.weight"] = Stream(steps=200).data(199).cols["fc1.weight"]
+
+
 def _tiny_lr(d: StepData) -> None:
     d.scalars["loss"] = 2.3
     for i in range(4):
@@ -139,6 +144,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "saturated_activation": [("tanh", {}, lambda: Stream(activation="tanh", fault=_saturating_tanh))],
     "poor_weight_initialization": [("10x", {}, lambda: Stream(steps=20, fault=_big_init))],
     "unchanged_tensor": [("frozen", {}, lambda: Stream(steps=260, fault=_frozen))],
+    "gradient_not_applied": [("not in the optimizer", {}, lambda: Stream(steps=260, fault=_never_updated))],
     "weight_update_ratio": [("tiny lr", {}, lambda: Stream(steps=120, fault=_tiny_lr))],
     "diverging_loss": [
         ("growing", {}, lambda: Stream(steps=400, fault=_loss_growing)),

@@ -551,3 +551,18 @@ def test_diverging_loss_leaves_losses_with_a_floor_and_noise_near_zero_alone() -
 
     for fault in (policy_gradient, converging_below_zero, tiny_noise):
         assert run(DivergingLoss(), Stream(steps=600, fault=fault)) == [], fault.__name__
+
+
+def test_loss_not_decreasing_names_a_loss_that_rose_whatever_reaches_the_first_layer() -> None:
+    def swinging(
+        d: StepData,
+    ) -> (
+        None
+    ):  # label-sorted batches: the loss settles 10% above its first value, the first layer's share at 3%
+        d.scalars["loss"] = 2.3 * (1.1 if d.step else 1.0) * (1 + 0.01 * math.sin(d.step * 1.7))
+        d.set("grad/fc0.weight", l2=0.03 * d.cols["grad/fc3.weight"][COL["l2"]])
+
+    f = first(run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=swinging) if v.step % 10 == 0)))
+    # no plateau of vanishing gradients: tiny steps leave a loss where it was, they do not make it worse
+    assert (f.step, f.tensor) == (150, "loss") and "the loss rose instead of falling" in f.message
+    assert "the gradient reaches the first layer" not in f.message

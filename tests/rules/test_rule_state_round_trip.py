@@ -56,6 +56,18 @@ def _freeze(d: StepData) -> None:
     d.set("fc2.weight", update_l2=0.0)
 
 
+def _never_updated() -> Callable[[StepData], None]:
+    """From step 300 fc1.weight keeps its statistics of step 300 while its gradient goes on: no optimizer owns it."""
+    kept: dict[str, np.ndarray] = {}
+
+    def fault(d: StepData) -> None:
+        if d.step >= 300:
+            d.cols["fc1.weight"] = kept.setdefault("fc1.weight", d.cols["fc1.weight"].copy())
+            d.set("fc1.weight", update_l2=0.0)
+
+    return fault
+
+
 def _freeze_rows(d: StepData) -> None:
     if ("moved", "fc1.weight") in d.units:
         d.units[("moved", "fc1.weight")][:20] = (
@@ -127,6 +139,7 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         _after(300, lambda d: d.set("fc1.weight", zero=d.cols["fc1.weight"][COL["count"]]))
     ),
     "frozen_weights": _stream(_after(300, _freeze)),
+    "weights_never_updated": lambda: Stream(steps=600, fault=_never_updated()).views(),
     "tiny_updates": _stream(_tiny_updates),
     "wide_weights": _stream(_after(300, lambda d: d.set("fc3.weight", std=4.0))),
     "large_weights": _stream(_after(300, lambda d: d.set("fc0.weight", l2=4.0))),

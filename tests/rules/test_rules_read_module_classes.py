@@ -145,3 +145,52 @@ def test_a_sparse_embedding_tables_unsampled_rows_are_not_frozen(tmp_path: Path)
     assert not any(n == "grad/item.weight" for v in views for n in v.names)  # sparse: not captured
     rule = UnchangedTensor()
     assert [f.message for v in views for f in rule.update(v)] == []
+
+
+class Factorisation(nn.Module):
+    """Matrix factorisation with per-user and per-item biases: one-column tables initialised to zero, as
+    recommenders do; the factor tables at `factor_std` (0: zero, so neither gets a gradient)."""
+
+    def __init__(self, factor_std: float) -> None:
+        super().__init__()
+        self.user, self.item = nn.Embedding(200, 16), nn.Embedding(120, 16)
+        self.user_bias, self.item_bias = nn.Embedding(200, 1), nn.Embedding(120, 1)
+        for e in (self.user, self.item):
+            nn.init.normal_(e.weight, std=factor_std) if factor_std else nn.init.zeros_(e.weight)
+        for e in (self.user_bias, self.item_bias):
+            nn.init.zeros_(e.weight)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        u, i = pairs[:, 0], pairs[:, 1]
+        dot = (self.user(u) * self.item(i)).sum(1)
+        return dot + self.user_bias(u).squeeze(1) + self.item_bias(i).squeeze(1)
+
+
+def factorisation_findings(tmp_path: Path, factor_std: float) -> list:  # type: ignore[type-arg]
+    torch.manual_seed(0)
+    model = Factorisation(factor_std)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with tg.Hook(f"file://{tmp_path}", save_interval=1) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(3):
+            pairs = torch.stack([torch.randint(0, 200, (64,)), torch.randint(0, 120, (64,))], 1)
+            loss = nn.functional.binary_cross_entropy_with_logits(model(pairs), torch.rand(64).round())
+            opt.zero_grad()
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+    rule = PoorWeightInitialization()
+    return [f for v in rank0_views(tmp_path) for f in rule.update(v)]
+
+
+def test_zero_bias_tables_of_a_factorisation_are_no_poor_init(tmp_path: Path) -> None:
+    # two zero one-column tables read as "2 of 4 kernels entirely zero" on every run of two recommenders
+    assert factorisation_findings(tmp_path, factor_std=0.1) == []
+
+
+def test_zero_factor_tables_are_still_reported(tmp_path: Path) -> None:
+    # two zero factor tables multiplied together give each other no gradient: the model never learns
+    found = factorisation_findings(tmp_path, factor_std=0.0)
+    assert [f.tensor for f in found] == ["user.weight"]
+    assert "2 of 2 kernels are entirely zero" in found[0].message

@@ -133,7 +133,9 @@ class LossNotDecreasing(base.Rule):
             "l2 ratio at least this at every view of the window. A deep sigmoid net sits at chance level for 300-400 "
             "steps before it learns, its ratio 0.01-0.03 and rising as it starts to (single views reach 0.06); models "
             "that cannot learn what the loss asks (shuffled labels, no nonlinearity, a regression target that "
-            "broadcasts) stay at 0.07-1. Unknown (no kernel gradients): not required.",
+            "broadcasts) stay at 0.07-1. Not required of a loss that rose `min_significance` standard errors above "
+            "its first value plus `stuck_drop` (no plateau: label-sorted batches swing a CNN whose ratio is "
+            "0.02-0.12). Unknown (no kernel gradients): not required.",
         )
         stuck_window_steps: int = Field(
             default=50, ge=1, description="Training steps the stuck path averages the loss over."
@@ -378,7 +380,13 @@ class LossNotDecreasing(base.Rule):
         if not (at_first or at_chance):
             return []
         ratio = min((r for _, r in self.grad_ratio), default=None)
-        if ratio is not None and ratio < p.stuck_min_gradient_ratio:
+        # A loss that rose clearly above its first value is no plateau of vanishing gradients: steps too small to
+        # reach the first layers leave the loss where it was, they do not make it worse (batches that swing the
+        # model from class to class, label-sorted data, do)
+        rose = recent - first * (1 + p.stuck_drop) >= p.min_significance * math.sqrt(
+            window.var / window.n + window.var
+        )
+        if ratio is not None and ratio < p.stuck_min_gradient_ratio and not rose:
             return []  # a plateau the gradient barely reaches: vanishing_gradient's, or one the run breaks out of
         # Each reference the window is still within `stuck_drop` of, and the noise of that claim. Under "stuck from
         # the start" the noise now is the noise then, so the last window's spread stands for both sides: the first
@@ -413,7 +421,7 @@ class LossNotDecreasing(base.Rule):
         drop = base.fmt(100 * p.stuck_drop)
         reach = (
             f"; the gradient reaches the first layer (first/last ratio {base.fmt(ratio)} or more)"
-            if ratio is not None
+            if ratio is not None and ratio >= p.stuck_min_gradient_ratio
             else ""
         )
         if significant:

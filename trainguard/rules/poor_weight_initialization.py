@@ -10,7 +10,8 @@ except where the module's class (the catalogue's `module_type`) says the convent
 embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
 layers (orthogonal or identity, as in an IRNN);
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
-usually on purpose); whole kernels that are exactly zero; and (SageMaker's check) the spread of
+usually on purpose); whole kernels that are exactly zero (not a lookup table of one column: a per-row bias,
+zero by convention like any bias); and (SageMaker's check) the spread of
 activation-input variances across layers. On the first view with activations: an unbounded
 activation (ReLU family, GELU, SiLU) whose std is above `activation_std_max`: with inputs near unit
 scale and any standard init they stay near 1, so one in the hundreds means the inputs are far from
@@ -47,6 +48,12 @@ def fan_based(meta: TensorMeta) -> bool:
     if meta.module_type in NOT_FAN_BASED:
         return False
     return not (meta.module_type in RECURRENT and meta.name.rsplit(".", 1)[-1].startswith("weight_hh"))
+
+
+def bias_table(meta: TensorMeta) -> bool:
+    """Whether a weight is a lookup table of one column: a per-row bias (a recommender's user and item biases),
+    which starts at zero as any bias does and gets its gradient whatever its value."""
+    return meta.module_type in NOT_FAN_BASED and len(meta.shape) == 2 and meta.shape[1] == 1
 
 
 def std_targets(shape: tuple[int, ...]) -> tuple[float, float]:
@@ -173,7 +180,9 @@ class PoorWeightInitialization(base.Rule):
         out: list[base.Finding] = []
         if not self.weights_done:
             rows = [
-                int(i) for i in self.rows(view, default_collections=_WEIGHTS) if len(view.meta[i].shape) >= 2
+                int(i)
+                for i in self.rows(view, default_collections=_WEIGHTS)
+                if len(view.meta[i].shape) >= 2 and not bias_table(view.meta[int(i)])
             ]
             if rows:
                 self.weights_done = True

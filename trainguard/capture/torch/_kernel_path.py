@@ -47,7 +47,7 @@ class KernelPath:
         for p in self.plan.grad_params:
             # the source's own gradient where it is not sharded: no property call per parameter per step
             grad = p.grad if p.sharded else p.source.grad
-            if grad is None or p.grad_skipped:
+            if grad is None or p.grad_skipped or not p.source.requires_grad:  # frozen now: stale, if any
                 continue
             n = grad.numel()
             if not n:  # an empty shard here

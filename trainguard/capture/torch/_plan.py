@@ -64,6 +64,7 @@ class Param:
     """Catalogue id of the weight/bias itself, None when it is not read (its collection is not captured, or
     its kind is not read: the catalogue entry then says why)."""
     want_grad: bool
+    """Gradients are captured: read on a saved step where the parameter requires one and has it (`Plan.gradient`)."""
     grad_tid: int | None = None
     grad_skipped: bool = False
     """The gradient is of a kind the hook does not read (its catalogue entry says why)."""
@@ -199,7 +200,8 @@ class CapturePlan:
                     tid = None
             if skipped:
                 continue  # never read: it takes no part in the layout or the choice of path
-            want_grad = p.requires_grad and self.config.wants("gradients")
+            # also for a parameter frozen now: a layer unfrozen later gets its gradient read from then on
+            want_grad = self.config.wants("gradients")
             self.params.append(Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p)))
         if self.config.wants("activations"):
             for name, m in modules.items():
@@ -211,9 +213,10 @@ class CapturePlan:
     def gradient(self, p: Param, w: writer.RankWriter) -> tuple[int, torch.Tensor] | None:
         """The id and this rank's part of `p`'s gradient to read on this saved step, defining `grad/<name>` the
         first time; None when there is none, it is empty here, or of a kind the hook does not read (its
-        catalogue entry says why)."""
+        catalogue entry says why), or the parameter is frozen now (a gradient left from before it was frozen is
+        stale). A parameter unfrozen after registration is read from its first gradient on."""
         source = p.source.grad
-        if source is None or p.grad_skipped:
+        if source is None or p.grad_skipped or not p.source.requires_grad:
             return None
         if p.grad_tid is None:
             skipped = _kinds.unreadable(source)

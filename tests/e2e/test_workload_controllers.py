@@ -105,12 +105,14 @@ def _container(pod: dict[str, Any]) -> str:
     return str(pod["spec"]["containers"][0]["name"])
 
 
-def wait_running(cluster: Cluster, runs: list[Launched]) -> dict[str, list[dict[str, Any]]]:
+def wait_running(
+    cluster: Cluster, runs: list[Launched], *, timeout_seconds: float = START_SECONDS
+) -> dict[str, list[dict[str, Any]]]:
     pods: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         pods[run.name] = eventually(
             lambda run=run: running(cluster, run),  # type: ignore[misc]
-            timeout_seconds=START_SECONDS, interval=2,
+            timeout_seconds=timeout_seconds, interval=2,
             what=f"the {run.kind.pods} pods of {run.kind.id} {run.name} running "
                  f"(pods: {[(p['metadata']['name'], p.get('status', {}).get('phase')) for p in run.pods(cluster)]})",
         )  # fmt: skip
@@ -198,43 +200,17 @@ def test_a_stop_suspends_the_top_level_owner_every_pod_goes_and_the_stop_holds(
     hold(cluster, runs, stopped_at)
 
 
-@pytest.fixture(scope="module")
-def kueue_with_jobset(cluster: Cluster, controllers: None) -> Iterator[str]:
-    """Kueue (its JobSet integration included) with a ClusterQueue; yields a LocalQueue's namespace-free name."""
-    proc = subprocess.run([str(K8S_SH), "kueue"], capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    flavor, queue = "e2e-workloads-flavor", "e2e-workloads-queue"
-    cluster.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
-    )
-    cluster.apply({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": queue},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                                         {"name": "memory", "nominalQuota": "8Gi"}]}],
-        }]},
-    })  # fmt: skip
-    try:
-        yield queue
-    finally:
-        cluster.kubectl(
-            "delete", "clusterqueue", queue, "--ignore-not-found", "--timeout", "60s", check=False
-        )
-        cluster.kubectl(
-            "delete", "resourceflavor", flavor, "--ignore-not-found", "--timeout", "60s", check=False
-        )
-
-
 def test_a_stop_under_kueue_deactivates_the_jobsets_workload_and_the_stop_holds(
-    cluster: Cluster, kueue_with_jobset: str, namespace: str, flag_dir: Path, kube: client.Kube
+    cluster: Cluster, controllers: None, kueue: str, namespace: str, flag_dir: Path, kube: client.Kube
 ) -> None:
     cluster.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                   "metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": kueue_with_jobset}})  # fmt: skip
+                   "metadata": {"name": "team", "namespace": namespace}, "spec": {"clusterQueue": kueue}})  # fmt: skip
     # Created suspended, as Kueue's own webhook would make it; Kueue admits it and resumes it.
     (run,) = launch(cluster, namespace, flag_dir, suffix="queued", labels={"kueue.x-k8s.io/queue-name": "team"},
                     suspend=True, kinds=tuple(k for k in KINDS if k.adapter is jobset.KIND))  # fmt: skip
-    pods = wait_running(cluster, [run])[run.name]
+    pods = wait_running(cluster, [run], timeout_seconds=START_SECONDS + 120)[
+        run.name
+    ]  # Kueue may look for JobSet's API 2 min late
     adapter, top = top_of(kube, pods[0])
     assert adapter is jobset.KIND and adapter.queue_name(top) == "team"
     stop = control.stop(kube, adapter, namespace, run.name, queued=True)

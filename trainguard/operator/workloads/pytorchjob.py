@@ -3,8 +3,9 @@
 `spec.runPolicy.suspend` makes the training-operator delete every active pod (and the job's Services);
 clearing it starts them again (kubeflow/training-operator `pkg/controller.v1/common/job.go`). Conditions
 Succeeded and Failed end it. A pod's rank is the RANK the operator gives it: the Master is 0 and Worker
-i is i + 1 when there is a Master, else i (`pkg/controller.v1/pytorch/envvar.go`); the pod's labels
-carry its replica type (lower case) and index.
+i is i + 1 (`pkg/controller.v1/pytorch/envvar.go`); the pod's labels carry its replica type (lower case)
+and index. Without a Master the operator gives no RANK at all (torchrun's rendezvous numbers the nodes,
+in the order they join), so Worker i's rank here is i, its ordinal only. v1.8.1 checked in tests/e2e.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 from tests.deploy.tooling import CHART, by_kind, one, render
 from trainguard import cli
 from trainguard.api import debugpolicy
-from trainguard.operator import attach, build, workloads
+from trainguard.operator import attach, build, inject, workloads
 from trainguard.operator.config import OperatorConfig
 
 ATTACH = CHART / "ci" / "attach-values.yaml"
@@ -130,3 +130,20 @@ def test_the_network_policy_lets_the_webhook_in_and_the_evaluator_scrapes_out() 
     assert {"ports": [{"port": build.SIDECAR_PORT, "protocol": "TCP"}]} in policy["spec"]["egress"]
     default = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
     assert {"ports": [{"port": "webhook", "protocol": "TCP"}]} not in default["spec"]["ingress"]
+
+
+def test_the_injected_evaluators_are_scraped_with_their_policy_and_workload() -> None:
+    assert len(by_kind(render(sets=["metrics.podMonitor.enabled=true"]), "PodMonitor")) == 1
+    monitors = by_kind(render(values=[ATTACH], sets=["metrics.podMonitor.enabled=true"]), "PodMonitor")
+    policy = next(m for m in monitors if m["metadata"]["name"].endswith("-policy-evaluators"))
+    (requirement,) = policy["spec"]["selector"]["matchExpressions"]
+    assert (requirement["key"], requirement["operator"]) == (inject.POLICY_LABEL, "Exists")
+    (endpoint,) = policy["spec"]["podMetricsEndpoints"]
+    relabel = {r["targetLabel"]: r.get("sourceLabels") for r in endpoint["relabelings"]}
+
+    def meta(prefix: str, key: str) -> str:  # Prometheus' Kubernetes discovery name of a label or annotation
+        return prefix + "".join(c if c.isalnum() else "_" for c in key)
+
+    assert relabel["debugpolicy"] == [meta("__meta_kubernetes_pod_label_", inject.POLICY_LABEL)]
+    assert relabel["workload"] == [meta("__meta_kubernetes_pod_annotation_", inject.WORKLOAD_ANNOTATION)]
+    assert relabel["job"] is None and endpoint["port"] == "metrics"

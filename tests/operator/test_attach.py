@@ -179,14 +179,15 @@ def _certificate(directory: Path) -> None:
     )  # fmt: skip
 
 
-def _review(url: str, pod: dict[str, Any]) -> dict[str, Any]:
+def _review(url: str, pod: dict[str, Any], *, ca: bytes | None = None) -> dict[str, Any]:
+    """Send an AdmissionReview as the API server does; with `ca`, verify the server's certificate chain by it."""
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "req-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": NS, "operation": "CREATE",
         "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"}, "object": pod}}  # fmt: skip
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    context = ssl.create_default_context(cadata=ca.decode() if ca else None)
+    context.check_hostname = False  # the URL names 127.0.0.1; the host names are checked in test_webhook_cert
+    context.verify_mode = ssl.CERT_REQUIRED if ca else ssl.CERT_NONE
     request = urllib.request.Request(
         url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
     )
@@ -195,9 +196,37 @@ def _review(url: str, pod: dict[str, Any]) -> dict[str, Any]:
     return response
 
 
+WEBHOOK_CONFIGS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+
+
+async def _certificate_args(kube: KubeEnv, tmp_path: Path, source: str) -> list[str]:
+    """The operator's certificate flags: a mounted certificate (cert-manager's), or its own self-signed one."""
+    if source == "mounted":
+        _certificate(tmp_path)
+        return [f"--attach-cert-dir={tmp_path}"]
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+              "metadata": {"name": "tg-attach"}, "webhooks": [{"name": "pods.attach.trainguard.dev", "clientConfig": {
+                  "service": {"name": "tg-webhook", "namespace": "tg", "path": f"/{attach.HANDLER_ID}"}}}]}  # fmt: skip
+    async with kube.emulator.post(WEBHOOK_CONFIGS, json=config) as resp:
+        assert resp.status < 400, await resp.text()
+    return [f"--attach-cert-dir={tmp_path / 'certs'}", "--attach-cert-secret=tg/tg-webhook-tls",
+            "--attach-service=tg-webhook", "--attach-webhook-config=tg-attach"]  # fmt: skip
+
+
+def _trusted(kube: KubeEnv, source: str) -> bytes | None:
+    """The CA bundle the API server would trust: the operator's own in its webhook configuration's caBundle."""
+    if source == "mounted":
+        return None
+    config = kube.get("admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", None, "tg-attach")
+    return base64.b64decode(config["webhooks"][0]["clientConfig"]["caBundle"]) if config else None
+
+
 @pytest.mark.slow
-async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tmp_path: Path) -> None:
-    _certificate(tmp_path)
+@pytest.mark.parametrize("source", ["mounted", "operator"])
+async def test_the_operator_serves_the_pod_webhook_from_memory(
+    kube: KubeEnv, tmp_path: Path, source: str
+) -> None:
+    cert_args = await _certificate_args(kube, tmp_path, source)
     port, liveness = free_port(), free_port()
     job = _job("mnist", "", {"app": "mnist"})
     created = await kube.create(JOBS, job)
@@ -209,7 +238,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "trainguard", "operator", "-A", "--metrics-port=0", "--metrics-address=127.0.0.1",
         f"--liveness=http://127.0.0.1:{liveness}/healthz", "--attach", f"--attach-port={port}",
-        f"--attach-cert-dir={tmp_path}", "--workload-kind=jobSet",
+        *cert_args, "--workload-kind=jobSet",
         env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -223,7 +252,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
             300
         ):  # the server listens once kopf has scanned the resources; the Job is indexed soon after
             try:
-                response = await asyncio.to_thread(_review, url, pod)
+                response = await asyncio.to_thread(_review, url, pod, ca=_trusted(kube, source))
             except OSError:
                 response = {}
             if response.get("patch"):
@@ -235,7 +264,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
         assert sidecar["name"] == build.SIDECAR_NAME and {"name": "RANK", "value": "1"} in sidecar["env"]
         assert after["metadata"]["annotations"][debugpolicy.INJECTED_ANNOTATION] == "watch/1"
         # Re-invoked on the injected pod (another webhook changed it): nothing more to add.
-        again = await asyncio.to_thread(_review, url, after)
+        again = await asyncio.to_thread(_review, url, after, ca=_trusted(kube, source))
         assert again["allowed"] is True and "patch" not in again
         # The status: the policy is Ready, and its Job (the pod above was never created) has no blind pod.
         ready = await eventually(

@@ -13,7 +13,8 @@
 - `register` (called by `trainguard operator --attach` before kopf starts): one index per enabled
   workload kind (slim copies of the objects, for the owner walk at admission) and the mutating handler
   on pods carrying `trainguard.dev/watch=true`; `serve` (at startup) starts kopf's webhook server on the
-  certificate the chart mounts. The handler is `inject.admit` over those indices: no API call during
+  certificate in `--attach-cert-dir`: cert-manager's, mounted, or, with `--attach-cert-secret`, the operator's
+  own self-signed one (`keep_certificate`, `webhook_tls`), issued, renewed and trusted by the operator. The handler is `inject.admit` over those indices: no API call during
   admission.
 
 The webhook configuration itself is the chart's (`settings.admission.managed` stays None): kopf's
@@ -22,8 +23,10 @@ managed one has a fixed 30 s timeout and no namespaceSelector.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
+import datetime
 import functools
 import logging
 import time
@@ -43,6 +46,7 @@ from trainguard.operator import (
     inject,
     policy_status,
     status_decision,
+    webhook_tls,
     webhooks,
     workloads,
 )
@@ -432,7 +436,43 @@ def register(config: OperatorConfig) -> None:
         id=HANDLER_ID, operations=["CREATE"], ignore_failures=True, side_effects=False,
         labels={debugpolicy.WATCH_LABEL: "true"}, registry=registry,
     )(mutate_pod)  # fmt: skip
+    if config.attach_cert_secret:
+        kopf.on.startup(registry=registry)(keep_certificate)
+        kopf.on.cleanup(registry=registry)(stop_certificate)
     log.info("attach mode: pods of %s", ", ".join(map(repr, kinds)))
+
+
+def cert_target(config: OperatorConfig) -> webhook_tls.Target:
+    """Return where the operator keeps the self-signed certificate (`--attach-cert-secret` is set)."""
+    namespace, _, secret = str(config.attach_cert_secret).partition("/")
+    return webhook_tls.Target(
+        namespace=namespace, secret=secret, webhook_config=config.attach_webhook_config,
+        service=config.attach_service, cert_dir=config.attach_cert_dir, days=config.attach_cert_days,
+    )  # fmt: skip
+
+
+async def keep_certificate(memo: kopf.Memo, **_: Any) -> None:
+    """Startup (after the operator's own): have a valid certificate on disk before kopf's webhook server reads it,
+    then check it every hour in the background. kopf retries this handler while the API refuses."""
+    state = memo.get("state")
+    if state is None:
+        raise kopf.TemporaryError("the operator's state is not set up yet", delay=1)
+    target = cert_target(_config(memo))
+    try:
+        await asyncio.to_thread(
+            webhook_tls.ensure, state.kube, target, now=datetime.datetime.now(tz=datetime.timezone.utc)
+        )
+    except client.KubeError as err:
+        raise kopf.TemporaryError(f"cannot set up the webhook certificate: {err}", delay=10) from err
+    memo["attach_cert_task"] = asyncio.create_task(webhook_tls.rotate_forever(state.kube, target))
+
+
+async def stop_certificate(memo: kopf.Memo, **_: Any) -> None:
+    """Cleanup: stop the certificate's background check."""
+    task = memo.get("attach_cert_task")
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def serve(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:

@@ -327,6 +327,9 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
     state = memo.get("state")
     data = dict(body)
     policy = _policy_of(data)
+    if isinstance(policy, pydantic.ValidationError) and state is not None:
+        meta = data.get("metadata") or {}  # an invalid policy selects nothing: no workloads to count
+        state.metrics.forget_policy(str(meta.get("namespace")), str(meta.get("name")))
     if not config.attach or state is None or isinstance(policy, pydantic.ValidationError):
         return
     try:
@@ -340,12 +343,17 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
         ) from err
     for event in events:
         state.metrics.actions.labels(action=event.action.value).inc()
+        if event.action == Action.STOP:
+            state.metrics.policy_stopped(policy.namespace, policy.name)
         actions.announce(
             state.kube, body=actions.reference(data), event=event, hooks=policy.spec.actions.notify.webhooks,
             metrics=state.metrics, emit=actions.emitter(), dispatcher=state.dispatcher,
         )  # fmt: skip
     status = policy_status.summarize(
         observed, _conditions(data), now=webhooks.now_rfc3339(), generation=policy.generation
+    )
+    state.metrics.observe_policy(
+        policy.namespace, policy.name, workloads=status.workload_count, blind=status.blind_count
     )
     fields = status.model_dump(mode="json", by_alias=True)
     previous = data.get("status") or {}
@@ -360,6 +368,14 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
             body, type="Warning", reason=policy_status.REASON_BLIND,
             message=next(c.message for c in status.conditions if c.type == debugpolicy.PolicyConditionType.BLIND),
         )  # fmt: skip
+
+
+@kopf.on.delete(*POLICIES, optional=True)
+def forget_policy(name: str | None, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """Drop a deleted policy's metrics (no finalizer: nothing else needs cleaning up)."""
+    state = memo.get("state")
+    if state is not None and name and namespace:
+        state.metrics.forget_policy(namespace, name)
 
 
 def _acted(memo: Any) -> Acted:

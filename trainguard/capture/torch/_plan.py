@@ -20,7 +20,7 @@ from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import _kinds, _sampled, c_kernel, device_stats
-from trainguard.store import writer
+from trainguard.store import run_format, writer
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,9 @@ class Param:
     """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
     sharded: bool = False
     """`source` is a DTensor: every read goes through its local shard (`_kinds.local`)."""
+    flat: run_format.ShardInfo | None = None
+    """FSDP1 (`use_orig_params=True`): the flat piece of the full tensor that `source` and its gradient hold
+    here between steps (`_kinds.flat_shards`)."""
     sampled: bool = False
     """Its update/distance are estimated from a fixed sample (`_sampled`): its device's exact copies would
     exceed `history_max_fraction`. It then has no `history` and is not tracked inside `Packed`."""
@@ -176,22 +179,24 @@ class CapturePlan:
         for raw, m in root.named_modules():
             modules[_kinds.clean_name(raw)] = m  # a wrapped module (after its wrapper) takes the bare name
         self.small_params = self.native_plan = None
+        flat = _kinds.flat_shards(module)
         for raw, p in root.named_parameters():
             name = _kinds.clean_name(raw)
             owner = name.rsplit(".", 1)[0] if "." in name else ""
             collection = "biases" if name.endswith("bias") else "weights"
             skipped = _kinds.unreadable(p)
+            piece = flat.get(id(p))
             tid = None
             if self.config.wants(collection):
                 tid = w.define(
                     name,
                     collection=collection,
-                    shape=list(p.shape),
+                    shape=piece.global_shape if piece else list(p.shape),
                     dtype=str(p.dtype).removeprefix("torch."),
                     module=owner or None,
                     module_type=module_type(modules.get(owner)),
                     trainable=p.requires_grad,
-                    shard=None if skipped else _kinds.shard_info(p),
+                    shard=None if skipped else piece or _kinds.shard_info(p),
                     skipped=skipped,
                 )
                 if skipped:
@@ -200,7 +205,9 @@ class CapturePlan:
             if skipped:
                 continue  # never read: it takes no part in the layout or the choice of path
             want_grad = p.requires_grad and self.config.wants("gradients")
-            self.params.append(Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p)))
+            self.params.append(
+                Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p), flat=piece)
+            )
         if self.config.wants("activations"):
             for name, m in modules.items():
                 kind = ACTIVATION_KINDS.get(type(m))
@@ -213,24 +220,32 @@ class CapturePlan:
         first time; None when there is none, it is empty here, or of a kind the hook does not read (its
         catalogue entry says why)."""
         source = p.source.grad
-        if source is None or p.grad_skipped:
+        if p.grad_skipped or (
+            source is None and not (p.grad_tid is None and p.flat and not p.flat.local_shape[0])
+        ):
             return None
         if p.grad_tid is None:
-            skipped = _kinds.unreadable(source)
+            # an FSDP1 parameter with no elements here has no gradient here: its entry says this rank's part is
+            # empty, as the parameter's does, so that every rank's catalogue names the same parts
+            skipped = _kinds.unreadable(source) if source is not None else None
             p.grad_tid = w.define(
                 f"grad/{p.name}",
                 collection="gradients",
-                shape=list(source.shape),
-                dtype=str(source.dtype).removeprefix("torch."),
+                shape=p.flat.global_shape if p.flat else list(p.source.shape),
+                dtype=str(p.source.dtype if source is None else source.dtype).removeprefix("torch."),
                 module=p.module or None,
                 order=self.module_order.get(p.module),
-                shard=None if skipped else _kinds.shard_info(source),
+                shard=None
+                if skipped
+                else p.flat or _kinds.shard_info(p.source if source is None else source),
                 skipped=skipped,
             )
             if skipped:
                 log.info("trainguard: grad/%s is not read: %s", p.name, skipped)
                 p.grad_skipped = True
                 return None
+        if source is None:
+            return None
         grad = _kinds.local(source)
         return (p.grad_tid, grad) if grad.numel() else None
 

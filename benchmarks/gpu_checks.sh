@@ -10,7 +10,8 @@
 #   tests.txt     the CUDA cases of tests/capture (statistics, multi_stats, the hook's paths and columns)
 #   sync.txt      20 steady-state steps with the hook under torch.cuda.set_sync_debug_mode("error")
 #   kernels.txt   CUDA kernels the hook adds per saved step, Tier-0 and Tier-1 apart (torch.profiler)
-#   profile.txt   single steps timed plain and hooked; where a saved step's host and device time goes
+#   profile.txt   multi_stats with each partials kernel on the same tensors; single steps timed plain and
+#                 hooked; where a saved step's host and device time goes
 #   overhead.md   the overhead table: GPT 110M and 0.94B, no hook vs save_interval 10 and every step
 # The script goes on after a failing check; its exit status is the number of checks that failed.
 set -u
@@ -45,7 +46,7 @@ check "CUDA tests" tests.txt 120 "$PY" -m pytest -q -p no:cacheprovider -W ignor
     tests/capture/test_torch_hook_paths.py tests/capture/test_torch_hook_run.py
 check "sync" sync.txt 60 "$PY" -m benchmarks.hook_gpu_checks sync --steps 20
 check "kernels" kernels.txt 90 "$PY" -m benchmarks.hook_gpu_checks kernels --steps 10
-check "profile" profile.txt 90 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
+check "profile" profile.txt 150 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
     --gpt-steps 100 --gpt1b-steps 40
 exit $failed

@@ -219,10 +219,36 @@ def compare_partials(device: torch.device, reps: int = 20) -> int:
     return failed
 
 
+def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
+    """Host time of one `multi_stats` call (the hook's direct call: two kernel launches) with the compiled kernels
+    launched directly (`_multi_kernel._DIRECT`) and through `JITFunction.run`, on 12 small tensors."""
+    from trainguard.capture.torch import _multi, _multi_kernel
+
+    xs = [torch.randn(4096, device=device, dtype=torch.bfloat16) for _ in range(12)]
+    out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device=device)
+    per_call = {}
+    for direct in (False, True):
+        _multi_kernel._DIRECT = direct
+        for _ in range(5):
+            _multi.reduce_group(xs, [], [], out)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            _multi.reduce_group(xs, [], [], out)
+        per_call[direct] = 1e6 * (time.perf_counter() - started) / calls
+        torch.cuda.synchronize()
+    _multi_kernel._DIRECT = True
+    print(
+        f"### multi_stats host time per call (2 launches, {calls} calls, no sync between): through "
+        f"JITFunction.run {per_call[False]:.1f} us, compiled kernels launched directly {per_call[True]:.1f} us\n"
+    )
+
+
 def check_profile(device: torch.device, steps: int) -> int:
     """The two partials kernels compared, single steps timed plain and hooked (Tier-0 and Tier-1 apart), then
     one of each profiled."""
     failed = compare_partials(device)
+    compare_launch_host_time(device)
     import cProfile
     import io
     import pstats

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import triton.language as tl
+from triton.compiler import CompiledKernel
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
@@ -579,6 +580,45 @@ _hist_compiled = (
 _hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
 
 
+_DIRECT = True
+"""Launch compiled kernels directly (`_launch`); False: through `JITFunction.run` at every launch (the `profile`
+check compares the host time of the two)."""
+
+_kernels: dict[tuple[object, ...], CompiledKernel] = {}
+"""Compiled kernels by what Triton specialises them on: the function, the current device, the warps, the three
+pointer arguments' 16-byte alignment and the compile-time constants (the two counts are never specialised)."""
+
+
+def _launch(
+    fn: JITFunction | InterpretedFunction, grid: int, args: tuple[object, ...], num_warps: int
+) -> None:
+    """`fn[(grid,)](*args, num_warps=num_warps)`: the first time through `JITFunction.run`, which compiles the
+    kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
+    arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
+    tensor counts (int32 range), then the compile-time constants, in the kernel's order."""
+    if not _DIRECT or isinstance(fn, InterpretedFunction):
+        fn[(grid,)](*args, num_warps=num_warps)
+        return
+    a, b, c = args[0], args[1], args[2]
+    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor)
+    key = (
+        fn,
+        torch.cuda.current_device(),
+        num_warps,
+        a.data_ptr() % 16 == 0,
+        b.data_ptr() % 16 == 0,
+        c.data_ptr() % 16 == 0,
+        *args[5:],
+    )
+    kernel = _kernels.get(key)
+    if kernel is None:
+        kernel = fn[(grid,)](*args, num_warps=num_warps)
+        if kernel is not None:
+            _kernels[key] = kernel
+        return
+    kernel[(grid, 1, 1)](*args)
+
+
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
     """int64 `values` on `device`: on CUDA one non-blocking copy from pinned memory, which the caching
     host allocator keeps until the copy has run (so it can never be overwritten while in flight)."""
@@ -697,23 +737,27 @@ def launch(
         partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
     with _numpy_quiet(interpreting):
         if lay.n_items:
-            partials_kernel[(min(lay.n_items, cfg.programs),)](
-                table,
-                lay.static,
-                lay.partials,
-                lay.n_items,
-                len(xs),
-                X_DTYPE=x_dtype,
-                P_DTYPE=_TL_DTYPES[prevs[0].dtype] if history else x_dtype,
-                F_DTYPE=_TL_DTYPES[firsts[0].dtype] if history else x_dtype,
-                HISTORY=history,
-                ALIGNED=all(address % 16 == 0 for address in addresses),
-                BLOCK=cfg.block,
-                CHUNK=cfg.chunk,
-                num_warps=cfg.num_warps,
+            _launch(
+                partials_kernel,
+                min(lay.n_items, cfg.programs),
+                (
+                    table,
+                    lay.static,
+                    lay.partials,
+                    lay.n_items,
+                    len(xs),
+                    x_dtype,
+                    _TL_DTYPES[prevs[0].dtype] if history else x_dtype,
+                    _TL_DTYPES[firsts[0].dtype] if history else x_dtype,
+                    history,
+                    all(address % 16 == 0 for address in addresses),
+                    cfg.block,
+                    cfg.chunk,
+                ),
+                cfg.num_warps,
             )
-        merge_kernel[(len(xs),)](
-            lay.static, lay.partials, out, lay.n_items, len(xs), CB=cfg.merge_block, num_warps=1
+        _launch(
+            merge_kernel, len(xs), (lay.static, lay.partials, out, lay.n_items, len(xs), cfg.merge_block), 1
         )
 
 
@@ -725,19 +769,21 @@ def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low:
     partials_kernel, merge_kernel = _hist_interpreted if interpreting else _hist_compiled
     with _numpy_quiet(interpreting):
         if lay.n_items:
-            partials_kernel[(min(lay.n_items, cfg.programs),)](
-                table,
-                lay.static,
-                lay.hist_partials,
-                lay.n_items,
-                len(xs),
-                X_DTYPE=_TL_DTYPES[xs[0].dtype],
-                BLOCK=cfg.block,
-                CHUNK=cfg.chunk,
-                BINS=bins,
-                LOW=low,
-                num_warps=cfg.num_warps,
+            _launch(
+                partials_kernel,
+                min(lay.n_items, cfg.programs),
+                (
+                    table,
+                    lay.static,
+                    lay.hist_partials,
+                    lay.n_items,
+                    len(xs),
+                    _TL_DTYPES[xs[0].dtype],
+                    cfg.block,
+                    cfg.chunk,
+                    bins,
+                    low,
+                ),
+                cfg.num_warps,
             )
-        merge_kernel[(len(xs),)](
-            lay.static, lay.hist_partials, out, lay.n_items, len(xs), BINS=bins, num_warps=1
-        )
+        _launch(merge_kernel, len(xs), (lay.static, lay.hist_partials, out, lay.n_items, len(xs), bins), 1)

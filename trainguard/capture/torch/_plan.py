@@ -123,6 +123,9 @@ class NativePlan:
     """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
 
 
+Placement = tuple[tuple[torch.device, torch.dtype, int, bool, bool], ...]
+"""Per parameter: device, dtype, elements, contiguous, requires grad (`CapturePlan.refresh`)."""
+
 DevicePlan = tuple[torch.device, list[int], list[int], list[torch.Tensor], int]
 """One device's packed parameters: (device, ids, sizes, tensors, how many of them are tracked)."""
 
@@ -144,9 +147,10 @@ class CapturePlan:
         self.large_params: list[Param] = []
         self.grad_params: list[Param] = []
         self.per_device: list[DevicePlan] = []
-        self.placement: tuple[tuple[torch.device, torch.dtype, int], ...] = ()
-        """Each parameter's device, dtype and size when laid out: a change means lay out again (`refresh`; FSDP1
-        gives parameters their shard's size when it wraps them)."""
+        self.placement: Placement = ()
+        """Each parameter's device, dtype, size, contiguity and whether it requires grad when laid out: a change
+        means lay out again (`refresh`; FSDP1 gives parameters their shard's size when it wraps them). A new
+        layout is a new tuple: paths cache what they derive from a layout by its identity."""
         self.on_cpu = True
         self.kernel_reads_params = False
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
@@ -285,13 +289,21 @@ class CapturePlan:
     def refresh(self) -> bool:
         """Lay the parameters out if they have no layout, or one is on another device, of another dtype or size
         than when they were laid out (`.to(device)`, `.half()`); return whether it did."""
-        placement = tuple((p.param.device, p.param.dtype, p.param.numel()) for p in self.params)
+        # list comprehensions, no property per parameter: this runs on every saved step off the C kernel's path
+        params = self.params
+        xs = [_kinds.local(p.source) if p.sharded else p.source for p in params]
+        placement = tuple(
+            [
+                (x.device, x.dtype, x.numel(), x.is_contiguous(), p.source.requires_grad)
+                for p, x in zip(params, xs)
+            ]
+        )
         if self.small_params is not None and self.placement == placement:
             return False
         self._lay_out(placement)
         return True
 
-    def _lay_out(self, placement: tuple[tuple[torch.device, torch.dtype, int], ...]) -> None:
+    def _lay_out(self, placement: Placement) -> None:
         """Lay out the packed parameters per device (tracked ones first: their rows are compared with the
         copies kept from earlier steps)."""
         assert self.config is not None

@@ -559,6 +559,35 @@ def _hist_merge_fn(  # type: ignore[no-untyped-def]
     tl.store(out_ptr + t * BINS + bins, tl.where(bins == 0, 0, acc).to(tl.float64))  # bin 0 held the padding
 
 
+def _moved_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    out_ptr,
+    n_rows,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    P_DTYPE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """out[row] = the share of the row's elements that differ from prev's (`_MovedLayout.static`: each tensor's
+    row length, then its first row [T + 1], then each row's tensor [R]); each program takes rows pid, pid +
+    grid, ..., compares in float64 (exact for every dtype; NaN differs from everything) and counts per lane."""
+    lanes = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        t = tl.load(static_ptr + 2 * n_tensors + 1 + row)
+        length = tl.load(static_ptr + t)
+        first = (row - tl.load(static_ptr + n_tensors + t)) * length
+        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
+        acc = tl.full([BLOCK], 0, tl.int32)
+        for off in range(0, length, BLOCK):
+            valid = off + lanes < length
+            x = tl.load(x_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
+            prev = tl.load(p_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
+            acc += ((x != prev) & valid).to(tl.int32)
+        tl.store(out_ptr + row, tl.reduce(acc, 0, _ADD).to(tl.float64) / length.to(tl.float64))
+
+
 # counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
 _SIZES = ["n_items", "n_tensors"]
 _compiled = (
@@ -578,6 +607,8 @@ _hist_compiled = (
     JITFunction(_hist_merge_fn, do_not_specialize=_SIZES),
 )
 _hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
+_moved_compiled = JITFunction(_moved_fn, do_not_specialize=["n_rows", "n_tensors"])
+_moved_interpreted = InterpretedFunction(_moved_fn)
 
 
 _DIRECT = True
@@ -679,6 +710,31 @@ the same addresses step after step: with room for all of them a saved step copie
 Gradients freed each step (`set_to_none`) mostly come back at the same addresses too; a new set is
 one small copy. A table is 24 bytes per tensor on the device."""
 _layouts: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+
+
+_moved_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+"""`multi_moved`'s row tables per (device, shapes): int64 on the device and the number of rows."""
+
+
+def _moved_layout(xs: list[torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """The row table of `xs` (`_moved_fn`'s `static`), made once per set of shapes."""
+    device = xs[0].device
+    key = (device, tuple((x.shape[0] if x.ndim else 1, x.numel()) for x in xs))
+    got = _moved_layouts.get(key)
+    if got is None:
+        lengths: list[int] = []
+        firsts = [0]
+        owners: list[int] = []
+        for i, (units, n) in enumerate(key[1]):
+            lengths.append(n // units)
+            firsts.append(firsts[-1] + units)
+            owners += [i] * units
+        got = _moved_layouts[key] = (_to_device(lengths + firsts + owners, device), len(owners))
+        while len(_moved_layouts) > _MAX_LAYOUTS:
+            _moved_layouts.popitem(last=False)
+    else:
+        _moved_layouts.move_to_end(key)
+    return got
 
 
 def _layout(xs: list[torch.Tensor], chunk: int) -> _Layout:
@@ -787,3 +843,28 @@ def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low:
                 cfg.num_warps,
             )
         _launch(merge_kernel, len(xs), (lay.static, lay.hist_partials, out, lay.n_items, len(xs), bins), 1)
+
+
+def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Run `multi_moved`'s launch for arguments `_multi._check_moved` accepted (one row of `out` per unit)."""
+    device = xs[0].device
+    cfg = config(device)
+    static, n_rows = _moved_layout(xs)
+    table = _to_device([x.data_ptr() for x in xs] + [p.data_ptr() for p in prevs], device)
+    interpreting = _interpreting(device)
+    with _numpy_quiet(interpreting):
+        _launch(
+            _moved_interpreted if interpreting else _moved_compiled,
+            min(n_rows, 16 * cfg.programs),
+            (
+                table,
+                static,
+                out,
+                n_rows,
+                len(xs),
+                _TL_DTYPES[xs[0].dtype],
+                _TL_DTYPES[prevs[0].dtype],
+                cfg.block,
+            ),
+            cfg.num_warps,
+        )

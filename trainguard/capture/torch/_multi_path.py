@@ -11,8 +11,8 @@ gradients read inline, so a saved step's host work grows with the groups, not wi
 Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
 saved step allocates nothing and its results leave in one copy per device. Rows without a
 previous copy get their NaN update/distance on the host (`Pending.nan_update`). On Tier-1 steps
-each group's histograms take one `multi_hist` op; the per-unit vectors keep the torch ops of
-`device_stats`.
+each group's histograms take one `multi_hist` op and its parameters' per-unit "moved" shares one
+`multi_moved` op; the activations' per-unit vectors keep the torch ops of `device_stats`.
 """
 
 from __future__ import annotations
@@ -122,9 +122,7 @@ class MultiPath:
         if histories is not None:
             fresh = [h.fresh for h in histories]
             if tier1:  # the "moved" share compares with the previous copy: before the op refreshes it
-                for tid, x, h in zip(ids, xs, histories):
-                    if device_stats.unit_count(x):
-                        self.saved.units[(MOVED, tid)] = device_stats.moved_large(x, h)
+                self._moved(ids, xs, histories)
             prevs = [h.prev for h in histories]
             firsts = [h.first for h in histories]
             for h in histories:
@@ -141,6 +139,25 @@ class MultiPath:
             for i, tid in enumerate(ids):
                 self.saved.hists[tid] = hists[i]
         self._rows.add(ids, xs, rows, fresh)
+
+    def _moved(self, ids: list[int], xs: list[torch.Tensor], histories: list[device_stats._History]) -> None:
+        """The per-unit "moved" shares of a group's tracked parameters with units: one `multi_moved` op for those
+        with a previous copy (views of its rows, tensor after tensor); NaN for those without one yet."""
+        read: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        for tid, x, h in zip(ids, xs, histories):
+            if device_stats.unit_count(x):
+                if h.fresh:
+                    self.saved.units[(MOVED, tid)] = device_stats.moved_large(x, h)
+                else:
+                    read.append((tid, x, h.prev))
+        if not read:
+            return
+        shares = torch.empty(sum(x.shape[0] for _, x, _ in read), dtype=torch.float64, device=xs[0].device)
+        _multi.moved_group([x for _, x, _ in read], [prev for _, _, prev in read], shares)
+        start = 0
+        for tid, x, _ in read:
+            self.saved.units[(MOVED, tid)] = shares[start : start + x.shape[0]]
+            start += x.shape[0]
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
         """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change

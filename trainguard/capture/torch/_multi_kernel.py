@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -48,6 +49,8 @@ import triton.language as tl
 from triton.compiler import CompiledKernel
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+log = logging.getLogger(__name__)
 
 PARTS = 13
 """Columns of a partial row: n, nan, inf, zero, min, max, sum, |x| sum, x^2 sum, mean, M2, update^2, distance^2."""
@@ -626,7 +629,9 @@ def _launch(
     """`fn[(grid,)](*args, num_warps=num_warps)`: the first time through `JITFunction.run`, which compiles the
     kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
     arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
-    tensor counts (int32 range), then the compile-time constants, in the kernel's order."""
+    tensor counts (int32 range), then the compile-time constants, in the kernel's order. A Triton whose
+    compiled kernels refuse this launch (before launching) turns direct launches off for the process."""
+    global _DIRECT
     if not _DIRECT or isinstance(fn, InterpretedFunction):
         fn[(grid,)](*args, num_warps=num_warps)
         return
@@ -647,7 +652,15 @@ def _launch(
         if kernel is not None:
             _kernels[key] = kernel
         return
-    kernel[(grid, 1, 1)](*args)
+    try:
+        kernel[(grid, 1, 1)](*args)
+    except (TypeError, AttributeError) as err:
+        _DIRECT = False
+        log.warning(
+            "trainguard: launching compiled Triton kernels directly failed (%s); launching through Triton",
+            err,
+        )
+        fn[(grid,)](*args, num_warps=num_warps)
 
 
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:

@@ -14,12 +14,13 @@ non-blocking copies (they do not synchronise) and has gaps of its own; the timin
 final word. `kernels` counts the CUDA kernels `torch.profiler` records over `--steps` steps with
 the hook and without it, one step at a time, and prints the difference per saved step, Tier-0
 steps (bounded) apart from Tier-1 ones (every `tier1_interval`-th saved step: histograms and
-per-unit vectors, per-tensor ops), with the kernels the hook adds most (the CPU proxies bound the
+per-unit vectors), with the kernels the hook adds most (the CPU proxies bound the
 ops the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). `profile` times single
 steps from a device synchronisation to the next, plain and hooked, Tier-0 and Tier-1 apart, and
 prints where the hooked steps' host time goes (cProfile, the hook's own functions) and the kernels
 by device time (torch.profiler); it starts by timing `multi_stats` with each of the two partials
-kernels (`_multi_kernel._PARTIALS`) on the same tensors, so that one run says which to keep.
+kernels (`_multi_kernel._PARTIALS`) on the same tensors, so that one run says which to keep, and
+the host time of one call with compiled kernels launched directly and through `JITFunction.run`.
 `sync` and `kernels` exit non-zero on failure, `profile` when the two kernels' rows disagree.
 """
 

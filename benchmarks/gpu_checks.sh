@@ -20,6 +20,7 @@ OUT_DIR=${OUT:-gpu-checks}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TRAINGUARD_E2E=skip
+export PYTHONUNBUFFERED=1  # a check cut off by its timeout keeps what it printed
 failed=0
 
 check() {  # check NAME FILE TIMEOUT_S COMMAND...
@@ -40,7 +41,7 @@ check() {  # check NAME FILE TIMEOUT_S COMMAND...
     # the optional C kernel, which the CPU legs of the path tests take
     "$PY" setup.py build_ext --inplace -q 2>&1 | tail -3 || echo "the C kernel was not built"
 } >"$OUT_DIR/env.txt" 2>&1
-check "CUDA tests" tests.txt 120 "$PY" -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
+check "CUDA tests" tests.txt 180 "$PY" -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
     -k "cuda or gpu" \
     tests/capture/test_torch_statistics.py tests/capture/test_multi_stats.py \
     tests/capture/test_torch_hook_paths.py tests/capture/test_torch_hook_run.py

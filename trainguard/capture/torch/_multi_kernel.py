@@ -303,8 +303,6 @@ def _lane_partials_fn(  # type: ignore[no-untyped-def]
             f_base = tl.multiple_of(f_base, 16)
         pivot = tl.load(x_base + start).to(tl.float32)
         full_end = start + (end - start) // BLOCK * BLOCK
-        # each lane's count: one per whole block, one more in the partial block for the lanes below its end
-        n_l = ((full_end - start) // BLOCK + (lanes < end - full_end).to(tl.int64)).to(tl.float64)
         scale = tl.cast(1.0, tl.float32)
         unscale = tl.cast(1.0, tl.float64)
         again = True
@@ -399,7 +397,10 @@ def _lane_partials_fn(  # type: ignore[no-untyped-def]
             s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
             a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
             q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
-            # the lanes' (count, mean, M2) merged at once (Chan over a group), in float64
+            # the lanes' (count, mean, M2) merged at once (Chan over a group), in float64; a lane's count is
+            # one per whole block, one more in the partial block for the lanes below its end (made here, not
+            # kept live through the loop)
+            n_l = ((full_end - start) // BLOCK + (lanes < end - full_end).to(tl.int64)).to(tl.float64)
             n_acc = tl.reduce(n_l, 0, _ADD)
             lane_mean = mean_l.to(tl.float64)
             y_mean = tl.reduce(n_l * lane_mean, 0, _ADD) / tl.maximum(n_acc, 1.0)

@@ -183,7 +183,7 @@ class MultiPath:
                 if tid is not None and not (p.sharded or p.grad_skipped):
                     # defined and plain: read inline, no call per parameter (the usual case, every saved step)
                     grad = p.source.grad
-                    if grad is None or not grad.numel():
+                    if grad is None or not grad.numel() or not p.source.requires_grad:  # frozen now: stale
                         continue
                 else:
                     got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)

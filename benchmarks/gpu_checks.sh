@@ -10,7 +10,8 @@
 #   tests.txt     the CUDA cases of tests/capture (statistics, multi_stats, the hook's paths and columns)
 #   sync.txt      20 steady-state steps with the hook under torch.cuda.set_sync_debug_mode("error")
 #   kernels.txt   CUDA kernels the hook adds per saved step, Tier-0 and Tier-1 apart (torch.profiler)
-#   profile.txt   single steps timed plain and hooked; where a saved step's host and device time goes
+#   profile.txt   multi_stats with each partials kernel on the same tensors; single steps timed plain and
+#                 hooked; where a saved step's host and device time goes
 #   overhead.md   the overhead table: GPT 110M and 0.94B, no hook vs save_interval 10 and every step
 # The script goes on after a failing check; its exit status is the number of checks that failed.
 set -u
@@ -19,6 +20,7 @@ OUT_DIR=${OUT:-gpu-checks}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT_DIR"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TRAINGUARD_E2E=skip
+export PYTHONUNBUFFERED=1  # a check cut off by its timeout keeps what it printed
 failed=0
 
 check() {  # check NAME FILE TIMEOUT_S COMMAND...
@@ -39,13 +41,13 @@ check() {  # check NAME FILE TIMEOUT_S COMMAND...
     # the optional C kernel, which the CPU legs of the path tests take
     "$PY" setup.py build_ext --inplace -q 2>&1 | tail -3 || echo "the C kernel was not built"
 } >"$OUT_DIR/env.txt" 2>&1
-check "CUDA tests" tests.txt 120 "$PY" -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
+check "CUDA tests" tests.txt 180 "$PY" -m pytest -q -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
     -k "cuda or gpu" \
     tests/capture/test_torch_statistics.py tests/capture/test_multi_stats.py \
     tests/capture/test_torch_hook_paths.py tests/capture/test_torch_hook_run.py
 check "sync" sync.txt 60 "$PY" -m benchmarks.hook_gpu_checks sync --steps 20
 check "kernels" kernels.txt 90 "$PY" -m benchmarks.hook_gpu_checks kernels --steps 10
-check "profile" profile.txt 90 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
+check "profile" profile.txt 150 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
     --gpt-steps 100 --gpt1b-steps 40
 exit $failed

@@ -14,11 +14,14 @@ non-blocking copies (they do not synchronise) and has gaps of its own; the timin
 final word. `kernels` counts the CUDA kernels `torch.profiler` records over `--steps` steps with
 the hook and without it, one step at a time, and prints the difference per saved step, Tier-0
 steps (bounded) apart from Tier-1 ones (every `tier1_interval`-th saved step: histograms and
-per-unit vectors, per-tensor ops), with the kernels the hook adds most (the CPU proxies bound the
+per-unit vectors), with the kernels the hook adds most (the CPU proxies bound the
 ops the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). `profile` times single
 steps from a device synchronisation to the next, plain and hooked, Tier-0 and Tier-1 apart, and
 prints where the hooked steps' host time goes (cProfile, the hook's own functions) and the kernels
-by device time (torch.profiler). `sync` and `kernels` exit non-zero on failure.
+by device time (torch.profiler); it starts by timing `multi_stats` with each of the two partials
+kernels (`_multi_kernel._PARTIALS`) on the same tensors, so that one run says which to keep, and
+the host time of one call with compiled kernels launched directly and through `JITFunction.run`.
+`sync` and `kernels` exit non-zero on failure, `profile` when the two kernels' rows disagree.
 """
 
 from __future__ import annotations
@@ -151,8 +154,102 @@ def _timed_step(hook: tg.Hook | None, step: object) -> float:
     return 1000 * (time.perf_counter() - started)
 
 
+PARTIALS_CASES = (
+    ("activation, bf16 [16, 1024, 768] x12", torch.bfloat16, [16 * 1024 * 768] * 12, False),
+    (
+        "GPT 110M parameters, fp32, with update/distance",
+        torch.float32,
+        [50304 * 768, *[768 * 768 * 4] * 12, *[768] * 100],
+        True,
+    ),
+    ("gradients, fp32, 150 tensors", torch.float32, [50304 * 768, *[768 * 3072] * 24, *[768] * 125], False),
+)
+"""The tensors the two partials kernels are timed on: (what, dtype, sizes, with history)."""
+
+
+def compare_partials(device: torch.device, reps: int = 20) -> int:
+    """Device time of `multi_stats` (partials and merge launches) with each partials kernel of `_multi_kernel`
+    (`_PARTIALS`: "blocks", a reduction across lanes per block; "lanes", per-lane Welford), on the same tensors
+    in the same run, with the bandwidth each reaches; fails when their rows disagree beyond rounding."""
+    from trainguard.capture.torch import _multi, _multi_kernel
+
+    g = torch.Generator(device=device).manual_seed(0)
+    print("### multi_stats: the two partials kernels on the same tensors (CUDA events, median of reps)")
+    print(
+        "| tensors | elements | bytes read | blocks us | lanes us | lanes/blocks | GB/s blocks | GB/s lanes |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    failed = 0
+    for what, dtype, sizes, history in PARTIALS_CASES:
+        xs = [(torch.randn(n, device=device, generator=g) * 0.02 + 0.01).to(dtype) for n in sizes]
+        prevs = [x.clone() for x in xs] if history else []
+        firsts = [x.clone() for x in xs] if history else []
+        nbytes = sum(x.numel() * x.element_size() for x in xs) * (
+            4 if history else 1
+        )  # prev read and written
+        rows: dict[str, torch.Tensor] = {}
+        median: dict[str, float] = {}
+        for variant in ("blocks", "lanes"):
+            _multi_kernel._PARTIALS = variant
+            out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device=device)
+            for _ in range(3):  # compile and warm up
+                torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+            times = []
+            for _ in range(reps):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+                end.record()
+                end.synchronize()
+                times.append(1000 * start.elapsed_time(end))
+            median[variant] = statistics.median(times)
+            rows[variant] = out.clone()
+        _multi_kernel._PARTIALS = "lanes"
+        b, lanes = median["blocks"], median["lanes"]
+        print(
+            f"| {what} | {sum(sizes):,} | {nbytes / 1e6:.0f} MB | {b:.0f} | {lanes:.0f} | {lanes / b:.2f} "
+            f"| {nbytes / b / 1e3:.0f} | {nbytes / lanes / 1e3:.0f} |"
+        )
+        if not torch.allclose(rows["blocks"], rows["lanes"], rtol=1e-5, atol=1e-9, equal_nan=True):
+            print(
+                f"  the two kernels' rows disagree on {what}: {(rows['blocks'] - rows['lanes']).abs().max()}"
+            )
+            failed = 1
+        del xs, prevs, firsts
+    torch.cuda.empty_cache()
+    return failed
+
+
+def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
+    """Host time of one `multi_stats` call (the hook's direct call: two kernel launches) with the compiled kernels
+    launched directly (`_multi_kernel._DIRECT`) and through `JITFunction.run`, on 12 small tensors."""
+    from trainguard.capture.torch import _multi, _multi_kernel
+
+    xs = [torch.randn(4096, device=device, dtype=torch.bfloat16) for _ in range(12)]
+    out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device=device)
+    per_call = {}
+    for direct in (False, True):
+        _multi_kernel._DIRECT = direct
+        for _ in range(5):
+            _multi.reduce_group(xs, [], [], out)
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            _multi.reduce_group(xs, [], [], out)
+        per_call[direct] = 1e6 * (time.perf_counter() - started) / calls
+        torch.cuda.synchronize()
+    _multi_kernel._DIRECT = True
+    print(
+        f"### multi_stats host time per call (2 launches, {calls} calls, no sync between): through "
+        f"JITFunction.run {per_call[False]:.1f} us, compiled kernels launched directly {per_call[True]:.1f} us\n"
+    )
+
+
 def check_profile(device: torch.device, steps: int) -> int:
-    """Single steps timed plain and hooked (Tier-0 and Tier-1 apart), then one of each profiled."""
+    """The two partials kernels compared, single steps timed plain and hooked (Tier-0 and Tier-1 apart), then
+    one of each profiled."""
+    failed = compare_partials(device)
+    compare_launch_host_time(device)
     import cProfile
     import io
     import pstats
@@ -208,7 +305,7 @@ def check_profile(device: torch.device, steps: int) -> int:
     hook.close()
     if errors:
         print(f"hook errors: {errors}")
-    return 1 if errors else 0
+    return 1 if errors or failed else 0
 
 
 def main() -> int:

@@ -28,17 +28,32 @@ needs_triton = pytest.mark.skipif(
 )
 
 
+each_way = pytest.mark.parametrize(
+    "kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"]
+)
+"""The op's torch implementation and its Triton kernel (on the CPU under Triton's interpreter)."""
+every_dtype = pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
+
+
 KERNEL_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+PARTIALS = ["lanes", "blocks"]
 
 
-@pytest.fixture(params=KERNEL_DEVICES)
+@pytest.fixture(
+    params=[(d, v) for d in KERNEL_DEVICES for v in PARTIALS],
+    ids=[f"{d}-{v}" for d in KERNEL_DEVICES for v in PARTIALS],
+)
 def kernel_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Where the op runs its Triton kernel: CPU through Triton's interpreter (read at each call), CUDA."""
-    device: str = request.param
+    """Where the op runs its Triton kernel: CPU through Triton's interpreter (read at each call), CUDA; with each
+    of the two partials kernels (`_multi_kernel._PARTIALS`, both kept until a GPU has timed them)."""
+    device, variant = request.param
     if device == "cpu":
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert _multi.available(torch.device(device))
-    return device
+    from trainguard.capture.torch import _multi_kernel
+
+    monkeypatch.setattr(_multi_kernel, "_PARTIALS", variant)
+    return str(device)
 
 
 def sample_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
@@ -115,14 +130,19 @@ def test_an_empty_tensor_has_counts_zero_and_nan_moments(
     assert out[1].tolist() == pytest.approx([0, 0, 0, 1, 1, 3, 3, 3, 0, 0, 0], rel=1e-12)
 
 
+class Count(TorchDispatchMode):
+    """Names every op dispatched under it (`seen`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
 def test_under_fake_tensors_the_op_is_one_dispatch_with_no_host_read_and_no_allocation() -> None:
-    seen: list[str] = []
-
-    class Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            seen.append(str(func))
-            return func(*args, **(kwargs or {}))
-
     with FakeTensorMode():
         xs = [
             torch.empty(4096, 1024, device="cuda", dtype=torch.bfloat16),
@@ -131,9 +151,9 @@ def test_under_fake_tensors_the_op_is_one_dispatch_with_no_host_read_and_no_allo
         prevs = [torch.empty_like(x) for x in xs]
         firsts = [torch.empty_like(x) for x in xs]
         out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device="cuda")
-        with Count():
+        with Count() as count:
             torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
-    assert seen == ["trainguard.multi_stats.default"]
+    assert count.seen == ["trainguard.multi_stats.default"]
 
 
 @pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
@@ -276,8 +296,8 @@ def histogram_tensors(dtype: torch.dtype) -> list[torch.Tensor]:
     return [*sample_tensors(dtype), spread.to(dtype), tiny.to(dtype), torch.empty(0, dtype=dtype)]
 
 
-@pytest.mark.parametrize("kernel", [False, pytest.param(True, marks=needs_triton)], ids=["torch", "kernel"])
-@pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str)
+@each_way
+@every_dtype
 def test_multi_hist_matches_numpy_log2_histograms(
     kernel: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -320,16 +340,73 @@ def test_the_hooks_direct_call_gives_the_ops_rows_and_is_the_op_when_watched(
     _multi._hist_reference(tensors, want)
     np.testing.assert_array_equal(hists.numpy(), want.numpy())
 
-    class Names(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.names: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            self.names.append(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Names() as seen:  # a mode watches: the registered op, one node
+    with Count() as count:  # a mode watches: the registered op, one node
         _multi.reduce_group(tensors, [], [], direct)
         _multi.hist_group(tensors, hists)
-    assert seen.names == ["trainguard.multi_stats.default", "trainguard.multi_hist.default"]
+    assert count.seen == ["trainguard.multi_stats.default", "trainguard.multi_hist.default"]
+
+
+def moved_tensors(dtype: torch.dtype) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Parameters and their previous copies: rows shorter and longer than a block (128 elements on the CPU
+    interpreter), some rows unchanged, a NaN in both copies (it differs), -0.0 against 0.0 (equal), a float32 prev."""
+    g = torch.Generator().manual_seed(5)
+    xs = [
+        torch.randn(300, 5, generator=g),
+        torch.randn(3, 200, generator=g),
+        torch.randn(7, 4, 33, generator=g),
+    ]
+    prevs = [x.clone() for x in xs]
+    xs[0][::3] += 1.0  # every third row moved
+    xs[0][1, 2] = prevs[0][1, 2] = float("nan")
+    xs[1][0, :150] = 0.0
+    prevs[1][0, :150] = -0.0
+    xs[1][2, 199] += 1.0
+    xs[2][3] *= 2.0
+    xs = [x.to(dtype) for x in xs]
+    prevs = [p.to(dtype) for p in prevs[:2]] + [prevs[2].float()]  # the last copy kept in float32
+    return xs, prevs
+
+
+@each_way
+@every_dtype
+def test_multi_moved_gives_each_units_share_as_moved_large_does(
+    kernel: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+    assert _multi.available(torch.device("cpu")) == kernel
+    xs, prevs = moved_tensors(dtype)
+    out = torch.full((sum(x.shape[0] for x in xs),), -1.0, dtype=torch.float64)
+    torch.ops.trainguard.multi_moved(xs, prevs, out)
+    want = [
+        torch_stats.moved_large(x, torch_stats._History(prev=p, first=p, fresh=False))
+        for x, p in zip(xs, prevs)
+    ]
+    np.testing.assert_array_equal(out.numpy(), torch.cat(want).numpy())  # counts over a row length: exact
+    assert (
+        out[0] == 1.0 and out[1] == pytest.approx(1 / 5) and out[2] == 0.0
+    )  # moved, the NaN alone, unchanged
+    assert out[300] == 0.0 and out[302] == 1 / 200  # -0.0 equals 0.0; one element of a long row
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel
+
+        assert any(key[1][0] == (300, 1500) for key in _multi_kernel._moved_layouts), "the kernel ran"
+
+
+def test_multi_moved_under_fake_tensors_is_one_op() -> None:
+    with FakeTensorMode():
+        xs = [torch.empty(64, 32, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        prevs = [torch.empty_like(x) for x in xs]
+        out = torch.empty(192, dtype=torch.float64, device="cuda")
+        with Count() as count:
+            _multi.moved_group(xs, prevs, out)
+    assert count.seen == ["trainguard.multi_moved.default"]
+
+
+@needs_triton
+def test_multi_moved_kernel_matches_the_torch_implementation(kernel_device: str) -> None:
+    xs, prevs = moved_tensors(torch.bfloat16)
+    want = torch.empty(sum(x.shape[0] for x in xs), dtype=torch.float64)
+    _multi._moved_reference(xs, prevs, want)
+    got = torch.full_like(want, -1.0, device=kernel_device)
+    _multi.moved_group([x.to(kernel_device) for x in xs], [p.to(kernel_device) for p in prevs], got)
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())

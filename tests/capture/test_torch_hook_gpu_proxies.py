@@ -230,6 +230,7 @@ def measure(
     done: bool = True,
     cycles: int = CYCLES,
     patches: bool = False,
+    tier1_interval: int = 1000,
     **settings: Any,
 ) -> Measured:
     """Train a hooked GPT of `layers` blocks on fake CUDA tensors (fed float patches: `PatchGPT`); count what the
@@ -245,7 +246,7 @@ def measure(
         hook = out.hook = tg.Hook(
             f"file://{tmp_path}/run-{layers}",
             save_interval=SAVE_INTERVAL,
-            tier1_interval=1000,  # Tier-1 steps keep their torch ops; measured steps are Tier 0
+            tier1_interval=tier1_interval,  # by default the measured steps are Tier 0
             transfer=Transfer(staging=lambda device: FakeCudaStaging(flag)),
             **settings,
         )
@@ -313,6 +314,25 @@ def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Meas
         _group_ops(runs[2].per_saved_step[0], runs[2])
     )
     assert grows <= 2 * (runs[6].activations - runs[2].activations)
+
+
+TIER1_OPS_PER_ACTIVATION = 16
+"""A Tier-1 saved step's ops per captured activation: its `multi_stats` and `multi_hist` ops, the histogram
+fix-up (`fix_bins`) and the per-unit vector's ops. The parameters' histograms and "moved" shares are one op per
+group (`multi_hist`, `multi_moved`), whatever their number."""
+
+
+def test_a_tier1_step_adds_ops_per_activation_and_none_per_parameter(tmp_path: Path) -> None:
+    runs = {layers: measure(tmp_path, layers, cycles=1, tier1_interval=1) for layers in (2, 6)}
+    for m in runs.values():
+        assert m.hook is not None and m.hook.errors == []
+        assert m.hook._plan.tier1(SAVE_INTERVAL * 2)  # the measured saved step is a Tier-1 one
+        names = [op.name for op in m.per_saved_step[0]]
+        assert names.count("trainguard.multi_moved.default") == 1, names  # one group of tracked parameters
+        assert "aten.ne.Tensor" not in names  # no per-parameter comparison left
+    grows = len(runs[6].per_saved_step[0]) - len(runs[2].per_saved_step[0])
+    added = runs[6].activations - runs[2].activations  # 4 blocks: 48 more parameters, 4 more activations
+    assert grows <= TIER1_OPS_PER_ACTIVATION * added, grows
 
 
 def test_a_float_input_adds_one_op_per_saved_step_and_token_ids_none(

@@ -1,6 +1,8 @@
-"""Sharded and wrapped models under the hook: FSDP2 and DDP on 2 CPU ranks (gloo), and torch.compile.
+"""Sharded and wrapped models under the hook: FSDP2, FSDP1 (`use_orig_params=True`), tensor parallelism and DDP
+on 2 CPU ranks (gloo), and torch.compile.
 
-Each FSDP2 rank reads only its own shard, with no collective call; the reader merges the shards,
+Each FSDP2, FSDP1 or tensor-parallel rank reads only its own shard, with no collective call (counted for FSDP1
+and tensor parallelism against a twin trained without the hook); the reader merges the shards,
 so `open_run(...).series(name, col)` is the full tensor's statistics: compared here with numpy on
 `full_tensor()` of every parameter and gradient at every step, on the C kernel's path and on the
 torch path. A NaN in one rank's shard shows in the merged series and fires the rules. The evaluator, too, judges
@@ -46,8 +48,8 @@ def _spawn(fn: object, *args: object) -> None:
 
 @pytest.fixture(scope="module")
 def distributed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One 2-rank start-up trains three FSDP2 runs (with the C kernel, with torch ops, and with a NaN) and a
-    DDP one."""
+    """One 2-rank start-up trains three FSDP2 runs (with the C kernel, with torch ops, and with a NaN), a DDP one,
+    an FSDP1 one and a tensor-parallel one."""
     root = tmp_path_factory.mktemp("fsdp2")
     runs = []
     for name, native_stats, nan_step in (
@@ -57,7 +59,11 @@ def distributed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ):
         (root / name / "truth").mkdir(parents=True)
         runs.append((str(root / name / "run"), str(root / name / "truth"), native_stats, nan_step))
-    _spawn(sharded_loop.train, 2, str(root / "rdv"), runs, str(root / "ddp"))
+    others = []
+    for kind in ("fsdp1", "tp"):
+        (root / kind / "truth").mkdir(parents=True)
+        others.append((kind, str(root / kind / "run"), str(root / kind / "truth")))
+    _spawn(sharded_loop.train, 2, str(root / "rdv"), runs, str(root / "ddp"), others)
     return root
 
 
@@ -88,6 +94,60 @@ def test_fsdp2_merged_statistics_are_the_full_tensors(distributed_runs: Path, na
         [np.linalg.norm(w[s] - w[0]) for s in (1, 2)],
         rtol=1e-4,
     )
+
+
+@pytest.mark.parametrize("kind", ["fsdp1", "tp"])
+def test_fsdp1_and_tensor_parallel_shards_merge_to_the_full_tensors_without_a_collective(
+    distributed_runs: Path, kind: str
+) -> None:
+    """FSDP1's flat pieces (a parameter split unevenly, or held whole by one rank and empty on the other) and
+    tensor parallelism's column- and row-wise shards (and its replicated bias, written whole by both ranks)."""
+    run = trainguard.open_run(str(distributed_runs / kind / "run"))
+    truth = distributed_runs / kind / "truth"
+    counts = np.load(truth / "collectives.npy")
+    assert (counts[:, 1] > 0).all(), "the counter sees the model's own collectives"
+    assert counts[:, 0].tolist() == counts[:, 1].tolist(), f"the hook made collective calls: {counts}"
+    full = [np.load(truth / f"step-{s}.npz") for s in range(sharded_loop.STEPS)]
+    for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+        # a rank that holds none of a parameter under FSDP1 gets no gradient for it: no entry there
+        entries = [t for r in (0, 1) for t in run.tensors(rank=r) if t.name == name]
+        assert entries and all(e.shape == list(full[0][name].shape) for e in entries), (
+            name
+        )  # the full tensor's
+        replicated = kind == "tp" and name.endswith("2.bias")
+        shards = [e.shard for e in entries]
+        assert all(s is not None and s.of == (1 if replicated else 2) for s in shards), (name, shards)
+        got = np.stack([run.series(name, col).values for col in run_format.STAT_COLUMNS], 1)
+        assert run.series(name, "count").steps.tolist() == list(range(sharded_loop.STEPS)), name
+        for s in range(sharded_loop.STEPS):
+            assert_columns_match(got[s, :UPDATE], stats.tier0(full[s][name])[:UPDATE], f"{name} at step {s}")
+        if not replicated:  # each rank wrote its part only
+            own = [run.series(name, "count", rank=r, merge=False).values for r in (0, 1)]
+            assert sum(float(o[0]) if o.size else 0.0 for o in own) == full[0][name].size, name
+    if kind == "fsdp1":  # FSDP1 splits the flat parameter at 98 elements: 0.weight in two, the rest on rank 1
+        pieces = {
+            n: [t.shard.local_shape for r in (0, 1) for t in run.tensors(rank=r) if t.name == n]
+            for n in NAMES
+        }
+        assert pieces == {
+            "0.weight": [[98], [30]],
+            "0.bias": [[0], [16]],
+            "2.weight": [[0], [48]],
+            "2.bias": [[0], [3]],
+        }
+    w = [full[s]["0.weight"].astype(np.float64) for s in range(sharded_loop.STEPS)]
+    np.testing.assert_allclose(
+        run.series("0.weight", "distance_l2").values[1:],
+        [np.linalg.norm(w[s] - w[0]) for s in (1, 2)],
+        rtol=1e-4,
+    )
+
+
+def test_an_fsdp1_flat_parameter_is_skipped_with_what_to_do(distributed_runs: Path) -> None:
+    run = trainguard.open_run(str(distributed_runs / "fsdp1" / "run-flat"))
+    (flat,) = [t for t in run.tensors(rank=0) if t.collection == "weights"]
+    assert flat.name == "_flat_param" and flat.skipped is not None and "use_orig_params=True" in flat.skipped
+    assert run.ended(rank=0).status == "ok"  # type: ignore[union-attr]
 
 
 def test_a_nan_in_one_ranks_shard_shows_in_the_merged_series_and_fires_the_rules(

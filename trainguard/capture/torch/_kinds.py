@@ -77,6 +77,11 @@ def unreadable(t: torch.Tensor) -> str | None:
         if partial:
             return f"DTensor with a {partial[0]} placement: each rank holds partial sums, not values of the tensor"
         t = local(t)
+    if getattr(t, "_is_flat_param", False):  # a plain Parameter marked by FSDP1 (its FlatParameter class)
+        return (
+            "an FSDP1 flat parameter (use_orig_params=False): the model's parameters are concatenated in it; "
+            "wrap with use_orig_params=True to have each one read"
+        )
     if type(t) not in _PLAIN and not is_fake(t):
         return (
             f"tensor subclass {type(t).__module__}.{type(t).__qualname__}: its values are not read through it"
@@ -146,6 +151,40 @@ def shard_info(t: torch.Tensor) -> run_format.ShardInfo | None:
         of=of,
         replica=replica,
     )
+
+
+def flat_shards(module: nn.Module) -> dict[int, run_format.ShardInfo]:
+    """FSDP1 with `use_orig_params=True`: for each parameter (by id) that an FSDP1 unit of `module` flattened into
+    its shards, which part of it this rank holds, from the unit's own metadata (no communication).
+
+    Such a parameter is a plain tensor whose elements here are a flat piece of the full tensor (between
+    optimizer steps; the whole of it inside forward and backward, where the hook does not read it): part
+    `index` (the rank in the unit's shard group) of `of` (the group's size), empty on a rank whose piece of the
+    flat parameter holds none of it. Under HYBRID_SHARD the shard groups on other nodes hold copies (`replica`:
+    the rank in the replicate group). Empty when FSDP1 is not imported."""
+    mod = sys.modules.get("torch.distributed.fsdp")
+    fsdp = getattr(mod, "FullyShardedDataParallel", None) if mod is not None else None
+    out: dict[int, run_format.ShardInfo] = {}
+    if fsdp is None:
+        return out
+    for m in module.modules():
+        handle = getattr(m, "_handle", None) if isinstance(m, fsdp) else None
+        flat = getattr(handle, "flat_param", None)
+        params = getattr(flat, "_params", None)  # None without use_orig_params: the flat parameter is skipped
+        if handle is None or flat is None or params is None:
+            continue
+        inter = getattr(m, "_inter_node_pg", None)
+        replica = inter.rank() if inter is not None else 0
+        for p, shape, info in zip(params, flat._shapes, flat._shard_param_infos, strict=True):
+            out[id(p)] = run_format.ShardInfo(
+                global_shape=list(shape),
+                local_shape=[info.numel_in_shard or 0],
+                placements=[f"FlatShard(start={info.intra_param_start_idx or 0})"],
+                index=handle.rank,
+                of=handle.world_size,
+                replica=replica,
+            )
+    return out
 
 
 def _offset(t: torch.Tensor) -> list[int] | None:

@@ -1,7 +1,9 @@
 """One reduction per group: the raw moments of many tensors of one device and dtype in one op call.
 
 `multi_stats` is the custom op `trainguard::multi_stats`; `multi_hist` (`trainguard::multi_hist`)
-is its Tier-1 companion, the log2-magnitude histograms of the same tensors in one launch and one merge. For T tensors it writes the float64 rows
+is its Tier-1 companion, the log2-magnitude histograms of the same tensors in one launch and one merge,
+and `multi_moved` (`trainguard::multi_moved`) the other, each parameter unit's share of elements
+changed since the previous saved copy, in one launch. For T tensors it writes the float64 rows
 [T, len(device_stats.RAW_COLUMNS)] that `device_stats.reduce_large` would give one by one (NaN, Inf
 and zero counts, min, max, sum, |x| sum, x^2 sum, squared deviations around the mean, and with a
 history the squared distances to the previous and first copies, refreshing the previous copy), with
@@ -194,6 +196,88 @@ def _run_hist(xs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool) -> Non
             )
             return
     _hist_reference(xs, out)
+
+
+@torch.library.custom_op("trainguard::multi_moved", mutates_args=("out",))
+def multi_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Write into `out` (float64 [sum of the xs' dim-0 sizes]) each unit's "moved" share, tensor after tensor:
+    for each row of dim 0 of `xs[i]`, the share of its elements that differ from `prevs[i]`'s (NaN differs
+    from everything), as `device_stats.moved_large` gives one tensor at a time (Tier-1 steps).
+
+    `xs`: T >= 1 contiguous non-empty tensors of one floating dtype on one device; `prevs`: their previous saved
+    copies, contiguous, with the same sizes, in their dtype or float32. Devices without the kernel get here.
+    """
+    _check_moved(xs, prevs, out)
+    _moved_reference(xs, prevs, out)
+
+
+@multi_moved.register_fake
+def _(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Mutation only: `out` is written in place."""
+    _check_moved(xs, prevs, out)
+
+
+@multi_moved.register_kernel("cpu")
+def _(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
+    _run_moved(xs, prevs, out, kernel=_kernel_for(out.device))
+
+
+@multi_moved.register_kernel("cuda")
+def _(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """The Triton kernel where Triton is installed, else torch ops."""
+    _run_moved(xs, prevs, out, kernel=_kernel_for(out.device))
+
+
+def moved_group(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """`multi_moved`, called as `reduce_group` calls `multi_stats`."""
+    if _unwatched(xs, out) and all(type(p) in _PLAIN for p in prevs):
+        _run_moved(xs, prevs, out, kernel=_kernel_for(out.device))
+    else:
+        torch.ops.trainguard.multi_moved(xs, prevs, out)
+
+
+def _run_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool) -> None:
+    _check_moved(xs, prevs, out)
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
+
+        if _multi_kernel.supports(xs, prevs, prevs):
+            _multi_kernel.launch_moved(xs, prevs, out)
+            return
+    _moved_reference(xs, prevs, out)
+
+
+def _check_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """As `_check` for `multi_moved`: T non-empty tensors with a prev each, a float64 out with a slot per unit."""
+    _check_inputs(xs, out.device, "multi_moved")
+    units = sum(x.shape[0] if x.ndim else 1 for x in xs)
+    if out.dtype != torch.float64 or tuple(out.shape) != (units,) or not out.is_contiguous():
+        raise ValueError(
+            f"multi_moved writes into a contiguous float64 [{units}] tensor (the xs' dim-0 sizes, summed); "
+            f"got {out.dtype} {list(out.shape)}"
+        )
+    if len(prevs) != len(xs):
+        raise ValueError(f"multi_moved takes one prev per tensor; got {len(xs)} tensors, {len(prevs)} prevs")
+    kinds = (xs[0].dtype, torch.float32)
+    for i, (x, p) in enumerate(zip(xs, prevs)):
+        if not x.numel() or p.numel() != x.numel() or p.dtype not in kinds or p.device != x.device:
+            raise ValueError(
+                f"multi_moved: xs[{i}] must have elements, and prevs[{i}] as many ({x.numel()}), {kinds[0]} or "
+                f"float32, on {x.device}; got {p.dtype} {list(p.shape)} on {p.device}"
+            )
+        if not p.is_contiguous():
+            raise ValueError(f"multi_moved: prevs[{i}] must be contiguous")
+
+
+def _moved_reference(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """`multi_moved` in plain torch ops, tensor by tensor: the definition the kernel is tested against."""
+    start = 0
+    for x, p in zip(xs, prevs):
+        units = x.shape[0] if x.ndim else 1
+        changed = torch.ne(x.reshape(units, -1), p.reshape(units, -1))
+        out[start : start + units].copy_(changed.sum(1, dtype=torch.float64) / (x.numel() // units))
+        start += units
 
 
 def _check_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:

@@ -21,6 +21,11 @@ as torch's reductions do; any NaN or Inf makes the deviation sum NaN, as `reduce
 Whole blocks are read without masks (vector loads where every address is 16-byte aligned); the
 last, partial block of an item with masks.
 
+A second partials kernel (`_lane_partials_fn`, the one `launch` runs while `_PARTIALS` says "lanes")
+gives the same rows without any reduction across lanes before an item ends: per-lane Welford in
+float32 (shifted by the item's first element), the lanes merged in float64 (Chan) once per item.
+Both stay until a GPU has timed them against each other (`benchmarks/hook_gpu_checks.py profile`).
+
 Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's elements are binned by
 their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
 its own (no atomics), which a second launch sums per tensor.
@@ -34,14 +39,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import triton.language as tl
+from triton.compiler import CompiledKernel
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+log = logging.getLogger(__name__)
 
 PARTS = 13
 """Columns of a partial row: n, nan, inf, zero, min, max, sum, |x| sum, x^2 sum, mean, M2, update^2, distance^2."""
@@ -257,6 +266,173 @@ def _partials_fn(  # type: ignore[no-untyped-def]
         tl.store(row + 12 * n_items, d)
 
 
+def _lane_partials_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    part_ptr,
+    n_items,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    P_DTYPE: tl.constexpr,
+    F_DTYPE: tl.constexpr,
+    HISTORY: tl.constexpr,
+    ALIGNED: tl.constexpr,
+    BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+):
+    """`_partials_fn`'s rows with no reduction across lanes until the item ends (the per-lane variant).
+
+    Each lane runs Welford's update in float32 over the elements it sees (one per block, values shifted by the
+    item's first element: a constant tensor gives exactly 0, a mean that dwarfs the spread loses nothing); a
+    lane's count after k blocks is k for every lane, so the update multiplies by one reciprocal per block
+    instead of dividing per element. At the item's end the lanes' (count, mean, M2) are merged in float64
+    (Chan), as are the items' rows by `_merge_fn`. Sums, counts, extremes, update, distance and the overflow
+    rescale are `_partials_fn`'s.
+    """
+    lanes = tl.arange(0, BLOCK)
+    for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
+        t = tl.load(static_ptr + n_tensors + item)
+        start = tl.load(static_ptr + n_tensors + n_items + item)
+        end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
+        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
+        f_base = tl.load(table_ptr + 2 * n_tensors + t).to(tl.pointer_type(F_DTYPE))
+        if ALIGNED:  # every address is 16-byte aligned: vector loads
+            x_base = tl.multiple_of(x_base, 16)
+            p_base = tl.multiple_of(p_base, 16)
+            f_base = tl.multiple_of(f_base, 16)
+        pivot = tl.load(x_base + start).to(tl.float32)
+        full_end = start + (end - start) // BLOCK * BLOCK
+        scale = tl.cast(1.0, tl.float32)
+        unscale = tl.cast(1.0, tl.float64)
+        again = True
+        # the item's results, set by the loop below (loop-carried, hence defined first)
+        n_acc = tl.cast(0.0, tl.float64)
+        mean_acc = tl.cast(0.0, tl.float64)
+        m2 = tl.cast(0.0, tl.float64)
+        s = tl.cast(0.0, tl.float64)
+        a = tl.cast(0.0, tl.float64)
+        q = tl.cast(0.0, tl.float64)
+        u = tl.cast(0.0, tl.float64)
+        d = tl.cast(0.0, tl.float64)
+        nan_c = tl.cast(0, tl.int32)
+        inf_c = tl.cast(0, tl.int32)
+        zero_c = tl.cast(0, tl.int32)
+        mn = tl.cast(float("inf"), tl.float32)
+        mx = tl.cast(float("-inf"), tl.float32)
+        while again:
+            s_l = tl.full([BLOCK], 0.0, tl.float32)
+            a_l = tl.full([BLOCK], 0.0, tl.float32)
+            q_l = tl.full([BLOCK], 0.0, tl.float32)
+            mean_l = tl.full([BLOCK], 0.0, tl.float32)
+            m2_l = tl.full([BLOCK], 0.0, tl.float32)
+            u_l = tl.full([BLOCK], 0.0, tl.float32)
+            ub_l = tl.full([BLOCK], 0.0, tl.float32)
+            d_l = tl.full([BLOCK], 0.0, tl.float32)
+            db_l = tl.full([BLOCK], 0.0, tl.float32)
+            nan_l = tl.full([BLOCK], 0, tl.int32)
+            inf_l = tl.full([BLOCK], 0, tl.int32)
+            zero_l = tl.full([BLOCK], 0, tl.int32)
+            mn_l = tl.full([BLOCK], float("inf"), tl.float32)
+            mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
+            shift = pivot * scale
+            for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
+                for off in range(full_end if tail else start, end if tail else full_end, BLOCK):
+                    idx = off + lanes
+                    if ALIGNED:
+                        idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
+                    if tail:
+                        valid = idx < end
+                        raw = tl.load(x_base + idx, mask=valid, other=0.0)
+                    else:  # no mask: vector loads
+                        valid = lanes < BLOCK
+                        raw = tl.load(x_base + idx)
+                    x = raw.to(tl.float32)
+                    is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
+                    nan_l += is_nan.to(tl.int32)
+                    inf_l += (tl.abs(x) == float("inf")).to(tl.int32)
+                    zero_l += ((x == 0.0) & valid).to(tl.int32)
+                    ordered = valid & ~is_nan
+                    mn_l = tl.minimum(mn_l, tl.where(ordered, x, float("inf")))
+                    mx_l = tl.maximum(mx_l, tl.where(ordered, x, float("-inf")))
+                    xs = x * scale
+                    s_l += xs
+                    a_l += tl.abs(xs)
+                    q_l += xs * xs
+                    # Welford per lane: this block is every lane's k-th element, k the same for all of them
+                    inv = 1.0 / ((off - start) // BLOCK + 1).to(tl.float32)
+                    delta = xs - shift - mean_l
+                    moved = mean_l + delta * inv
+                    grown = m2_l + delta * (xs - shift - moved)
+                    mean_l = tl.where(valid, moved, mean_l)
+                    m2_l = tl.where(valid, grown, m2_l)
+                    if HISTORY:  # noqa: SIM102 -- a compile-time test, kept apart from the runtime one
+                        if scale == 1.0:  # the first pass only: it refreshes prev
+                            if tail:
+                                prev = tl.load(p_base + idx, mask=valid, other=0.0)
+                                first = tl.load(f_base + idx, mask=valid, other=0.0)
+                            else:
+                                prev = tl.load(p_base + idx)
+                                first = tl.load(f_base + idx)
+                            du = x - prev.to(tl.float32)
+                            big_u = tl.abs(du) > 72057594037927936.0  # squared in float32 only below 2^56
+                            du = tl.where(big_u, du * 2.0**-72, du)
+                            u_l += tl.where(big_u, 0.0, du * du)
+                            ub_l += tl.where(big_u, du * du, 0.0)
+                            dd = x - first.to(tl.float32)
+                            big_d = tl.abs(dd) > 72057594037927936.0
+                            dd = tl.where(big_d, dd * 2.0**-72, dd)
+                            d_l += tl.where(big_d, 0.0, dd * dd)
+                            db_l += tl.where(big_d, dd * dd, 0.0)
+                            if tail:
+                                tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
+                            else:
+                                tl.store(p_base + idx, raw.to(P_DTYPE))
+            nan_c = tl.reduce(nan_l, 0, _ADD)
+            inf_c = tl.reduce(inf_l, 0, _ADD)
+            zero_c = tl.reduce(zero_l, 0, _ADD)
+            mn = tl.reduce(mn_l, 0, _MIN)
+            mx = tl.reduce(mx_l, 0, _MAX)
+            unscale2 = unscale * unscale
+            s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
+            a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
+            q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
+            # the lanes' (count, mean, M2) merged at once (Chan over a group), in float64; a lane's count is
+            # one per whole block, one more in the partial block for the lanes below its end (made here, not
+            # kept live through the loop)
+            n_l = ((full_end - start) // BLOCK + (lanes < end - full_end).to(tl.int64)).to(tl.float64)
+            n_acc = tl.reduce(n_l, 0, _ADD)
+            lane_mean = mean_l.to(tl.float64)
+            y_mean = tl.reduce(n_l * lane_mean, 0, _ADD) / tl.maximum(n_acc, 1.0)
+            spread = n_l * (lane_mean - y_mean) * (lane_mean - y_mean)
+            m2 = (tl.reduce(m2_l.to(tl.float64), 0, _ADD) + tl.reduce(spread, 0, _ADD)) * unscale2
+            mean_acc = pivot.to(tl.float64) + y_mean * unscale
+            if scale == 1.0:
+                big2 = tl.cast(2.0**144, tl.float64)
+                u = tl.reduce(u_l.to(tl.float64), 0, _ADD) + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
+                d = tl.reduce(d_l.to(tl.float64), 0, _ADD) + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
+            # float32 overflow with finite elements (|x| near 2^64 or above): read the item again, scaled
+            # (update and distance are kept from the first pass, which scaled them element by element)
+            total = a + q + m2
+            again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
+            scale = tl.cast(2.0**-72, tl.float32)
+            unscale = tl.cast(4722366482869645213696.0, tl.float64)
+        row = part_ptr + item
+        tl.store(row, n_acc)
+        tl.store(row + n_items, nan_c.to(tl.float64))
+        tl.store(row + 2 * n_items, inf_c.to(tl.float64))
+        tl.store(row + 3 * n_items, zero_c.to(tl.float64))
+        tl.store(row + 4 * n_items, mn.to(tl.float64))
+        tl.store(row + 5 * n_items, mx.to(tl.float64))
+        tl.store(row + 6 * n_items, s)
+        tl.store(row + 7 * n_items, a)
+        tl.store(row + 8 * n_items, q)
+        tl.store(row + 9 * n_items, mean_acc)
+        tl.store(row + 10 * n_items, m2)
+        tl.store(row + 11 * n_items, u)
+        tl.store(row + 12 * n_items, d)
+
+
 def _merge_fn(  # type: ignore[no-untyped-def]
     static_ptr,
     part_ptr,
@@ -387,6 +563,35 @@ def _hist_merge_fn(  # type: ignore[no-untyped-def]
     tl.store(out_ptr + t * BINS + bins, tl.where(bins == 0, 0, acc).to(tl.float64))  # bin 0 held the padding
 
 
+def _moved_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    out_ptr,
+    n_rows,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    P_DTYPE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """out[row] = the share of the row's elements that differ from prev's (`_MovedLayout.static`: each tensor's
+    row length, then its first row [T + 1], then each row's tensor [R]); each program takes rows pid, pid +
+    grid, ..., compares in float64 (exact for every dtype; NaN differs from everything) and counts per lane."""
+    lanes = tl.arange(0, BLOCK)
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        t = tl.load(static_ptr + 2 * n_tensors + 1 + row)
+        length = tl.load(static_ptr + t)
+        first = (row - tl.load(static_ptr + n_tensors + t)) * length
+        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
+        acc = tl.full([BLOCK], 0, tl.int32)
+        for off in range(0, length, BLOCK):
+            valid = off + lanes < length
+            x = tl.load(x_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
+            prev = tl.load(p_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
+            acc += ((x != prev) & valid).to(tl.int32)
+        tl.store(out_ptr + row, tl.reduce(acc, 0, _ADD).to(tl.float64) / length.to(tl.float64))
+
+
 # counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
 _SIZES = ["n_items", "n_tensors"]
 _compiled = (
@@ -394,11 +599,69 @@ _compiled = (
     JITFunction(_merge_fn, do_not_specialize=_SIZES),
 )
 _interpreted = (InterpretedFunction(_partials_fn), InterpretedFunction(_merge_fn))
+_lane_compiled = (JITFunction(_lane_partials_fn, do_not_specialize=_SIZES), _compiled[1])
+_lane_interpreted = (InterpretedFunction(_lane_partials_fn), _interpreted[1])
+
+_PARTIALS = "lanes"
+"""Which partials kernel `launch` runs: "lanes" (`_lane_partials_fn`) or "blocks" (`_partials_fn`, a reduction
+across lanes per block). Both stay for one round: their speed on a GPU has not been compared yet
+(`benchmarks/hook_gpu_checks.py profile` times both on the same tensors); the slower one goes then."""
 _hist_compiled = (
     JITFunction(_hist_partials_fn, do_not_specialize=_SIZES),
     JITFunction(_hist_merge_fn, do_not_specialize=_SIZES),
 )
 _hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
+_moved_compiled = JITFunction(_moved_fn, do_not_specialize=["n_rows", "n_tensors"])
+_moved_interpreted = InterpretedFunction(_moved_fn)
+
+
+_DIRECT = True
+"""Launch compiled kernels directly (`_launch`); False: through `JITFunction.run` at every launch (the `profile`
+check compares the host time of the two)."""
+
+_kernels: dict[tuple[object, ...], CompiledKernel] = {}
+"""Compiled kernels by what Triton specialises them on: the function, the current device, the warps, the three
+pointer arguments' 16-byte alignment and the compile-time constants (the two counts are never specialised)."""
+
+
+def _launch(
+    fn: JITFunction | InterpretedFunction, grid: int, args: tuple[object, ...], num_warps: int
+) -> None:
+    """`fn[(grid,)](*args, num_warps=num_warps)`: the first time through `JITFunction.run`, which compiles the
+    kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
+    arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
+    tensor counts (int32 range), then the compile-time constants, in the kernel's order. A Triton whose
+    compiled kernels refuse this launch (before launching) turns direct launches off for the process."""
+    global _DIRECT
+    if not _DIRECT or isinstance(fn, InterpretedFunction):
+        fn[(grid,)](*args, num_warps=num_warps)
+        return
+    a, b, c = args[0], args[1], args[2]
+    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor)
+    key = (
+        fn,
+        torch.cuda.current_device(),
+        num_warps,
+        a.data_ptr() % 16 == 0,
+        b.data_ptr() % 16 == 0,
+        c.data_ptr() % 16 == 0,
+        *args[5:],
+    )
+    kernel = _kernels.get(key)
+    if kernel is None:
+        kernel = fn[(grid,)](*args, num_warps=num_warps)
+        if kernel is not None:
+            _kernels[key] = kernel
+        return
+    try:
+        kernel[(grid, 1, 1)](*args)
+    except (TypeError, AttributeError) as err:
+        _DIRECT = False
+        log.warning(
+            "trainguard: launching compiled Triton kernels directly failed (%s); launching through Triton",
+            err,
+        )
+        fn[(grid,)](*args, num_warps=num_warps)
 
 
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
@@ -463,6 +726,31 @@ one small copy. A table is 24 bytes per tensor on the device."""
 _layouts: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
 
 
+_moved_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+"""`multi_moved`'s row tables per (device, shapes): int64 on the device and the number of rows."""
+
+
+def _moved_layout(xs: list[torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """The row table of `xs` (`_moved_fn`'s `static`), made once per set of shapes."""
+    device = xs[0].device
+    key = (device, tuple((x.shape[0] if x.ndim else 1, x.numel()) for x in xs))
+    got = _moved_layouts.get(key)
+    if got is None:
+        lengths: list[int] = []
+        firsts = [0]
+        owners: list[int] = []
+        for i, (units, n) in enumerate(key[1]):
+            lengths.append(n // units)
+            firsts.append(firsts[-1] + units)
+            owners += [i] * units
+        got = _moved_layouts[key] = (_to_device(lengths + firsts + owners, device), len(owners))
+        while len(_moved_layouts) > _MAX_LAYOUTS:
+            _moved_layouts.popitem(last=False)
+    else:
+        _moved_layouts.move_to_end(key)
+    return got
+
+
 def _layout(xs: list[torch.Tensor], chunk: int) -> _Layout:
     device = xs[0].device
     stream = torch.cuda.current_stream(device).stream_id if device.type == "cuda" else 0
@@ -513,26 +801,33 @@ def launch(
         addresses += (0,) * (2 * len(xs))
     cfg, lay, table, interpreting = _prepare(xs, addresses)
     x_dtype = _TL_DTYPES[xs[0].dtype]
-    partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
+    if _PARTIALS == "lanes":
+        partials_kernel, merge_kernel = _lane_interpreted if interpreting else _lane_compiled
+    else:
+        partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
     with _numpy_quiet(interpreting):
         if lay.n_items:
-            partials_kernel[(min(lay.n_items, cfg.programs),)](
-                table,
-                lay.static,
-                lay.partials,
-                lay.n_items,
-                len(xs),
-                X_DTYPE=x_dtype,
-                P_DTYPE=_TL_DTYPES[prevs[0].dtype] if history else x_dtype,
-                F_DTYPE=_TL_DTYPES[firsts[0].dtype] if history else x_dtype,
-                HISTORY=history,
-                ALIGNED=all(address % 16 == 0 for address in addresses),
-                BLOCK=cfg.block,
-                CHUNK=cfg.chunk,
-                num_warps=cfg.num_warps,
+            _launch(
+                partials_kernel,
+                min(lay.n_items, cfg.programs),
+                (
+                    table,
+                    lay.static,
+                    lay.partials,
+                    lay.n_items,
+                    len(xs),
+                    x_dtype,
+                    _TL_DTYPES[prevs[0].dtype] if history else x_dtype,
+                    _TL_DTYPES[firsts[0].dtype] if history else x_dtype,
+                    history,
+                    all(address % 16 == 0 for address in addresses),
+                    cfg.block,
+                    cfg.chunk,
+                ),
+                cfg.num_warps,
             )
-        merge_kernel[(len(xs),)](
-            lay.static, lay.partials, out, lay.n_items, len(xs), CB=cfg.merge_block, num_warps=1
+        _launch(
+            merge_kernel, len(xs), (lay.static, lay.partials, out, lay.n_items, len(xs), cfg.merge_block), 1
         )
 
 
@@ -544,19 +839,46 @@ def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low:
     partials_kernel, merge_kernel = _hist_interpreted if interpreting else _hist_compiled
     with _numpy_quiet(interpreting):
         if lay.n_items:
-            partials_kernel[(min(lay.n_items, cfg.programs),)](
-                table,
-                lay.static,
-                lay.hist_partials,
-                lay.n_items,
-                len(xs),
-                X_DTYPE=_TL_DTYPES[xs[0].dtype],
-                BLOCK=cfg.block,
-                CHUNK=cfg.chunk,
-                BINS=bins,
-                LOW=low,
-                num_warps=cfg.num_warps,
+            _launch(
+                partials_kernel,
+                min(lay.n_items, cfg.programs),
+                (
+                    table,
+                    lay.static,
+                    lay.hist_partials,
+                    lay.n_items,
+                    len(xs),
+                    _TL_DTYPES[xs[0].dtype],
+                    cfg.block,
+                    cfg.chunk,
+                    bins,
+                    low,
+                ),
+                cfg.num_warps,
             )
-        merge_kernel[(len(xs),)](
-            lay.static, lay.hist_partials, out, lay.n_items, len(xs), BINS=bins, num_warps=1
+        _launch(merge_kernel, len(xs), (lay.static, lay.hist_partials, out, lay.n_items, len(xs), bins), 1)
+
+
+def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
+    """Run `multi_moved`'s launch for arguments `_multi._check_moved` accepted (one row of `out` per unit)."""
+    device = xs[0].device
+    cfg = config(device)
+    static, n_rows = _moved_layout(xs)
+    table = _to_device([x.data_ptr() for x in xs] + [p.data_ptr() for p in prevs], device)
+    interpreting = _interpreting(device)
+    with _numpy_quiet(interpreting):
+        _launch(
+            _moved_interpreted if interpreting else _moved_compiled,
+            min(n_rows, 16 * cfg.programs),
+            (
+                table,
+                static,
+                out,
+                n_rows,
+                len(xs),
+                _TL_DTYPES[xs[0].dtype],
+                _TL_DTYPES[prevs[0].dtype],
+                cfg.block,
+            ),
+            cfg.num_warps,
         )

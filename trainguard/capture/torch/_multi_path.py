@@ -6,16 +6,19 @@ Triton's interpreter, for tests; fake CUDA tensors, for the CPU proxies of the h
 captured activation is reduced in its forward hook with one op, read where it lies (no copy); the
 optimizer's pre-hook reduces every gradient of a (device, dtype) group with one op, its post-hook
 every parameter of a group with one op (the tracked ones with their previous and first copies,
-which the op refreshes). Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
+which the op refreshes). The parameters' groups are made once per layout (`_ParamGroup`) and the
+gradients read inline, so a saved step's host work grows with the groups, not with the parameters.
+Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
 saved step allocates nothing and its results leave in one copy per device. Rows without a
 previous copy get their NaN update/distance on the host (`Pending.nan_update`). On Tier-1 steps
-each group's histograms take one `multi_hist` op; the per-unit vectors keep the torch ops of
-`device_stats`.
+each group's histograms take one `multi_hist` op and its parameters' per-unit "moved" shares one
+`multi_moved` op; the activations' per-unit vectors keep the torch ops of `device_stats`.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 
@@ -69,6 +72,22 @@ class _Rows:
             self.nan_update += [first + i for i, f in enumerate(fresh) if f]
 
 
+@dataclass
+class _ParamGroup:
+    """The parameters of one (device, dtype, tracked) group of a layout, as `MultiPath.complete` reads them."""
+
+    device: torch.device
+    tracked: bool
+    params: list[Param]
+    ids: list[int]
+    xs: list[torch.Tensor] | None
+    """The parameters themselves (the objects, so that data swapped into them is what is read; the op reads them
+    under no_grad), plain and contiguous (`refresh` lays out again when that changes); None when their parts are
+    looked up at each step (DTensor shards: FSDP2 may give them new storage)."""
+    served: bool
+    """`runs_on(device)`: the op reads them; else torch ops, one at a time."""
+
+
 class MultiPath:
     """Stages and completes saved steps with one `multi_stats` op per group into preallocated result rows."""
 
@@ -86,6 +105,9 @@ class MultiPath:
         self.step_writer = step_writer
         self._writer = w
         self._rows = _Rows()
+        self._groups: list[_ParamGroup] = []
+        self._groups_of: object = None
+        """The layout (`CapturePlan.placement`, by identity) `_groups` were made for."""
 
     def _reduce(
         self,
@@ -100,9 +122,7 @@ class MultiPath:
         if histories is not None:
             fresh = [h.fresh for h in histories]
             if tier1:  # the "moved" share compares with the previous copy: before the op refreshes it
-                for tid, x, h in zip(ids, xs, histories):
-                    if device_stats.unit_count(x):
-                        self.saved.units[(MOVED, tid)] = device_stats.moved_large(x, h)
+                self._moved(ids, xs, histories)
             prevs = [h.prev for h in histories]
             firsts = [h.first for h in histories]
             for h in histories:
@@ -120,6 +140,25 @@ class MultiPath:
                 self.saved.hists[tid] = hists[i]
         self._rows.add(ids, xs, rows, fresh)
 
+    def _moved(self, ids: list[int], xs: list[torch.Tensor], histories: list[device_stats._History]) -> None:
+        """The per-unit "moved" shares of a group's tracked parameters with units: one `multi_moved` op for those
+        with a previous copy (views of its rows, tensor after tensor); NaN for those without one yet."""
+        read: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        for tid, x, h in zip(ids, xs, histories):
+            if device_stats.unit_count(x):
+                if h.fresh:
+                    self.saved.units[(MOVED, tid)] = device_stats.moved_large(x, h)
+                else:
+                    read.append((tid, x, h.prev))
+        if not read:
+            return
+        shares = torch.empty(sum(x.shape[0] for _, x, _ in read), dtype=torch.float64, device=xs[0].device)
+        _multi.moved_group([x for _, x, _ in read], [prev for _, _, prev in read], shares)
+        start = 0
+        for tid, x, _ in read:
+            self.saved.units[(MOVED, tid)] = shares[start : start + x.shape[0]]
+            start += x.shape[0]
+
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
         """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change
         what it read: the op is ordered before it on the device)."""
@@ -136,22 +175,33 @@ class MultiPath:
     def stage(self, step: int) -> bool:
         """Optimizer pre-hook of saved step `step`: one op per (device, dtype) group of gradients."""
         plan = self.plan
-        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor]]] = {}
+        tier1 = plan.tier1(step)
+        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], bool]] = {}
         with torch.no_grad():
             for p in plan.grad_params:
-                got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
-                if got is None:
+                tid = p.grad_tid
+                if tid is not None and not (p.sharded or p.grad_skipped):
+                    # defined and plain: read inline, no call per parameter (the usual case, every saved step)
+                    grad = p.source.grad
+                    if grad is None or not grad.numel() or not p.source.requires_grad:  # frozen now: stale
+                        continue
+                else:
+                    got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
+                    if got is None:
+                        continue
+                    tid, grad = got
+                key = (grad.device, grad.dtype)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = ([], [], runs_on(grad.device))
+                if not group[2]:
+                    self.saved.reduce_now(tid, grad, tier1)
                     continue
-                tid, grad = got
-                if not runs_on(grad.device):
-                    self.saved.reduce_now(tid, grad, plan.tier1(step))
-                    continue
-                ids, xs = groups.setdefault((grad.device, grad.dtype), ([], []))
-                ids.append(tid)
-                xs.append(grad if grad.is_contiguous() else grad.contiguous())
-            tier1 = plan.tier1(step)
-            for ids, xs in groups.values():
-                self._reduce(ids, xs, None, tier1)
+                group[0].append(tid)
+                group[1].append(grad if grad.is_contiguous() else grad.contiguous())
+            for ids, xs, served in groups.values():
+                if served:
+                    self._reduce(ids, xs, None, tier1)
         return True
 
     def read_initial(self, got: list[tuple[int, torch.Tensor]]) -> None:
@@ -175,31 +225,28 @@ class MultiPath:
         plan = self.plan
         assert plan.config is not None
         tier1 = plan.tier1(step)
-        groups: dict[tuple[torch.device, torch.dtype, bool], list[Param]] = {}
-        for p in plan.params:
-            if p.tid is None:
-                continue
-            tracked = plan.exact_history(p)  # sampled ones go untracked here, and get `sampled_estimates`
-            groups.setdefault((p.param.device, p.param.dtype, tracked), []).append(p)
+        if self._groups_of is not plan.placement:
+            self._groups, self._groups_of = self._group(), plan.placement
         with torch.no_grad():
-            for (device, _, tracked), params in groups.items():
-                ids = [p.tid for p in params if p.tid is not None]
-                xs = [p.param.detach() for p in params]
-                if not runs_on(device):
+            for g in self._groups:
+                params, tracked = g.params, g.tracked
+                xs = g.xs if g.xs is not None else [p.param.detach() for p in params]
+                if not g.served:
                     for p, x in zip(params, xs):
                         assert p.tid is not None
                         if tracked and p.history is None:
                             p.history = device_stats.new_history(p.param)
                         self.saved.reduce_now(p.tid, x, tier1, p.history if tracked else None)
                     continue
-                xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
+                if g.xs is None:
+                    xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
                 histories = None
                 if tracked:
                     for p in params:
                         if p.history is None:
                             p.history = device_stats.new_history(p.param)
                     histories = [p.history for p in params if p.history is not None]
-                self._reduce(ids, xs, histories, tier1)
+                self._reduce(g.ids, xs, histories, tier1)
             estimates = plan.sampled_estimates()
         self.scalars.add_lr(step, optimizer)
         rows, self._rows = self._rows, _Rows()
@@ -220,6 +267,30 @@ class MultiPath:
         )
         saved.reset()
         return pending
+
+    def _group(self) -> list[_ParamGroup]:
+        """The captured parameters of the current layout in (device, dtype, tracked) groups, made once per layout:
+        a saved step then loops over groups, not over parameters (sampled ones go untracked here, and get
+        `sampled_estimates`)."""
+        plan = self.plan
+        groups: dict[tuple[torch.device, torch.dtype, bool], list[Param]] = {}
+        for p in plan.params:
+            if p.tid is not None:
+                groups.setdefault((p.param.device, p.param.dtype, plan.exact_history(p)), []).append(p)
+        out = []
+        for (device, _, tracked), params in groups.items():
+            plain = not any(p.sharded for p in params) and all(p.source.is_contiguous() for p in params)
+            out.append(
+                _ParamGroup(
+                    device,
+                    tracked,
+                    params,
+                    [p.tid for p in params if p.tid is not None],
+                    [p.source for p in params] if plain else None,
+                    runs_on(device),
+                )
+            )
+        return out
 
     def skip(self) -> None:
         """Forget what the saved step in progress reduced: it is not sent (`Hook._skip`)."""

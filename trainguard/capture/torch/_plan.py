@@ -20,7 +20,7 @@ from torch.utils.hooks import RemovableHandle
 
 from trainguard.capture.config import CaptureConfig
 from trainguard.capture.torch import _kinds, _sampled, c_kernel, device_stats
-from trainguard.store import writer
+from trainguard.store import run_format, writer
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ class Param:
     """Update/distance tracking of a large parameter (small ones are tracked inside `Packed`)."""
     sharded: bool = False
     """`source` is a DTensor: every read goes through its local shard (`_kinds.local`)."""
+    flat: run_format.ShardInfo | None = None
+    """FSDP1 (`use_orig_params=True`): the flat piece of the full tensor that `source` and its gradient hold
+    here between steps (`_kinds.flat_shards`)."""
     sampled: bool = False
     """Its update/distance are estimated from a fixed sample (`_sampled`): its device's exact copies would
     exceed `history_max_fraction`. It then has no `history` and is not tracked inside `Packed`."""
@@ -121,6 +124,9 @@ class NativePlan:
     """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
 
 
+Placement = tuple[tuple[torch.device, torch.dtype, int, bool, bool], ...]
+"""Per parameter: device, dtype, elements, contiguous, requires grad (`CapturePlan.refresh`)."""
+
 DevicePlan = tuple[torch.device, list[int], list[int], list[torch.Tensor], int]
 """One device's packed parameters: (device, ids, sizes, tensors, how many of them are tracked)."""
 
@@ -142,9 +148,10 @@ class CapturePlan:
         self.large_params: list[Param] = []
         self.grad_params: list[Param] = []
         self.per_device: list[DevicePlan] = []
-        self.placement: tuple[tuple[torch.device, torch.dtype, int], ...] = ()
-        """Each parameter's device, dtype and size when laid out: a change means lay out again (`refresh`; FSDP1
-        gives parameters their shard's size when it wraps them)."""
+        self.placement: Placement = ()
+        """Each parameter's device, dtype, size, contiguity and whether it requires grad when laid out: a change
+        means lay out again (`refresh`; FSDP1 gives parameters their shard's size when it wraps them). A new
+        layout is a new tuple: paths cache what they derive from a layout by its identity."""
         self.on_cpu = True
         self.kernel_reads_params = False
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
@@ -177,22 +184,24 @@ class CapturePlan:
         for raw, m in root.named_modules():
             modules[_kinds.clean_name(raw)] = m  # a wrapped module (after its wrapper) takes the bare name
         self.small_params = self.native_plan = None
+        flat = _kinds.flat_shards(module)
         for raw, p in root.named_parameters():
             name = _kinds.clean_name(raw)
             owner = name.rsplit(".", 1)[0] if "." in name else ""
             collection = "biases" if name.endswith("bias") else "weights"
             skipped = _kinds.unreadable(p)
+            piece = flat.get(id(p))
             tid = None
             if self.config.wants(collection):
                 tid = w.define(
                     name,
                     collection=collection,
-                    shape=list(p.shape),
+                    shape=piece.global_shape if piece else list(p.shape),
                     dtype=str(p.dtype).removeprefix("torch."),
                     module=owner or None,
                     module_type=module_type(modules.get(owner)),
                     trainable=p.requires_grad,
-                    shard=None if skipped else _kinds.shard_info(p),
+                    shard=None if skipped else piece or _kinds.shard_info(p),
                     skipped=skipped,
                 )
                 if skipped:
@@ -202,7 +211,9 @@ class CapturePlan:
                 continue  # never read: it takes no part in the layout or the choice of path
             # also for a parameter frozen now: a layer unfrozen later gets its gradient read from then on
             want_grad = self.config.wants("gradients")
-            self.params.append(Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p)))
+            self.params.append(
+                Param(name, p, owner, tid, want_grad=want_grad, sharded=_kinds.is_dtensor(p), flat=piece)
+            )
         if self.config.wants("activations"):
             for name, m in modules.items():
                 kind = ACTIVATION_KINDS.get(type(m))
@@ -216,24 +227,34 @@ class CapturePlan:
         catalogue entry says why), or the parameter is frozen now (a gradient left from before it was frozen is
         stale). A parameter unfrozen after registration is read from its first gradient on."""
         source = p.source.grad
-        if source is None or p.grad_skipped or not p.source.requires_grad:
+        if (
+            p.grad_skipped
+            or not p.source.requires_grad
+            or (source is None and not (p.grad_tid is None and p.flat and not p.flat.local_shape[0]))
+        ):
             return None
         if p.grad_tid is None:
-            skipped = _kinds.unreadable(source)
+            # an FSDP1 parameter with no elements here has no gradient here: its entry says this rank's part is
+            # empty, as the parameter's does, so that every rank's catalogue names the same parts
+            skipped = _kinds.unreadable(source) if source is not None else None
             p.grad_tid = w.define(
                 f"grad/{p.name}",
                 collection="gradients",
-                shape=list(source.shape),
-                dtype=str(source.dtype).removeprefix("torch."),
+                shape=p.flat.global_shape if p.flat else list(p.source.shape),
+                dtype=str(p.source.dtype if source is None else source.dtype).removeprefix("torch."),
                 module=p.module or None,
                 order=self.module_order.get(p.module),
-                shard=None if skipped else _kinds.shard_info(source),
+                shard=None
+                if skipped
+                else p.flat or _kinds.shard_info(p.source if source is None else source),
                 skipped=skipped,
             )
             if skipped:
                 log.info("trainguard: grad/%s is not read: %s", p.name, skipped)
                 p.grad_skipped = True
                 return None
+        if source is None:
+            return None
         grad = _kinds.local(source)
         return (p.grad_tid, grad) if grad.numel() else None
 
@@ -273,13 +294,21 @@ class CapturePlan:
     def refresh(self) -> bool:
         """Lay the parameters out if they have no layout, or one is on another device, of another dtype or size
         than when they were laid out (`.to(device)`, `.half()`); return whether it did."""
-        placement = tuple((p.param.device, p.param.dtype, p.param.numel()) for p in self.params)
+        # list comprehensions, no property per parameter: this runs on every saved step off the C kernel's path
+        params = self.params
+        xs = [_kinds.local(p.source) if p.sharded else p.source for p in params]
+        placement = tuple(
+            [
+                (x.device, x.dtype, x.numel(), x.is_contiguous(), p.source.requires_grad)
+                for p, x in zip(params, xs)
+            ]
+        )
         if self.small_params is not None and self.placement == placement:
             return False
         self._lay_out(placement)
         return True
 
-    def _lay_out(self, placement: tuple[tuple[torch.device, torch.dtype, int], ...]) -> None:
+    def _lay_out(self, placement: Placement) -> None:
         """Lay out the packed parameters per device (tracked ones first: their rows are compared with the
         copies kept from earlier steps)."""
         assert self.config is not None

@@ -9,7 +9,7 @@ student with temperature 4 and label smoothing, AdamW. `lora`: a regression MLP 
 frozen, with rank-4 adapters and a new head for another target. `multitask`: a shared trunk with a regression
 head and a binary head, fixed loss weights or learned uncertainty weights (the loss goes negative). Bugs: the
 warmup scheduler never stepped, the triplet distance summed over the batch, the base left trainable with the
-adapters' learning rate, the trunk's output detached before the heads.
+adapters' learning rate, the trunk's output detached before the heads, churn labels joined one row off.
 """
 
 from __future__ import annotations
@@ -281,6 +281,10 @@ def multitask(run: Run) -> None:
     x, spend, churn = data.two_task_rows(g, 6000)
     xv, sv, cv = x[:500], spend[:500], churn[:500]
     x, spend, churn = x[500:], spend[500:], churn[500:]
+    if (
+        run.bug == "labels_off_by_one"
+    ):  # the churn table joined one row off (an index reset after a dropped row)
+        churn = churn.roll(1)
     torch.manual_seed(run.seed)
     model = TwoHeads(detach_trunk=run.bug == "trunk_detached")
     opt = torch.optim.Adam(model.parameters(), lr=run.k("lr", 1e-3))

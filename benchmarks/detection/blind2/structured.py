@@ -7,7 +7,8 @@ interactions, a top MLP; Adagrad with a larger rate for the embeddings than for 
 attention, Adam with weight decay, full batch; scored by validation accuracy. `poisson`: counts with a
 log-rate network whose residual blocks run under activation checkpointing, Poisson NLL, Adamax with an
 exponential decay per step; scored by the deviance explained. Bugs: the click model's sigmoid fed to
-BCEWithLogitsLoss, zero_grad() between backward() and step(), a decay factor above one.
+BCEWithLogitsLoss, zero_grad() between backward() and step(), a decay factor above one, the Poisson loss told
+its input is a rate (log_input=False) when it is a log-rate.
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ def poisson(run: Run) -> None:
 
     for step in range(run.steps):
         i = run.indices(len(x), 128)
-        loss = F.poisson_nll_loss(model(x[i]), y[i], log_input=True)
+        # the bug: log_input=False, as if the network gave the rate itself
+        loss = F.poisson_nll_loss(model(x[i]), y[i], log_input=run.bug != "poisson_log_input_false")
         opt.zero_grad()
         loss.backward()
         opt.step()

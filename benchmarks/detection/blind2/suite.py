@@ -8,8 +8,12 @@ validation score in [0, 1] every 10 steps, the loss at every step, the fixed twi
 harm labels of the realistic suite (`torch_real.suite.label`: a bug hurts when its final score is clearly
 below its twin's over all seeds or its loss went non-finite), seeds split by parity (even: calibration, odd:
 report). Each bug names its twin, its fault category in AUTOTRAINER's layout plus OF (VG, EG, DR, OL, SC,
-NaN, OF) and the step at which it takes effect (`effect_step`; None where the script measures it). Bugs the
-smoke runs found harmless against their twins are declared `should_stop=False` (README.md).
+NaN, OF) and the step at which it takes effect (`effect_step`; None where the script measures it). Six
+mistakes turned out harmless against their twins in these scripts (the smoke runs in README.md: softmax
+before the cross-entropy, the huge decay on the no-decay group, model.train() not restored, the inverted
+padding mask, the LoRA base left trainable, the overlapping validation set): they are declared
+`should_stop=False`, count neither for recall nor as false alarms, and show whether a rule would stop a job
+for nothing.
 """
 
 from __future__ import annotations
@@ -134,21 +138,25 @@ def catalogue() -> list[Blind2Program]:
     b = _bug
     bugs = [
         b("Y01", "softmax_before_cross_entropy", vit, "softmax_before_cross_entropy", "SC",
-          "softmax applied to the logits before nn.CrossEntropyLoss"),
+          "softmax applied to the logits before nn.CrossEntropyLoss",
+          harmless=True),
         b("Y02", "sigmoid_then_bce_with_logits", dlrm, "sigmoid_then_bce_with_logits", "SC",
           "a model whose forward() ends in a sigmoid trained with BCEWithLogitsLoss"),
         b("Y03", "ctc_labels_not_shifted_past_blank", ctc, "ctc_labels_not_shifted", "SC",
           "CTC transcripts not shifted past the blank: token 0 written as the blank"),
         b("Y04", "train_mode_not_restored", boxes, "train_mode_not_restored", "SC",
-          "model.eval() for validation and no model.train() after it (BatchNorm and dropout frozen)", effect_step=25),
+          "model.eval() for validation and no model.train() after it (BatchNorm and dropout frozen)", effect_step=25,
+          harmless=True),
         b("Y05", "no_decay_group_huge_weight_decay", vit, "no_decay_group_huge_wd", "SC",
-          "LayerNorm weights and biases given a huge weight decay (5.0) in their parameter group"),
+          "LayerNorm weights and biases given a huge weight decay (5.0) in their parameter group",
+          harmless=True),
         b("Y06", "dqn_target_network_never_updated", dqn, "target_never_updated", "SC",
           "the DQN's target network never refreshed from the online network", effect_step=19),
         b("Y07", "decoder_input_is_the_target", translator, "decoder_input_is_target", "OF",
           "teacher forcing without the shift: the decoder reads the token it must predict"),
         b("Y08", "padding_mask_inverted", mlm, "padding_mask_inverted", "SC",
-          "src_key_padding_mask inverted: attention ignores the tokens and reads the padding", affected="layers"),
+          "src_key_padding_mask inverted: attention ignores the tokens and reads the padding", affected="layers",
+          harmless=True),
         b("Y09", "warmup_scheduler_never_stepped", two_tower, "scheduler_never_stepped", "SC",
           "a warmup LambdaLR created and never stepped: the rate stays at its first warmup value", effect_step=1),
         b("Y10", "grad_clip_1e-6", lstm, "clip_norm_typo", "VG",
@@ -158,7 +166,8 @@ def catalogue() -> list[Blind2Program]:
         b("Y12", "normalised_with_stats_1000x_off", autoencoder, "stats_unit_mismatch", "SC",
           "inputs standardised with a stored mean in millivolts subtracted from volts (off by 1000x)"),
         b("Y13", "lora_base_left_trainable", lora, "lora_base_left_trainable", "OL",
-          "the pretrained base never frozen: it trains with the adapters' high learning rate"),
+          "the pretrained base never frozen: it trains with the adapters' high learning rate",
+          harmless=True),
         b("Y14", "zero_grad_after_backward", gat, "zero_grad_after_backward", "VG",
           "optimizer.zero_grad() between loss.backward() and optimizer.step()"),
         b("Y15", "trunk_output_detached", multitask, "trunk_detached", "SC",
@@ -170,12 +179,17 @@ def catalogue() -> list[Blind2Program]:
         b("Y18", "lr_decay_factor_above_one", poisson, "decay_factor_above_one", "EG",
           "ExponentialLR with gamma 1.05 (typed for 0.995): the rate grows every step", effect_step=1),
         b("Y19", "validation_overlaps_training_set", early, "validation_overlaps_train", "OF",
-          "a validation set drawn from the training rows, driving early stopping"),
+          "a validation set drawn from the training rows, driving early stopping",
+          harmless=True),
         b("Y20", "variance_negative_under_sqrt", tcn, "naive_variance", "NaN",
           "instance normalisation with var = E[x^2] - E[x]^2 under a square root: negative on flat windows",
           effect_step=None),
         b("Y21", "lr_integer_division", audio, "lr_integer_division", "SC",
           "the linear scaling rule written with // : a learning rate of 0"),
+        b("Y22", "labels_off_by_one", multitask, "labels_off_by_one", "SC",
+          "targets joined one row off: each row trained on its neighbour's churn label", affected="churn"),
+        b("Y23", "poisson_nll_log_input_false", poisson, "poisson_log_input_false", "NaN",
+          "PoissonNLLLoss(log_input=False) fed the network's log-rate: the log of a negative rate"),
     ]  # fmt: skip
     return healthy + bugs
 

@@ -1,12 +1,13 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind] [--seeds N]
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2] [--seeds N]
 [--json FILE] [--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
 processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
 realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
 at save_interval 10; the blind split (`blind/`, written without reading the rules and frozen before any rule
-change, to be scored once at the end of rule work) runs the same way. Either way the evaluator's StepViews are rebuilt from the stored runs and scored for
-our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
+change, to be scored once at the end of rule work) and the second blind split (`blind2/`, written and frozen
+the same way, in other domains) run the same way. Either way the evaluator's StepViews are rebuilt from the
+stored runs and scored for our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
 re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
 Seeds are split: even seeds calibrate thresholds, odd seeds are reported (no tuning on them).
 Prints tables and writes a JSON file with the figures the docs quote.
@@ -33,6 +34,7 @@ import numpy as np
 
 from benchmarks.detection import baselines, programs, torch_programs
 from benchmarks.detection.blind import suite as blind
+from benchmarks.detection.blind2 import suite as blind2
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -145,6 +147,8 @@ class Outcome:
 def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
     out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
+    if isinstance(prog, blind2.Blind2Program):  # before its base class, the first split's program
+        return blind2.train(prog, seed, out=out)
     if isinstance(prog, blind.BlindProgram):
         return blind.train(prog, seed, out=out)
     if isinstance(prog, torch_real.RealProgram):
@@ -421,14 +425,16 @@ QUICK_REAL = (
 """The realistic suite's fast subset (`--quick`)."""
 
 
-RESULTS_SUFFIX = {"numpy": "", "torch-real": "_torch_real", "blind": "_blind"}
+RESULTS_SUFFIX = {"numpy": "", "torch-real": "_torch_real", "blind": "_blind", "blind2": "_blind2"}
 """The suffix of each suite's default figures file."""
 
 
 def suite_programs(suite: str) -> list[Any]:
-    """The programs of `suite` (numpy, torch-real or blind)."""
+    """The programs of `suite` (numpy, torch-real, blind or blind2)."""
     if suite == "blind":
         return list(blind.catalogue())
+    if suite == "blind2":
+        return list(blind2.catalogue())
     return list(torch_real.catalogue()) if suite == "torch-real" else list(programs.catalogue())
 
 
@@ -436,10 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--suite",
-        choices=("numpy", "torch-real", "blind"),
+        choices=("numpy", "torch-real", "blind", "blind2"),
         default="numpy",
         help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
-        "blind: the blind split (score it once, at the end of rule work)",
+        "blind: the blind split (score it once, at the end of rule work); blind2: the second blind split (the same)",
     )
     ap.add_argument(
         "--seeds",
@@ -468,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "instead (the every-step copies keep 1)",
     )
     args = ap.parse_args(argv)
-    real = args.suite in ("torch-real", "blind")
+    real = args.suite in ("torch-real", "blind", "blind2")
     args.seeds = args.seeds or (4 if real else 6)
     args.json = args.json or f"benchmarks/detection/results{RESULTS_SUFFIX[args.suite]}.json"
 
@@ -518,6 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t_train = kept_train_seconds  # the kept runs' training, not the seconds it took to read them
     if args.suite == "blind":
         blind.label(truths, progs)
+    elif args.suite == "blind2":
+        blind2.label(truths, progs)
     elif real:
         torch_real.label(truths, progs)
     else:

@@ -15,7 +15,7 @@ stop a job for nothing. Seeds are split as in the realistic suite: even seeds ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -182,9 +182,11 @@ def catalogue() -> list[BlindProgram]:
     return healthy + bugs
 
 
-def train(p: BlindProgram, seed: int, *, out: str | None) -> Truth:
+def train(
+    p: BlindProgram, seed: int, *, out: str | None, scripts: Mapping[str, Callable[[Run], None]] = SCRIPTS
+) -> Truth:
     """Run `p` with `seed` through `trainguard.torch.Hook` into `out` (None: an inert hook, nothing recorded);
-    return what the oracle saw."""
+    return what the oracle saw. `scripts` maps workload names to scripts (the second blind split passes its own)."""
     import trainguard.torch as tg
 
     torch.set_num_threads(1)
@@ -197,7 +199,7 @@ def train(p: BlindProgram, seed: int, *, out: str | None) -> Truth:
     with hook:
         run = Run(seed=seed, steps=p.steps, knobs=dict(p.knobs), bug=p.bug, hook=hook,
                   gen=torch.Generator().manual_seed(2000 + seed))  # fmt: skip
-        SCRIPTS[p.workload](run)
+        scripts[p.workload](run)
     truth.losses = run.losses
     truth.score_steps, truth.scores = run.score_steps, run.scores
     truth.diverged = run.nonfinite_step is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.3"
+FORMAT_VERSION = "2.4"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
 2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`, later the
 optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's

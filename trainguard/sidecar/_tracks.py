@@ -21,7 +21,7 @@ from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
 from trainguard.sidecar.running_auc import PredictionTracker, StreamSummary
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store import run_format
 from trainguard.store.backends import Store
 from trainguard.store.reader import Run
@@ -66,7 +66,7 @@ class RankTrack:
 
     def restart(self, compiled: Sequence[CompiledRule]) -> None:
         """The rank was restarted on the same URI (a new writer attempt): views and rules start over."""
-        self.builder = ViewBuilder(self.rank)
+        self.builder = ViewBuilder(self.rank, save_interval=self.builder.save_interval)
         self.rules = [c.make() for c in compiled]
         self.predictions = PredictionTracker()
         self.last_stats_view = None
@@ -142,7 +142,10 @@ class Ranks:
             source = self.run.source(rank)
             skip = saved.last_step if saved else None
         track = RankTrack(
-            rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
+            rank=rank,
+            source=source,
+            builder=ViewBuilder(rank, save_interval=save_interval_of(self.run.info)),
+            rules=[c.make() for c in self.compiled],
         )
         track.skip_through = skip
         track.attempt = getattr(source, "attempt", None)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import trainguard
-from trainguard.rules import base
+from trainguard.rules import base, registry
 from trainguard.rules.step_view import StepView
 from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 
@@ -82,3 +82,20 @@ def test_a_run_without_a_save_interval_marks_every_view_saved(tmp_path: Path) ->
     source = trainguard.open_run(uri).source(0)
     builder = ViewBuilder(0)  # a reader that does not know it (a foreign run) judges every view as before
     assert all(v.saved for seg in source.poll() for v in builder.views(seg, source.catalogue()))
+
+
+def test_loss_spike_reads_every_step_and_sees_a_spike_between_saved_steps(tmp_path: Path) -> None:
+    uri = f"file://{tmp_path}/spike"
+    rng = np.random.default_rng(0)
+    with trainguard.Recorder(uri, save_interval=10) as rec:
+        for step in range(400):
+            rec.record_scalar("loss", (8.0 if step == 305 else 1.0) * float(np.exp(rng.normal(0, 0.05))))
+            rec.step()
+    run = trainguard.open_run(uri)
+    source = run.source(0)
+    builder = ViewBuilder(0, save_interval=save_interval_of(run.info))
+    rule = registry.get("loss_spike")()
+    found = [
+        f for seg in source.poll() for v in builder.views(seg, source.catalogue()) for f in rule.update(v)
+    ]
+    assert [f.step for f in found] == [305]  # step 305 is not saved: at saved steps only it is never seen

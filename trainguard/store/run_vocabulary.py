@@ -14,7 +14,8 @@ FORMAT_VERSION = "2.4"
 optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's
 `unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`),
 later the optional `extra.no_step` record (int64[n, 2]: since step, training iterations without an optimizer
-step); 2.3 the initial-weights record (`INITIAL_COLLECTION`).
+step); 2.3 the initial-weights record (`INITIAL_COLLECTION`); 2.4 train scalars at every step (the layout
+unchanged) and END.json's `dropped_scalars`.
 Readers that do not know an optional field ignore it."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""

@@ -238,7 +238,7 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
                 if i:
                     g = (g @ ws[i].T) * _act_grad(acts[i], zs[i - 1], p.activation)
             grads.reverse()
-            # record (only saved steps do any work inside the recorder)
+            # record the tensors on saved steps (only they do any work inside the recorder)
             order = 0
             if rec.is_saved_step():
                 rec.record_tensor("inputs", x, collection="inputs")
@@ -257,9 +257,10 @@ def _train(p: Program, seed: int, *, out: str, save_interval: int, eval_every: i
                             activation=p.activation, order=i,
                         )  # fmt: skip
                     order += 1
-                rec.record_scalar("loss", loss)
-                rec.record_scalar("accuracy", float((probs.argmax(1) == y).mean()), collection="metrics")
-                rec.record_scalar("lr", _lr(p, step), collection="optimizer")
+            # scalars at every step, as a script records its loss (the Recorder keeps them all since format 2.4)
+            rec.record_scalar("loss", loss)
+            rec.record_scalar("accuracy", float((probs.argmax(1) == y).mean()), collection="metrics")
+            rec.record_scalar("lr", _lr(p, step), collection="optimizer")
             # oracle: dead units (>= 50% of a ReLU layer never active on this batch)
             if p.activation == "relu" and dead_onset is None:
                 for i in range(len(ws) - 1):

@@ -40,7 +40,7 @@ from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.step_view import StepView
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store.runs import open_run
 
 # Which AUTOTRAINER-layout category each of our rules speaks for.
@@ -160,7 +160,7 @@ def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str])
 def load_views(root: str, truth: programs.Truth) -> list[StepView]:
     run = open_run("file://" + os.path.join(root, f"{truth.program}-s{truth.seed}"))
     src = run.source(0)
-    builder = ViewBuilder(0)
+    builder = ViewBuilder(0, save_interval=save_interval_of(run.info))
     views: list[StepView] = []
     for seg in src.poll():
         views.extend(builder.views(seg, src.catalogue()))

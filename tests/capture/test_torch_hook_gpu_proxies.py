@@ -6,7 +6,8 @@ shapes computed, nothing runs: a host read of a device value raises); a `TorchDi
 inside it records every op. A hooked model's steps are compared with a plain one's, and from the
 third saved step on the ops the hook adds per saved step are counted: few, not growing with depth, no
 host reads, one non-blocking device-to-host copy of a few KiB, no fresh allocation of 1 MiB or
-more, and nothing on steps that are not saved. (The autograd engine wants a CUDA context even for
+more, and nothing on steps that are not saved, though every step records its loss (it waits on the device
+for the saved step's one copy). (The autograd engine wants a CUDA context even for
 fake tensors, so gradients are made directly instead of by a backward pass; the hook only reads
 them.) The transfer's pinned buffers and CUDA events need
 a GPU: the hook gets the CUDA staging (`PinnedStaging.copy`, the copy itself) with plain buffers
@@ -32,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import trainguard
 import trainguard.torch as tg
-from trainguard.capture.torch import device_stats
+from trainguard.capture.torch import _recording, device_stats
 from trainguard.capture.torch._multi_path import MultiPath
 from trainguard.capture.torch._transfer import Marker, PinnedStaging, Transfer
 
@@ -370,6 +371,53 @@ def test_no_host_read_and_one_small_non_blocking_copy_per_saved_step(runs: dict[
             assert copies[0].d2h_bytes <= 8 * len(device_stats.RAW_COLUMNS) * tensors + 4096
 
 
+def test_the_loss_of_every_step_rides_in_the_saved_steps_copy(runs: dict[int, Measured]) -> None:
+    # every step records its loss; the steps that are not saved added no op (above), and each cycle of
+    # SAVE_INTERVAL steps made one copy: the held losses left with their saved step's results
+    for layers, m in runs.items():
+        assert m.hook is not None
+        run = trainguard.open_run(m.hook.config.out if m.hook.config else "")
+        assert list(run.scalars("loss").steps) == list(range(SAVE_INTERVAL * (2 + CYCLES))), layers
+
+
+def test_held_scalars_beyond_the_bound_leave_early_without_waiting_or_are_dropped_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_recording, "MAX_HELD_SCALARS", 4)
+    flag = [False]  # the device never catches up: no copy completes until close
+    with fake_cuda() as rec:
+        with torch.device("cuda"):
+            model = nn.Linear(8, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        hook = tg.Hook(
+            f"file://{tmp_path}/run",
+            save_interval=1000,
+            transfer=Transfer(staging=lambda device: FakeCudaStaging(flag)),
+        )
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        x = torch.randn(4, 8, device="cuda")
+        rec.ops = []
+        for _ in range(4):
+            loss = model(x).square().mean()
+            for p in model.parameters():
+                p.grad = torch.empty_like(p)
+            opt.step()
+            for name in ("loss", "a", "b", "c", "d"):
+                hook.record_scalar(name, loss)
+        ops, rec.ops = rec.ops, None
+        hook.close()
+    assert not [op.name for op in ops if op.name in {str(f) for f in HOST_READS}]
+    copies = [op for op in ops if op.d2h_bytes]
+    # step 0's results, then two early copies of 4 held scalars fill the three buffers; the rest is dropped
+    assert len(copies) == 3 and all(op.non_blocking for op in copies)
+    end = trainguard.open_run(f"file://{tmp_path}/run").ended()
+    assert (
+        end is not None and end.dropped_scalars == 20 - 5 - 2 * 4 - 3
+    )  # 20 recorded: 5 with step 0, 3 held at close
+    assert hook.errors == []
+
+
 def test_a_saved_step_allocates_nothing_large(runs: dict[int, Measured]) -> None:
     for m in runs.values():
         for ops in m.per_saved_step:
@@ -385,4 +433,4 @@ def test_with_every_host_buffer_in_flight_saved_steps_are_skipped_and_counted(tm
     # close waited for the three in flight and wrote them; the skipped steps' losses still rode along
     run = trainguard.open_run(f"file://{tmp_path}/run-2")
     assert list(run.series("blocks.0.up.weight", "count").steps) == [0, 3, 6]
-    assert list(run.scalars("loss").steps) == [0, 3, 6, 9, 12]
+    assert list(run.scalars("loss").steps) == list(range(SAVE_INTERVAL * 5))

@@ -9,9 +9,12 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
+import torch
 from localmode import run_cli
+from torch import nn
 
 import trainguard
+import trainguard.torch as tg
 from trainguard import report
 from trainguard.report import _svg as report_svg
 from trainguard.rules import auc
@@ -322,3 +325,28 @@ def test_a_rules_label_is_written_once_per_plot(nan_run: str, tmp_path: Path) ->
     svg = _svg(report.write_report(nan_run, tmp_path / "r.html", findings=findings).read_text(), "grad_norm")
     assert svg.count('data-rule="exploding_tensor"') == 2  # a line at each tensor's first finding
     assert svg.count('class="finding-label"') == 1
+
+
+def test_the_loss_is_plotted_at_every_step_and_the_statistics_at_saved_steps(tmp_path: Path) -> None:
+    uri = "file://" + str(tmp_path / "torch")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    with tg.Hook(uri, save_interval=10) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(187):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            hook.record_scalar("loss", loss)
+    out = tmp_path / "report.html"
+    res = run_cli(["report", uri, "-o", str(out)], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text()
+    loss = re.search(r'data-series="loss \(train\)" d="([^"]*)"', _svg(page, "loss")).group(1)
+    assert (loss.count("M"), loss.count("L")) == (1, 186)  # one line through the 187 steps' losses
+    grad = re.search(r'data-series="grad/0.weight" d="([^"]*)"', _svg(page, "grad_norm")).group(1)
+    assert grad.count("M") + grad.count("L") == 19  # steps 0, 10, ..., 180

@@ -24,7 +24,7 @@ import trainguard.torch as tg
 from trainguard.rules.base import Finding
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization, std_targets
 from trainguard.rules.step_view import COL, INITIAL_COLLECTION, INITIAL_PREFIX, StepView
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store import run_format
 
 
@@ -54,8 +54,9 @@ def _train(out: Path, *, lr: float, scale: float) -> np.ndarray:
 
 def _views(out: Path) -> list[StepView]:
     """The run's views, as the evaluator builds them."""
-    source = trainguard.open_run(f"file://{out}").source(0)
-    builder = ViewBuilder(rank=0)
+    run = trainguard.open_run(f"file://{out}")
+    source = run.source(0)
+    builder = ViewBuilder(rank=0, save_interval=save_interval_of(run.info))
     return [view for seg in source.poll() for view in builder.views(seg, source.catalogue())]
 
 

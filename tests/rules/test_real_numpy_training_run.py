@@ -18,7 +18,7 @@ import trainguard
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
 from trainguard.rules.step_view import COL, StepView
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 
 
 def train(
@@ -78,8 +78,9 @@ def train(
 
 
 def views_of(out: Path) -> list[StepView]:
-    source = trainguard.open_run(f"file://{out}").source(0)
-    builder = ViewBuilder(rank=0)
+    run = trainguard.open_run(f"file://{out}")
+    source = run.source(0)
+    builder = ViewBuilder(rank=0, save_interval=save_interval_of(run.info))
     views: list[StepView] = []
     for seg in source.poll():
         views += builder.views(seg, source.catalogue())

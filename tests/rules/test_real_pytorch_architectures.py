@@ -37,7 +37,7 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
 from trainguard.rules.base import Finding
 from trainguard.rules.step_view import StepView
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 
 pytestmark = pytest.mark.slow
 
@@ -74,8 +74,9 @@ def train(out: Path, model: nn.Module, opt: torch.optim.Optimizer, batch: Batch,
 
 def run_views(out: Path) -> list[StepView]:
     """The run's views, as the evaluator builds them."""
-    source = trainguard.open_run(f"file://{out}").source(0)
-    builder = ViewBuilder(rank=0)
+    run = trainguard.open_run(f"file://{out}")
+    source = run.source(0)
+    builder = ViewBuilder(rank=0, save_interval=save_interval_of(run.info))
     return [view for seg in source.poll() for view in builder.views(seg, source.catalogue())]
 
 

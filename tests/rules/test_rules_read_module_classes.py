@@ -14,7 +14,7 @@ from trainguard.rules.dead_relu import DeadRelu
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.shared import KernelPair
 from trainguard.rules.unchanged_tensor import UnchangedTensor
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 
 
 class Recommender(nn.Module):
@@ -38,8 +38,9 @@ class Recommender(nn.Module):
 
 def rank0_views(root: Path) -> list:  # type: ignore[type-arg]
     """Every view of rank 0 of the run the hook wrote at `root`."""
-    source = trainguard.open_run(f"file://{root}").source(0)
-    builder = ViewBuilder(rank=0)
+    run = trainguard.open_run(f"file://{root}")
+    source = run.source(0)
+    builder = ViewBuilder(rank=0, save_interval=save_interval_of(run.info))
     return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
 
 

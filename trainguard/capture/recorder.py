@@ -2,7 +2,7 @@
 
 The same run format and the same statistics as the PyTorch hook, computed with numpy on the
 host: `record_tensor` and `record_scalar` during a step, `step()` to end it. Nothing is
-computed on steps that are not saved. Like the hook it never raises into the training loop
+computed on steps that are not saved; their scalars are kept (one float each). Like the hook it never raises into the training loop
 after construction: a failure disables capture, logs once and is recorded in END.json.
 """
 
@@ -111,11 +111,9 @@ class Recorder:
     def record_scalar(
         self, name: str, value: float, *, mode: str = "train", collection: str | None = None
     ) -> None:
-        """Record a scalar. Train-mode scalars are kept on saved steps; eval-mode scalars always."""
+        """Record a scalar, train or eval, at any step (every step's are kept: a float each)."""
         w = self._writer
         if w is None or w.disabled:
-            return
-        if mode == "train" and not self.is_saved_step():
             return
         try:
             coll = collection or ("losses" if "loss" in name.lower() else "metrics")

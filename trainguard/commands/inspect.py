@@ -38,6 +38,7 @@ class EndSummary(BaseModel):
     skipped_steps: int = Field(
         default=0, description="Saved steps the hook skipped (a busy statistics worker)."
     )
+    dropped_scalars: int = Field(default=0, description="Scalar values the hook dropped (END.json).")
     store_outage_seconds: float = Field(default=0.0, description="Time the store failed uploads, summed.")
     exception: str | None = Field(default=None, description="The uncaught exception that ended the script.")
     exit_code: int | None = Field(default=None, description="The command's exit status (local mode).")
@@ -147,6 +148,7 @@ def summarize(run: object) -> RunSummary:
                     errors=end.errors,
                     lost_steps=end.lost_steps,
                     skipped_steps=end.skipped_steps,
+                    dropped_scalars=end.dropped_scalars,
                     store_outage_seconds=end.store_outage_seconds,
                     exception=end.exception,
                     exit_code=end.exit_code,
@@ -205,7 +207,10 @@ def render_text(summary: RunSummary) -> str:
                 ended += f"; capture error: {r.ended.errors[0]}"
         lines.append(row("ended", ended, "  "))
         if r.ended is not None and (
-            r.ended.lost_steps or r.ended.skipped_steps or r.ended.store_outage_seconds
+            r.ended.lost_steps
+            or r.ended.skipped_steps
+            or r.ended.dropped_scalars
+            or r.ended.store_outage_seconds
         ):
             lines.append(row("data", _data_line(r.ended), "  "))
         if len(r.attempts) > 1:
@@ -247,6 +252,8 @@ def _data_line(end: EndSummary) -> str:
         parts.append(f"{end.lost_steps} steps lost (never reached the store)")
     if end.skipped_steps:
         parts.append(f"{end.skipped_steps} saved steps skipped (statistics worker busy)")
+    if end.dropped_scalars:
+        parts.append(f"{end.dropped_scalars} scalar values dropped (the device was far behind)")
     if end.store_outage_seconds:
         parts.append(
             f"the store failed for {end.store_outage_seconds:.1f}s"

@@ -125,6 +125,11 @@ class Rule(abc.ABC):
     needs: ClassVar[str] = ""
     """What the rule reads that a run may not record at all ("eval loss"); with `has_input`, it lets the end
     of a run say "not checked: no eval loss recorded" instead of "no issues" for a rule that never got it."""
+    every_step: ClassVar[bool] = False
+    """True for rules that read the train scalars of every step (format 2.4 keeps them at every step); False: at
+    saved steps only, as every rule did before, so that windows and debouncing counted in views keep their
+    length in steps (a view between saved steps reaches such a rule without its train scalars, or not at all:
+    `StepView.at_saved_steps`)."""
     wants_heartbeat: ClassVar[bool] = False
     """True for rules that must also see heartbeat views (views without any data)."""
     training_views_only: ClassVar[bool] = False
@@ -255,6 +260,11 @@ class Rule(abc.ABC):
             return []
         if not view.names and not self.wants_heartbeat and is_heartbeat(view):
             return []
+        if not view.saved and not self.every_step:
+            saved = view.at_saved_steps()
+            if saved is None:
+                return []
+            view = saved
         if self.training_views_only and not view.names and is_eval_only(view):
             return []
         if not self.applies(view):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -55,7 +55,9 @@ class StepView:
     the hook's marker of training that goes on while no optimizer steps: (since, iterations), the first
     step not counted and the training iterations since then without an optimizer step, at the last counted
     step (a view with only it reaches only the rules that take heartbeats).
-    Any part may be empty: a step may carry only scalars, or only statistics.
+    Any part may be empty: a step may carry only scalars, or only statistics. `saved` is False for a view of
+    a step between saved steps (the hook keeps train scalars at every step since format 2.4): a rule reads its
+    train scalars only if it reads every step's (`Rule.every_step`); the others see such a view without them.
     """
 
     step: int
@@ -71,6 +73,24 @@ class StepView:
     predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     eval_predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     no_step: tuple[int, int] | None = None
+    saved: bool = True
+
+    def at_saved_steps(self) -> StepView | None:
+        """What a rule that reads train scalars at saved steps only sees of this view: itself at a saved step;
+        between saved steps, the view without its train scalars, or None when it holds nothing else."""
+        if self.saved:
+            return self
+        if not (
+            self.names
+            or self.eval_scalars
+            or self.predictions
+            or self.eval_predictions
+            or self.units
+            or self.hists
+            or self.no_step
+        ):
+            return None
+        return replace(self, scalars={}, saved=True)
 
     def index(self, name: str) -> int | None:
         """Return the row of tensor `name`, or None if it is not in this step."""

@@ -21,7 +21,7 @@ from trainguard.rules.step_view import StepView
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar.config import CompiledRule
 from trainguard.sidecar.running_auc import PredictionTracker, StreamSummary
-from trainguard.sidecar.view_builder import ViewBuilder
+from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store import run_format
 from trainguard.store.backends import Store
 from trainguard.store.reader import Run
@@ -66,7 +66,7 @@ class RankTrack:
 
     def restart(self, compiled: Sequence[CompiledRule]) -> None:
         """The rank was restarted on the same URI (a new writer attempt): views and rules start over."""
-        self.builder = ViewBuilder(self.rank)
+        self.builder = ViewBuilder(self.rank, save_interval=self.builder.save_interval)
         self.rules = [c.make() for c in compiled]
         self.predictions = PredictionTracker()
         self.last_stats_view = None
@@ -96,6 +96,9 @@ class Ranks:
         self.not_before = not_before
         self.tracks: dict[int, RankTrack] = {}
         self._world_size = run.info.world_size if run.info else None
+        self._save_interval = save_interval_of(run.info)
+        """The hook's save interval from run.json (the views between saved steps are marked by it); a run
+        followed from its start may have none yet: read with `world_size` when run.json appears."""
 
     def wanted(self) -> list[int]:
         """The ranks to follow now: the given ones, or every rank the run has so far."""
@@ -108,11 +111,20 @@ class Ranks:
     def _trainguard_ranks(self) -> list[int]:
         if self._world_size is not None and len(self.tracks) >= self._world_size:
             return list(self.tracks)
-        if self._world_size is None and self.store.exists(run_format.RUN_INFO_KEY):
-            doc = load_json_doc(self.store, run_format.RUN_INFO_KEY, run_format.RunInfo)
-            assert isinstance(doc, run_format.RunInfo)
-            self._world_size = doc.world_size
+        self._read_info()
         return list_ranks(self.store)  # only the `rank-` names: the root may hold much else
+
+    def _read_info(self) -> None:
+        """Read `world_size` and the save interval from run.json once it is there (a run followed from its start
+        has none at first); the tracks opened before it get the save interval too."""
+        if self._world_size is not None or not self.store.exists(run_format.RUN_INFO_KEY):
+            return
+        doc = load_json_doc(self.store, run_format.RUN_INFO_KEY, run_format.RunInfo)
+        assert isinstance(doc, run_format.RunInfo)
+        self._world_size = doc.world_size
+        self._save_interval = save_interval_of(doc)
+        for track in self.tracks.values():  # a rank that wrote before run.json did
+            track.builder.save_interval = self._save_interval
 
     def follow(self, rank: int, saved: ckpt.RankPosition | None) -> bool:
         """Open `rank`'s track, resuming from its checkpoint position; return whether that checkpoint is of an
@@ -121,6 +133,7 @@ class Ranks:
         skip: int | None = None
         earlier_pod = False
         if self.run.format == "trainguard":
+            self._read_info()
             source = RankSource(
                 self.store, rank, start_after=saved.last_key if saved else None, not_before=self.not_before
             )
@@ -142,7 +155,10 @@ class Ranks:
             source = self.run.source(rank)
             skip = saved.last_step if saved else None
         track = RankTrack(
-            rank=rank, source=source, builder=ViewBuilder(rank), rules=[c.make() for c in self.compiled]
+            rank=rank,
+            source=source,
+            builder=ViewBuilder(rank, save_interval=self._save_interval),
+            rules=[c.make() for c in self.compiled],
         )
         track.skip_through = skip
         track.attempt = getattr(source, "attempt", None)

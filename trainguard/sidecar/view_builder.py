@@ -4,7 +4,8 @@ Called by the evaluator for each new segment. Tensor statistics, scalars and pre
 records of the same step are merged into one view; per-unit vectors and histograms are attached
 on Tier-1 steps, the hook's no-step marker at the step it was written at; names and `TensorMeta`
 come from the catalogue and are built once per (catalogue, tensor set), so a step costs a few
-dictionary look-ups and no copies of the statistics block. A step whose scalars and statistics were flushed into two segments gives two
+dictionary look-ups and no copies of the statistics block. A view of a step between saved steps (train scalars
+only: the hook keeps them at every step) is marked `saved=False`, from the save interval in run.json. A step whose scalars and statistics were flushed into two segments gives two
 views of that step, each with its own part: nothing is delivered twice. Rules are left to
 `evaluator.py`; reading to `trainguard.store`.
 """
@@ -23,6 +24,12 @@ from trainguard.store import run_format
 _EVAL_PREFIXES = ("val", "eval", "test", "valid")
 _PRED_PREFIX = "pred."
 _STEPS_SUFFIX = ".steps"
+
+
+def save_interval_of(info: run_format.RunInfo | None) -> int | None:
+    """The save interval the run's hook wrote in run.json (`config.save_interval`), if it is a positive integer."""
+    value = info.config.get("save_interval") if info is not None else None
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def loss_mode(info: run_format.TensorInfo) -> Mode | None:
@@ -49,8 +56,11 @@ class _Layout:
 class ViewBuilder:
     """Converts one rank's segments into StepViews; keeps only per-catalogue caches, never past steps."""
 
-    def __init__(self, rank: int) -> None:
+    def __init__(self, rank: int, *, save_interval: int | None = None) -> None:
+        """`save_interval`: the hook's (`save_interval_of`); a view without statistics at a step that is not a
+        multiple of it is marked `saved=False` (train scalars between saved steps). None: every view is saved."""
         self.rank = rank
+        self.save_interval = save_interval
         self._layouts: dict[tuple[int, bytes], _Layout] = {}
         self._catalogue_key: int | None = None
         self._loss_modes: dict[int, Mode | None] = {}
@@ -125,6 +135,7 @@ class ViewBuilder:
                     predictions=train_preds,
                     eval_predictions=eval_preds,
                     no_step=no_step.get(step),
+                    saved=has_stats or not self.save_interval or step % self.save_interval == 0,
                 )
             )
         return out

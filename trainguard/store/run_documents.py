@@ -136,6 +136,11 @@ class EndInfo(_Doc):
         default=0,
         description="Saved steps the hook skipped: its statistics worker still held every snapshot buffer.",
     )
+    dropped_scalars: int = Field(
+        default=0,
+        description="Scalar values the hook dropped: 4,096 device scalars waited for a saved step while every host "
+        "buffer was still in flight (format 2.4).",
+    )
     lost_steps: int = Field(
         default=0,
         description="Steps whose data never reached the store: dropped while it failed and the writer's pending "

@@ -1,4 +1,4 @@
-"""The run format, version 2 (2.3): key names, the JSON documents and the segment codec, in one namespace.
+"""The run format, version 2 (2.4): key names, the JSON documents and the segment codec, in one namespace.
 
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with

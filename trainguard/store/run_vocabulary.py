@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.3"
+FORMAT_VERSION = "2.4"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
 2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`, later the
 optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's
 `unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`),
 later the optional `extra.no_step` record (int64[n, 2]: since step, training iterations without an optimizer
-step); 2.3 the initial-weights record (`INITIAL_COLLECTION`).
+step); 2.3 the initial-weights record (`INITIAL_COLLECTION`); 2.4 train scalars at every step (the layout
+unchanged) and END.json's `dropped_scalars`.
 Readers that do not know an optional field ignore it."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""

@@ -59,6 +59,8 @@ class RankWriter:
         """Capture errors, newest last (END.json `errors`); the capture layer appends its own."""
         self.skipped_steps = 0
         """Saved steps the capture layer skipped (it counts them here; END.json reports them)."""
+        self.dropped_scalars = 0
+        """Device scalars the capture layer dropped rather than wait for the device (END.json `dropped_scalars`)."""
         self.unchecked_steps = 0
         """Steps the capture layer saw go by without counting them (END.json `unchecked_steps`)."""
         self.blind_since_step: int | None = None
@@ -220,6 +222,7 @@ class RankWriter:
             wall_time=self._clock(),
             errors=self.errors[-20:],
             skipped_steps=self.skipped_steps,
+            dropped_scalars=self.dropped_scalars,
             lost_steps=self.lost_steps,
             unchecked_steps=self.unchecked_steps,
             blind_since_step=self.blind_since_step,

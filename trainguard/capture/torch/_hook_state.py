@@ -80,6 +80,9 @@ class HookState:
         self.step = 0
         """Training iterations completed (optimizer steps with one optimizer); the step in progress has this number."""
         self._in_iteration = False
+        self._placed: dict[str, bool] = {}
+        """Per train scalar name: recorded before the optimizer step (True) or after it (False), as last seen on
+        an iteration whose forward was watched (`_recording.Recording._train_step`)."""
         self._optimizers = Optimizers()
         """The live registered optimizers (their step hooks) and which step ends an iteration."""
         self._registered_optimizer = False

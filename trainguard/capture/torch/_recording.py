@@ -1,12 +1,22 @@
 """Recording scalars and prediction counts (`record_scalar`, `record_predictions`; part of `hook.Hook`).
 
 A value belongs to the iteration in progress, else to the step just completed (`HookState._record_step`).
-Train scalars are kept on saved steps only and are counted to tell a hook blind to the steps
-(`_blindness`; before the first counted step, the repeats of the first one's name); eval scalars always. Prediction counts accumulate on the device (`_streams`).
+Every scalar is kept, train and eval, at every step: a float is written at once; a device tensor is held (a
+reference, no copy, no host read) until the next saved step's one copy to the host takes it with the step's
+results (`_step.Scalars`). Train scalars are also counted to tell a hook blind to the steps (`_blindness`;
+before the first counted step, the repeats of the first one's name). Prediction counts accumulate on the device
+(`_streams`).
+
+The forward of an iteration that neither is saved nor follows a saved one is not watched (`ForwardHooks.watch`),
+so there the hook cannot tell a value recorded before the optimizer step from one recorded after it: it places
+it as the same name was placed on the last watched iteration (`_placed`), so that a loss recorded before
+`optimizer.step()` gets one value per step, not two at the step after a saved one and none at the step before
+the next.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -15,6 +25,8 @@ from trainguard.capture.torch._guard import fail_open
 from trainguard.capture.torch._hook_state import HookState
 from trainguard.capture.torch._step import MAX_HELD_SCALARS
 from trainguard.capture.torch._streams import PredictionStreams
+
+log = logging.getLogger(__name__)
 
 FIRST_STEP_REPEATS = 100
 """Repeats of one train scalar before the first counted step beyond which the optimizer has not stepped since
@@ -33,11 +45,11 @@ class Recording(HookState):
 
         A scalar belongs to the iteration in progress: after `optimizer.step()` and before the
         next training forward of a registered module, that is the step just completed. Train
-        scalars are kept on saved steps only; eval scalars always. On an iteration where neither
-        its step nor the one before is saved the forward is not watched (`ForwardHooks.watch`), so a
-        value recorded during it belongs to the step just completed: no train scalar is kept
-        either way; an eval scalar recorded mid-iteration lands one step back. `collection` None
-        means "losses" for a name with "loss" in it, else "metrics".
+        and eval scalars are kept at every step. On an iteration where neither its step nor the
+        one before is saved the forward is not watched (`ForwardHooks.watch`): a train scalar is
+        placed as its name was on the last watched iteration (before or after the optimizer step);
+        an eval scalar recorded mid-iteration lands one step back. `collection` None means
+        "losses" for a name with "loss" in it, else "metrics".
         """
         if mode == "train" and self._registered_optimizer:
             n = self._train_scalars = self._train_scalars + 1
@@ -45,10 +57,20 @@ class Recording(HookState):
                 self._scalars_without_steps(n)
             elif not self.step:
                 self._before_first_step(name)
-        step = self._record_step()
-        if (mode == "train" and step % self._save_interval) or self._writer is None or not self.enabled:
+        if self._writer is None or not self.enabled:
             return
-        self._add_scalar(step, name, value, mode, collection)
+        if mode != "train":
+            self._add_scalar(self._record_step(), name, value, mode, collection)
+            return
+        # the step it belongs to, inline (every step pays it): on a watched iteration (the forward pre-hook is
+        # installed) `_in_iteration` tells, and is remembered per name for the iterations that are not watched
+        if self._forward.root_handles:
+            mid = self._in_iteration
+            if self._placed.get(name) is not mid:
+                self._placed[name] = mid
+        else:
+            mid = self._placed.get(name, False)
+        self._add_scalar(self.step if mid or not self.step else self.step - 1, name, value, mode, collection)
 
     @fail_open("record_scalar (train scalars without steps)")
     def _scalars_without_steps(self, n: int) -> None:
@@ -80,7 +102,25 @@ class Recording(HookState):
     ) -> None:
         self._scalars.add(step, name, value, mode=mode, collection=collection)
         if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
-            self._finalize()  # a long eval loop between saved steps: bound what is held
+            self._send_held()
+
+    def _send_held(self) -> None:
+        """`MAX_HELD_SCALARS` device scalars wait for a saved step (a long save interval, or a long eval loop
+        between saved steps): send them now in a copy of their own, without waiting; when every host buffer
+        is still in flight, drop them rather than wait for the device, counted (END.json `dropped_scalars`)."""
+        assert self._writer is not None
+        if self._transfer.has_room():
+            self._step_writer.send(None, self._scalars.take())
+            return
+        dropped = len(self._scalars.take())
+        if not self._writer.dropped_scalars:
+            log.warning(
+                "trainguard: %d device scalars waited for a saved step and every host buffer was still in "
+                "flight: dropped rather than wait for the device (further drops are only counted: END.json "
+                "dropped_scalars)",
+                dropped,
+            )
+        self._writer.dropped_scalars += dropped
 
     def record_predictions(
         self,

@@ -3,8 +3,8 @@
 `SavedStep` holds what the hook bodies of one saved step read so far and decides, per tensor,
 how it is read: in place by the C kernel (rows final, on the host), copied into the packed
 buffer (`plan.CapturePlan.packs`), or reduced where it lies with torch ops. `Scalars` holds the
-scalars recorded for saved steps: a float is written at once, a device tensor waits for its
-step's one copy. `Pending` is a step reduced on the device whose results still have to come
+scalars recorded at every step: a float is written at once, a device tensor waits for the next
+saved step's one copy. `Pending` is a step reduced on the device whose results still have to come
 to the host (`_finalize.StepWriter`). Which path hands a step on is left to `_multi_path`, `_packed`,
 `_kernel_path` and `_worker_path`.
 """
@@ -30,7 +30,8 @@ ScalarValue = tuple[int, int, float | torch.Tensor]
 """(step, tensor id, value) of a scalar waiting for its step's copy."""
 
 MAX_HELD_SCALARS = 4096
-"""Scalars held for a copy at most; a long eval loop between saved steps writes them early."""
+"""Device scalars held for a saved step's copy at most (references to one-element tensors, a few hundred bytes
+each); beyond, they leave in a copy of their own, or are dropped and counted when no host buffer is free."""
 
 
 @dataclass
@@ -193,7 +194,8 @@ class SavedStep:
 
 
 class Scalars:
-    """Scalars of saved steps: on the host they are written at once, on a device they wait for the step's copy."""
+    """Scalars of every step: on the host they are written at once, on a device they wait for the next saved step's
+    copy (held as references: no copy and no host read before it)."""
 
     def __init__(self, w: writer.RankWriter, *, kernel: bool, wants_optimizer: bool) -> None:
         self._writer = w
@@ -201,6 +203,8 @@ class Scalars:
         self._wants_optimizer = wants_optimizer
         self.held: list[ScalarValue] = []
         """Device scalars not copied yet, in the order they were recorded."""
+        self._ids: dict[tuple[str, str, str | None], int] = {}
+        """Each (name, mode, collection) recorded so far and its id: a scalar recorded every step looks it up once."""
 
     def add(
         self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str | None
@@ -214,8 +218,10 @@ class Scalars:
                 value = value.detach()
         else:
             value = float(value)
-        coll = collection or ("losses" if "loss" in name.lower() else "metrics")
-        tid = self._writer.define(name, collection=coll, mode=mode)
+        tid = self._ids.get((name, mode, collection))
+        if tid is None:
+            coll = collection or ("losses" if "loss" in name.lower() else "metrics")
+            tid = self._ids[(name, mode, collection)] = self._writer.define(name, collection=coll, mode=mode)
         if isinstance(value, float):
             self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
         else:

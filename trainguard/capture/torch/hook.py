@@ -24,7 +24,8 @@ or dtype):
 - `_worker_path.WorkerPath` (CPU tensors without the kernel): snapshots them, and a background thread
   reduces, copies and writes the step.
 
-On the first two, the step's results and its scalars leave for the host in ONE non-blocking copy
+On the first two, the step's results and its scalars (with them, every step's since the saved step before:
+`record_scalar` keeps train scalars at every step) leave for the host in ONE non-blocking copy
 per device at the start of the next iteration (`_finalize.StepWriter.send`, `_transfer.Transfer`);
 the hook's next calls poll it and write the step once it is done; only `flush` and `close` wait.
 A saved step that finds every host buffer in flight is skipped and counted (`_skip`). Prediction

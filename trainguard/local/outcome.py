@@ -180,7 +180,7 @@ class Outcome:
         if end is RunEnd.KILLED:
             return f"KILLED by {self.signal}{at}; {status}; {found}"
         if end is RunEnd.CRASHED:
-            why = self.error or f"the command exited with status {exit_status(self.returncode)}"
+            why = self.error or "the command failed"  # its status follows: said once
             return f"CRASHED{at}: {why}; {status}; {found}"
         if end is RunEnd.BLIND:
             return f"NOT CHECKED{at}: {self.blind_reason()}; {status}; {found}"

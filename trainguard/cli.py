@@ -53,7 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trainguard", description="Catch training runs that went wrong, and stop or report them."
     )
     parser.add_argument("--version", action="version", version=f"trainguard {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log debug messages; with run: the whole table of rules at the end",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):

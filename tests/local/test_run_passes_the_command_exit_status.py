@@ -45,7 +45,7 @@ def test_a_script_that_does_not_exist_is_named_not_answered_with_a_capture_hint(
         "[trainguard] the command failed before it wrote any TrainGuard data (file not found: missing.py)"
         in said
     )
-    assert said.endswith("[trainguard] CRASHED: the command exited with status 2; exit status 2; no findings")
+    assert said.endswith("[trainguard] CRASHED: the command failed; exit status 2; no findings")
     assert "trainguard.Recorder()" not in res.stderr
 
 

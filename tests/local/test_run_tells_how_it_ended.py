@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from localmode import run_cli
 
 import trainguard
 
@@ -66,12 +67,20 @@ def test_rules_without_their_data_say_not_checked_in_one_line_and_the_json(train
     assert not_checked["overfit"] == "not checked: no eval loss recorded"
     assert "loss_spike" not in not_checked  # it got the training loss
     assert res.doc["rules"]["overfit"]["message"] == "not checked: no eval loss recorded"
+    assert (
+        res.doc["rules"]["overfit"]["checked"] is False and res.doc["rules"]["loss_spike"]["checked"] is True
+    )
     quiet = [line for line in res.said.splitlines() if " rules checked, no issues; " in line]
     assert len(quiet) == 1 and f"{len(not_checked)} not checked: " in quiet[0], res.stderr
     assert "overfit (no eval loss recorded)" in quiet[0]
     assert "NoIssuesFound" not in res.stderr  # no table of 17 rows
     assert res.said.splitlines()[-1].startswith("[trainguard] ended ok at step ")
     assert res.wide_lines() == []
+
+    # the same run evaluated again: the table's state says what its message says
+    table = run_cli(["evaluate", res.doc["run_uri"]], cwd=Path(script[1]).parent).stdout
+    rows = {line.split()[0]: line.split()[1] for line in table.splitlines() if line.split()}
+    assert rows["overfit"] == "NotChecked" and rows["loss_spike"] == "NoIssuesFound", table
 
 
 def test_stop_makes_a_rule_stop_and_keeps_the_nan_stop(trainguard_run, script) -> None:

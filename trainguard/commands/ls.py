@@ -3,9 +3,10 @@
 URI defaults to `trainguard-runs` in the current directory, where `trainguard run` writes. Searches
 `--depth` folders below the URI (default 4: a DebugJob's runs sit at
 `<uri>/<namespace>/<debugjob>/<uid>/`) and prints, per run, the URI to give `inspect`, `evaluate`
-or `report`, its format, run id, start time, ranks, how many ranks ended, how many findings its
-verdict record holds ("-": none, e.g. a run no evaluator checkpointed; "316+": a record keeps the first
-100 of each rule) and how it ended: ok, stopped
+or `report`, its format, run id, start time, ranks, how many ranks ended, how many warning and
+critical findings its verdict record holds (info notes are not counted, as in `trainguard run`'s last
+line; "-": no record, e.g. a run no evaluator checkpointed; "316+": a record keeps the first 100 of each
+rule) and how it ended: ok, stopped
 by rule R, crashed (with the error), killed by a signal, or running or no END. Reads only each run's
 `run.json`, END markers and verdict records. Exit status: 0 when it found runs, 1 when there are
 none under the URI, 2 when the URI cannot be listed (one line on stderr).
@@ -47,25 +48,32 @@ def _ended(entry: Any) -> str:
     return f"{sum(e is not None for e in entry.ends.values())} of {len(entry.ends)}"
 
 
-def _verdicts(store: Any, entry: Any) -> tuple[dict[str, int] | None, list[str]]:
-    """Findings per rule in the run's verdict records (None: it has none), and the rules that stopped it."""
+SEVERE = ("critical", "warning")
+"""The severities FINDINGS counts, as `trainguard run`'s last line does: info notes are not warnings."""
+
+
+def _verdicts(store: Any, entry: Any) -> tuple[dict[str, int] | None, dict[str, int], list[str]]:
+    """Findings per rule and per severity in the run's verdict records (None, {}: it has none), and the rules
+    that stopped it."""
     from trainguard.sidecar import checkpoint
 
     if not entry.verdict_keys:
-        return None, []
+        return None, {}, []
     found: dict[str, int] = {}
+    by_severity: dict[str, int] = {}
     stopped_by: list[str] = []
     for key in entry.verdict_keys:
         state = checkpoint.load(store, key)
         if state is None:
             continue
         for f in state.findings:
-            rule = str(f.get("rule", "?"))
+            rule, severity = str(f.get("rule", "?")), str(f.get("severity", "?"))
             found[rule] = found.get(rule, 0) + 1
+            by_severity[severity] = by_severity.get(severity, 0) + 1
         stopped_by += [
             name for name, s in state.statuses.items() if s.stop_emitted and name not in stopped_by
         ]
-    return found, stopped_by
+    return found, by_severity, stopped_by
 
 
 def _state(entry: Any, stopped_by: list[str]) -> str:
@@ -91,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for r in runs:
         info = r.info
-        findings, stopped_by = _verdicts(store, r)
+        findings, by_severity, stopped_by = _verdicts(store, r)
         rows.append(
             {
                 "uri": f"{root}/{r.prefix}".rstrip("/"),
@@ -104,7 +112,9 @@ def main(args: argparse.Namespace) -> int:
                 "ended": {str(k): (e.status if e else None) for k, e in sorted(r.ends.items())},
                 "state": _state(r, stopped_by) if r.kind == "trainguard" else None,
                 "stopped_by": stopped_by or None,
-                "findings": None if findings is None else sum(findings.values()),
+                # warning and critical findings: a run with info notes only did not warn
+                "findings": None if findings is None else sum(by_severity.get(k, 0) for k in SEVERE),
+                "findings_by_severity": None if findings is None else by_severity,
                 "findings_by_rule": findings,
                 # a verdict record keeps the first findings of each rule only: the count is then a floor
                 "findings_capped": max((findings or {}).values(), default=0)

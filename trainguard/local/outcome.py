@@ -49,10 +49,13 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
 
 
 def rule_status_dict(status: RuleStatus) -> dict[str, Any]:
-    """Return one `Evaluator.rule_status` entry as plain JSON values."""
-    return {
+    """Return one `Evaluator.rule_status` entry as plain JSON values; `checked` is False for a rule that never
+    got what it reads (its state stays NoIssuesFound, as SageMaker's vocabulary has no other)."""
+    d = {
         k: plain(getattr(status, k, None)) for k in ("state", "action", "severity", "step", "message", "time")
     }
+    d["checked"] = bool(getattr(status, "checked", True))
+    return d
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ class Outcome:
         if end is RunEnd.KILLED:
             return f"KILLED by {self.signal}{at}; {status}; {found}"
         if end is RunEnd.CRASHED:
-            why = self.error or f"the command exited with status {exit_status(self.returncode)}"
+            why = self.error or "the command failed"  # its status follows: said once
             return f"CRASHED{at}: {why}; {status}; {found}"
         if end is RunEnd.BLIND:
             return f"NOT CHECKED{at}: {self.blind_reason()}; {status}; {found}"

@@ -49,7 +49,7 @@ def verdict_table(rule_status: Mapping[str, RuleStatus], *, width: int = 120, qu
         rows.append(
             (
                 name,
-                str(d["state"] or "-"),
+                "NotChecked" if not d["checked"] else str(d["state"] or "-"),  # not "no issues": no data
                 str(d["action"] or "-"),
                 str(d["severity"] or "-") if triggered else "-",
                 "-" if d["step"] is None else str(d["step"]),

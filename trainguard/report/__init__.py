@@ -11,6 +11,14 @@ rules is left to the evaluator: the report imports neither it nor the sidecar.
 """
 
 from trainguard.report._data import FindingLike, ReportError
-from trainguard.report._html import load_json_findings, render, report_run, write_report
+from trainguard.report._html import end_state, load_json_findings, render, report_run, write_report
 
-__all__ = ["FindingLike", "ReportError", "load_json_findings", "render", "report_run", "write_report"]
+__all__ = [
+    "FindingLike",
+    "ReportError",
+    "end_state",
+    "load_json_findings",
+    "render",
+    "report_run",
+    "write_report",
+]

@@ -154,7 +154,13 @@ def _banner(
         stop = outcome.get("stop") or {}
         return (
             f'<div class="banner stopped"><b>Stopped by rule {html.escape(str(outcome.get("stopped_by")))}</b> at step '
-            f"{html.escape(str(stop.get('step')))} (exit status {html.escape(str(outcome.get('exit_code')))}): "
+            f"{html.escape(str(stop.get('step')))}"
+            + (
+                f" (exit status {html.escape(str(outcome['exit_code']))})"
+                if outcome.get("exit_code") is not None
+                else ""
+            )
+            + f": "
             f"{html.escape(str(stop.get('message', '')))}{_earlier_sign(stop.get('earlier_sign'))}</div>"
         )
     if ended is not None and ended.startswith(("crashed", "killed")):
@@ -176,7 +182,11 @@ def _banner(
                 f"saw what reached the store: {html.escape(found)}.</div>"
             )
         if ended.startswith("stopped"):
-            return f'<div class="banner stopped"><b>Stopped</b> ({html.escape(ended)}); {html.escape(found)}.</div>'
+            where = ended[len("stopped") :]  # " (rank 1)" of several ranks
+            return (  # no verdict record of the run names the rule (`trainguard report` reads it when there is one)
+                f'<div class="banner stopped"><b>Stopped</b>{html.escape(where)}: a rule with action stop ended the '
+                f"run, and no verdict record of it says which; {html.escape(found)}.</div>"
+            )
         return (
             f'<div class="banner warn"><b>Not finished</b>: {html.escape(ended)}: the run was still being written '
             f"or was killed before it closed; {html.escape(found)}.</div>"

@@ -59,11 +59,14 @@ class Evaluator:
         stop_file: str | None = None,
         not_before: float | None = None,
         strict: bool = False,
+        acts: bool = True,
     ) -> None:
         """`not_before`: when this evaluator's pod started (Unix time; the sidecar of a DebugJob pod). Writer
         attempts started before it are an earlier pod's of a retried Job: their segments are left to that
         pod's evaluator, their END does not end a rank, and a checkpoint's rules from them start over.
         `strict`: a rule whose `tensors` match no tensor of a rank is an Error there (else a warning).
+        `acts`: False when nothing acts on a stop verdict (a stored run evaluated again by `trainguard evaluate`
+        or `report`): no log line then says that a rule asks to stop the run.
         """
         if rank is not None and ranks is not None:
             raise ValueError("pass rank or ranks, not both")
@@ -77,6 +80,7 @@ class Evaluator:
         self.store = store or open_store(run_uri)
         self.clock = clock
         self.stop_file = stop_file
+        self.acts = acts
         self._not_before = run_format.attempt_id(not_before) if not_before is not None else None
         self.compiled = config.compile_rules(config.default_specs() if rules is None else list(rules))
         self.rule_names = [c.name for c in self.compiled]
@@ -431,7 +435,8 @@ class Evaluator:
             return
         if self.stop_file:
             request_stop(self.stop_file, rule=verdict.rule, message=verdict.message)
-        log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
+        if self.acts:
+            log.warning("trainguard: rule %s asks to stop the run: %s", verdict.rule, verdict.message)
 
     def _save(self) -> None:
         if self.checkpoint_enabled:
@@ -447,7 +452,10 @@ def evaluate_stored(uri: str, *, attempt: str | None = None) -> list[Finding]:
     """Evaluate a stored run once with the default rules and return every finding kept (with `attempt`: of
     the writer attempts from that one on only), as `trainguard report` marks them."""
     ev = Evaluator(
-        uri, checkpoint=False, not_before=None if attempt is None else run_format.attempt_time(attempt)
+        uri,
+        checkpoint=False,
+        not_before=None if attempt is None else run_format.attempt_time(attempt),
+        acts=False,
     )
     ev.poll_until_idle()
     return ev.findings

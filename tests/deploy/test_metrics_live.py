@@ -52,20 +52,29 @@ from tests.kube import (
     write_kubeconfig,
 )
 from tests.sidecar.runs import start_pod
+from trainguard.api import debugjob, debugpolicy
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 NAMESPACE = "ml"
 JOBS = "batch/v1/jobs"
 CONFIGMAPS = "v1/configmaps"
+POLICIES = f"{debugjob.GROUP}/{debugjob.VERSION}/{debugpolicy.PLURAL}"
 OPERATOR_TOKEN = "operator-token"
 SIDECAR_TOKEN = "sidecar-token"
 TRAINGUARD = str(Path(sys.executable).parent / "trainguard")
 # What a PodMonitor/ServiceMonitor scrape adds; the dashboards' variables take these values.
 EVALUATOR_LABELS = {"namespace": NAMESPACE, "debugjob": "demo", "pod": "demo-0"}
 DASHBOARD_VARIABLES = {"namespace": NAMESPACE, "debugjob": "demo", "pod": "demo-0"}
-NEVER_SAMPLED_HERE = {"trainguard_operator_reconcile_errors_total"}
-"""Declared but without samples in this scenario: a counter whose children appear with the first handler error."""
+NEVER_SAMPLED_HERE = {
+    "trainguard_operator_reconcile_errors_total",
+    "trainguard_debugpolicy_workloads",
+    "trainguard_debugpolicy_blind_workloads",
+    "trainguard_debugpolicy_stops_total",
+}
+"""Declared but without samples in this scenario: a counter whose children appear with the first handler error, and
+attach mode's per-policy gauges, set by its resync only when the operator runs with `--attach` (this stack runs the
+chart's default arguments; tests/operator/test_attach.py reads them from an attach-mode operator)."""
 VERBS = {
     kmock.action.FETCH: "get", kmock.action.LIST: "list", kmock.action.WATCH: "watch",
     kmock.action.CREATE: "create", kmock.action.UPDATE: "patch", kmock.action.DELETE: "delete",
@@ -240,8 +249,16 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
             await kube.create(
                 DEBUGJOB_RESOURCE, _debugjob(name, capture_root=root, rules=[{"type": "overtraining"}])
             )
+        # A DebugPolicy: with attach mode off (the chart's default) the operator still validates it and says so in
+        # its status, with the permissions the chart always grants for policies.
+        await kube.create(POLICIES, {"apiVersion": debugpolicy.API_VERSION, "kind": debugpolicy.KIND,
+                                     "metadata": {"name": "watch", "namespace": NAMESPACE},
+                                     "spec": {"capture": {"uri": root}, "selector": {"matchLabels": {"team": "ml"}}}})  # fmt: skip
         for name in ("demo", "crash", "steady", "gone"):
             await eventually(lambda n=name: kube.get(JOBS, NAMESPACE, n), what=f"the Job of {name}")
+        await eventually(
+            lambda: (kube.get(POLICIES, NAMESPACE, "watch") or {}).get("status"), what="watch's status"
+        )
         for name in ("demo", "steady"):
             await kube.patch(
                 JOBS, NAMESPACE, name, {"status": {"active": 1, "ready": 1}}, subresource="status"

@@ -303,3 +303,28 @@ def test_the_catalogue_names_each_parameters_module_class(file_uri: str) -> None
     assert cat["rnn.weight_hh_l0"] == "GRU"
     assert cat["out.weight"] == cat["out.bias"] == "Linear"
     assert cat["scale"] == "TokensAndState"
+
+
+def test_an_unsaved_steps_losses_wait_for_the_saved_step_but_a_nan_is_written_at_once(file_uri: str) -> None:
+    # unsaved steps' finite losses wait in a list (an append, not the writer's locked path) until the next saved
+    # step; a NaN goes to the writer at once with those before it, so its first-NaN flush is as early as ever
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(8, 8), torch.randint(0, 3, (8,))
+    with tg.Hook(file_uri, save_interval=10) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        buffered = hook._writer.buffer  # type: ignore[union-attr]
+        for _ in range(4):  # steps 0 (saved) to 3
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            hook.record_scalar("loss", loss)
+        assert buffered.last_step == 0  # steps 1-3 wait
+        hook.record_scalar("loss", float("nan"))  # step 3's second value: not finite
+        assert buffered.last_step == 3
+        assert buffered._nonfinite_sent  # the first-NaN flush ran
+    run = trainguard.open_run(file_uri)
+    steps, losses = run.scalars("loss")
+    assert steps.tolist() == [0, 1, 2, 3, 3] and np.isnan(losses[-1]) and np.isfinite(losses[:-1]).all()

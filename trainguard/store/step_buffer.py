@@ -157,6 +157,24 @@ class StepBuffer:
             if not self._nonfinite_sent and not math.isfinite(value):
                 self._flush_first_nonfinite()
 
+    def write_scalar_rows(self, rows: Sequence[tuple[int, int, float]]) -> None:
+        """Buffer (step, id, value) rows of any steps at once, in their order."""
+        if self._refused() or not rows:
+            return
+        steps, ids, values = zip(*rows)  # not strict: the writer never raises into its caller
+        with self._lock:
+            b = self._buf
+            if b.opened_at is None:
+                b.opened_at = self._clock()
+            b.scalar_steps.extend(int(s) for s in steps)
+            b.scalar_ids.extend(int(i) for i in ids)
+            b.scalar_values.extend(float(v) for v in values)
+            top = max(steps)
+            if self.last_step is None or top > self.last_step:
+                self.last_step = int(top)
+            if not self._nonfinite_sent and not all(map(math.isfinite, b.scalar_values[-len(values) :])):
+                self._flush_first_nonfinite()
+
     def write_record(self, step: int, name: str, array: np.ndarray) -> None:
         """Buffer one array of a per-step record stream (see `RankWriter.write_record`)."""
         if self._refused():

@@ -130,6 +130,10 @@ class RankWriter:
         """Buffer one scalar value (the hook's call, once per recorded scalar)."""
         self.buffer.write_scalar(step, tensor_id, value)
 
+    def write_scalar_rows(self, rows: Sequence[tuple[int, int, float]]) -> None:
+        """Buffer (step, id, value) rows of any steps at once (the hook's unsaved steps' values, at a saved step)."""
+        self.buffer.write_scalar_rows(rows)
+
     def write_record(self, step: int, name: str, array: np.ndarray) -> None:
         """Buffer one array of a per-step record stream (e.g. prediction counts `pred.<id>`).
 

@@ -129,7 +129,12 @@ class HookState:
         # `enabled` or the writer.
         w = self._writer = config.open_writer(framework="pytorch")
         self._saved = SavedStep(kernel=self._native, packs=self._plan.packs)
-        self._scalars = Scalars(w, kernel=self._native, wants_optimizer=config.wants("optimizer"))
+        self._scalars = Scalars(
+            w,
+            kernel=self._native,
+            wants_optimizer=config.wants("optimizer"),
+            save_interval=config.save_interval,
+        )
         self._step_writer = StepWriter(w, self._transfer)
         self._paths = Paths(
             self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native

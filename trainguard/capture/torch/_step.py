@@ -194,15 +194,23 @@ class SavedStep:
 
 
 class Scalars:
-    """Scalars of every step: on the host they are written at once, on a device they wait for the next saved step's
-    copy (held as references: no copy and no host read before it)."""
+    """Scalars of every step: on a device they wait for the next saved step's copy (held as references: no copy and
+    no host read before it); on the host a saved step's are written at once, and an unsaved step's finite values wait
+    in a list for the next saved step's write (or a flush), which writes them in one call: an unsaved step pays a list
+    append instead of the writer's locked path. A value that is not finite is written at once, with those before
+    it, so the writer's first-NaN flush is as early as ever."""
 
-    def __init__(self, w: writer.RankWriter, *, kernel: bool, wants_optimizer: bool) -> None:
+    def __init__(
+        self, w: writer.RankWriter, *, kernel: bool, wants_optimizer: bool, save_interval: int
+    ) -> None:
         self._writer = w
         self._kernel = kernel
         self._wants_optimizer = wants_optimizer
+        self._interval = save_interval
         self.held: list[ScalarValue] = []
         """Device scalars not copied yet, in the order they were recorded."""
+        self.host: list[tuple[int, int, float]] = []
+        """Finite host values of unsaved steps not written yet, in the order they were recorded."""
         self._ids: dict[tuple[str, str, str | None], int] = {}
         """Each (name, mode, collection) recorded so far and its id: a scalar recorded every step looks it up once."""
 
@@ -222,10 +230,16 @@ class Scalars:
         if tid is None:
             coll = collection or ("losses" if "loss" in name.lower() else "metrics")
             tid = self._ids[(name, mode, collection)] = self._writer.define(name, collection=coll, mode=mode)
-        if isinstance(value, float):
-            self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
-        else:
+        if not isinstance(value, float):
             self.held.append((step, tid, value))  # on the device: it joins the step's one copy
+        elif (
+            step % self._interval and value - value == 0.0
+        ):  # an unsaved step's finite value (inf - inf is NaN)
+            self.host.append((step, tid, value))
+        else:
+            if self.host:
+                self.write_host()
+            self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
 
     def add_lr(self, step: int, optimizer: torch.optim.Optimizer) -> None:
         """Record the first parameter group's learning rate as `lr` (collection "optimizer"), if captured."""
@@ -234,7 +248,14 @@ class Scalars:
             if lr is not None:
                 self.add(step, "lr", lr, mode="train", collection="optimizer")
 
+    def write_host(self) -> None:
+        """Write the host values waiting since the last saved step."""
+        rows, self.host = self.host, []
+        self._writer.write_scalar_rows(rows)
+
     def take(self) -> list[ScalarValue]:
-        """Return the held scalars and hold none."""
+        """Write the waiting host values; return the held device scalars and hold none."""
+        if self.host:
+            self.write_host()
         held, self.held = self.held, []
         return held

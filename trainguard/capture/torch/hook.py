@@ -109,7 +109,7 @@ class Hook(Stepping, Recording):
         if self._paths.worker_path is not None and self.enabled:
             self._paths.flush(self._scalars.take())
             self._check_worker()
-        if self.enabled and (self._pending is not None or self._scalars.held):
+        if self.enabled and (self._pending is not None or self._scalars.held or self._scalars.host):
             self._finalize()
         if self.enabled:
             self._transfer.wait()

@@ -411,7 +411,11 @@ def test_with_the_operator_down_pods_still_start_and_the_workload_is_reported_bl
     assert status["blindCount"] == 1 and runs[0].name in next(
         c["message"] for c in status["conditions"] if c["type"] == "Blind"
     ), status
-    (flag_dir / runs[0].name).touch()
+    (
+        flag_dir / runs[0].name
+    ).touch()  # the loop ends (its python, pid 1, would sit out SIGTERM's grace period)
+    eventually(lambda: runs[0].kind.adapter.state(runs[0].get(cluster)).finished, timeout_seconds=120,
+               what=f"Job {runs[0].name} finished")  # fmt: skip
 
 
 def admission_requests(release: Release, namespace: str) -> dict[str, float]:
@@ -457,7 +461,9 @@ def test_a_pod_without_the_label_never_reaches_the_webhook(
     )
     assert admission_requests(attach_mode, namespace) == {"unchanged": 1.0}
     for pod in ("unlabelled", "labelled"):
-        (flag_dir / pod).touch()
+        (flag_dir / pod).touch()  # the loops end (their python, pid 1, would sit out SIGTERM's grace period)
+    for pod in ("unlabelled", "labelled"):
+        eventually(lambda pod=pod: phase(pod) == "Succeeded", timeout_seconds=120, what=f"pod {pod} ended")  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(

@@ -4,15 +4,12 @@ the operator's flags and the pod RBAC, all only when `attach.enabled`."""
 
 from __future__ import annotations
 
-import base64
-import subprocess
-from pathlib import Path
 from typing import Any
 
 from tests.deploy.tooling import CHART, by_kind, one, render
 from trainguard import cli
 from trainguard.api import debugpolicy
-from trainguard.operator import attach, build, workloads
+from trainguard.operator import attach, build, inject, workloads
 from trainguard.operator.config import OperatorConfig
 
 ATTACH = CHART / "ci" / "attach-values.yaml"
@@ -67,24 +64,48 @@ def test_the_webhook_is_opt_in_per_pod_never_blocks_and_calls_the_operator_handl
     assert ports["webhook"] == 9443
 
 
-def test_the_self_signed_certificate_is_valid_for_the_service_and_its_ca_is_the_bundle(
-    tmp_path: Path,
-) -> None:
+def test_without_cert_manager_the_operator_keeps_the_certificate_with_rights_to_its_own_objects_only() -> (
+    None
+):
     objects = render(values=[ATTACH])
-    (webhook,) = one(objects, "MutatingWebhookConfiguration")["webhooks"]
-    secret = one(objects, "Secret")
-    assert secret["type"] == "kubernetes.io/tls"
-    assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
-    for key in ("ca.crt", "tls.crt"):
-        (tmp_path / key).write_bytes(base64.b64decode(secret["data"][key]))
-    host = f"{webhook['clientConfig']['service']['name']}.trainguard.svc"
-    verified = subprocess.run(
-        ["openssl", "verify", "-CAfile", str(tmp_path / "ca.crt"), "-verify_hostname", host, str(tmp_path / "tls.crt")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    # Neither the Secret nor the caBundle is rendered: an upgrade keeps what the operator set.
+    assert not by_kind(objects, "Secret")
+    config = one(objects, "MutatingWebhookConfiguration")
+    (webhook,) = config["webhooks"]
+    assert "caBundle" not in webhook["clientConfig"] and "annotations" not in config["metadata"]
+    parsed = cli.build_parser().parse_args(_operator(objects)["args"])
+    service = webhook["clientConfig"]["service"]
+    assert parsed.attach_cert_secret == f"{service['namespace']}/tg-trainguard-webhook-tls"
+    assert (parsed.attach_service, parsed.attach_webhook_config) == (
+        service["name"],
+        config["metadata"]["name"],
+    )
+    assert parsed.attach_cert_days == 365
+    OperatorConfig(attach=True, attach_cert_secret=parsed.attach_cert_secret, attach_service=parsed.attach_service,
+                   attach_webhook_config=parsed.attach_webhook_config)  # fmt: skip
+    # The operator writes the files kopf serves into a writable in-memory volume.
     volumes = one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "webhook-tls", "secret": {"secretName": secret["metadata"]["name"]}} in volumes
+    assert next(v for v in volumes if v["name"] == "webhook-tls")["emptyDir"]["medium"] == "Memory"
+    mounts = _operator(objects)["volumeMounts"]
+    assert {"name": "webhook-tls", "mountPath": parsed.attach_cert_dir, "readOnly": False} in mounts
+    # RBAC: its own Secret (created in the release namespace only) and its own webhook configuration, by name.
+    role = next(r for r in by_kind(objects, "Role") if r["metadata"]["name"] == "tg-trainguard-webhook-tls")
+    assert role["metadata"]["namespace"] == service["namespace"]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["tg-trainguard-webhook-tls"],
+         "verbs": ["get", "patch"]},
+    ]  # fmt: skip
+    ca = next(
+        r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "tg-trainguard-webhook-ca"
+    )
+    assert ca["rules"] == [{"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+                            "resourceNames": [config["metadata"]["name"]], "verbs": ["get", "patch"]}]  # fmt: skip
+    bound = {
+        b["roleRef"]["name"]
+        for b in [*by_kind(objects, "RoleBinding"), *by_kind(objects, "ClusterRoleBinding")]
+    }
+    assert {"tg-trainguard-webhook-tls", "tg-trainguard-webhook-ca"} <= bound
 
 
 def test_cert_manager_issues_the_certificate_and_injects_its_ca() -> None:
@@ -101,6 +122,11 @@ def test_cert_manager_issues_the_certificate_and_injects_its_ca() -> None:
         "cert-manager.io/inject-ca-from": "trainguard/tg-trainguard-webhook"
     }
     assert "caBundle" not in config["webhooks"][0]["clientConfig"]
+    # cert-manager's Secret is mounted; the operator keeps no certificate and gets no rights for one.
+    volumes = one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "webhook-tls", "secret": {"secretName": "tg-trainguard-webhook-tls"}} in volumes
+    assert not [a for a in _operator(objects)["args"] if a.startswith("--attach-cert-secret")]
+    assert not [r for r in by_kind(objects, "Role") if r["metadata"]["name"].endswith("-webhook-tls")]
     named = render(values=[ATTACH], sets=["attach.certManager.enabled=true", "attach.certManager.issuerRef.kind=ClusterIssuer",
                                           "attach.certManager.issuerRef.name=corp-ca"])  # fmt: skip
     assert not by_kind(named, "Issuer")
@@ -114,8 +140,6 @@ def test_the_operator_is_told_the_enabled_kinds_and_attach_mode_and_may_list_pod
     assert parsed.attach and parsed.attach_port == 9443
     config = OperatorConfig(workload_kinds=tuple(parsed.workload_kind), attach=True)
     assert {a.kind for a in workloads.enabled(config.workload_kinds)} == {"Job", "PyTorchJob", "TrainJob"}
-    mounts = _operator(objects)["volumeMounts"]
-    assert {"name": "webhook-tls", "mountPath": parsed.attach_cert_dir, "readOnly": True} in mounts
     granted = _rules(objects)
     assert granted[("", "pods")] == {"get", "list", "watch"}
     # The webhook walks Pod -> Job -> JobSet -> TrainJob in memory: JobSets are watched for TrainJobs too.
@@ -130,3 +154,20 @@ def test_the_network_policy_lets_the_webhook_in_and_the_evaluator_scrapes_out() 
     assert {"ports": [{"port": build.SIDECAR_PORT, "protocol": "TCP"}]} in policy["spec"]["egress"]
     default = one(render(sets=["networkPolicy.enabled=true"]), "NetworkPolicy")
     assert {"ports": [{"port": "webhook", "protocol": "TCP"}]} not in default["spec"]["ingress"]
+
+
+def test_the_injected_evaluators_are_scraped_with_their_policy_and_workload() -> None:
+    assert len(by_kind(render(sets=["metrics.podMonitor.enabled=true"]), "PodMonitor")) == 1
+    monitors = by_kind(render(values=[ATTACH], sets=["metrics.podMonitor.enabled=true"]), "PodMonitor")
+    policy = next(m for m in monitors if m["metadata"]["name"].endswith("-policy-evaluators"))
+    (requirement,) = policy["spec"]["selector"]["matchExpressions"]
+    assert (requirement["key"], requirement["operator"]) == (inject.POLICY_LABEL, "Exists")
+    (endpoint,) = policy["spec"]["podMetricsEndpoints"]
+    relabel = {r["targetLabel"]: r.get("sourceLabels") for r in endpoint["relabelings"]}
+
+    def meta(prefix: str, key: str) -> str:  # Prometheus' Kubernetes discovery name of a label or annotation
+        return prefix + "".join(c if c.isalnum() else "_" for c in key)
+
+    assert relabel["debugpolicy"] == [meta("__meta_kubernetes_pod_label_", inject.POLICY_LABEL)]
+    assert relabel["workload"] == [meta("__meta_kubernetes_pod_annotation_", inject.WORKLOAD_ANNOTATION)]
+    assert relabel["job"] is None and endpoint["port"] == "metrics"

@@ -48,7 +48,7 @@ from tests.e2e.workloads import (
     wait_running,
 )
 from trainguard.api import debugpolicy
-from trainguard.operator import build, policy_status
+from trainguard.operator import actions, build
 from trainguard.operator.workloads import batch_job, control, trainjob
 
 POLICIES = "/apis/trainguard.dev/v1alpha1/namespaces/{namespace}/debugpolicies"
@@ -301,7 +301,7 @@ def test_healthy_workloads_are_injected_seen_and_complete_untouched(
                          what=f"the policy showing every workload Succeeded ({workload_entries(cluster, namespace, name)})")  # fmt: skip
     assert all(e.get("rule") is None for e in entries.values()), entries
     acted = [e for e in cluster.events(namespace, name, kind=debugpolicy.KIND)
-             if e.get("reason") in (policy_status.REASON_STOPPED, policy_status.REASON_RULE_TRIGGERED)]  # fmt: skip
+             if e.get("reason") in (actions.EVENT_REASON_STOPPED, actions.EVENT_REASON_RULE_TRIGGERED)]  # fmt: skip
     assert acted == [], [e.get("message") for e in acted]
     # The status the operator writes is the one the API server stores: no resync patches it again for nothing.
     assert "finished with inconsistencies" not in operator.operator_log()
@@ -361,7 +361,7 @@ def test_a_nan_loss_stops_each_workloads_top_level_owner_and_the_stop_holds(
         entry = entries.get((run.kind.adapter.kind, run.name))
         assert entry is not None and entry["phase"] == "Suspended", (run.kind.id, entries)
     stops = [e for e in cluster.events(namespace, name, kind=debugpolicy.KIND)
-             if e.get("reason") == policy_status.REASON_STOPPED]  # fmt: skip
+             if e.get("reason") == actions.EVENT_REASON_STOPPED]  # fmt: skip
     for run in runs:
         mine = [e for e in stops if f" {run.name}" in e.get("message", "")]
         assert len(mine) == 1 and STOP_RULE in mine[0]["message"], (

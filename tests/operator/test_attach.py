@@ -17,11 +17,24 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from prometheus_client import CollectorRegistry
 
 from tests.kube import KubeEnv, eventually, free_port, terminate, wait_http
-from tests.operator.conftest import OperatorProcess
+from tests.operator.conftest import OperatorProcess, WebhookReceiver
 from trainguard.api import debugjob, debugpolicy
-from trainguard.operator import attach, build, client, inject, policy_status, status_decision
+from trainguard.api.enums import Action
+from trainguard.operator import (
+    actions,
+    attach,
+    build,
+    client,
+    delivery,
+    inject,
+    policy_status,
+    status_decision,
+    webhooks,
+)
+from trainguard.operator.metrics import OperatorMetrics
 from trainguard.operator.workloads import batch_job, jobset, trainjob
 
 NS = "ml"
@@ -166,14 +179,15 @@ def _certificate(directory: Path) -> None:
     )  # fmt: skip
 
 
-def _review(url: str, pod: dict[str, Any]) -> dict[str, Any]:
+def _review(url: str, pod: dict[str, Any], *, ca: bytes | None = None) -> dict[str, Any]:
+    """Send an AdmissionReview as the API server does; with `ca`, verify the server's certificate chain by it."""
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "req-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": NS, "operation": "CREATE",
         "userInfo": {"username": "system:serviceaccount:kube-system:job-controller"}, "object": pod}}  # fmt: skip
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+    context = ssl.create_default_context(cadata=ca.decode() if ca else None)
+    context.check_hostname = False  # the URL names 127.0.0.1; the host names are checked in test_webhook_cert
+    context.verify_mode = ssl.CERT_REQUIRED if ca else ssl.CERT_NONE
     request = urllib.request.Request(
         url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
     )
@@ -182,9 +196,37 @@ def _review(url: str, pod: dict[str, Any]) -> dict[str, Any]:
     return response
 
 
+WEBHOOK_CONFIGS = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+
+
+async def _certificate_args(kube: KubeEnv, tmp_path: Path, source: str) -> list[str]:
+    """The operator's certificate flags: a mounted certificate (cert-manager's), or its own self-signed one."""
+    if source == "mounted":
+        _certificate(tmp_path)
+        return [f"--attach-cert-dir={tmp_path}"]
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+              "metadata": {"name": "tg-attach"}, "webhooks": [{"name": "pods.attach.trainguard.dev", "clientConfig": {
+                  "service": {"name": "tg-webhook", "namespace": "tg", "path": f"/{attach.HANDLER_ID}"}}}]}  # fmt: skip
+    async with kube.emulator.post(WEBHOOK_CONFIGS, json=config) as resp:
+        assert resp.status < 400, await resp.text()
+    return [f"--attach-cert-dir={tmp_path / 'certs'}", "--attach-cert-secret=tg/tg-webhook-tls",
+            "--attach-service=tg-webhook", "--attach-webhook-config=tg-attach"]  # fmt: skip
+
+
+def _trusted(kube: KubeEnv, source: str) -> bytes | None:
+    """The CA bundle the API server would trust: the operator's own in its webhook configuration's caBundle."""
+    if source == "mounted":
+        return None
+    config = kube.get("admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", None, "tg-attach")
+    return base64.b64decode(config["webhooks"][0]["clientConfig"]["caBundle"]) if config else None
+
+
 @pytest.mark.slow
-async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tmp_path: Path) -> None:
-    _certificate(tmp_path)
+@pytest.mark.parametrize("source", ["mounted", "operator"])
+async def test_the_operator_serves_the_pod_webhook_from_memory(
+    kube: KubeEnv, tmp_path: Path, source: str
+) -> None:
+    cert_args = await _certificate_args(kube, tmp_path, source)
     port, liveness = free_port(), free_port()
     job = _job("mnist", "", {"app": "mnist"})
     created = await kube.create(JOBS, job)
@@ -196,7 +238,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "trainguard", "operator", "-A", "--metrics-port=0", "--metrics-address=127.0.0.1",
         f"--liveness=http://127.0.0.1:{liveness}/healthz", "--attach", f"--attach-port={port}",
-        f"--attach-cert-dir={tmp_path}", "--workload-kind=jobSet",
+        *cert_args, "--workload-kind=jobSet",
         env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -210,7 +252,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
             300
         ):  # the server listens once kopf has scanned the resources; the Job is indexed soon after
             try:
-                response = await asyncio.to_thread(_review, url, pod)
+                response = await asyncio.to_thread(_review, url, pod, ca=_trusted(kube, source))
             except OSError:
                 response = {}
             if response.get("patch"):
@@ -222,7 +264,7 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
         assert sidecar["name"] == build.SIDECAR_NAME and {"name": "RANK", "value": "1"} in sidecar["env"]
         assert after["metadata"]["annotations"][debugpolicy.INJECTED_ANNOTATION] == "watch/1"
         # Re-invoked on the injected pod (another webhook changed it): nothing more to add.
-        again = await asyncio.to_thread(_review, url, after)
+        again = await asyncio.to_thread(_review, url, after, ca=_trusted(kube, source))
         assert again["allowed"] is True and "patch" not in again
         # The status: the policy is Ready, and its Job (the pod above was never created) has no blind pod.
         ready = await eventually(
@@ -235,7 +277,9 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(kube: KubeEnv, tm
     assert "Traceback" not in (tmp_path / "operator.log").read_text()
 
 
-def _serve_evaluator(tmp_path: Path, *, nan_at: tuple[int, ...]) -> tuple[Any, int]:
+def _serve_evaluator(
+    tmp_path: Path, *, nan_at: tuple[int, ...], stop_file: str | None = None
+) -> tuple[Any, int]:
     """A real evaluator over a real run (NaN at `nan_at`), its metrics served as the sidecar serves them."""
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -246,7 +290,7 @@ def _serve_evaluator(tmp_path: Path, *, nan_at: tuple[int, ...]) -> tuple[Any, i
     uri = f"file://{tmp_path}/run"
     write_run(open_store(uri), segments=2, nan_at=nan_at)
     registry = CollectorRegistry()
-    ev = registered(Evaluator(uri, checkpoint=False), registry)
+    ev = registered(Evaluator(uri, checkpoint=False, stop_file=stop_file), registry)
     while not ev.ended:
         ev.poll()
     server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
@@ -291,45 +335,151 @@ def test_the_verdict_follows_the_policys_actions() -> None:
     assert (entry.rule, entry.step, entry.phase) == ("exploding_tensor", 12, "Suspended")
 
 
-async def test_a_stop_finding_suspends_the_top_level_workload_once(kube: KubeEnv, tmp_path: Path) -> None:
+async def _stop_rounds(
+    kube: KubeEnv, tmp_path: Path, *, stop_file: str | None = None, **actions: Any
+) -> tuple[Any, Any, Any]:
+    """A selected Job with one running injected pod whose real evaluator found a NaN at step 3, and a function
+    that runs one round of the policy timer's work (observe, scrape, act) at a given Unix time."""
     job = _job("mnist", "", {"app": "mnist"})
     created = await kube.create(JOBS, job)
     job["metadata"]["uid"] = created["metadata"]["uid"]
     await kube.create(PODS, _running(_pod(job, 0, injected=True)))
-    policy = inject.Policy.from_body(
-        {
-            **_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}),
-            "metadata": {"name": "watch", "namespace": NS},
-        }
-    )
-    server, port = _serve_evaluator(tmp_path, nan_at=(3,))
+    body = _policy_body("watch", selector={"matchLabels": {"app": "mnist"}}, actions=actions)
+    policy = inject.Policy.from_body(body)
+    server, port = _serve_evaluator(tmp_path, nan_at=(3,), stop_file=stop_file)
     api = client.Kube.connect(pool_size=2)
-    done: set[tuple[str, str]] = set()
-    try:
+    acted = attach.Acted()
 
-        def one_round() -> list[tuple[str, str, str]]:
-            observed = attach.observe(api, policy, [batch_job.KIND])
-            observed = attach.with_scrapes(observed, lambda pod: attach.scrape_pod(pod, port=port))
-            return attach.act(api, policy, observed, done=done)
+    def one_round(now: float) -> list[webhooks.RuleEvent]:
+        observed = attach.observe(api, policy, [batch_job.KIND])
+        observed = attach.with_scrapes(observed, lambda pod: attach.scrape_pod(pod, port=port))
+        return attach.act(api, policy, observed, acted=acted, now=now)
 
-        events = await asyncio.to_thread(one_round)
-        assert events == [
-            (
-                "Warning",
-                "Stopped",
-                "rule exploding_tensor found issues at step 9 in Job mnist: suspended Job mnist",
-            )
-        ]
-        stored = kube.get(JOBS, NS, "mnist")
-        assert stored is not None and batch_job.KIND.is_suspended(stored)
-        assert await asyncio.to_thread(one_round) == []  # acted on once
-    finally:
+    def close() -> None:
         api.close()
         server.shutdown()
         server.server_close()
 
+    return one_round, close, api
+
+
+def _suspended(kube: KubeEnv) -> bool:
+    stored = kube.get(JOBS, NS, "mnist")
+    assert stored is not None
+    return batch_job.KIND.is_suspended(stored)
+
+
+async def test_a_stop_finding_suspends_the_top_level_workload_once(kube: KubeEnv, tmp_path: Path) -> None:
+    one_round, close, _api = await _stop_rounds(kube, tmp_path)
+    try:
+        (event,) = await asyncio.to_thread(one_round, 1_000.0)
+        assert (event.debugpolicy, event.workload, event.rule, event.action, event.step) == (
+            "watch", webhooks.Workload(kind="Job", name="mnist"), "exploding_tensor", Action.STOP, 9,
+        )  # fmt: skip
+        assert webhooks.summary(event) == (
+            "DebugPolicy ml/watch: rule exploding_tensor found issues at step 9 in Job mnist "
+            "(the workload was suspended)"
+        )
+        assert _suspended(kube)
+        assert await asyncio.to_thread(one_round, 1_010.0) == []  # acted on once
+    finally:
+        close()
+
+
+async def test_a_trainer_that_polls_the_stop_file_gets_the_cooperative_seconds_before_the_suspension(
+    kube: KubeEnv, tmp_path: Path
+) -> None:
+    stop_file = tmp_path / "stop" / "STOP"
+    stop_file.parent.mkdir()
+    (tmp_path / "stop" / "STOP.watched").touch()  # what hook.should_stop() leaves on its first poll
+    one_round, close, _api = await _stop_rounds(
+        kube, tmp_path, stop_file=str(stop_file), stop={"cooperativeSeconds": 20}
+    )
+    try:
+        (event,) = await asyncio.to_thread(one_round, 1_000.0)
+        assert (
+            event.suspend_in_seconds == 20
+            and "is suspended in 20 s unless it ends first" in webhooks.summary(event)
+        )
+        assert stop_file.exists(), "the evaluator asked the trainer to stop at once"
+        assert await asyncio.to_thread(one_round, 1_019.0) == [] and not _suspended(kube)
+        assert await asyncio.to_thread(one_round, 1_020.0) == [] and _suspended(kube)
+    finally:
+        close()
+
+
+async def test_a_trainer_that_does_not_poll_the_stop_file_is_suspended_at_once(
+    kube: KubeEnv, tmp_path: Path
+) -> None:
+    stop_file = tmp_path / "STOP"  # no STOP.watched: the trainer never called should_stop()
+    one_round, close, _api = await _stop_rounds(
+        kube, tmp_path, stop_file=str(stop_file), stop={"cooperativeSeconds": 20}
+    )
+    try:
+        (event,) = await asyncio.to_thread(one_round, 1_000.0)
+        assert event.suspend_in_seconds is None and _suspended(kube)
+    finally:
+        close()
+
+
+async def test_a_policys_findings_reach_its_webhooks_as_a_debugjobs_do(
+    kube: KubeEnv, tmp_path: Path, webhook_receiver: WebhookReceiver
+) -> None:
+    await kube.create("v1/secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hooks", "namespace": NS},
+                                     "data": {"url": base64.b64encode(webhook_receiver.url.encode()).decode()}})  # fmt: skip
+    hooks = [{"name": "team", "format": "generic", "urlSecretRef": {"name": "hooks", "key": "url"}},
+             {"name": "missing", "urlSecretRef": {"name": "nope", "key": "url"}}]  # fmt: skip
+    one_round, close, api = await _stop_rounds(kube, tmp_path, notify={"webhooks": hooks})
+    registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry)
+    dispatcher = delivery.Dispatcher(delivery.Settings(base_backoff_seconds=0.01), metrics=metrics).start()
+    emitted: list[dict[str, Any]] = []
+    policy = inject.Policy.from_body(_policy_body("watch", selector={"matchLabels": {"app": "mnist"}},
+                                                  actions={"notify": {"webhooks": hooks}}))  # fmt: skip
+    reference = {"apiVersion": debugpolicy.API_VERSION, "kind": debugpolicy.KIND,
+                 "metadata": {"name": "watch", "namespace": NS, "uid": "p-uid"}}  # fmt: skip
+    try:
+        (event,) = await asyncio.to_thread(one_round, 1_000.0)
+        for _ in range(2):  # an operator restarted before it recorded the finding announces it again
+            await asyncio.to_thread(
+                actions.announce, api, body=reference, event=event, hooks=policy.spec.actions.notify.webhooks,
+                metrics=metrics, emit=lambda body, **kw: emitted.append(kw), dispatcher=dispatcher,
+            )  # fmt: skip
+        await eventually(lambda: len(webhook_receiver.calls) == 2, what="two deliveries")
+    finally:
+        dispatcher.close()
+        close()
+    first, second = webhook_receiver.calls
+    assert first == second, "the same transition, the same payload"
+    assert first["event"]["debugpolicy"] == "watch" and first["event"]["debugjob"] is None
+    assert first["event"]["workload"] == {"kind": "Job", "name": "mnist"}
+    assert (
+        first["idempotency_key"]
+        == webhook_receiver.headers[0]["idempotency-key"]
+        == webhooks.idempotency_key(event)
+    )
+    assert first["summary"].startswith("DebugPolicy ml/watch: rule exploding_tensor found issues")
+    reasons = [e["reason"] for e in emitted]
+    assert (
+        reasons.count("Stopped") == 2 and reasons.count("WebhookFailed") == 2
+    )  # the missing Secret, each time
+    assert "secret-token-123" not in json.dumps(emitted)
+
+
+def test_a_policys_idempotency_key_leaves_out_the_step_it_was_seen_at() -> None:
+    def event(step: int, debugpolicy: str = "watch") -> webhooks.RuleEvent:
+        return webhooks.RuleEvent(namespace=NS, debugpolicy=debugpolicy, workload=webhooks.Workload(kind="Job", name="a"),
+                                  uid="w-uid", rule="nan", action=Action.STOP, step=step, time=NOW)  # fmt: skip
+
+    # The evaluator's step moves on between rounds (and restarts): the finding stays the same transition.
+    assert webhooks.idempotency_key(event(10)) == webhooks.idempotency_key(event(90))
+    assert webhooks.idempotency_key(event(10)) != webhooks.idempotency_key(event(10, debugpolicy="other"))
+    job_event = webhooks.RuleEvent(namespace=NS, debugjob="watch", uid="w-uid", rule="nan", action=Action.STOP,
+                                   step=10, time=NOW)  # fmt: skip
+    assert webhooks.idempotency_key(job_event) != webhooks.idempotency_key(event(10))
+
 
 def test_the_operator_reads_the_metric_names_the_evaluator_serves() -> None:
     source = (Path(__file__).resolve().parents[2] / "trainguard" / "sidecar" / "metrics.py").read_text()
-    for name in (policy_status.STEP_METRIC, policy_status.TRIGGERED_METRIC):
+    for name in (policy_status.STEP_METRIC, policy_status.TRIGGERED_METRIC, policy_status.WATCHED_METRIC):
         assert f'"{name}"' in source

@@ -175,6 +175,21 @@ def test_an_indexed_job_pod_gets_its_completion_index_and_the_named_container() 
     assert env["TRAINGUARD_SAVE_INTERVAL"] == "1"  # the user's setting wins
 
 
+def test_the_pods_grace_period_is_the_policys_only_when_it_gives_one() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta("mnist", "j-uid", labels={"app": "mnist"}),
+           "spec": {}}  # fmt: skip
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(
+        "mnist-0-abcde", "p-uid", owner=_ref(job), labels={"batch.kubernetes.io/job-completion-index": "0"}),
+        "spec": {"terminationGracePeriodSeconds": 600, "containers": [{"name": "train"}]}}  # fmt: skip
+    kept = _apply(pod, inject.admit(pod, policies=[_policy(selector={"matchLabels": {"app": "mnist"}})],
+                                    get=_getter(job), settings=SETTINGS))  # fmt: skip
+    assert kept["spec"]["terminationGracePeriodSeconds"] == 600  # the user's workload keeps its own
+    assert kept["metadata"]["annotations"][inject.WORKLOAD_ANNOTATION] == "Job/mnist"
+    policy = _policy(selector={"matchLabels": {"app": "mnist"}}, actions={"stop": {"gracePeriodSeconds": 45}})
+    after = _apply(pod, inject.admit(pod, policies=[policy], get=_getter(job), settings=SETTINGS))
+    assert after["spec"]["terminationGracePeriodSeconds"] == 45
+
+
 def test_reinvocation_returns_an_injected_pod_unchanged() -> None:
     pod = _with_containers(TRAINJOB_POD, "node")
     policy = _policy(

@@ -49,3 +49,23 @@ def test_counters_and_forgetting_a_deleted_debugjob() -> None:
     )
     assert _value(registry, "trainguard_debugjob_rules_triggered_total", namespace="ml", debugjob="llm",
                   rule="exploding_tensor") is None  # fmt: skip
+
+
+def test_a_policys_workloads_blind_ones_and_stops_until_it_is_deleted() -> None:
+    registry = CollectorRegistry()
+    metrics = OperatorMetrics(registry)
+    get = registry.get_sample_value
+    labels = {"namespace": "ml", "debugpolicy": "watch"}
+    assert get("trainguard_debugpolicy_blind_workloads", labels) is None
+    metrics.observe_policy("ml", "watch", workloads=3, blind=1)
+    metrics.policy_stopped("ml", "watch")
+    assert get("trainguard_debugpolicy_workloads", labels) == 3.0
+    assert get("trainguard_debugpolicy_blind_workloads", labels) == 1.0
+    assert get("trainguard_debugpolicy_stops_total", labels) == 1.0
+    metrics.observe_policy("ml", "watch", workloads=3, blind=0)  # the blind pods were recreated
+    assert get("trainguard_debugpolicy_blind_workloads", labels) == 0.0
+    metrics.forget_policy("ml", "watch")
+    metrics.forget_policy("ml", "never-stopped")
+    for name in ("trainguard_debugpolicy_workloads", "trainguard_debugpolicy_blind_workloads",
+                 "trainguard_debugpolicy_stops_total"):  # fmt: skip
+        assert get(name, labels) is None

@@ -26,6 +26,7 @@ from trainguard.api.enums import Action
 from trainguard.api.rules_config import RuleSpec
 from trainguard.sidecar.evaluator import Evaluator
 from trainguard.sidecar.server import MetricsServer
+from trainguard.stop_flag import StopFlag
 from trainguard.store.backends import open_store
 
 RULES = [
@@ -79,6 +80,18 @@ def test_rule_metrics_count_evaluations_errors_findings_and_triggers(file_uri: s
     )
     assert get("trainguard_rule_last_trigger_timestamp_seconds", {"rule": "ledger"}) is None
     assert get("trainguard_sidecar_stop_requested") == 1.0
+    assert get("trainguard_sidecar_stop_watched") == 0.0  # no stop file
+
+
+def test_the_stop_watched_gauge_says_whether_a_trainer_polls_the_stop_file(
+    file_uri: str, tmp_path: Path
+) -> None:
+    stop_file = tmp_path / "STOP"
+    registry = CollectorRegistry()
+    registered(Evaluator(file_uri, checkpoint=False, stop_file=str(stop_file)), registry)
+    assert registry.get_sample_value("trainguard_sidecar_stop_watched") == 0.0
+    StopFlag(str(stop_file)).is_set()  # what hook.should_stop() does on its first call
+    assert registry.get_sample_value("trainguard_sidecar_stop_watched") == 1.0
 
 
 def test_training_gauges_describe_the_last_step(file_uri: str) -> None:

@@ -1,10 +1,11 @@
 """Pydantic models of a DebugPolicy: supervise workloads users already run (attach mode).
 
 A DebugPolicy selects training workloads in its namespace, by a label selector on the workload or by
-`targetRef` to one of them, and carries the same capture, rules, actions and evaluator blocks as a
-DebugJob (the models are DebugJob's own). The operator's pod admission webhook injects the evaluator
-into the pods of the workloads it selects (`trainguard.operator.attach`); its status lists each
-selected workload. The CRD is generated from these models (`trainguard.api.crd`).
+`targetRef` to one of them, and carries the same capture, rules, notify and evaluator blocks as a
+DebugJob (the models are DebugJob's own); its stop action leaves the pods' grace period alone unless
+it is given (`PolicyStopAction`), since the workloads are the users'. The operator's pod admission
+webhook injects the evaluator into the pods of the workloads it selects (`trainguard.operator.attach`);
+its status lists each selected workload. The CRD is generated from these models (`trainguard.api.crd`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pydantic.alias_generators import to_camel
 
 from trainguard.api.debugjob import (
     GROUP,
+    MAX_GRACE_PERIOD_SECONDS,
     MAX_NPROC_PER_NODE,
     MAX_RULES,
     VERSION,
-    ActionsSpec,
     CaptureSpec,
     EvaluatorSpec,
+    NotifyAction,
     _Model,
 )
 from trainguard.api.rules_config import RulesConfig, RuleSpec
@@ -128,6 +130,46 @@ class TargetRef(_Model):
         )
 
 
+class PolicyStopAction(_Model):
+    """How a stop verdict ends a supervised workload (its top-level owner is suspended, or its Kueue Workload
+    deactivated)."""
+
+    grace_period_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
+        description=(
+            "Seconds the trainer gets between SIGTERM and SIGKILL when the workload is suspended: the webhook sets "
+            "it as terminationGracePeriodSeconds of every pod it injects. Empty: the pods keep their own (the "
+            "workload is the user's, and its template may ask for longer to write a checkpoint). At most one hour."
+        ),
+    )
+    cooperative_seconds: int = Field(
+        default=30,
+        ge=0,
+        le=MAX_GRACE_PERIOD_SECONDS,
+        description=(
+            "Seconds between a stop verdict and the workload's suspension when a trainer polls the stop file "
+            "(hook.should_stop(); the injected evaluator writes the file at once and reports on its /metrics that "
+            "the trainer reads it): time to save a checkpoint and exit by itself. A trainer that does not poll it "
+            "is suspended at once; 0 always suspends at once. The operator checks every 10 s, so the suspension "
+            "comes up to 10 s later. Then SIGTERM, and SIGKILL after the pods' grace period."
+        ),
+    )
+
+
+class PolicyActionsSpec(_Model):
+    """Settings of the actions that rules name (`rules[].action`), for workloads a policy supervises."""
+
+    stop: PolicyStopAction = Field(
+        default_factory=PolicyStopAction, description="Settings of the stop action."
+    )
+    notify: NotifyAction = Field(
+        default_factory=NotifyAction,
+        description="Settings of the notify action (as in a DebugJob; payloads name the policy and the workload).",
+    )
+
+
 class DebugPolicySpec(_Model):
     """Which workloads to supervise, and how: capture, rules and actions as in a DebugJob."""
 
@@ -155,7 +197,9 @@ class DebugPolicySpec(_Model):
         max_length=MAX_RULES,
         description="Rules to evaluate (the rules-file schema); empty means the default set; at most 100.",
     )
-    actions: ActionsSpec = Field(default_factory=ActionsSpec, description="Settings of stop and notify.")
+    actions: PolicyActionsSpec = Field(
+        default_factory=PolicyActionsSpec, description="Settings of stop and notify."
+    )
     evaluator: EvaluatorSpec = Field(
         default_factory=EvaluatorSpec, description="The injected evaluator sidecar."
     )

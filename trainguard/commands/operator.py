@@ -88,6 +88,28 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="directory with the webhook's tls.crt and tls.key (default /etc/trainguard/webhook-tls)",
     )
     parser.add_argument(
+        "--attach-cert-secret",
+        metavar="NAMESPACE/NAME",
+        help="keep the webhook's self-signed certificate in this Secret: issue it when missing, renew it at two "
+        "thirds of its life, write it into --attach-cert-dir and its CA into --attach-webhook-config's caBundle",
+    )
+    parser.add_argument(
+        "--attach-service",
+        default="",
+        help="the webhook's Service (the certificate's host), with --attach-cert-secret",
+    )
+    parser.add_argument(
+        "--attach-webhook-config",
+        default="",
+        help="the MutatingWebhookConfiguration whose caBundle gets the CA, with --attach-cert-secret",
+    )
+    parser.add_argument(
+        "--attach-cert-days",
+        type=int,
+        default=365,
+        help="validity of the self-signed webhook certificate in days (default 365)",
+    )
+    parser.add_argument(
         "--peering",
         action="store_true",
         help="use kopf peering (needs KopfPeering RBAC); default is standalone",
@@ -114,11 +136,16 @@ def main(args: argparse.Namespace) -> int:
             attach=args.attach,
             attach_port=args.attach_port,
             attach_cert_dir=args.attach_cert_dir,
+            attach_cert_secret=args.attach_cert_secret,
+            attach_service=args.attach_service,
+            attach_webhook_config=args.attach_webhook_config,
+            attach_cert_days=args.attach_cert_days,
             **({"default_image": args.image} if args.image else {}),
         )
     except pydantic.ValidationError as err:
         first = err.errors()[0]
-        raise ConfigError(f"trainguard operator: {first['loc'][0]}: {first['msg']}") from err
+        where = f"{first['loc'][0]}: " if first["loc"] else ""
+        raise ConfigError(f"trainguard operator: {where}{first['msg']}") from err
     if config.attach:
         from trainguard.operator import attach
 

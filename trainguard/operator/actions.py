@@ -8,15 +8,19 @@ Kueue Workload instead (`workloads.control.stop`). Notify posts a
 Kubernetes Event on the DebugJob and hands one delivery per webhook to the `delivery.Dispatcher`,
 which sends them from its own thread: a receiver never holds up the handler. A stop is announced
 the same way, after the Job is stopped. The handler decides which transitions need an action
-(`status_decision.decide`) and calls these once per transition.
+(`status_decision.decide`) and calls these once per transition. Attach mode announces a DebugPolicy's
+findings through the same `announce` (`attach.resync_policy`), so its webhooks get the same delivery.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
+
+import kopf
 
 from trainguard.api import debugjob
 from trainguard.api.enums import Action
@@ -64,7 +68,8 @@ def announce(
     emit: EmitEvent,
     dispatcher: delivery.Dispatcher,
 ) -> None:
-    """Post one Event on the DebugJob and queue one delivery per webhook for one rule transition.
+    """Post one Event on the DebugJob (or DebugPolicy: `body`) and queue one delivery per webhook for one rule
+    transition.
 
     A webhook that is not delivered in the end (refused, given up, dropped) gets a WebhookFailed
     Event from the dispatcher's thread; `emit` must allow that.
@@ -76,7 +81,7 @@ def announce(
         try:
             url = kube.secret_value(event.namespace, hook.url_secret_ref.name, hook.url_secret_ref.key)
         except client.KubeError as err:
-            log.warning("DebugJob %s/%s: webhook %s: %s", event.namespace, event.debugjob, hook.name, err)
+            log.warning("%s: webhook %s: %s", event.subject, hook.name, err)
             emit(
                 body,
                 type="Warning",
@@ -96,7 +101,7 @@ def announce(
 
         dispatcher.submit(
             delivery.Delivery(
-                receiver=f"{event.namespace}/{event.debugjob}/{hook.name}",
+                receiver=f"{event.subject}/{hook.name}",
                 name=hook.name,
                 url=url,
                 body=json.dumps(webhooks.payload(event, hook.format)).encode(),
@@ -104,3 +109,27 @@ def announce(
                 failed=failed,
             )
         )
+
+
+def emitter() -> EmitEvent:
+    """Return `kopf.event` bound to this handler's context, so the dispatcher's thread can post Events too."""
+    context = contextvars.copy_context()
+
+    def emit(body: Any, **kwargs: Any) -> None:
+        try:
+            context.copy().run(kopf.event, body, **kwargs)
+        except RuntimeError as err:  # kopf's loop has stopped (operator shutdown): the log line stays
+            log.warning("could not post Event %s: %s", kwargs.get("reason"), err)
+
+    return emit
+
+
+def reference(data: dict[str, Any]) -> dict[str, Any]:
+    """Return what an Event needs of a DebugJob or DebugPolicy (a plain copy: the dispatcher's thread may post it
+    later)."""
+    meta = data["metadata"]
+    return {
+        "apiVersion": data.get("apiVersion", debugjob.API_VERSION),
+        "kind": data.get("kind", debugjob.KIND),
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
+    }

@@ -6,13 +6,15 @@
 - `resync_policy` (a kopf timer, every `RESYNC_SECONDS`): lists the selected workloads and their pods,
   reads each injected evaluator's /metrics (the operator pulls verdicts: the pods' ServiceAccounts are
   the users' and get no write access to anything of ours), stops a workload whose evaluator reports a
-  stop rule triggered (its top-level owner, or its Kueue Workload, through `control`), posts an Event
-  per notify finding, and writes the policy's status (`policy_status`): each workload's phase, rule,
+  stop rule triggered (its top-level owner, or its Kueue Workload, through `control`; after
+  `cooperativeSeconds` when its trainer polls the stop file), announces each finding as a DebugJob's
+  are announced (`actions.announce`: an Event, the webhooks), and writes the policy's status (`policy_status`): each workload's phase, rule,
   step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
 - `register` (called by `trainguard operator --attach` before kopf starts): one index per enabled
   workload kind (slim copies of the objects, for the owner walk at admission) and the mutating handler
   on pods carrying `trainguard.dev/watch=true`; `serve` (at startup) starts kopf's webhook server on the
-  certificate the chart mounts. The handler is `inject.admit` over those indices: no API call during
+  certificate in `--attach-cert-dir`: cert-manager's, mounted, or, with `--attach-cert-secret`, the operator's
+  own self-signed one (`keep_certificate`, `webhook_tls`), issued, renewed and trusted by the operator. The handler is `inject.admit` over those indices: no API call during
   admission.
 
 The webhook configuration itself is the chart's (`settings.admission.managed` stays None): kopf's
@@ -21,8 +23,10 @@ managed one has a fixed 30 s timeout and no namespaceSelector.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
+import datetime
 import functools
 import logging
 import time
@@ -34,7 +38,18 @@ import kopf
 import pydantic
 
 from trainguard.api import debugjob, debugpolicy
-from trainguard.operator import build, client, inject, policy_status, status_decision, webhooks, workloads
+from trainguard.api.enums import Action
+from trainguard.operator import (
+    actions,
+    build,
+    client,
+    inject,
+    policy_status,
+    status_decision,
+    webhook_tls,
+    webhooks,
+    workloads,
+)
 from trainguard.operator.config import OperatorConfig
 from trainguard.operator.workloads import control, declaration
 
@@ -219,77 +234,131 @@ def with_scrapes(
     return out
 
 
+@dataclasses.dataclass
+class Acted:
+    """What this operator did about one policy's findings, kept in the policy's memo between timer runs."""
+
+    done: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    """(workload uid, rule) pairs announced (a stop's also suspended, or scheduled in `suspend_at`). After a
+    restart a finding is announced once more, with the same idempotency key; a suspended workload is not
+    stopped again (`policy_status.verdict`)."""
+    suspend_at: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Workload uid -> when (Unix time) a cooperative stop suspends it, unless it ended by itself."""
+
+
 def act(
     kube: client.Kube,
     policy: inject.Policy,
     observed: list[policy_status.Observed],
     *,
-    done: set[tuple[str, str]],
-) -> list[tuple[str, str, str]]:
-    """Stop or notify for each workload's new findings; return the Events to post (type, reason, message).
+    acted: Acted,
+    now: float,
+) -> list[webhooks.RuleEvent]:
+    """Stop for each workload's new stop finding, and return every new finding as a rule transition to announce.
 
     A stop suspends the workload's top-level owner, or deactivates its Kueue Workloads when Kueue admits it
-    (`control.stop`), as for a DebugJob's Job. `done` holds the (workload uid, rule) pairs acted on already."""
-    actions = status_decision.rule_actions(policy.spec.rules)
-    events: list[tuple[str, str, str]] = []
+    (`control.stop`), as for a DebugJob's Job: at once, or, when a trainer of the workload polls the stop file
+    (its evaluator's /metrics say so), `cooperativeSeconds` after the verdict, so that it can save its work and
+    exit first. `now` is the Unix time of this round."""
+    rules = status_decision.rule_actions(policy.spec.rules)
+    wait = policy.spec.actions.stop.cooperative_seconds
+    events: list[webhooks.RuleEvent] = []
     for o in observed:
-        decided = policy_status.verdict(o, actions)
-        where = f"{o.adapter.kind} {o.name}"
-        step = o.step()
-        at = f" at step {step}" if step is not None else ""
-        if decided.stop is not None and (o.uid, decided.stop) not in done:
-            queued = o.adapter.queue_name(o.obj) is not None
-            stopped = control.stop(kube, o.adapter, policy.namespace, o.name, queued=queued)
-            done.add((o.uid, decided.stop))
-            how = (
-                f"deactivated its Kueue Workloads {', '.join(stopped.deactivated)}"
-                if stopped is not None and stopped.deactivated
-                else f"suspended {where}"
-            )
-            if stopped is not None:
-                events.append(
-                    (
-                        "Warning",
-                        policy_status.REASON_STOPPED,
-                        f"rule {decided.stop} found issues{at} in {where}: {how}",
-                    )
-                )
+        decided = policy_status.verdict(o, rules)
+        if decided.stop is not None and (o.uid, decided.stop) not in acted.done:
+            acted.done.add((o.uid, decided.stop))
+            if wait and o.stop_watched():
+                acted.suspend_at.setdefault(o.uid, now + wait)
+                log.info(
+                    "DebugPolicy %s/%s: a trainer of %s %s polls the stop file; suspending it in %d s",
+                    policy.namespace, policy.name, o.adapter.kind, o.name, wait,
+                )  # fmt: skip
+                events.append(_event(policy, o, decided.stop, Action.STOP, now=now, suspend_in=wait))
+            elif _suspend(kube, policy, o):
+                events.append(_event(policy, o, decided.stop, Action.STOP, now=now))
+        due = acted.suspend_at.get(o.uid)
+        if due is not None and now >= due:
+            del acted.suspend_at[o.uid]
+            if o.running():  # else the trainers ended by themselves, or someone suspended it
+                _suspend(kube, policy, o)
         for rule in decided.notify:
-            if (o.uid, rule) not in done:
-                done.add((o.uid, rule))
-                events.append(
-                    (
-                        "Warning",
-                        policy_status.REASON_RULE_TRIGGERED,
-                        f"rule {rule} found issues{at} in {where}",
-                    )
-                )
+            if (o.uid, rule) not in acted.done:
+                acted.done.add((o.uid, rule))
+                events.append(_event(policy, o, rule, Action.NOTIFY, now=now))
+    seen = {o.uid for o in observed}
+    for uid in [u for u in acted.suspend_at if u not in seen]:  # deleted, or no longer selected
+        del acted.suspend_at[uid]
     return events
+
+
+def _suspend(kube: client.Kube, policy: inject.Policy, o: policy_status.Observed) -> bool:
+    """Suspend the workload (or deactivate its Kueue Workloads); False when it is gone."""
+    queued = o.adapter.queue_name(o.obj) is not None
+    stopped = control.stop(kube, o.adapter, policy.namespace, o.name, queued=queued)
+    if stopped is None:
+        log.warning("DebugPolicy %s/%s: %s %s is gone; nothing to suspend", policy.namespace, policy.name,
+                    o.adapter.kind, o.name)  # fmt: skip
+        return False
+    how = (
+        f"deactivated its Kueue Workloads {', '.join(stopped.deactivated)}"
+        if stopped.deactivated
+        else "suspended it"
+    )
+    log.info("DebugPolicy %s/%s: %s %s: %s", policy.namespace, policy.name, o.adapter.kind, o.name, how)
+    return True
+
+
+def _event(
+    policy: inject.Policy,
+    o: policy_status.Observed,
+    rule: str,
+    action: Action,
+    *,
+    now: float,
+    suspend_in: int | None = None,
+) -> webhooks.RuleEvent:
+    return webhooks.RuleEvent(
+        namespace=policy.namespace, debugpolicy=policy.name,
+        workload=webhooks.Workload(kind=o.adapter.kind, name=o.name), uid=o.uid, rule=rule, action=action,
+        step=o.step(), time=webhooks.rfc3339(now), suspend_in_seconds=suspend_in,
+    )  # fmt: skip
 
 
 @kopf.timer(*POLICIES, interval=RESYNC_SECONDS, initial_delay=5.0)
 def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
     """Write the policy's workloads and its Blind condition, and act on its evaluators' findings (attach mode
-    only: it lists pods)."""
+    only: it lists pods): stop, and announce each finding as for a DebugJob (an Event, the webhooks)."""
     config = _config(memo)
     state = memo.get("state")
     data = dict(body)
     policy = _policy_of(data)
+    if isinstance(policy, pydantic.ValidationError) and state is not None:
+        meta = data.get("metadata") or {}  # an invalid policy selects nothing: no workloads to count
+        state.metrics.forget_policy(str(meta.get("namespace")), str(meta.get("name")))
     if not config.attach or state is None or isinstance(policy, pydantic.ValidationError):
         return
     try:
         observed = with_scrapes(
             observe(state.kube, policy, workloads.enabled(config.workload_kinds)), scrape_pod
         )
-        events = act(state.kube, policy, observed, done=_acted(memo))
+        events = act(state.kube, policy, observed, acted=_acted(memo), now=time.time())
     except client.KubeError as err:
         raise kopf.TemporaryError(
             f"cannot read or stop the workloads of DebugPolicy {policy.name}: {err}", delay=10
         ) from err
-    for type_, reason, message in events:
-        kopf.event(body, type=type_, reason=reason, message=message)
+    for event in events:
+        state.metrics.actions.labels(action=event.action.value).inc()
+        if event.action == Action.STOP:
+            state.metrics.policy_stopped(policy.namespace, policy.name)
+        actions.announce(
+            state.kube, body=actions.reference(data), event=event, hooks=policy.spec.actions.notify.webhooks,
+            metrics=state.metrics, emit=actions.emitter(), dispatcher=state.dispatcher,
+        )  # fmt: skip
     status = policy_status.summarize(
         observed, _conditions(data), now=webhooks.now_rfc3339(), generation=policy.generation
+    )
+    state.metrics.observe_policy(
+        policy.namespace, policy.name, workloads=status.workload_count, blind=status.blind_count
     )
     # Without the nulls: the API server drops them from a merge patch, so a status holding them would never
     # equal the stored one, and every resync would patch it again.
@@ -308,10 +377,17 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
         )  # fmt: skip
 
 
-def _acted(memo: Any) -> set[tuple[str, str]]:
-    """The (workload uid, rule) pairs this operator acted on; after a restart a finding is acted on once more
-    (a stop of a suspended workload is skipped by `policy_status.verdict`)."""
-    acted: set[tuple[str, str]] = memo.setdefault("attach_acted", set())
+@kopf.on.delete(*POLICIES, optional=True)
+def forget_policy(name: str | None, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """Drop a deleted policy's metrics (no finalizer: nothing else needs cleaning up)."""
+    state = memo.get("state")
+    if state is not None and name and namespace:
+        state.metrics.forget_policy(namespace, name)
+
+
+def _acted(memo: Any) -> Acted:
+    """What this operator did about the policy's findings (the memo is the policy's own)."""
+    acted: Acted = memo.setdefault("attach_acted", Acted())
     return acted
 
 
@@ -402,7 +478,43 @@ def register(config: OperatorConfig) -> None:
         id=HANDLER_ID, operations=["CREATE"], ignore_failures=True, side_effects=False,
         labels={debugpolicy.WATCH_LABEL: "true"}, registry=registry,
     )(mutate_pod)  # fmt: skip
+    if config.attach_cert_secret:
+        kopf.on.startup(registry=registry)(keep_certificate)
+        kopf.on.cleanup(registry=registry)(stop_certificate)
     log.info("attach mode: pods of %s", ", ".join(map(repr, kinds)))
+
+
+def cert_target(config: OperatorConfig) -> webhook_tls.Target:
+    """Return where the operator keeps the self-signed certificate (`--attach-cert-secret` is set)."""
+    namespace, _, secret = str(config.attach_cert_secret).partition("/")
+    return webhook_tls.Target(
+        namespace=namespace, secret=secret, webhook_config=config.attach_webhook_config,
+        service=config.attach_service, cert_dir=config.attach_cert_dir, days=config.attach_cert_days,
+    )  # fmt: skip
+
+
+async def keep_certificate(memo: kopf.Memo, **_: Any) -> None:
+    """Startup (after the operator's own): have a valid certificate on disk before kopf's webhook server reads it,
+    then check it every hour in the background. kopf retries this handler while the API refuses."""
+    state = memo.get("state")
+    if state is None:
+        raise kopf.TemporaryError("the operator's state is not set up yet", delay=1)
+    target = cert_target(_config(memo))
+    try:
+        await asyncio.to_thread(
+            webhook_tls.ensure, state.kube, target, now=datetime.datetime.now(tz=datetime.timezone.utc)
+        )
+    except client.KubeError as err:
+        raise kopf.TemporaryError(f"cannot set up the webhook certificate: {err}", delay=10) from err
+    memo["attach_cert_task"] = asyncio.create_task(webhook_tls.rotate_forever(state.kube, target))
+
+
+async def stop_certificate(memo: kopf.Memo, **_: Any) -> None:
+    """Cleanup: stop the certificate's background check."""
+    task = memo.get("attach_cert_task")
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def serve(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:

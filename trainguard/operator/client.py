@@ -30,6 +30,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "Role"): "roles",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "rolebindings",
     ("kueue.x-k8s.io/v1beta2", "Workload"): "workloads",
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "mutatingwebhookconfigurations",
     (debugjob.API_VERSION, debugjob.KIND): debugjob.PLURAL,
     (debugpolicy.API_VERSION, debugpolicy.KIND): debugpolicy.PLURAL,
     **{(w.api_version, w.kind): w.plural for w in workloads.declared()},
@@ -63,13 +64,14 @@ def load_configuration() -> kubernetes.client.Configuration:
 def path(
     api_version: str, kind: str, namespace: str, name: str | None = None, subresource: str | None = None
 ) -> str:
-    """Return the REST path of a namespaced object (or its collection when `name` is None)."""
+    """Return the REST path of an object (or its collection when `name` is None); namespace "" for a
+    cluster-scoped kind."""
     try:
         plural = PLURALS[api_version, kind]
     except KeyError:
         raise KubeError(f"the operator does not manage {kind} ({api_version})", status=0) from None
     root = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-    out = f"{root}/namespaces/{namespace}/{plural}"
+    out = f"{root}/namespaces/{namespace}/{plural}" if namespace else f"{root}/{plural}"
     if name is not None:
         out += f"/{name}"
     if subresource is not None:

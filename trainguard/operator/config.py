@@ -6,7 +6,7 @@ without one, the defaults below apply. Nothing here is read from the environment
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trainguard.api import debugjob
 from trainguard.operator import addresses, delivery
@@ -89,9 +89,40 @@ class OperatorConfig(BaseModel):
     )
     attach_cert_dir: str = Field(
         default=DEFAULT_ATTACH_CERT_DIR,
-        description="Directory with the webhook's tls.crt and tls.key (a Secret the chart mounts); re-read when "
-        "they change, so a renewed certificate is served without a restart.",
+        description="Directory with the webhook's tls.crt and tls.key (a Secret the chart mounts, or files the "
+        "operator writes with attach_cert_secret); re-read when they change, so a renewed certificate is served "
+        "without a restart.",
     )
+    attach_cert_secret: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][-a-z0-9]*/[a-z0-9][-a-z0-9.]*$",
+        description="`<namespace>/<name>` of the Secret in which the operator keeps the webhook's self-signed "
+        "certificate, issuing and renewing it itself (chart value attach.certificate=operator); empty: the "
+        "certificate is mounted into attach_cert_dir by someone else (cert-manager).",
+    )
+    attach_service: str = Field(
+        default="",
+        description="Name of the webhook's Service (in the Secret's namespace): the certificate's host.",
+    )
+    attach_webhook_config: str = Field(
+        default="",
+        description="Name of the MutatingWebhookConfiguration whose caBundle the operator sets to its CA.",
+    )
+    attach_cert_days: int = Field(
+        default=365,
+        ge=1,
+        le=3650,
+        description="Validity of the self-signed certificate in days; renewed at two thirds of it.",
+    )
+
+    @model_validator(mode="after")
+    def _self_signed(self) -> OperatorConfig:
+        if self.attach_cert_secret and not (self.attach_service and self.attach_webhook_config):
+            raise ValueError(
+                "attach_cert_secret: the operator issues the certificate, so it also needs --attach-service and "
+                "--attach-webhook-config (the chart passes all three)"
+            )
+        return self
 
     @field_validator("workload_kinds")
     @classmethod

@@ -48,7 +48,7 @@ class Settings:
     """Total deadline of one attempt: connecting, sending and the response headers together, so a
     receiver that answers one byte at a time is cut off too."""
     queue_size: int = 32
-    """Deliveries waiting per webhook of a DebugJob; more are dropped (a receiver that far behind is down)."""
+    """Deliveries waiting per webhook of a DebugJob or DebugPolicy; more are dropped (a receiver that far behind is down)."""
     policy: addresses.AddressPolicy = dataclasses.field(default_factory=addresses.AddressPolicy)
     shutdown_grace_seconds: float = 5.0
     """On operator shutdown, how long queued deliveries may still run before they are dropped."""
@@ -59,7 +59,7 @@ class Delivery:
     """One POST to one webhook for one rule transition."""
 
     receiver: str
-    """Queue key: `<namespace>/<debugjob>/<webhook name>`; deliveries to one receiver go in order."""
+    """Queue key: `DebugJob <namespace>/<name>/<webhook name>` (or DebugPolicy); deliveries to one receiver go in order."""
     name: str
     """The webhook's name (logs and Events name it, never the URL)."""
     url: str = dataclasses.field(repr=False)

@@ -375,8 +375,8 @@ def decide_and_act(
         )  # fmt: skip
         assert state.dispatcher is not None, "startup creates the dispatcher"
         actions.announce(
-            state.kube, body=_reference(data), event=event, hooks=dj.spec.actions.notify.webhooks,
-            metrics=state.metrics, emit=_emitter(), dispatcher=state.dispatcher,
+            state.kube, body=actions.reference(data), event=event, hooks=dj.spec.actions.notify.webhooks,
+            metrics=state.metrics, emit=actions.emitter(), dispatcher=state.dispatcher,
         )  # fmt: skip
 
     job = dj.status.job
@@ -444,29 +444,6 @@ def _suspend(state: OperatorState, dj: debugjob.DebugJob, owner: build.Owner, *,
 
 def _parse_time(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def _reference(data: dict[str, Any]) -> dict[str, Any]:
-    """Return what an Event needs of a DebugJob (a plain copy: the dispatcher's thread may post it later)."""
-    meta = data["metadata"]
-    return {
-        "apiVersion": data.get("apiVersion", debugjob.API_VERSION),
-        "kind": data.get("kind", debugjob.KIND),
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
-    }
-
-
-def _emitter() -> actions.EmitEvent:
-    """Return `kopf.event` bound to this handler's context, so the dispatcher's thread can post Events too."""
-    context = contextvars.copy_context()
-
-    def emit(body: Any, **kwargs: Any) -> None:
-        try:
-            context.copy().run(kopf.event, body, **kwargs)
-        except RuntimeError as err:  # kopf's loop has stopped (operator shutdown): the log line stays
-            logging.getLogger(__name__).warning("could not post Event %s: %s", kwargs.get("reason"), err)
-
-    return emit
 
 
 def _write_end_markers(

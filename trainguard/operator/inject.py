@@ -7,9 +7,11 @@ workload, and the pod's node rank from its labels through the workload's adapter
 injected container gets none of the rank env the controllers write into the template's containers).
 It then adds what a DebugJob's pod gets from `build`: the evaluator as a native sidecar (its `RANK`
 set to the node rank), the hook's env and the stop flag's mount on the training container, the
-sidecar's volumes and bound token, and annotations: `trainguard.dev/injected` (the idempotence
-marker; a pod that has it is returned unchanged) and the sidecar's configuration, which a
-downward-API volume hands to the sidecar as its config file. A pod it cannot inject into is allowed
+sidecar's volumes and bound token, the policy's stop grace period when it gives one, and annotations:
+`trainguard.dev/injected` (the idempotence marker; a pod that has it is returned unchanged),
+`trainguard.dev/workload` (`<kind>/<name>`, which the chart's PodMonitor turns into the `workload`
+label of the evaluator's series) and the sidecar's configuration, which a downward-API volume hands
+to the sidecar as its config file. A pod it cannot inject into is allowed
 unchanged, with a warning saying why: admission never fails because of us. A pod whose owner of an enabled
 kind is not in memory yet is answered `pending` (the caller may wait for its watch and admit it again).
 """
@@ -34,7 +36,10 @@ from trainguard.operator.workloads import declaration, owners
 SIDECAR_CONFIG_ANNOTATION = f"{debugjob.GROUP}/sidecar-config"
 """The injected pod's sidecar configuration (YAML): the downward-API volume makes it the sidecar's config file."""
 POLICY_LABEL = f"{debugjob.GROUP}/debugpolicy"
-"""Label on an injected pod: the policy that injected it (the operator lists a policy's pods by it)."""
+"""Label on an injected pod: the policy that injected it (the chart's PodMonitor selects the pods by it)."""
+WORKLOAD_ANNOTATION = f"{debugjob.GROUP}/workload"
+"""Annotation on an injected pod: `<kind>/<name>` of its top-level workload (an annotation, since a name may be
+longer than a label value may be)."""
 DEFAULT_CONTAINERS = {"TrainJob": "node", "PyTorchJob": "pytorch"}
 """The training container of each kind's pods (Trainer's runtimes name it `node`, the training-operator
 `pytorch`); any other kind's is its first container."""
@@ -173,7 +178,13 @@ def injected(
         debugpolicy.INJECTED_ANNOTATION: f"{policy.name}/{policy.generation}",
         SIDECAR_CONFIG_ANNOTATION: yaml.safe_dump(config, sort_keys=False),
     }
+    meta["annotations"][WORKLOAD_ANNOTATION] = (
+        f"{workload.adapter.kind}/{(workload.obj.get('metadata') or {}).get('name')}"
+    )
     meta["labels"] = {**(meta.get("labels") or {}), POLICY_LABEL: policy.name}
+    grace = policy.spec.actions.stop.grace_period_seconds
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     return out
 
 

@@ -1,7 +1,8 @@
 """Operator metrics, kube-state-metrics style, on a registry passed in.
 
-Per-DebugJob gauges (phase, condition, last step) come from a custom collector that reads the
-operator's in-memory view at scrape time, so a deleted DebugJob's series vanish with `forget()`.
+Per-DebugJob gauges (phase, condition, last step) and per-DebugPolicy gauges (workloads selected, blind
+ones) come from a custom collector that reads the operator's in-memory view at scrape time, so a
+deleted object's series vanish with `forget()` / `forget_policy()`.
 Counters cover rule triggers, reconcile errors, webhook deliveries and drops, actions, and the pod
 admission requests attach mode's webhook answered (per namespace: a namespace whose pods must never
 reach it shows none); a gauge the webhook deliveries queued. Label values come from bounded sets
@@ -79,6 +80,13 @@ class OperatorMetrics:
             ["namespace", "result"],
             registry=registry,
         )
+        self.policy_stops = Counter(
+            "trainguard_debugpolicy_stops",
+            "Workloads a DebugPolicy's stop rules stopped (counted at the verdict), per DebugPolicy.",
+            ["namespace", "debugpolicy"],
+            registry=registry,
+        )
+        self._policies: dict[tuple[str, str], tuple[int, int]] = {}
         registry.register(_StateCollector(self))
 
     def observe(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
@@ -103,6 +111,28 @@ class OperatorMetrics:
             obs = self._objects.pop((namespace, name), None)
         for rule in obs.rules if obs else ():
             self.rules_triggered.remove(namespace, name, rule)
+
+    def observe_policy(self, namespace: str, name: str, *, workloads: int, blind: int) -> None:
+        """Record a DebugPolicy's selected workloads and how many of them are blind (pods without the evaluator)."""
+        with self._lock:
+            self._policies[namespace, name] = (workloads, blind)
+
+    def policy_stopped(self, namespace: str, name: str) -> None:
+        """Count one workload stopped by the policy."""
+        self.policy_stops.labels(namespace=namespace, debugpolicy=name).inc()
+
+    def forget_policy(self, namespace: str, name: str) -> None:
+        """Drop every series of a deleted DebugPolicy."""
+        with self._lock:
+            self._policies.pop((namespace, name), None)
+        try:
+            self.policy_stops.remove(namespace, name)
+        except KeyError:
+            pass  # it never stopped anything
+
+    def policies(self) -> dict[tuple[str, str], tuple[int, int]]:
+        with self._lock:
+            return dict(self._policies)
 
     def snapshot(self) -> dict[tuple[str, str], _Observed]:
         with self._lock:
@@ -144,9 +174,15 @@ class _StateCollector:
                     )
             if obs.last_step is not None:
                 step.add_metric([namespace, name], float(obs.last_step))
+        selected, blind = _policy_families()
+        for (namespace, name), (count, blind_count) in sorted(self._metrics.policies().items()):
+            selected.add_metric([namespace, name], float(count))
+            blind.add_metric([namespace, name], float(blind_count))
         yield phase
         yield condition
         yield step
+        yield selected
+        yield blind
 
     def describe(self) -> Iterator[Metric]:
         # Names only, so registration checks for clashes without a scrape.
@@ -155,3 +191,19 @@ class _StateCollector:
             "trainguard_debugjob_condition", "", labels=["namespace", "debugjob", "condition", "status"]
         )
         yield GaugeMetricFamily("trainguard_debugjob_last_step", "", labels=["namespace", "debugjob"])
+        yield from _policy_families()
+
+
+def _policy_families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    labels = ["namespace", "debugpolicy"]
+    return (
+        GaugeMetricFamily(
+            "trainguard_debugpolicy_workloads", "Top-level workloads the DebugPolicy selects.", labels=labels
+        ),
+        GaugeMetricFamily(
+            "trainguard_debugpolicy_blind_workloads",
+            "Selected workloads with a running training pod that has no evaluator (created while the pod webhook "
+            "was unreachable): their training is not checked.",
+            labels=labels,
+        ),
+    )

@@ -32,9 +32,8 @@ REASON_ATTACH_DISABLED = "AttachDisabled"
 
 STEP_METRIC = "trainguard_training_step"
 TRIGGERED_METRIC = "trainguard_rule_triggered"
+WATCHED_METRIC = "trainguard_sidecar_stop_watched"
 """The evaluator's metrics the operator reads (`sidecar/metrics.py` names them; a test keeps the two equal)."""
-REASON_STOPPED = "Stopped"
-REASON_RULE_TRIGGERED = "RuleTriggered"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,21 +43,27 @@ class Scrape:
     step: int | None = None
     triggered: frozenset[str] = frozenset()
     """Rules that found issues (IssuesFound is final, so a rule stays here)."""
+    stop_watched: bool = False
+    """The pod's trainer polls the stop file (`hook.should_stop()`): a stop can give it `cooperativeSeconds`."""
 
 
 def parse_metrics(text: str) -> Scrape:
-    """Return the last step and the triggered rules of an evaluator's /metrics page (Prometheus text format).
+    """Return the last step, the triggered rules and whether the trainer polls the stop file, from an evaluator's
+    /metrics page (Prometheus text format).
 
     Raises ValueError for a page that is not in that format."""
     step: int | None = None
     triggered: set[str] = set()
+    watched = False
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == STEP_METRIC:
                 step = int(sample.value) if step is None else max(step, int(sample.value))
             elif sample.name == TRIGGERED_METRIC and sample.value >= 1 and sample.labels.get("rule"):
                 triggered.add(sample.labels["rule"])
-    return Scrape(step=step, triggered=frozenset(triggered))
+            elif sample.name == WATCHED_METRIC and sample.value >= 1:
+                watched = True
+    return Scrape(step=step, triggered=frozenset(triggered), stop_watched=watched)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +91,15 @@ class Observed:
         steps = [s.step for s in self.scrapes if s.step is not None]
         return max(steps) if steps else None
 
+    def stop_watched(self) -> bool:
+        """Whether a trainer of the workload polls the stop file (it can end by itself after a stop verdict)."""
+        return any(s.stop_watched for s in self.scrapes)
+
+    def running(self) -> bool:
+        """Whether the workload is neither suspended nor finished (a stop still has something to suspend)."""
+        state = self.adapter.state(self.obj)
+        return not state.suspended and state.finished is None
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -100,8 +114,7 @@ def verdict(observed: Observed, actions: Mapping[str, Action]) -> Verdict:
     policy does not list only notifies); a workload already suspended or finished is not stopped again."""
     triggered = observed.triggered()
     stops = [r for r in triggered if actions.get(r) == Action.STOP]
-    state = observed.adapter.state(observed.obj)
-    stop = stops[0] if stops and not state.suspended and state.finished is None else None
+    stop = stops[0] if stops and observed.running() else None
     notify = tuple(r for r in triggered if actions.get(r, Action.NOTIFY) == Action.NOTIFY)
     return Verdict(stop=stop, notify=notify)
 

@@ -32,7 +32,7 @@ from trainguard.sidecar.judging import Judge
 from trainguard.sidecar.rank_ends import RankEnds
 from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import DATA_GAP, RuleCounters, RuleStatus, Verdict, Verdicts
-from trainguard.stop_flag import request_stop
+from trainguard.stop_flag import request_stop, watched
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
@@ -218,6 +218,11 @@ class Evaluator:
         """Whether a stop verdict was issued (also before a restart)."""
         self.open()
         return self._verdicts.stop_requested
+
+    @property
+    def stop_watched(self) -> bool:
+        """Whether a trainer polls the stop file (`hook.should_stop()`): a stop can wait for it to end by itself."""
+        return bool(self.stop_file and watched(self.stop_file))
 
     @property
     def last_step(self) -> int | None:

@@ -118,6 +118,8 @@ class EvaluatorState(Protocol):
     @property
     def stop_requested(self) -> bool: ...
     @property
+    def stop_watched(self) -> bool: ...
+    @property
     def last_evaluation_time(self) -> float | None: ...
     def counters(self) -> list[tuple[str, RuleCounters]]: ...
     def last_loss(self) -> dict[Mode, float]: ...
@@ -219,6 +221,10 @@ class EvaluatorCollector(Collector):
             labels=["mode"],
         )
         stop = GaugeMetricFamily("trainguard_sidecar_stop_requested", "1 once a stop verdict was issued.")
+        watched = GaugeMetricFamily(
+            "trainguard_sidecar_stop_watched",
+            "1 once a trainer polls the stop file (hook.should_stop()): a stop can wait for it to end by itself.",
+        )
         lost = GaugeMetricFamily(
             "trainguard_capture_lost_steps",
             "Steps the followed ranks' hooks report lost: they never reached the store (an outage longer than "
@@ -262,6 +268,7 @@ class EvaluatorCollector(Collector):
             segments.add_metric([], float(ev.segments_total))
             corrupt.add_metric([], float(ev.corrupt_segments_total))
             stop.add_metric([], 1.0 if ev.stop_requested else 0.0)
+            watched.add_metric([], 1.0 if ev.stop_watched else 0.0)
             lost.add_metric([], float(ev.lost_steps_total))
             unchecked.add_metric([], float(ev.unchecked_steps_total))
             if ev.last_evaluation_time is not None:
@@ -288,5 +295,5 @@ class EvaluatorCollector(Collector):
             findings,
             last_trigger,
         )
-        yield from (duration, lag, read_bytes, segments, corrupt, stop, lost, unchecked, last_eval)
+        yield from (duration, lag, read_bytes, segments, corrupt, stop, watched, lost, unchecked, last_eval)
         yield from (auc_decayed, auc_se, auc_total, pos_rate)

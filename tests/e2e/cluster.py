@@ -15,7 +15,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -245,22 +245,29 @@ class Release:
     def install(cls, cluster: Cluster, *, helm: str) -> Release:
         """`helm upgrade --install` the chart of this checkout and wait until the operator runs."""
         release = cls(cluster, helm)
-        repository, tag = IMAGE.rsplit(":", 1)
-        proc = release._helm("upgrade", "--install", RELEASE, str(ROOT / "charts" / "trainguard"),
-                             "--namespace", RELEASE_NAMESPACE, "--create-namespace", "--wait", "--timeout", "5m",
-                             "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
-                             "--set", "operator.verbose=true")  # fmt: skip
-        if proc.returncode != 0:
-            raise AssertionError(f"helm install failed:\n{proc.stdout}\n{proc.stderr}")
+        release.upgrade({})
         return release
+
+    def upgrade(self, values: Mapping[str, str]) -> None:
+        """`helm upgrade --install` with the project image and `values` (`--set`; every other value the chart's
+        default, so `upgrade({})` undoes an earlier upgrade's values), and wait until the operator runs."""
+        repository, tag = IMAGE.rsplit(":", 1)
+        sets = {"image.repository": repository, "image.tag": tag, "operator.verbose": "true", **values}
+        args = [a for key, value in sets.items() for a in ("--set", f"{key}={value}")]
+        proc = self._helm("upgrade", "--install", self.name, str(ROOT / "charts" / "trainguard"),
+                          "--namespace", self.namespace, "--create-namespace", "--wait", "--timeout", "5m",
+                          *args)  # fmt: skip
+        if proc.returncode != 0:
+            raise AssertionError(f"helm upgrade failed:\n{proc.stdout}\n{proc.stderr}")
 
     def uninstall(self) -> None:
         """Uninstall, then delete what the chart keeps on purpose (the CRD) and the namespace."""
         self._helm("uninstall", self.name, "--namespace", self.namespace, "--wait", "--timeout", "3m")
         # crds.keep leaves the CRD (and every DebugJob) on uninstall, as users want; the test cluster does not.
         self.cluster.kubectl(
-            "delete", "crd", "debugjobs.trainguard.dev", "--ignore-not-found", "--wait", check=False
-        )
+            "delete", "crd", "debugjobs.trainguard.dev", "debugpolicies.trainguard.dev",
+            "--ignore-not-found", "--wait", check=False,
+        )  # fmt: skip
         self.cluster.kubectl(
             "delete", "namespace", self.namespace, "--ignore-not-found", "--wait", check=False
         )

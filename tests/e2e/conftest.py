@@ -4,7 +4,10 @@ Session scope: `cluster` (started once, or joined when a developer already runs 
 wiped at the end only if this session started it), `bridge_s3` (a SeaweedFS serving on the node's
 bridge address, which pods reach), `release` (`helm install` of the chart with the project image, `cluster.Release`;
 the operator runs as a pod with the chart's ServiceAccount). Per test: `namespace` (with the S3
-Secret; deleted afterwards, and nothing of it may be left) and `webhook` (a receiver on the bridge).
+Secret; deleted afterwards, and nothing of it may be left), `webhook` (a receiver on the bridge),
+`flag_dir` (a host directory the workloads' pods mount) and `kube` (the operator's API layer with the
+admin credentials). Per module: `controllers` (JobSet, training-operator and Trainer running) and
+`kueue` (Kueue with a ClusterQueue).
 
 Every test here is marked `k8s`. They run when TRAINGUARD_E2E=require, which `dev/test.sh` sets
 unless told TRAINGUARD_E2E=skip (it builds the cluster first); then a missing cluster is a failure.
@@ -18,8 +21,10 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -32,6 +37,7 @@ import pytest
 from tests.conftest import SeaweedServer, start_seaweedfs
 from tests.deploy.tooling import find_tool
 from tests.e2e import cluster as k8s
+from trainguard.operator import client
 
 S3_SECRET = "s3-credentials"
 TEST_TIMEOUT_SECONDS = 1800
@@ -105,7 +111,8 @@ def operator(release: k8s.Release) -> Iterator[k8s.Release]:
 def namespace(
     cluster: k8s.Cluster, bridge_s3: SeaweedServer, request: pytest.FixtureRequest
 ) -> Iterator[str]:
-    """A fresh namespace with the S3 Secret; deleted after the test (its DebugJobs first, by the operator)."""
+    """A fresh namespace with the S3 Secret; deleted after the test (its DebugJobs and DebugPolicies first, while
+    the operator runs to remove its finalizer from them)."""
     name = f"e2e-{uuid.uuid4().hex[:8]}"
     cluster.kubectl("create", "namespace", name)
     cluster.kubectl("create", "secret", "generic", S3_SECRET, "-n", name,
@@ -115,7 +122,15 @@ def namespace(
         yield name
     finally:
         cluster.kubectl(
-            "delete", "debugjobs", "--all", "-n", name, "--timeout", "120s", check=False, timeout=150
+            "delete",
+            "debugjobs,debugpolicies",
+            "--all",
+            "-n",
+            name,
+            "--timeout",
+            "120s",
+            check=False,
+            timeout=150,
         )
         cluster.kubectl("delete", "namespace", name, "--timeout", "180s", check=False, timeout=210)
 
@@ -187,3 +202,29 @@ def kueue(cluster: k8s.Cluster) -> Iterator[str]:
         cluster.kubectl(
             "delete", "resourceflavor", "e2e-flavor", "--ignore-not-found", "--timeout", "60s", check=False
         )
+
+
+@pytest.fixture(scope="module")
+def controllers(cluster: k8s.Cluster) -> None:
+    """JobSet, training-operator and Trainer running, with their CRDs, webhooks and the torch runtime."""
+    proc = subprocess.run(
+        [str(k8s.K8S_SH), "controllers"], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture
+def flag_dir() -> Iterator[Path]:
+    """A host directory every pod mounts: a workload's loop ends once its flag file is written here."""
+    path = Path(tempfile.mkdtemp(prefix="tg-e2e-flags-", dir="/tmp"))
+    path.chmod(0o755)  # the pods' non-root user must see into it
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def kube(cluster: k8s.Cluster) -> client.Kube:
+    """The operator's own API layer, with the admin credentials (not closed: it shares the cluster's client)."""
+    return client.Kube(cluster.api)

@@ -16,107 +16,24 @@ test, not one per kind. The operator is not installed: the test process calls th
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
-import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.e2e.cluster import K8S_SH, Cluster, eventually
-from tests.e2e.workloads import KINDS, Kind, rank_env
+from tests.e2e.cluster import Cluster, eventually
+from tests.e2e.workloads import (
+    KINDS,
+    START_SECONDS,
+    hold,
+    launch,
+    main_container,
+    rank_env,
+    wait_running,
+)
 from trainguard.operator import client, workloads
 from trainguard.operator.workloads import control, declaration, jobset
 
-HOLD_SECONDS = 60
-"""How long a stopped workload must stay suspended with no pod: every controller involved reconciles far more often."""
-START_SECONDS = 300
-"""Pods of several workloads starting at once on the loaded 2-core node."""
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-
-
-@pytest.fixture(scope="module")
-def controllers(cluster: Cluster) -> None:
-    """JobSet, training-operator and Trainer running, with their CRDs, webhooks and the torch runtime."""
-    proc = subprocess.run(
-        [str(K8S_SH), "controllers"], capture_output=True, text=True, timeout=600, check=False
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-@pytest.fixture
-def flag_dir() -> Iterator[Path]:
-    """A host directory every pod mounts: a workload's loop ends once its flag file is written here."""
-    path = Path(tempfile.mkdtemp(prefix="tg-e2e-flags-", dir="/tmp"))
-    path.chmod(0o755)  # the pods' non-root user must see into it
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def kube(cluster: Cluster) -> client.Kube:
-    """The operator's own API layer, with the admin credentials (not closed: it shares the cluster's client)."""
-    return client.Kube(cluster.api)
-
-
-@dataclasses.dataclass
-class Launched:
-    """One workload the test applied."""
-
-    kind: Kind
-    namespace: str
-    name: str
-
-    def get(self, cluster: Cluster) -> dict[str, Any]:
-        obj = self.kind.get(cluster, self.namespace, self.name)
-        assert obj is not None, f"{self.kind.id} {self.name} is gone"
-        return obj
-
-    def pods(self, cluster: Cluster) -> list[dict[str, Any]]:
-        return self.kind.pods_of(cluster, self.namespace, self.get(cluster))
-
-
-def launch(cluster: Cluster, namespace: str, flag_dir: Path, *, suffix: str,
-           labels: dict[str, str] | None = None, suspend: bool = False,
-           kinds: tuple[Kind, ...] = KINDS) -> list[Launched]:  # fmt: skip
-    runs = [Launched(kind, namespace, f"{kind.id}-{suffix}") for kind in kinds]
-    for run in runs:
-        cluster.apply(run.kind.manifest(run.name, namespace, flag_dir, labels=labels, suspend=suspend))
-    return runs
-
-
-def running(cluster: Cluster, run: Launched) -> list[dict[str, Any]] | None:
-    """The workload's pods once all of them run and printed their rank env, else None."""
-    pods = run.pods(cluster)
-    if len(pods) != run.kind.pods or any((p.get("status") or {}).get("phase") != "Running" for p in pods):
-        return None
-    if any(not rank_env(cluster, run.namespace, p["metadata"]["name"], _container(p)) for p in pods):
-        return None
-    return pods
-
-
-def _container(pod: dict[str, Any]) -> str:
-    return str(pod["spec"]["containers"][0]["name"])
-
-
-def wait_running(
-    cluster: Cluster, runs: list[Launched], *, timeout_seconds: float = START_SECONDS
-) -> dict[str, list[dict[str, Any]]]:
-    pods: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        pods[run.name] = eventually(
-            lambda run=run: running(cluster, run),  # type: ignore[misc]
-            timeout_seconds=timeout_seconds, interval=2,
-            what=f"the {run.kind.pods} pods of {run.kind.id} {run.name} running "
-                 f"(pods: {[(p['metadata']['name'], p.get('status', {}).get('phase')) for p in run.pods(cluster)]})",
-        )  # fmt: skip
-    return pods
 
 
 def top_of(kube: client.Kube, pod: dict[str, Any]) -> tuple[declaration.WorkloadKind, dict[str, Any]]:
@@ -150,7 +67,7 @@ def test_the_adapters_read_what_the_real_controllers_write(
         # each pod's rank is the one its controller put in its env, and the ranks are 0 .. pods-1
         ranks = {}
         for pod in pods:
-            env = rank_env(cluster, namespace, pod["metadata"]["name"], _container(pod))
+            env = rank_env(cluster, namespace, pod["metadata"]["name"], main_container(pod))
             rank = run.kind.adapter.pod_rank(pod, obj)
             assert rank is not None and str(rank) == env.get(run.kind.rank_env), (
                 f"{run.kind.id} {pod['metadata']['name']}: adapter rank {rank}, env {env}"
@@ -167,20 +84,6 @@ def test_the_adapters_read_what_the_real_controllers_write(
             what=f"{run.kind.id} {run.name} finished (conditions: {run.get(cluster).get('status', {}).get('conditions')})",
         )  # fmt: skip
         assert finished.succeeded, (run.kind.id, finished)
-
-
-def hold(cluster: Cluster, runs: list[Launched], stopped_at: float) -> None:
-    """Until HOLD_SECONDS after the stop: each workload's top-level owner stays suspended, with no pod."""
-    while True:
-        for run in runs:
-            obj = run.get(cluster)
-            assert run.kind.adapter.is_suspended(obj), (
-                f"{run.kind.id} {run.name} was resumed: {obj.get('spec')}"
-            )
-            assert run.pods(cluster) == [], f"a pod of the stopped {run.kind.id} {run.name} came back"
-        if time.monotonic() - stopped_at >= HOLD_SECONDS:
-            return
-        time.sleep(2)
 
 
 def test_a_stop_suspends_the_top_level_owner_every_pod_goes_and_the_stop_holds(

@@ -10,18 +10,21 @@ waits for a flag nobody writes.
 
 `Kind.manifest` builds from one container (`container()`), so a variant with more in its pods (the
 labels that select a workload for the admission webhook, a collector) can change the container or the
-workload's labels without a second set of manifests.
+workload's labels without a second set of manifests: `launch` takes a `transform` of each manifest.
+`launch`, `wait_running` and `hold` drive several workloads side by side: one start and one hold
+serve every kind of a test.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.cluster import IMAGE, Cluster
+from tests.e2e.cluster import IMAGE, Cluster, eventually
 from trainguard.operator.workloads import batch_job, declaration, jobset, pytorchjob, trainjob
 
 RANK_LINE = re.compile(r"^trainguard-e2e-rank (?P<env>.*)$", re.MULTILINE)
@@ -179,3 +182,82 @@ def rank_env(cluster: Cluster, namespace: str, pod: str, container_name: str) ->
     if match is None:
         return {}
     return dict(item.split("=", 1) for item in match.group("env").split())
+
+
+HOLD_SECONDS = 60
+"""How long a stopped workload must stay suspended with no pod: every controller involved reconciles far more often."""
+START_SECONDS = 300
+"""Pods of several workloads starting at once on the loaded 2-core node."""
+
+
+@dataclasses.dataclass
+class Launched:
+    """One workload the test applied."""
+
+    kind: Kind
+    namespace: str
+    name: str
+
+    def get(self, cluster: Cluster) -> dict[str, Any]:
+        obj = self.kind.get(cluster, self.namespace, self.name)
+        assert obj is not None, f"{self.kind.id} {self.name} is gone"
+        return obj
+
+    def pods(self, cluster: Cluster) -> list[dict[str, Any]]:
+        return self.kind.pods_of(cluster, self.namespace, self.get(cluster))
+
+
+Transform = Callable[[Kind, dict[str, Any]], dict[str, Any]]
+"""Changes a kind's manifest before it is applied (the pod templates' labels and container, say)."""
+
+
+def launch(cluster: Cluster, namespace: str, flag_dir: Path, *, suffix: str,
+           labels: dict[str, str] | None = None, suspend: bool = False,
+           kinds: tuple[Kind, ...] = KINDS, transform: Transform | None = None) -> list[Launched]:  # fmt: skip
+    runs = [Launched(kind, namespace, f"{kind.id}-{suffix}") for kind in kinds]
+    for run in runs:
+        manifest = run.kind.manifest(run.name, namespace, flag_dir, labels=labels, suspend=suspend)
+        cluster.apply(transform(run.kind, manifest) if transform else manifest)
+    return runs
+
+
+def running(cluster: Cluster, run: Launched) -> list[dict[str, Any]] | None:
+    """The workload's pods once all of them run and printed their rank env, else None."""
+    pods = run.pods(cluster)
+    if len(pods) != run.kind.pods or any((p.get("status") or {}).get("phase") != "Running" for p in pods):
+        return None
+    if any(not rank_env(cluster, run.namespace, p["metadata"]["name"], main_container(p)) for p in pods):
+        return None
+    return pods
+
+
+def main_container(pod: dict[str, Any]) -> str:
+    return str(pod["spec"]["containers"][0]["name"])
+
+
+def wait_running(
+    cluster: Cluster, runs: list[Launched], *, timeout_seconds: float = START_SECONDS
+) -> dict[str, list[dict[str, Any]]]:
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        pods[run.name] = eventually(
+            lambda run=run: running(cluster, run),  # type: ignore[misc]
+            timeout_seconds=timeout_seconds, interval=2,
+            what=f"the {run.kind.pods} pods of {run.kind.id} {run.name} running "
+                 f"(pods: {[(p['metadata']['name'], p.get('status', {}).get('phase')) for p in run.pods(cluster)]})",
+        )  # fmt: skip
+    return pods
+
+
+def hold(cluster: Cluster, runs: list[Launched], stopped_at: float) -> None:
+    """Until HOLD_SECONDS after the stop: each workload's top-level owner stays suspended, with no pod."""
+    while True:
+        for run in runs:
+            obj = run.get(cluster)
+            assert run.kind.adapter.is_suspended(obj), (
+                f"{run.kind.id} {run.name} was resumed: {obj.get('spec')}"
+            )
+            assert run.pods(cluster) == [], f"a pod of the stopped {run.kind.id} {run.name} came back"
+        if time.monotonic() - stopped_at >= HOLD_SECONDS:
+            return
+        time.sleep(2)

@@ -210,8 +210,14 @@ def test_pods_of_unselected_or_unknown_workloads_are_untouched() -> None:
     )
     assert inject.admit(pod, policies=[other], get=get, settings=SETTINGS) == inject.Admission(patch=[])
     assert inject.admit(pod, policies=[], get=get, settings=SETTINGS) == inject.Admission(patch=[])
-    # The workload is not (yet) in the operator's memory: nothing is read from the API, the pod goes as it is.
-    assert inject.admit(pod, policies=[other], get=_getter(), settings=SETTINGS) == inject.Admission(patch=[])
+    # An owner is not (yet) in the operator's memory: nothing is read from the API, the answer names the owner
+    # the caller may wait for (the Job first, then, once the Job is there, its JobSet).
+    assert inject.admit(pod, policies=[other], get=_getter(), settings=SETTINGS) == inject.Admission(
+        patch=[], pending=f"Job {TRAINJOB_JOB['metadata']['name']}"
+    )
+    assert inject.admit(
+        pod, policies=[other], get=_getter(TRAINJOB_JOB), settings=SETTINGS
+    ) == inject.Admission(patch=[], pending=f"JobSet {TRAINJOB_JOBSET['metadata']['name']}")
     bare = {
         "apiVersion": "v1",
         "kind": "Pod",

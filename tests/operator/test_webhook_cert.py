@@ -68,6 +68,18 @@ def test_the_issued_certificate_is_trusted_through_its_ca_for_the_services_names
         _handshake(bundle, tmp_path, trust=stranger.ca_crt, host=HOSTS[0])
 
 
+def test_long_service_names_are_issued_and_trusted(tmp_path: Path) -> None:
+    # A common name holds at most 64 characters; the e2e release's host with the CA's suffix had 75.
+    service = "tg-trainguard-webhook-with-a-release-name-this-long"
+    hosts = [
+        f"{service}.a-namespace-of-forty-characters-or-so.svc",
+        f"{service}.a-namespace-of-forty-characters-or-so",
+    ]
+    bundle = webhook_cert.issue(hosts, now=T0, days=30)
+    for host in hosts:
+        _handshake(bundle, tmp_path, trust=bundle.ca_crt, host=host)
+
+
 def test_a_certificate_is_due_at_two_thirds_of_its_life_and_checked_for_its_hosts() -> None:
     bundle = webhook_cert.issue(HOSTS, now=T0, days=30)
     start = T0 - webhook_cert.CLOCK_SKEW

@@ -118,6 +118,46 @@ async def test_in_a_debugjob_pod_the_sidecar_reports_stops_and_serves_until_sigt
             await proc.wait()
 
 
+async def test_an_injected_sidecar_serves_its_verdicts_until_sigterm_after_the_run_ended(
+    kube: KubeEnv, file_uri: str, tmp_path: Path
+) -> None:
+    # Attach mode: no DebugJob to report to; the operator reads /metrics. Exiting after the run ended would
+    # have the kubelet restart the native sidecar, which fails the Job of an OnFailure pod (a JobSet's).
+    stop_file = start_pod(tmp_path / "shared")
+    b = RunBuilder(open_store(file_uri), rank=1)
+    b.segment(range(5), nan_at=[3])
+    b.end(last_step=4)
+    config = _config(
+        tmp_path / "sidecar.yaml", run_uri=file_uri, stop_file=str(stop_file), ranks_from_env=True
+    )
+    log = tmp_path / "sidecar.log"
+    proc = await _start_sidecar(config, log, kube, RANK="1")
+    try:
+
+        def ended() -> dict[str, Any] | None:
+            found = re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text())
+            if found is None:
+                return None  # not serving yet
+            status, health = _get_json(f"http://127.0.0.1:{found.group(1)}/healthz")
+            return health if status == 200 and health["ended"] else None
+
+        health = await eventually(ended, timeout_seconds=30, what="the run ended")
+        assert health["ranks"] == [1]
+        await asyncio.sleep(1)  # an evaluator that exits when the run ended would be gone by now
+        assert proc.returncode is None
+        port = int(re.search(r"metrics at http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1))  # type: ignore[union-attr]
+        page = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read()
+        )
+        assert re.search(rb'trainguard_rule_triggered\{[^}]*rule="nan-guard"[^}]*\} 1\.0', page), page[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 async def test_with_several_processes_per_pod_the_sidecar_follows_its_nodes_global_ranks(
     kube: KubeEnv, file_uri: str, tmp_path: Path
 ) -> None:

@@ -7,8 +7,11 @@ JOB_COMPLETION_INDEX and the sidecar follows the global ranks of that pod's proc
 with neither a rank nor a DebugJob it follows all ranks. Each verdict is logged and printed as
 one JSON line on stdout. A `stop` verdict on any followed rank creates the stop file, which every
 process of the pod reads. With a DebugJob, each followed rank's report is patched into its status
-under its own key, and the process keeps serving after the run ended until it gets SIGTERM (a
-native sidecar that exits is restarted); without one it exits when the run ended.
+under its own key. As a pod's native sidecar (a DebugJob's, or one the attach webhook injected:
+`ranks_from_env`) the process keeps serving after the run ended until it gets SIGTERM: a native
+sidecar that exits is restarted, and the Job controller counts that restart as a failure of a pod
+whose restartPolicy is OnFailure (a JobSet's, a TrainJob's), failing the workload. Otherwise it
+exits when the run ended.
 In a DebugJob pod the sidecar follows its own pod's trainer only: a retried pod (the Job's
 backoffLimit) writes a new attempt of the same ranks, and the writer attempts from before the pod
 started (kept in a file of the pod's shared volume, which outlives a restarted sidecar) are left
@@ -183,8 +186,9 @@ def main(args: argparse.Namespace) -> int:
         running.clear()
         if evaluator.ended:
             log.info("the run ended at step %s; evaluation complete", evaluator.last_step)
-        if cfg.debugjob is not None:
-            # A native sidecar that exits is restarted; keep serving /metrics until the pod stops us.
+        if cfg.debugjob is not None or cfg.ranks_from_env:
+            # A native sidecar that exits is restarted (a failure to the Job of an OnFailure pod); keep serving
+            # /metrics, the final verdicts included, until the pod stops us.
             stop.wait()
     finally:
         running.clear()

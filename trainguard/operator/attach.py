@@ -60,6 +60,11 @@ HANDLER_ID = "inject-pods"
 RESYNC_SECONDS = 10.0
 """How often a policy's workloads are read, its evaluators scraped and its status worked out again: a stop
 follows a finding within this (the evaluator writes the stop file at once for trainers that poll it)."""
+OWNER_WAIT_SECONDS = 2.0
+"""How long admission waits for the operator's watches to deliver a pod's owners: a controller creates pods
+moments after their Job (JobSet, Trainer: Jobs moments after their JobSet), often before the watch event
+arrives, and such a pod would run unchecked. Well within the webhook's timeout (`attach.timeoutSeconds`)."""
+OWNER_POLL_SECONDS = 0.05
 SCRAPE_TIMEOUT_SECONDS = 2.0
 """Longest wait for one evaluator's /metrics: a pod that does not answer is left out of this round."""
 TLS_CERT = "tls.crt"
@@ -355,7 +360,9 @@ def resync_policy(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any)
     state.metrics.observe_policy(
         policy.namespace, policy.name, workloads=status.workload_count, blind=status.blind_count
     )
-    fields = status.model_dump(mode="json", by_alias=True)
+    # Without the nulls: the API server drops them from a merge patch, so a status holding them would never
+    # equal the stored one, and every resync would patch it again.
+    fields = status.model_dump(mode="json", by_alias=True, exclude_none=True)
     previous = data.get("status") or {}
     if any(previous.get(k) != v for k, v in fields.items() if k != "conditions") or _changed(
         previous.get("conditions") or [], fields["conditions"]
@@ -412,21 +419,40 @@ def indexed_get(
 def mutate_pod(
     body: kopf.Body, patch: kopf.Patch, warnings: list[str], memo: kopf.Memo, **kwargs: Any
 ) -> None:
-    """Inject the evaluator into a pod of a selected workload (`inject.admit`); no API call."""
+    """Inject the evaluator into a pod of a selected workload (`inject.admit`); no API call.
+
+    An owner not in memory yet is waited for (`OWNER_WAIT_SECONDS`, in kopf's handler thread: the watches go on
+    filling the indices meanwhile); a pod whose owner still did not arrive goes unchanged, with a warning, and its
+    workload is reported blind."""
     config = _config(memo)
     pod = dict(body)
     namespace = str((pod.get("metadata") or {}).get("namespace") or kwargs.get("namespace") or "")
     pod.setdefault("metadata", {})["namespace"] = namespace
     policy_index = kwargs.get(POLICY_INDEX)
-    store = policy_index.get(namespace) if policy_index is not None else None
     kinds = tuple(workloads.enabled(config.workload_kinds))
-    admission = inject.admit(
-        pod,
-        policies=list(store or []),
-        get=functools.partial(indexed_get, kwargs),
-        settings=inject.Settings(default_image=config.default_image, kinds=kinds),
-    )
+    settings = inject.Settings(default_image=config.default_image, kinds=kinds)
+    deadline = time.monotonic() + OWNER_WAIT_SECONDS
+    while True:
+        store = policy_index.get(namespace) if policy_index is not None else None
+        admission = inject.admit(
+            pod, policies=list(store or []), get=functools.partial(indexed_get, kwargs), settings=settings
+        )
+        if admission.pending is None or time.monotonic() >= deadline:
+            break
+        time.sleep(OWNER_POLL_SECONDS)
+    if admission.pending is not None:
+        log.info("pod %s/%s: not injected, its owner %s is not in memory yet", namespace,
+                 (pod.get("metadata") or {}).get("generateName") or (pod.get("metadata") or {}).get("name"),
+                 admission.pending)  # fmt: skip
+        warnings.append(
+            f"trainguard: not injected: the operator has not seen {admission.pending} yet; "
+            "if a DebugPolicy selects it, it reports the workload blind"
+        )
     warnings.extend(admission.warnings)
+    state = memo.get("state")
+    if state is not None:
+        result = "injected" if admission.patch else "unchanged"
+        state.metrics.admission_requests.labels(namespace=namespace, result=result).inc()
     if admission.patch:
         ops = admission.patch
         patch.fns.append(lambda target: _apply(target, ops))

@@ -12,7 +12,8 @@ sidecar's volumes and bound token, the policy's stop grace period when it gives 
 `trainguard.dev/workload` (`<kind>/<name>`, which the chart's PodMonitor turns into the `workload`
 label of the evaluator's series) and the sidecar's configuration, which a downward-API volume hands
 to the sidecar as its config file. A pod it cannot inject into is allowed
-unchanged, with a warning saying why: admission never fails because of us.
+unchanged, with a warning saying why: admission never fails because of us. A pod whose owner of an enabled
+kind is not in memory yet is answered `pending` (the caller may wait for its watch and admit it again).
 """
 
 from __future__ import annotations
@@ -84,14 +85,9 @@ class Admission:
     warnings: tuple[str, ...] = ()
     policy: str | None = None
     """The policy that injected the pod, if one did."""
-
-
-def workload_of(
-    pod: declaration.Object, *, get: owners.Get, kinds: Iterable[declaration.WorkloadKind]
-) -> owners.Link | None:
-    """Return the pod's top-level workload of an enabled kind, as far as `get` can read its owners."""
-    kinds = list(kinds)
-    return owners.walk(pod, get=get, readable=kinds).top(kinds)
+    pending: str | None = None
+    """An owner of an enabled kind that `get` did not find (`Kind name`): the operator's watch has not delivered it
+    yet (a JobSet's Jobs, a Job's pods are created moments after their owner). The caller may wait and admit again."""
 
 
 def selecting(policies: Iterable[Policy], workload: owners.Link) -> Policy | None:
@@ -207,9 +203,13 @@ def admit(
     if is_injected(pod):
         return Admission(patch=[])
     try:
-        workload = workload_of(pod, get=get, kinds=settings.kinds)
+        chain = owners.walk(pod, get=get, readable=settings.kinds)
     except (AttributeError, TypeError, ValueError, KeyError) as err:
         return Admission(patch=[], warnings=(f"trainguard: not injected, the pod could not be read ({err})",))
+    missing = chain.beyond
+    if missing is not None and any(k.matches(missing.api_version, missing.kind) for k in settings.kinds):
+        return Admission(patch=[], pending=f"{missing.kind} {missing.name}")
+    workload = chain.top(settings.kinds)
     if workload is None:
         return Admission(
             patch=[]

@@ -3,10 +3,11 @@
 Per-DebugJob gauges (phase, condition, last step) and per-DebugPolicy gauges (workloads selected, blind
 ones) come from a custom collector that reads the operator's in-memory view at scrape time, so a
 deleted object's series vanish with `forget()` / `forget_policy()`.
-Counters cover rule triggers, reconcile errors, webhook deliveries and drops, and actions; a gauge
-the webhook deliveries queued. Label values come from bounded sets (phase, condition, status,
-result, reason, action, handler) plus object and rule names, which are bounded by the objects in
-the cluster.
+Counters cover rule triggers, reconcile errors, webhook deliveries and drops, actions, and the pod
+admission requests attach mode's webhook answered (per namespace: a namespace whose pods must never
+reach it shows none); a gauge the webhook deliveries queued. Label values come from bounded sets
+(phase, condition, status, result, reason, action, handler) plus object, namespace and rule names,
+which are bounded by the objects in the cluster.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ class OperatorMetrics:
             "trainguard_operator_actions",
             "Actions taken on rule transitions (stop, notify).",
             ["action"],
+            registry=registry,
+        )
+        self.admission_requests = Counter(
+            "trainguard_operator_admission_requests",
+            "Pod admission requests the attach webhook answered, per namespace and result (injected or unchanged).",
+            ["namespace", "result"],
             registry=registry,
         )
         self.policy_stops = Counter(

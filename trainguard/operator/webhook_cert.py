@@ -43,6 +43,16 @@ class Bundle:
     """The CA that signed `tls_crt`, then the previous CA while it is still valid."""
 
 
+MAX_COMMON_NAME = 64
+"""Characters a certificate's common name may hold (RFC 5280 ub-common-name)."""
+
+
+def _common_name(host: str) -> str:
+    """The serving certificate's subject: the host, or its first label when the host is longer than a common
+    name may be (clients match the subject alternative names, which hold every host in full)."""
+    return host if len(host) <= MAX_COMMON_NAME else host.split(".", 1)[0][:MAX_COMMON_NAME]
+
+
 def issue(
     hosts: Sequence[str], *, now: datetime.datetime, days: int, previous: Bundle | None = None
 ) -> Bundle:
@@ -59,8 +69,10 @@ def issue(
     # A name of its own per CA: a bundle holds two during a renewal, and TLS clients pick the issuer by name.
     ca_name = x509.Name(
         [
+            # Not the host name: a common name holds at most 64 characters, and `<service>.<namespace>.svc` with
+            # this suffix passes that for most releases (75 for the chart's own end-to-end release).
             x509.NameAttribute(
-                NameOID.COMMON_NAME, f"{hosts[0]} webhook CA {now:%Y%m%d%H%M%S}-{os.urandom(4).hex()}"
+                NameOID.COMMON_NAME, f"trainguard webhook CA {now:%Y%m%d%H%M%S}-{os.urandom(4).hex()}"
             )
         ]
     )
@@ -80,7 +92,7 @@ def issue(
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, _common_name(hosts[0]))]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

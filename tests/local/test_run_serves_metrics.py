@@ -66,13 +66,13 @@ def test_metrics_are_served_while_the_command_runs_and_the_port_is_freed_after(t
                 body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read().decode()
             except OSError:
                 body = ""
-            if "trainguard_training_step 190.0" in body:
+            if "trainguard_training_step 199.0" in body:
                 break
             time.sleep(0.1)
-        assert "trainguard_training_step 190.0" in body, body[-2000:]
+        assert "trainguard_training_step 199.0" in body, body[-2000:]
         assert 'trainguard_rule_triggered{rule="exploding_tensor"} 0.0' in body
         health = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
-        assert health.status == 200 and b'"last_step": 190' in health.read()
+        assert health.status == 200 and b'"last_step": 199' in health.read()
     finally:
         (tmp_path / "go").write_text("")
         _, err = proc.communicate(timeout=60)
@@ -98,9 +98,9 @@ def test_local_mode_registers_its_collector_for_the_run_and_unregisters_it_after
     thread.start()
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and registry.get_sample_value("trainguard_training_step") != 190.0:
+        while time.monotonic() < deadline and registry.get_sample_value("trainguard_training_step") != 199.0:
             time.sleep(0.1)
-        assert registry.get_sample_value("trainguard_training_step") == 190.0
+        assert registry.get_sample_value("trainguard_training_step") == 199.0
     finally:
         (tmp_path / "go").write_text("")
         thread.join(timeout=60)

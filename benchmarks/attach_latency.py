@@ -15,7 +15,7 @@ the client, in three kinds taken in turn so that load on the machine falls on al
   the answer).
 
 Prints p50, p99 and max per kind in milliseconds as a Markdown table. The stop latency per workload kind comes
-from the end-to-end test (`tests/e2e/test_attach.py`, `-s` prints it).
+from the end-to-end test (`tests/e2e/test_attach_on_a_real_cluster.py`, `-s` prints it).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def _evaluator_registry(tmp: Path) -> Any:
     try:
         evaluator = Evaluator(uri)
         registry.register(metrics.EvaluatorCollector(evaluator))
-        evaluator.poll()
+        evaluator.poll_until_idle()  # through the END: the run's end state has its series too
     finally:
         logging.disable(logging.NOTSET)
     return registry
@@ -197,7 +197,7 @@ def metrics_page() -> str:
         + GENERATED.format(source="the evaluator's and the operator's Prometheus collectors")
         + "## Evaluator (`trainguard sidecar`, `trainguard run --metrics-port`)\n\n"
         "Served on `/metrics` of each evaluator (port 9400 in a DebugJob pod). Labels come from bounded "
-        "sets only (rule names, severities, collections, modes); Prometheus adds the pod's labels.\n\n"
+        "sets only (rule names, severities, collections, modes, end states); Prometheus adds the pod's labels.\n\n"
         + table(header, rows(evaluator))
         + "\n## Operator (`trainguard operator`)\n\n"
         "Served on the operator's `/metrics` (port 9401). A deleted DebugJob's series disappear.\n\n"

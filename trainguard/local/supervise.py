@@ -281,6 +281,7 @@ class Supervisor:
         # One last read after CMD exited: everything it wrote is in the store by now, and every rank has its
         # END. Then the evaluation is complete.
         evaluation.finish()
+        ev.take_ends(rank_ends)  # the metric `trainguard_run_ended` tells the end as the Outcome does
         eval_errors = evaluation.errors
         nothing = ev.nothing_evaluated
         code = EXIT_STOPPED if stopped else exit_status(proc.returncode)

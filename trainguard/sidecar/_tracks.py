@@ -47,6 +47,8 @@ class RankTrack:
     attempt: str | None = None
     """The writer attempt of the last segment evaluated (a rank restarted on the same URI has several)."""
     ended: bool = False
+    end: run_format.EndInfo | None = None
+    """The rank's END.json as read when the rank ended (None before, or when it could not be read)."""
     end_seen: bool = False
     last_heartbeat: float = float("-inf")
     problems_seen: int = 0

@@ -18,9 +18,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from trainguard.api.enums import Mode
+from trainguard.api.enums import Mode, RunEnd
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules.base import Finding
 from trainguard.rules.step_view import StepView
@@ -33,7 +33,7 @@ from trainguard.sidecar.rank_ends import RankEnds
 from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import DATA_GAP, RuleCounters, RuleStatus, Verdict, Verdicts
 from trainguard.stop_flag import request_stop, watched
-from trainguard.store import errors, run_format
+from trainguard.store import errors, listing, run_format
 from trainguard.store.backends import Store, open_store
 from trainguard.store.run_format import Segment
 from trainguard.store.runs import open_run
@@ -195,6 +195,26 @@ class Evaluator:
             if end is not None:
                 out[rank] = end
         return out
+
+    @property
+    def run_end(self) -> RunEnd | None:
+        """How the run ended once every followed rank ended or the evaluation was finished (None before, or while
+        a rank's END is unknown): `listing.run_end` over the ENDs read, as `trainguard ls` decides it, with a stop
+        this evaluator issued, and `blind` when an ok run had nothing evaluated, as `trainguard run` says."""
+        if self._ranks is None or not (self.ended or self._ranks.all_ended()):
+            return None
+        ends = {t.rank: t.end for t in list(self._tracks.values())}
+        end = listing.run_end(ends, stop_issued=self._verdicts.stop_requested)
+        return RunEnd.BLIND if end is RunEnd.OK and self.nothing_evaluated else end
+
+    def take_ends(self, ends: Mapping[int, run_format.EndInfo]) -> None:
+        """Take the ENDs `trainguard run` completed after CMD exited (its exit status, `stopped`, `crashed`): a
+        rank may have ended here on its hook's own END before, which did not know how the command ended."""
+        with self._lock:
+            for rank, end in ends.items():
+                track = self._tracks.get(rank)
+                if track is not None:
+                    track.end = end
 
     @property
     def checkpoint_enabled(self) -> bool:

@@ -5,7 +5,7 @@ is); this module never imports the evaluator. Whoever runs an evaluator and serv
 `trainguard sidecar` command, local mode) builds the collector over it and registers it on a
 `CollectorRegistry` of its own (never the global one), as prometheus_client's custom collectors
 are registered, and unregisters it when done. Labels come from bounded sets only: rule names,
-severities, collections and modes, never tensor or layer names. Training gauges describe the newest step with statistics of
+severities, collections, modes and end states, never tensor or layer names. Training gauges describe the newest step with statistics of
 the lowest followed rank (one rank per sidecar in Kubernetes; rank 0 in local mode).
 """
 
@@ -22,7 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from trainguard.api.enums import Mode, RuleState, Severity
+from trainguard.api.enums import Mode, RuleState, RunEnd, Severity
 from trainguard.rules.step_view import COL, StepView
 from trainguard.sidecar.running_auc import StreamSummary
 from trainguard.sidecar.verdicts import RuleCounters, RuleStatus
@@ -121,6 +121,8 @@ class EvaluatorState(Protocol):
     def stop_watched(self) -> bool: ...
     @property
     def last_evaluation_time(self) -> float | None: ...
+    @property
+    def run_end(self) -> RunEnd | None: ...
     def counters(self) -> list[tuple[str, RuleCounters]]: ...
     def last_loss(self) -> dict[Mode, float]: ...
     def last_views(self) -> list[StepView]: ...
@@ -128,7 +130,7 @@ class EvaluatorState(Protocol):
 
 
 class EvaluatorCollector(Collector):
-    """Reads an evaluator at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*` family."""
+    """Reads an evaluator at scrape time and yields every `trainguard_training_*`, `_rule_*`, `_sidecar_*`, `_run_ended` family."""
 
     def __init__(self, evaluator: EvaluatorState) -> None:
         """Register it with `registry.register(collector)`: duplicate series names fail there, not at scrape time."""
@@ -238,7 +240,16 @@ class EvaluatorCollector(Collector):
         last_eval = GaugeMetricFamily(
             "trainguard_sidecar_last_evaluation_timestamp_seconds", "Unix time of the last segment evaluated."
         )
+        ended = GaugeMetricFamily(
+            "trainguard_run_ended",
+            "1 for how the run ended (ok, stopped, crashed, killed, blind: not checked), 0 for the others; no "
+            "series until every followed rank's END was read.",
+            labels=["state"],
+        )
         if with_values:
+            if (end := ev.run_end) is not None:
+                for state in RunEnd:
+                    ended.add_metric([state.value], 1.0 if state is end else 0.0)
             if ev.last_step is not None:
                 step.add_metric([], float(ev.last_step))
             for mode, value in sorted(ev.last_loss().items()):
@@ -296,4 +307,4 @@ class EvaluatorCollector(Collector):
             last_trigger,
         )
         yield from (duration, lag, read_bytes, segments, corrupt, stop, watched, lost, unchecked, last_eval)
-        yield from (auc_decayed, auc_se, auc_total, pos_rate)
+        yield from (auc_decayed, auc_se, auc_total, pos_rate, ended)

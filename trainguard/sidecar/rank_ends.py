@@ -52,7 +52,7 @@ class RankEnds:
         except errors.FormatError:
             end = None  # reported as damaged by `seen`
         out = [] if end is None else self._gaps.at_end(track, end)
-        track.ended = True
+        track.ended, track.end = True, end
         self.finish_rank(track)
         return out
 

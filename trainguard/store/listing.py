@@ -6,7 +6,8 @@ never listed) and stops descending at a folder that is a run: `run.json` or `ran
 that holds them directly). For each run it reads `run.json` and each rank's `END.json`, and lists
 the keys of its verdict records (the evaluator's `evaluator/*/state.json`, read by the caller), nothing
 else, so listing stays cheap on S3. `end_state` sums up how a run ended from its ENDs, worst first: a
-run with a crashed rank never reads as ok. Opening a run is `reader.open_run`'s job.
+run with a crashed rank never reads as ok; `run_end` gives that decision as a `RunEnd` (the evaluator's
+`trainguard_run_ended` metric). Opening a run is `reader.open_run`'s job.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from trainguard.api.enums import RunEnd
 from trainguard.store import errors, run_format
 from trainguard.store.backends import Store
 from trainguard.store.runs import is_ours
@@ -49,8 +51,27 @@ def end_state(ends: Mapping[int, run_format.EndInfo | None]) -> str:
     """How a TrainGuard run ended, from its ranks' END markers, worst first: `crashed: <how>` (the script
     failed), `error: <how>` (capture failed), `stopped`, `killed by SIGKILL`, `running or no END (k of n ranks ended)`, `ok`.
     One rank that failed decides, whatever the others say. Used by `trainguard ls` and the report's banner."""
+    return _decide(ends)[0]
+
+
+def run_end(ends: Mapping[int, run_format.EndInfo | None], *, stop_issued: bool = False) -> RunEnd | None:
+    """How a TrainGuard run ended as a `RunEnd`, by `end_state`'s decision; None while a rank has no END.
+
+    Capture that failed (`error`: steps lost) or steps the hooks did not count (`unchecked_steps`) on a run
+    that otherwise ended ok make it `blind`, as `trainguard run` says. `stop_issued` (a verdict record or the
+    evaluator issued a stop) makes an ok or killed end `stopped`, as `trainguard ls` tells it."""
+    state = _decide(ends)[1]
+    if stop_issued and state in (RunEnd.OK, RunEnd.KILLED):
+        return RunEnd.STOPPED
+    if state is RunEnd.OK and any(e is not None and e.unchecked_steps for e in ends.values()):
+        return RunEnd.BLIND
+    return state
+
+
+def _decide(ends: Mapping[int, run_format.EndInfo | None]) -> tuple[str, RunEnd | None]:
+    """`end_state`'s phrase and its `RunEnd` (None: not ended, or statuses this format does not know)."""
     if not ends:
-        return "no ranks yet"
+        return "no ranks yet", None
     done = {rank: e for rank, e in sorted(ends.items()) if e is not None}
     several = len(ends) > 1
 
@@ -59,21 +80,22 @@ def end_state(ends: Mapping[int, run_format.EndInfo | None]) -> str:
 
     for rank, e in done.items():  # the script failed: whatever the hook's own END said, it crashed
         if not e.signal and (e.status == "crashed" or e.exception or e.exit_code not in (None, 0)):
-            return "crashed" + e.outcome()[len(e.status) :] + where(rank)
+            return "crashed" + e.outcome()[len(e.status) :] + where(rank), RunEnd.CRASHED
     for rank, e in done.items():  # capture failed, steps lost: the script itself was fine
         if e.status == "error" and not e.signal:
-            return e.outcome() + where(rank)
+            return e.outcome() + where(rank), RunEnd.BLIND
     for rank, e in done.items():
         if e.status == "stopped":
-            return "stopped" + where(rank)
+            return "stopped" + where(rank), RunEnd.STOPPED
     for rank, e in done.items():
         if e.signal:
-            return f"killed by {e.signal}" + where(rank)
+            return f"killed by {e.signal}" + where(rank), RunEnd.KILLED
     if len(done) < len(ends):
-        return f"running or no END ({len(done)} of {len(ends)} ranks ended)"
-    if all(e.status == "ok" for e in done.values()):
-        return "ok"
-    return ", ".join(sorted({e.status for e in done.values()}))
+        return f"running or no END ({len(done)} of {len(ends)} ranks ended)", None
+    statuses = {e.status for e in done.values()}
+    if statuses == {"ok"}:
+        return "ok", RunEnd.OK
+    return ", ".join(sorted(statuses)), RunEnd.KILLED if "killed" in statuses else None
 
 
 def kind_of(entries: list[str]) -> str | None:

@@ -294,12 +294,12 @@ class DebugJobSpec(_Model):
         return self
 
 
-class Condition(_Model):
-    """A Kubernetes condition (metav1.Condition shape)."""
+class KubeCondition(_Model):
+    """A Kubernetes condition (metav1.Condition shape); each resource's subclass narrows `type` to its own types."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
-    type: ConditionType = Field(description="Running, RuleTriggered, Stopped, Succeeded, Failed or Invalid.")
+    type: str = Field(description="The condition's type.")
     status: str = Field(description="True, False or Unknown.")
     reason: str = Field(default="", description="CamelCase reason of the last transition.")
     message: str = Field(default="", description="Human-readable details.")
@@ -307,6 +307,12 @@ class Condition(_Model):
     observed_generation: int | None = Field(
         default=None, description="metadata.generation the condition reflects."
     )
+
+
+class Condition(KubeCondition):
+    """A Kubernetes condition (metav1.Condition shape)."""
+
+    type: ConditionType = Field(description="Running, RuleTriggered, Stopped, Succeeded, Failed or Invalid.")
 
 
 class RuleStatus(_Model):

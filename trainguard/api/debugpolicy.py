@@ -25,6 +25,7 @@ from trainguard.api.debugjob import (
     VERSION,
     CaptureSpec,
     EvaluatorSpec,
+    KubeCondition,
     NotifyAction,
     _Model,
 )
@@ -232,19 +233,10 @@ class PolicyConditionType(str, enum.Enum):
     INVALID = "Invalid"
 
 
-class PolicyCondition(_Model):
+class PolicyCondition(KubeCondition):
     """A Kubernetes condition (metav1.Condition shape) of a DebugPolicy."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
-
     type: PolicyConditionType = Field(description="Ready, Blind or Invalid.")
-    status: str = Field(description="True, False or Unknown.")
-    reason: str = Field(default="", description="CamelCase reason of the last transition.")
-    message: str = Field(default="", description="Human-readable details.")
-    last_transition_time: str | None = Field(default=None, description="When status last changed (RFC 3339).")
-    observed_generation: int | None = Field(
-        default=None, description="metadata.generation the condition reflects."
-    )
 
 
 class WorkloadStatus(_Model):

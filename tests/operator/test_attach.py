@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import ssl
@@ -21,8 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.kube import KubeEnv, eventually, free_port, terminate, wait_http
 from tests.operator.conftest import OperatorProcess, WebhookReceiver
-from trainguard.api import debugjob, debugpolicy
-from trainguard.api.enums import Action
+from trainguard.api import debugjob, debugpolicy, findings
+from trainguard.api.enums import Action, RuleCategory, Severity
 from trainguard.operator import (
     actions,
     attach,
@@ -36,6 +37,7 @@ from trainguard.operator import (
 )
 from trainguard.operator.metrics import OperatorMetrics
 from trainguard.operator.workloads import batch_job, jobset, trainjob
+from trainguard.sidecar.server import MetricsServer
 
 NS = "ml"
 POLICIES = f"{debugjob.GROUP}/{debugjob.VERSION}/{debugpolicy.PLURAL}"
@@ -278,12 +280,17 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(
 
 
 def _serve_evaluator(
-    tmp_path: Path, *, nan_at: tuple[int, ...], stop_file: str | None = None
-) -> tuple[Any, int]:
-    """A real evaluator over a real run (NaN at `nan_at`), its metrics served as the sidecar serves them."""
-    from prometheus_client import CollectorRegistry, start_http_server
-
+    tmp_path: Path,
+    *,
+    nan_at: tuple[int, ...],
+    stop_file: str | None = None,
+    findings_endpoint: bool = True,
+    address: str = "127.0.0.1",
+) -> tuple[MetricsServer, int]:
+    """A real evaluator over a real run (NaN at `nan_at`), served as `trainguard sidecar` serves it; without
+    `findings_endpoint`, as an evaluator older than /findings (its /metrics only)."""
     from tests.sidecar.runs import registered, write_run
+    from trainguard.sidecar import findings as sidecar_findings
     from trainguard.sidecar.evaluator import Evaluator
     from trainguard.store.backends import open_store
 
@@ -293,31 +300,125 @@ def _serve_evaluator(
     ev = registered(Evaluator(uri, checkpoint=False, stop_file=stop_file), registry)
     while not ev.ended:
         ev.poll()
-    server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    return server, int(server.server_port)
+    documents = {findings.PATH: lambda: sidecar_findings.document_bytes(ev)} if findings_endpoint else {}
+    server = MetricsServer(registry, health=lambda: (True, {}), documents=documents, address=address, port=0)
+    return server, server.port
 
 
-def _running(pod: dict[str, Any]) -> dict[str, Any]:
-    pod["status"] = {"phase": "Running", "podIP": "127.0.0.1"}
+def _running(pod: dict[str, Any], ip: str = "127.0.0.1") -> dict[str, Any]:
+    pod["status"] = {"phase": "Running", "podIP": ip}
     return pod
 
 
-def test_the_operator_reads_a_real_evaluators_findings_from_its_metrics(tmp_path: Path) -> None:
-    server, port = _serve_evaluator(tmp_path, nan_at=(7,))
-    try:
-        scrape = attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port)
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert scrape == policy_status.Scrape(step=9, triggered=frozenset({"exploding_tensor"}))
+def _mnist_pod() -> dict[str, Any]:
+    return _pod(_job("mnist", "j-uid", {}), 0, injected=True)
+
+
+def test_the_operator_reads_a_real_evaluators_findings_document(tmp_path: Path) -> None:
+    with _serve_evaluator(tmp_path, nan_at=(7,))[0] as server:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=server.port)
+    assert scrape is not None and scrape.undetailed is None
+    assert (scrape.step, scrape.triggered, scrape.stop_watched) == (9, frozenset({"exploding_tensor"}), False)
+    (found,) = scrape.findings
+    assert (found.rule, found.step, found.rank, found.severity, found.category) == (
+        "exploding_tensor", 7, 0, Severity.CRITICAL, RuleCategory.NON_FINITE,
+    )  # fmt: skip
+    assert "NaN" in found.message and "at step 7 on rank 0" in found.message
     # A pod without an IP yet, or whose evaluator does not answer, is left out of the round.
-    assert attach.scrape_pod(_pod(_job("mnist", "j-uid", {}), 0, injected=True), port=port) is None
-    assert attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port) is None
+    assert attach.scrape_pod(_mnist_pod(), port=server.port) is None
+    assert attach.scrape_pod(_running(_mnist_pod()), port=server.port) is None
+
+
+def test_an_evaluator_without_the_findings_endpoint_still_gives_the_rule_and_step_and_says_why(
+    tmp_path: Path,
+) -> None:
+    with _serve_evaluator(tmp_path, nan_at=(7,), findings_endpoint=False)[0] as server:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=server.port)
+    assert scrape is not None and scrape.findings == ()
+    assert (scrape.step, scrape.triggered) == (9, frozenset({"exploding_tensor"}))
+    assert scrape.undetailed == (
+        "the evaluator of pod ml/mnist-0 serves no /findings (an image older than the operator's); its /metrics "
+        "give the rule and the step only"
+    )
+    observed = policy_status.Observed(adapter=batch_job.KIND, obj=_job("mnist", "j-uid", {}), pods=[],
+                                      scrapes=[scrape])  # fmt: skip
+    entry = policy_status.workload_status(observed)
+    assert (entry.rule, entry.finding_step, entry.rank, entry.severity) == ("exploding_tensor", 9, None, None)
+    assert entry.message is not None and entry.message.startswith(
+        "no details: the evaluator of pod ml/mnist-0"
+    )
+
+
+class _BrokenEvaluator:
+    """An HTTP server whose /findings answers `body` and whose /metrics is a real evaluator's page."""
+
+    def __init__(self, body: bytes, metrics_page: bytes) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                out = body if self.path == findings.PATH else metrics_page
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _document(**fields: Any) -> bytes:
+    return json.dumps({"kind": findings.KIND, "version": findings.VERSION, **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"<html>proxy error</html>", "a body that is not JSON"),
+        (b"[1, 2]", "JSON that is not a TrainGuardFindings document"),
+        (_document(version="v9"), "a TrainGuardFindings document of version 'v9'; this operator reads v1"),
+        (_document(findings=[{"rule": "x", "message": "m" * 600}]),
+         "an invalid TrainGuardFindings document (findings.0.message: String should have at most 512 characters)"),
+        (_document(findings=[{"rule": "x", "message": "m" * 100}] * 8000), f"a document larger than {findings.MAX_BYTES} bytes"),
+    ],
+    ids=["not-json", "not-a-document", "other-version", "out-of-bounds", "oversized"],
+)  # fmt: skip
+def test_a_broken_findings_document_falls_back_to_the_metrics_and_says_why(
+    tmp_path: Path, body: bytes, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from prometheus_client import generate_latest
+
+    with _serve_evaluator(tmp_path, nan_at=(7,))[0] as real:
+        page = generate_latest(real.registry)
+    broken = _BrokenEvaluator(body, page)
+    try:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=broken.port)
+    finally:
+        broken.close()
+    # Nothing lost: the rule and the step still come from /metrics, and the finding says why there is no more.
+    assert scrape is not None and (scrape.step, scrape.triggered) == (9, frozenset({"exploding_tensor"}))
+    assert scrape.undetailed is not None
+    assert scrape.undetailed.startswith(f"the evaluator of pod ml/mnist-0 answered /findings with {why}")
+    assert scrape.undetailed.endswith("; its /metrics give the rule and the step only")
+    assert why in caplog.text
 
 
 def test_the_verdict_follows_the_policys_actions() -> None:
     job = _job("mnist", "j-uid", {})
-    found = policy_status.Scrape(step=12, triggered=frozenset({"exploding_tensor", "loss_not_decreasing"}))
+    found = policy_status.Scrape(
+        step=12,
+        triggered=frozenset({"exploding_tensor", "loss_not_decreasing"}),
+        undetailed="an old evaluator",
+    )
     observed = policy_status.Observed(adapter=batch_job.KIND, obj=job, pods=[], scrapes=[found])
     policy = inject.Policy.from_body({"metadata": {"name": "p", "namespace": NS}, "spec": {
         "capture": {"uri": "file:///r"}, "selector": {"matchLabels": {"a": "b"}},
@@ -357,8 +458,7 @@ async def _stop_rounds(
 
     def close() -> None:
         api.close()
-        server.shutdown()
-        server.server_close()
+        server.close()
 
     return one_round, close, api
 
@@ -373,17 +473,87 @@ async def test_a_stop_finding_suspends_the_top_level_workload_once(kube: KubeEnv
     one_round, close, _api = await _stop_rounds(kube, tmp_path)
     try:
         (event,) = await asyncio.to_thread(one_round, 1_000.0)
-        assert (event.debugpolicy, event.workload, event.rule, event.action, event.step) == (
-            "watch", webhooks.Workload(kind="Job", name="mnist"), "exploding_tensor", Action.STOP, 9,
+        assert (event.debugpolicy, event.workload, event.rule, event.action) == (
+            "watch", webhooks.Workload(kind="Job", name="mnist"), "exploding_tensor", Action.STOP,
         )  # fmt: skip
-        assert webhooks.summary(event) == (
-            "DebugPolicy ml/watch: rule exploding_tensor found issues at step 9 in Job mnist "
-            "(the workload was suspended)"
+        # What a DebugJob's finding carries: the finding's step and rank, severity, message (and the category).
+        assert (event.step, event.rank, event.severity, event.category) == (
+            3, 0, "critical", RuleCategory.NON_FINITE,
+        )  # fmt: skip
+        assert "NaN" in event.message and event.earlier_sign is None
+        summary = webhooks.summary(event)
+        assert summary.startswith(
+            "DebugPolicy ml/watch: rule exploding_tensor found issues at step 3 on rank 0 in Job mnist: "
         )
+        assert event.message in summary and summary.endswith("(the workload was suspended)")
         assert _suspended(kube)
         assert await asyncio.to_thread(one_round, 1_010.0) == []  # acted on once
     finally:
         close()
+
+
+async def test_an_evaluator_that_does_not_answer_loses_nothing(kube: KubeEnv, tmp_path: Path) -> None:
+    job = _job("mnist", "", {"app": "mnist"})
+    job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+    await kube.create(PODS, _running(_pod(job, 0, injected=True)))
+    policy = inject.Policy.from_body(_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}))
+    api = client.Kube.connect(pool_size=2)
+    acted = attach.Acted()
+
+    def one_round(port: int, now: float) -> list[webhooks.RuleEvent]:
+        observed = attach.observe(api, policy, [batch_job.KIND])
+        observed = attach.with_scrapes(observed, lambda pod: attach.scrape_pod(pod, port=port))
+        return attach.act(api, policy, observed, acted=acted, now=now)
+
+    try:
+        # Nothing listens yet (the evaluator is still starting): the round skips the pod and acts on nothing.
+        assert await asyncio.to_thread(one_round, free_port(), 1_000.0) == [] and not _suspended(kube)
+        with _serve_evaluator(tmp_path, nan_at=(3,))[0] as server:
+            (event,) = await asyncio.to_thread(one_round, server.port, 1_010.0)
+        assert (event.rule, event.step, event.rank) == ("exploding_tensor", 3, 0) and _suspended(kube)
+    finally:
+        api.close()
+
+
+async def test_a_stop_names_the_earlier_sign_another_evaluator_of_the_workload_found(kube: KubeEnv) -> None:
+    job = _job("mnist", "", {"app": "mnist"})
+    job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+    policy = inject.Policy.from_body(_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}))
+
+    def document(**fields: Any) -> policy_status.Scrape:
+        return policy_status.from_document(findings.FindingsDocument.model_validate(fields))
+
+    # Two pods' evaluators (as their /findings documents say): rank 1 saw the loss diverge at step 40, rank 0 the NaN
+    # at step 52 (rank 1 too, later); an older evaluator on a third pod reports the NaN rule without details.
+    spike = {"rule": "loss_spike", "step": 40, "rank": 1, "severity": "warning", "message": "loss jumped 9x"}
+    scrapes = [
+        document(last_step=60, findings=[{"rule": "exploding_tensor", "step": 52, "rank": 0, "severity": "critical",
+                                          "message": "NaN in fc.weight", "category": "non-finite values"}]),
+        document(last_step=60, findings=[spike, {"rule": "exploding_tensor", "step": 55, "rank": 1}]),
+        policy_status.Scrape(step=60, triggered=frozenset({"exploding_tensor"}), undetailed="an old one"),
+    ]  # fmt: skip
+    api = client.Kube.connect(pool_size=2)
+    try:
+        observed = await asyncio.to_thread(attach.observe, api, policy, [batch_job.KIND])
+        observed = [dataclasses.replace(o, scrapes=scrapes) for o in observed]
+        events = await asyncio.to_thread(attach.act, api, policy, observed, acted=attach.Acted(), now=1_000.0)
+    finally:
+        api.close()
+    stop, notice = sorted(events, key=lambda e: e.action.value, reverse=True)
+    assert (stop.rule, stop.action, stop.step, stop.rank, stop.message) == (
+        "exploding_tensor", Action.STOP, 52, 0, "NaN in fc.weight",
+    )  # fmt: skip
+    assert stop.earlier_sign == webhooks.EarlierSign(
+        rule="loss_spike", step=40, rank=1, message="loss jumped 9x"
+    )
+    assert "; earlier sign: rule loss_spike at step 40 on rank 1" in webhooks.summary(stop)
+    assert (notice.rule, notice.action, notice.severity, notice.earlier_sign) == (
+        "loss_spike", Action.NOTIFY, "warning", None,
+    )  # fmt: skip
+    entry = policy_status.workload_status(observed[0])
+    assert (entry.rule, entry.finding_step, entry.rank, entry.severity, entry.message) == (
+        "loss_spike", 40, 1, Severity.WARNING, "loss jumped 9x",
+    )  # fmt: skip
 
 
 async def test_a_trainer_that_polls_the_stop_file_gets_the_cooperative_seconds_before_the_suspension(

@@ -30,6 +30,7 @@ import datetime
 import functools
 import logging
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from trainguard.api import debugjob, debugpolicy
+from trainguard.api import debugjob, debugpolicy, findings
 from trainguard.api.enums import Action
 from trainguard.operator import (
     actions,
@@ -205,19 +206,39 @@ def observe(
 
 
 def scrape_pod(pod: Mapping[str, Any], *, port: int = build.SIDECAR_PORT) -> policy_status.Scrape | None:
-    """Read an injected pod's evaluator /metrics; None when the pod has no IP yet or does not answer in time."""
+    """Read what an injected pod's evaluator found: its findings document (`GET /findings`), or, from an evaluator
+    that serves none (an older image) or a broken one, its /metrics (the rule and the step only; the Scrape says
+    why). None when the pod has no IP yet or does not answer in time: it is read again next round, so a finding
+    it holds is acted on then."""
+    meta = pod.get("metadata") or {}
+    where = f"the evaluator of pod {meta.get('namespace')}/{meta.get('name')}"
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
         return None
     host = f"[{ip}]" if ":" in str(ip) else str(ip)
+    base = f"http://{host}:{port}"
     try:
-        with urllib.request.urlopen(
-            f"http://{host}:{port}/metrics", timeout=SCRAPE_TIMEOUT_SECONDS
-        ) as answer:
-            return policy_status.parse_metrics(answer.read().decode("utf-8", "replace"))
+        try:
+            with urllib.request.urlopen(base + findings.PATH, timeout=SCRAPE_TIMEOUT_SECONDS) as answer:
+                return policy_status.from_document(
+                    policy_status.parse_findings(answer.read(findings.MAX_BYTES + 1))
+                )
+        except urllib.error.HTTPError as err:
+            err.close()
+            why = (
+                f"{where} serves no {findings.PATH} (an image older than the operator's)"
+                if err.code == 404
+                else f"{where} answered {findings.PATH} with HTTP {err.code}"
+            )
+        except ValueError as err:
+            why = f"{where} answered {findings.PATH} with {err}"
+            log.warning("%s; reading the rule and the step from its /metrics instead", why)
+        with urllib.request.urlopen(base + "/metrics", timeout=SCRAPE_TIMEOUT_SECONDS) as answer:
+            scrape = policy_status.parse_metrics(answer.read().decode("utf-8", "replace"))
     except (OSError, ValueError) as err:
-        log.debug("cannot read the evaluator of pod %s: %s", (pod.get("metadata") or {}).get("name"), err)
+        log.info("cannot read %s (%s); trying again in %.0f s", where, err, RESYNC_SECONDS)
         return None
+    return dataclasses.replace(scrape, undetailed=f"{why}; its /metrics give the rule and the step only")
 
 
 def with_scrapes(
@@ -317,10 +338,15 @@ def _event(
     now: float,
     suspend_in: int | None = None,
 ) -> webhooks.RuleEvent:
-    return webhooks.RuleEvent(
-        namespace=policy.namespace, debugpolicy=policy.name,
-        workload=webhooks.Workload(kind=o.adapter.kind, name=o.name), uid=o.uid, rule=rule, action=action,
-        step=o.step(), time=webhooks.rfc3339(now), suspend_in_seconds=suspend_in,
+    """The transition to announce for one rule of a workload: its first finding over the workload's evaluators,
+    and for a stop the earlier sign, as for a DebugJob (`actions.rule_event`)."""
+    found = o.findings()
+    finding = next(f for f in found if f.name == rule)
+    earlier = status_decision.earlier_sign(found, finding) if action == Action.STOP else None
+    return actions.rule_event(
+        finding, action=action, namespace=policy.namespace, uid=o.uid, time=webhooks.rfc3339(now),
+        earlier=earlier, debugpolicy=policy.name, workload=webhooks.Workload(kind=o.adapter.kind, name=o.name),
+        category=o.category(rule), suspend_in_seconds=suspend_in,
     )  # fmt: skip
 
 

@@ -286,6 +286,7 @@ def _serve_evaluator(
     stop_file: str | None = None,
     findings_endpoint: bool = True,
     address: str = "127.0.0.1",
+    port: int = 0,
 ) -> tuple[MetricsServer, int]:
     """A real evaluator over a real run (NaN at `nan_at`), served as `trainguard sidecar` serves it; without
     `findings_endpoint`, as an evaluator older than /findings (its /metrics only)."""
@@ -301,7 +302,9 @@ def _serve_evaluator(
     while not ev.ended:
         ev.poll()
     documents = {findings.PATH: lambda: sidecar_findings.document_bytes(ev)} if findings_endpoint else {}
-    server = MetricsServer(registry, health=lambda: (True, {}), documents=documents, address=address, port=0)
+    server = MetricsServer(
+        registry, health=lambda: (True, {}), documents=documents, address=address, port=port
+    )
     return server, server.port
 
 
@@ -653,3 +656,103 @@ def test_the_operator_reads_the_metric_names_the_evaluator_serves() -> None:
     source = (Path(__file__).resolve().parents[2] / "trainguard" / "sidecar" / "metrics.py").read_text()
     for name in (policy_status.STEP_METRIC, policy_status.TRIGGERED_METRIC, policy_status.WATCHED_METRIC):
         assert f'"{name}"' in source
+
+
+def _loopback_evaluator(tmp_path: Path) -> tuple[MetricsServer, str]:
+    """A real evaluator (NaN at step 3) served on the injected sidecar's port, 9400, of a loopback address of its
+    own (127.x.y.z: the operator reads `<podIP>:9400`, and 127.0.0.1:9400 may be taken on this machine)."""
+    import random
+
+    from trainguard.errors import ConfigError
+
+    for _ in range(20):
+        ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(1, 254)}"
+        try:
+            server, _port = _serve_evaluator(tmp_path, nan_at=(3,), address=ip, port=build.SIDECAR_PORT)
+        except ConfigError:  # that address's port 9400 is taken: another one
+            continue
+        return server, ip
+    raise AssertionError("no loopback address with port 9400 free")
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+@pytest.mark.slow
+async def test_an_attach_mode_operator_exports_its_policy_gauges_and_announces_findings_in_full(
+    kube: KubeEnv, tmp_path: Path
+) -> None:
+    # The operator as `trainguard operator --attach` runs it; a policy selecting two Jobs: "mnist", whose pod runs
+    # an injected evaluator that found a NaN (a stop rule), and "legacy", whose pod was admitted without it (blind).
+    _certificate(tmp_path)
+    evaluator, ip = await asyncio.to_thread(_loopback_evaluator, tmp_path)
+    jobs = {}
+    for name in ("mnist", "legacy"):
+        job = _job(name, "", {"team": "vision"})
+        job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+        jobs[name] = job
+    await kube.create(PODS, _running(_pod(jobs["mnist"], 0, injected=True), ip=ip))
+    await kube.create(PODS, _running(_pod(jobs["legacy"], 0, injected=False)))
+    await kube.create(POLICIES, _policy_body("vision", selector={"matchLabels": {"team": "vision"}}))
+    metrics_port, liveness = free_port(), free_port()
+    log = (tmp_path / "operator.log").open("w")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "trainguard", "operator", "-A", f"--metrics-port={metrics_port}",
+        "--metrics-address=127.0.0.1", f"--liveness=http://127.0.0.1:{liveness}/healthz", "--attach",
+        f"--attach-port={free_port()}", f"--attach-cert-dir={tmp_path}",
+        env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    labels = (("debugpolicy", "vision"), ("namespace", NS))
+    try:
+        await wait_http(f"http://127.0.0.1:{liveness}/healthz")
+
+        async def gauges() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+            found = _samples(await wait_http(f"http://127.0.0.1:{metrics_port}/metrics"))
+            return found if found.get(("trainguard_debugpolicy_stops_total", labels)) else None
+
+        found = None
+        for _ in range(300):  # the policy timer starts 5 s after the policy is seen, then runs every 10 s
+            if (found := await gauges()) is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert found is not None, "trainguard_debugpolicy_stops_total never counted the stop"
+        assert found[("trainguard_debugpolicy_workloads", labels)] == 2.0
+        assert found[("trainguard_debugpolicy_blind_workloads", labels)] == 1.0
+        assert found[("trainguard_debugpolicy_stops_total", labels)] == 1.0
+        assert batch_job.KIND.is_suspended(kube.get(JOBS, NS, "mnist") or {})
+        # The policy's status and its Event carry the finding as a DebugJob's do.
+        status = await eventually(
+            lambda: ((kube.get(POLICIES, NS, "vision") or {}).get("status") or {}).get("workloads"),
+            what="workloads",
+        )
+        legacy, mnist = status  # blind ones first
+        assert (legacy["name"], legacy["blind"], mnist["name"], mnist["blind"]) == (
+            "legacy",
+            True,
+            "mnist",
+            False,
+        )
+        assert (mnist["rule"], mnist["findingStep"], mnist["rank"], mnist["severity"]) == (
+            "exploding_tensor", 3, 0, "critical",
+        )  # fmt: skip
+        assert "NaN" in mnist["message"]
+        (stopped,) = await eventually(
+            lambda: [e for e in kube.list("v1/events", NS) if e.get("reason") == "Stopped"],
+            what="a Stopped Event",
+        )
+        assert stopped["message"].startswith(
+            "DebugPolicy ml/vision: rule exploding_tensor found issues at step 3 on rank 0 in Job mnist: "
+        )
+        assert mnist["message"] in stopped["message"]
+    finally:
+        await terminate(proc)
+        log.close()
+        evaluator.close()
+    assert "Traceback" not in (tmp_path / "operator.log").read_text()

@@ -4,12 +4,14 @@
   Warning Event; a valid one Ready (when attach mode is on).
 - `policies` (a kopf index, every DebugPolicy): the valid policies by namespace, read at admission.
 - `resync_policy` (a kopf timer, every `RESYNC_SECONDS`): lists the selected workloads and their pods,
-  reads each injected evaluator's /metrics (the operator pulls verdicts: the pods' ServiceAccounts are
-  the users' and get no write access to anything of ours), stops a workload whose evaluator reports a
+  reads each injected evaluator's findings document, /findings (`scrape_pod`; /metrics from an older one; the
+  operator pulls verdicts: the pods' ServiceAccounts are the users' and get no write access to anything of
+  ours), stops a workload whose evaluator reports a
   stop rule triggered (its top-level owner, or its Kueue Workload, through `control`; after
   `cooperativeSeconds` when its trainer polls the stop file), announces each finding as a DebugJob's
-  are announced (`actions.announce`: an Event, the webhooks), and writes the policy's status (`policy_status`): each workload's phase, rule,
-  step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
+  are announced (`actions.rule_event`, `actions.announce`: an Event, the webhooks, with the finding's step, rank,
+  severity, message and earlier sign), and writes the policy's status (`policy_status`): each workload's phase,
+  first finding, step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
 - `register` (called by `trainguard operator --attach` before kopf starts): one index per enabled
   workload kind (slim copies of the objects, for the owner walk at admission) and the mutating handler
   on pods carrying `trainguard.dev/watch=true`; `serve` (at startup) starts kopf's webhook server on the
@@ -67,7 +69,7 @@ moments after their Job (JobSet, Trainer: Jobs moments after their JobSet), ofte
 arrives, and such a pod would run unchecked. Well within the webhook's timeout (`attach.timeoutSeconds`)."""
 OWNER_POLL_SECONDS = 0.05
 SCRAPE_TIMEOUT_SECONDS = 2.0
-"""Longest wait for one evaluator's /metrics: a pod that does not answer is left out of this round."""
+"""Longest wait for one evaluator's /findings (or /metrics): a pod that does not answer is left out of this round."""
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
 
@@ -279,7 +281,7 @@ def act(
 
     A stop suspends the workload's top-level owner, or deactivates its Kueue Workloads when Kueue admits it
     (`control.stop`), as for a DebugJob's Job: at once, or, when a trainer of the workload polls the stop file
-    (its evaluator's /metrics say so), `cooperativeSeconds` after the verdict, so that it can save its work and
+    (its evaluator says so), `cooperativeSeconds` after the verdict, so that it can save its work and
     exit first. `now` is the Unix time of this round."""
     rules = status_decision.rule_actions(policy.spec.rules)
     wait = policy.spec.actions.stop.cooperative_seconds

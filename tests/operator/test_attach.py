@@ -391,7 +391,7 @@ def _document(**fields: Any) -> bytes:
         (_document(version="v9"), "a TrainGuardFindings document of version 'v9'; this operator reads v1"),
         (_document(findings=[{"rule": "x", "message": "m" * 600}]),
          "an invalid TrainGuardFindings document (findings.0.message: String should have at most 512 characters)"),
-        (_document(findings=[{"rule": "x", "message": "m" * 100}] * 8000), f"a document larger than {findings.MAX_BYTES} bytes"),
+        (_document(findings=[{"rule": "x", "message": "m" * 300}] * 8000), f"a document larger than {findings.MAX_BYTES} bytes"),
     ],
     ids=["not-json", "not-a-document", "other-version", "out-of-bounds", "oversized"],
 )  # fmt: skip

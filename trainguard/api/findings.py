@@ -24,8 +24,9 @@ MAX_RULES = 128
 """Entries at most: a policy lists at most 100 rules, plus the evaluator's own checks (data_gap, same data)."""
 MAX_MESSAGE_CHARS = 512
 """A finding's message is cut to this many characters (with an ellipsis): a sentence with numbers and a hint."""
-MAX_BYTES = 256 * 1024
-"""Largest document a reader accepts. A full one is about MAX_RULES x (MAX_MESSAGE_CHARS + 200) = 90 KiB."""
+MAX_BYTES = 1024 * 1024
+"""Largest document a reader accepts. A full one of ASCII messages is about MAX_RULES x (MAX_MESSAGE_CHARS + 200)
+= 90 KiB; with every character escaped as a JSON surrogate pair (12 bytes) about 820 KiB, still within."""
 
 
 class RuleFinding(BaseModel):

@@ -74,7 +74,8 @@ NEVER_SAMPLED_HERE = {
 }
 """Declared but without samples in this scenario: a counter whose children appear with the first handler error, and
 attach mode's per-policy gauges, set by its resync only when the operator runs with `--attach` (this stack runs the
-chart's default arguments; tests/operator/test_metrics.py sets and reads them)."""
+chart's default arguments; tests/operator/test_attach.py reads them from a running `trainguard operator --attach`
+against KMock: `test_an_attach_mode_operator_exports_its_policy_gauges_and_announces_findings_in_full`)."""
 VERBS = {
     kmock.action.FETCH: "get", kmock.action.LIST: "list", kmock.action.WATCH: "watch",
     kmock.action.CREATE: "create", kmock.action.UPDATE: "patch", kmock.action.DELETE: "delete",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import ssl
@@ -21,8 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.kube import KubeEnv, eventually, free_port, terminate, wait_http
 from tests.operator.conftest import OperatorProcess, WebhookReceiver
-from trainguard.api import debugjob, debugpolicy
-from trainguard.api.enums import Action
+from trainguard.api import debugjob, debugpolicy, findings
+from trainguard.api.enums import Action, RuleCategory, Severity
 from trainguard.operator import (
     actions,
     attach,
@@ -36,6 +37,7 @@ from trainguard.operator import (
 )
 from trainguard.operator.metrics import OperatorMetrics
 from trainguard.operator.workloads import batch_job, jobset, trainjob
+from trainguard.sidecar.server import MetricsServer
 
 NS = "ml"
 POLICIES = f"{debugjob.GROUP}/{debugjob.VERSION}/{debugpolicy.PLURAL}"
@@ -278,12 +280,18 @@ async def test_the_operator_serves_the_pod_webhook_from_memory(
 
 
 def _serve_evaluator(
-    tmp_path: Path, *, nan_at: tuple[int, ...], stop_file: str | None = None
-) -> tuple[Any, int]:
-    """A real evaluator over a real run (NaN at `nan_at`), its metrics served as the sidecar serves them."""
-    from prometheus_client import CollectorRegistry, start_http_server
-
+    tmp_path: Path,
+    *,
+    nan_at: tuple[int, ...],
+    stop_file: str | None = None,
+    findings_endpoint: bool = True,
+    address: str = "127.0.0.1",
+    port: int = 0,
+) -> tuple[MetricsServer, int]:
+    """A real evaluator over a real run (NaN at `nan_at`), served as `trainguard sidecar` serves it; without
+    `findings_endpoint`, as an evaluator older than /findings (its /metrics only)."""
     from tests.sidecar.runs import registered, write_run
+    from trainguard.sidecar import findings as sidecar_findings
     from trainguard.sidecar.evaluator import Evaluator
     from trainguard.store.backends import open_store
 
@@ -293,31 +301,127 @@ def _serve_evaluator(
     ev = registered(Evaluator(uri, checkpoint=False, stop_file=stop_file), registry)
     while not ev.ended:
         ev.poll()
-    server, _thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    return server, int(server.server_port)
+    documents = {findings.PATH: lambda: sidecar_findings.document_bytes(ev)} if findings_endpoint else {}
+    server = MetricsServer(
+        registry, health=lambda: (True, {}), documents=documents, address=address, port=port
+    )
+    return server, server.port
 
 
-def _running(pod: dict[str, Any]) -> dict[str, Any]:
-    pod["status"] = {"phase": "Running", "podIP": "127.0.0.1"}
+def _running(pod: dict[str, Any], ip: str = "127.0.0.1") -> dict[str, Any]:
+    pod["status"] = {"phase": "Running", "podIP": ip}
     return pod
 
 
-def test_the_operator_reads_a_real_evaluators_findings_from_its_metrics(tmp_path: Path) -> None:
-    server, port = _serve_evaluator(tmp_path, nan_at=(7,))
-    try:
-        scrape = attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port)
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert scrape == policy_status.Scrape(step=9, triggered=frozenset({"exploding_tensor"}))
+def _mnist_pod() -> dict[str, Any]:
+    return _pod(_job("mnist", "j-uid", {}), 0, injected=True)
+
+
+def test_the_operator_reads_a_real_evaluators_findings_document(tmp_path: Path) -> None:
+    with _serve_evaluator(tmp_path, nan_at=(7,))[0] as server:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=server.port)
+    assert scrape is not None and scrape.undetailed is None
+    assert (scrape.step, scrape.triggered, scrape.stop_watched) == (9, frozenset({"exploding_tensor"}), False)
+    (found,) = scrape.findings
+    assert (found.rule, found.step, found.rank, found.severity, found.category) == (
+        "exploding_tensor", 7, 0, Severity.CRITICAL, RuleCategory.NON_FINITE,
+    )  # fmt: skip
+    assert "NaN" in found.message and "at step 7 on rank 0" in found.message
     # A pod without an IP yet, or whose evaluator does not answer, is left out of the round.
-    assert attach.scrape_pod(_pod(_job("mnist", "j-uid", {}), 0, injected=True), port=port) is None
-    assert attach.scrape_pod(_running(_pod(_job("mnist", "j-uid", {}), 0, injected=True)), port=port) is None
+    assert attach.scrape_pod(_mnist_pod(), port=server.port) is None
+    assert attach.scrape_pod(_running(_mnist_pod()), port=server.port) is None
+
+
+def test_an_evaluator_without_the_findings_endpoint_still_gives_the_rule_and_step_and_says_why(
+    tmp_path: Path,
+) -> None:
+    with _serve_evaluator(tmp_path, nan_at=(7,), findings_endpoint=False)[0] as server:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=server.port)
+    assert scrape is not None and scrape.findings == ()
+    assert (scrape.step, scrape.triggered) == (9, frozenset({"exploding_tensor"}))
+    assert scrape.undetailed == (
+        "the evaluator of pod ml/mnist-0 serves no /findings (an image older than the operator's); its /metrics "
+        "give the rule and the step only"
+    )
+    observed = policy_status.Observed(adapter=batch_job.KIND, obj=_job("mnist", "j-uid", {}), pods=[],
+                                      scrapes=[scrape])  # fmt: skip
+    entry = policy_status.workload_status(observed)
+    assert (entry.rule, entry.finding_step, entry.rank, entry.severity) == ("exploding_tensor", 9, None, None)
+    assert entry.message is not None and entry.message.startswith(
+        "no details: the evaluator of pod ml/mnist-0"
+    )
+
+
+class _BrokenEvaluator:
+    """An HTTP server whose /findings answers `body` and whose /metrics is a real evaluator's page."""
+
+    def __init__(self, body: bytes, metrics_page: bytes) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                out = body if self.path == findings.PATH else metrics_page
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _document(**fields: Any) -> bytes:
+    return json.dumps({"kind": findings.KIND, "version": findings.VERSION, **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"<html>proxy error</html>", "a body that is not JSON"),
+        (b"[1, 2]", "JSON that is not a TrainGuardFindings document"),
+        (_document(version="v9"), "a TrainGuardFindings document of version 'v9'; this operator reads v1"),
+        (_document(findings=[{"rule": "x", "message": "m" * 600}]),
+         "an invalid TrainGuardFindings document (findings.0.message: String should have at most 512 characters)"),
+        (_document(findings=[{"rule": "x", "message": "m" * 300}] * 8000), f"a document larger than {findings.MAX_BYTES} bytes"),
+    ],
+    ids=["not-json", "not-a-document", "other-version", "out-of-bounds", "oversized"],
+)  # fmt: skip
+def test_a_broken_findings_document_falls_back_to_the_metrics_and_says_why(
+    tmp_path: Path, body: bytes, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from prometheus_client import generate_latest
+
+    with _serve_evaluator(tmp_path, nan_at=(7,))[0] as real:
+        page = generate_latest(real.registry)
+    broken = _BrokenEvaluator(body, page)
+    try:
+        scrape = attach.scrape_pod(_running(_mnist_pod()), port=broken.port)
+    finally:
+        broken.close()
+    # Nothing lost: the rule and the step still come from /metrics, and the finding says why there is no more.
+    assert scrape is not None and (scrape.step, scrape.triggered) == (9, frozenset({"exploding_tensor"}))
+    assert scrape.undetailed is not None
+    assert scrape.undetailed.startswith(f"the evaluator of pod ml/mnist-0 answered /findings with {why}")
+    assert scrape.undetailed.endswith("; its /metrics give the rule and the step only")
+    assert why in caplog.text
 
 
 def test_the_verdict_follows_the_policys_actions() -> None:
     job = _job("mnist", "j-uid", {})
-    found = policy_status.Scrape(step=12, triggered=frozenset({"exploding_tensor", "loss_not_decreasing"}))
+    found = policy_status.Scrape(
+        step=12,
+        triggered=frozenset({"exploding_tensor", "loss_not_decreasing"}),
+        undetailed="an old evaluator",
+    )
     observed = policy_status.Observed(adapter=batch_job.KIND, obj=job, pods=[], scrapes=[found])
     policy = inject.Policy.from_body({"metadata": {"name": "p", "namespace": NS}, "spec": {
         "capture": {"uri": "file:///r"}, "selector": {"matchLabels": {"a": "b"}},
@@ -357,8 +461,7 @@ async def _stop_rounds(
 
     def close() -> None:
         api.close()
-        server.shutdown()
-        server.server_close()
+        server.close()
 
     return one_round, close, api
 
@@ -373,17 +476,87 @@ async def test_a_stop_finding_suspends_the_top_level_workload_once(kube: KubeEnv
     one_round, close, _api = await _stop_rounds(kube, tmp_path)
     try:
         (event,) = await asyncio.to_thread(one_round, 1_000.0)
-        assert (event.debugpolicy, event.workload, event.rule, event.action, event.step) == (
-            "watch", webhooks.Workload(kind="Job", name="mnist"), "exploding_tensor", Action.STOP, 9,
+        assert (event.debugpolicy, event.workload, event.rule, event.action) == (
+            "watch", webhooks.Workload(kind="Job", name="mnist"), "exploding_tensor", Action.STOP,
         )  # fmt: skip
-        assert webhooks.summary(event) == (
-            "DebugPolicy ml/watch: rule exploding_tensor found issues at step 9 in Job mnist "
-            "(the workload was suspended)"
+        # What a DebugJob's finding carries: the finding's step and rank, severity, message (and the category).
+        assert (event.step, event.rank, event.severity, event.category) == (
+            3, 0, "critical", RuleCategory.NON_FINITE,
+        )  # fmt: skip
+        assert "NaN" in event.message and event.earlier_sign is None
+        summary = webhooks.summary(event)
+        assert summary.startswith(
+            "DebugPolicy ml/watch: rule exploding_tensor found issues at step 3 on rank 0 in Job mnist: "
         )
+        assert event.message in summary and summary.endswith("(the workload was suspended)")
         assert _suspended(kube)
         assert await asyncio.to_thread(one_round, 1_010.0) == []  # acted on once
     finally:
         close()
+
+
+async def test_an_evaluator_that_does_not_answer_loses_nothing(kube: KubeEnv, tmp_path: Path) -> None:
+    job = _job("mnist", "", {"app": "mnist"})
+    job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+    await kube.create(PODS, _running(_pod(job, 0, injected=True)))
+    policy = inject.Policy.from_body(_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}))
+    api = client.Kube.connect(pool_size=2)
+    acted = attach.Acted()
+
+    def one_round(port: int, now: float) -> list[webhooks.RuleEvent]:
+        observed = attach.observe(api, policy, [batch_job.KIND])
+        observed = attach.with_scrapes(observed, lambda pod: attach.scrape_pod(pod, port=port))
+        return attach.act(api, policy, observed, acted=acted, now=now)
+
+    try:
+        # Nothing listens yet (the evaluator is still starting): the round skips the pod and acts on nothing.
+        assert await asyncio.to_thread(one_round, free_port(), 1_000.0) == [] and not _suspended(kube)
+        with _serve_evaluator(tmp_path, nan_at=(3,))[0] as server:
+            (event,) = await asyncio.to_thread(one_round, server.port, 1_010.0)
+        assert (event.rule, event.step, event.rank) == ("exploding_tensor", 3, 0) and _suspended(kube)
+    finally:
+        api.close()
+
+
+async def test_a_stop_names_the_earlier_sign_another_evaluator_of_the_workload_found(kube: KubeEnv) -> None:
+    job = _job("mnist", "", {"app": "mnist"})
+    job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+    policy = inject.Policy.from_body(_policy_body("watch", selector={"matchLabels": {"app": "mnist"}}))
+
+    def document(**fields: Any) -> policy_status.Scrape:
+        return policy_status.from_document(findings.FindingsDocument.model_validate(fields))
+
+    # Two pods' evaluators (as their /findings documents say): rank 1 saw the loss diverge at step 40, rank 0 the NaN
+    # at step 52 (rank 1 too, later); an older evaluator on a third pod reports the NaN rule without details.
+    spike = {"rule": "loss_spike", "step": 40, "rank": 1, "severity": "warning", "message": "loss jumped 9x"}
+    scrapes = [
+        document(last_step=60, findings=[{"rule": "exploding_tensor", "step": 52, "rank": 0, "severity": "critical",
+                                          "message": "NaN in fc.weight", "category": "non-finite values"}]),
+        document(last_step=60, findings=[spike, {"rule": "exploding_tensor", "step": 55, "rank": 1}]),
+        policy_status.Scrape(step=60, triggered=frozenset({"exploding_tensor"}), undetailed="an old one"),
+    ]  # fmt: skip
+    api = client.Kube.connect(pool_size=2)
+    try:
+        observed = await asyncio.to_thread(attach.observe, api, policy, [batch_job.KIND])
+        observed = [dataclasses.replace(o, scrapes=scrapes) for o in observed]
+        events = await asyncio.to_thread(attach.act, api, policy, observed, acted=attach.Acted(), now=1_000.0)
+    finally:
+        api.close()
+    stop, notice = sorted(events, key=lambda e: e.action.value, reverse=True)
+    assert (stop.rule, stop.action, stop.step, stop.rank, stop.message) == (
+        "exploding_tensor", Action.STOP, 52, 0, "NaN in fc.weight",
+    )  # fmt: skip
+    assert stop.earlier_sign == webhooks.EarlierSign(
+        rule="loss_spike", step=40, rank=1, message="loss jumped 9x"
+    )
+    assert "; earlier sign: rule loss_spike at step 40 on rank 1" in webhooks.summary(stop)
+    assert (notice.rule, notice.action, notice.severity, notice.earlier_sign) == (
+        "loss_spike", Action.NOTIFY, "warning", None,
+    )  # fmt: skip
+    entry = policy_status.workload_status(observed[0])
+    assert (entry.rule, entry.finding_step, entry.rank, entry.severity, entry.message) == (
+        "loss_spike", 40, 1, Severity.WARNING, "loss jumped 9x",
+    )  # fmt: skip
 
 
 async def test_a_trainer_that_polls_the_stop_file_gets_the_cooperative_seconds_before_the_suspension(
@@ -483,3 +656,103 @@ def test_the_operator_reads_the_metric_names_the_evaluator_serves() -> None:
     source = (Path(__file__).resolve().parents[2] / "trainguard" / "sidecar" / "metrics.py").read_text()
     for name in (policy_status.STEP_METRIC, policy_status.TRIGGERED_METRIC, policy_status.WATCHED_METRIC):
         assert f'"{name}"' in source
+
+
+def _loopback_evaluator(tmp_path: Path) -> tuple[MetricsServer, str]:
+    """A real evaluator (NaN at step 3) served on the injected sidecar's port, 9400, of a loopback address of its
+    own (127.x.y.z: the operator reads `<podIP>:9400`, and 127.0.0.1:9400 may be taken on this machine)."""
+    import random
+
+    from trainguard.errors import ConfigError
+
+    for _ in range(20):
+        ip = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(1, 254)}"
+        try:
+            server, _port = _serve_evaluator(tmp_path, nan_at=(3,), address=ip, port=build.SIDECAR_PORT)
+        except ConfigError:  # that address's port 9400 is taken: another one
+            continue
+        return server, ip
+    raise AssertionError("no loopback address with port 9400 free")
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+@pytest.mark.slow
+async def test_an_attach_mode_operator_exports_its_policy_gauges_and_announces_findings_in_full(
+    kube: KubeEnv, tmp_path: Path
+) -> None:
+    # The operator as `trainguard operator --attach` runs it; a policy selecting two Jobs: "mnist", whose pod runs
+    # an injected evaluator that found a NaN (a stop rule), and "legacy", whose pod was admitted without it (blind).
+    _certificate(tmp_path)
+    evaluator, ip = await asyncio.to_thread(_loopback_evaluator, tmp_path)
+    jobs = {}
+    for name in ("mnist", "legacy"):
+        job = _job(name, "", {"team": "vision"})
+        job["metadata"]["uid"] = (await kube.create(JOBS, job))["metadata"]["uid"]
+        jobs[name] = job
+    await kube.create(PODS, _running(_pod(jobs["mnist"], 0, injected=True), ip=ip))
+    await kube.create(PODS, _running(_pod(jobs["legacy"], 0, injected=False)))
+    await kube.create(POLICIES, _policy_body("vision", selector={"matchLabels": {"team": "vision"}}))
+    metrics_port, liveness = free_port(), free_port()
+    log = (tmp_path / "operator.log").open("w")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "trainguard", "operator", "-A", f"--metrics-port={metrics_port}",
+        "--metrics-address=127.0.0.1", f"--liveness=http://127.0.0.1:{liveness}/healthz", "--attach",
+        f"--attach-port={free_port()}", f"--attach-cert-dir={tmp_path}",
+        env={**os.environ, "KUBECONFIG": str(kube.kubeconfig)}, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    labels = (("debugpolicy", "vision"), ("namespace", NS))
+    try:
+        await wait_http(f"http://127.0.0.1:{liveness}/healthz")
+
+        async def gauges() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+            found = _samples(await wait_http(f"http://127.0.0.1:{metrics_port}/metrics"))
+            return found if found.get(("trainguard_debugpolicy_stops_total", labels)) else None
+
+        found = None
+        for _ in range(300):  # the policy timer starts 5 s after the policy is seen, then runs every 10 s
+            if (found := await gauges()) is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert found is not None, "trainguard_debugpolicy_stops_total never counted the stop"
+        assert found[("trainguard_debugpolicy_workloads", labels)] == 2.0
+        assert found[("trainguard_debugpolicy_blind_workloads", labels)] == 1.0
+        assert found[("trainguard_debugpolicy_stops_total", labels)] == 1.0
+        assert batch_job.KIND.is_suspended(kube.get(JOBS, NS, "mnist") or {})
+        # The policy's status and its Event carry the finding as a DebugJob's do.
+        status = await eventually(
+            lambda: ((kube.get(POLICIES, NS, "vision") or {}).get("status") or {}).get("workloads"),
+            what="workloads",
+        )
+        legacy, mnist = status  # blind ones first
+        assert (legacy["name"], legacy["blind"], mnist["name"], mnist["blind"]) == (
+            "legacy",
+            True,
+            "mnist",
+            False,
+        )
+        assert (mnist["rule"], mnist["findingStep"], mnist["rank"], mnist["severity"]) == (
+            "exploding_tensor", 3, 0, "critical",
+        )  # fmt: skip
+        assert "NaN" in mnist["message"]
+        (stopped,) = await eventually(
+            lambda: [e for e in kube.list("v1/events", NS) if e.get("reason") == "Stopped"],
+            what="a Stopped Event",
+        )
+        assert stopped["message"].startswith(
+            "DebugPolicy ml/vision: rule exploding_tensor found issues at step 3 on rank 0 in Job mnist: "
+        )
+        assert mnist["message"] in stopped["message"]
+    finally:
+        await terminate(proc)
+        log.close()
+        evaluator.close()
+    assert "Traceback" not in (tmp_path / "operator.log").read_text()

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import yaml
 
 from tests.kube import DEBUGJOB_RESOURCE, KubeEnv, debugjob_manifest, eventually
 from tests.sidecar.runs import RunBuilder, custom, start_pod
+from trainguard.api import findings
+from trainguard.api.enums import RuleCategory, RuleState, Severity
 from trainguard.commands.sidecar import rank_from_env
 from trainguard.errors import ConfigError
 from trainguard.store.backends import open_store
@@ -150,6 +153,26 @@ async def test_an_injected_sidecar_serves_its_verdicts_until_sigterm_after_the_r
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read()
         )
         assert re.search(rb'trainguard_rule_triggered\{[^}]*rule="nan-guard"[^}]*\} 1\.0', page), page[-2000:]
+        # The findings document the operator's policy timer reads: what /metrics cannot carry.
+        status, doc = await asyncio.to_thread(_get_json, f"http://127.0.0.1:{port}{findings.PATH}")
+        document = findings.FindingsDocument.model_validate(doc)
+        assert status == 200 and (document.kind, document.version) == (findings.KIND, findings.VERSION)
+        assert (document.last_step, document.ranks, document.stop_watched) == (4, [1], False)
+        (found,) = document.findings
+        assert (found.rule, found.state, found.step, found.rank) == (
+            "nan-guard",
+            RuleState.ISSUES_FOUND,
+            3,
+            1,
+        )
+        assert (found.severity, found.category) == (Severity.CRITICAL, RuleCategory.WATCHPOINT)
+        assert "NaN/Inf values at step 3" in found.message and found.message.endswith(
+            "lower the learning rate"
+        )
+        assert file_uri not in json.dumps(doc), "the document carries findings, not the configuration"
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{port}/nothing")
+        assert missing.value.code == 404 and findings.PATH.encode() in missing.value.read()
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
     finally:

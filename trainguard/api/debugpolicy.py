@@ -29,6 +29,8 @@ from trainguard.api.debugjob import (
     NotifyAction,
     _Model,
 )
+from trainguard.api.enums import Severity
+from trainguard.api.findings import MAX_MESSAGE_CHARS
 from trainguard.api.rules_config import RulesConfig, RuleSpec
 
 KIND = "DebugPolicy"
@@ -253,9 +255,18 @@ class WorkloadStatus(_Model):
     )
     rule: str | None = Field(
         default=None,
-        description="A rule that found issues (the first by name of those its evaluators report), if any.",
+        description="The rule whose finding came first (earliest step over its evaluators; ties by name), if any.",
     )
     step: int | None = Field(default=None, description="Highest step its evaluators evaluated.")
+    finding_step: int | None = Field(default=None, description="Step of the rule's finding.")
+    rank: int | None = Field(default=None, description="Global rank of the rule's finding.")
+    severity: Severity | None = Field(default=None, description="Severity of the rule's finding.")
+    message: str | None = Field(
+        default=None,
+        max_length=MAX_MESSAGE_CHARS,
+        description="The finding as a sentence (from the evaluator's /findings). From an evaluator too old to "
+        "serve it: why there are no details (its /metrics give the rule and the step only).",
+    )
     ranks_seen: int = Field(
         default=0, description="Pods of the workload running with the injected evaluator."
     )

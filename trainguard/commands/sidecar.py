@@ -1,4 +1,4 @@
-"""Run the evaluator sidecar: follow a pod's ranks of a run, evaluate rules, serve /metrics and /healthz.
+"""Run the evaluator sidecar: follow a pod's ranks of a run, evaluate rules, serve /metrics, /healthz and /findings.
 
 Reads a SidecarConfig YAML (mounted at /etc/trainguard/sidecar.yaml by the operator). The rank
 comes from the config; else, with a DebugJob configured, the pod index i comes from RANK or
@@ -87,9 +87,10 @@ def pod_started_at(marker: str, now: float) -> float:
 def main(args: argparse.Namespace) -> int:
     import prometheus_client
 
+    from trainguard.api import findings as api_findings
     from trainguard.errors import ConfigError
     from trainguard.sidecar import config as sidecar_config
-    from trainguard.sidecar import metrics
+    from trainguard.sidecar import findings, metrics
     from trainguard.sidecar.evaluator import Evaluator
     from trainguard.sidecar.report_status import FULL_REPORT_RANKS, StatusReporter
     from trainguard.sidecar.server import MetricsServer
@@ -167,7 +168,10 @@ def main(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    server = MetricsServer(registry, health=health, address=cfg.metrics_address, port=cfg.metrics_port)
+    server = MetricsServer(
+        registry, health=health, address=cfg.metrics_address, port=cfg.metrics_port,
+        documents={api_findings.PATH: lambda: findings.document_bytes(evaluator)},
+    )  # fmt: skip
     log.info(
         "following %s (%s) with %d rules; metrics at %s/metrics",
         cfg.run_uri, "all ranks" if ranks is None else f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}",

@@ -9,7 +9,8 @@ Kubernetes Event on the DebugJob and hands one delivery per webhook to the `deli
 which sends them from its own thread: a receiver never holds up the handler. A stop is announced
 the same way, after the Job is stopped. The handler decides which transitions need an action
 (`status_decision.decide`) and calls these once per transition. Attach mode announces a DebugPolicy's
-findings through the same `announce` (`attach.resync_policy`), so its webhooks get the same delivery.
+findings through the same `rule_event` and `announce` (`attach.resync_policy`), so its Events and webhooks
+carry the same fields and get the same delivery.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import kopf
 
 from trainguard.api import debugjob
-from trainguard.api.enums import Action
+from trainguard.api.enums import Action, RuleCategory
 from trainguard.operator import build, client, delivery, webhooks
 from trainguard.operator.metrics import OperatorMetrics
 from trainguard.operator.workloads import control
@@ -109,6 +110,31 @@ def announce(
                 failed=failed,
             )
         )
+
+
+def rule_event(
+    rule: debugjob.RuleStatus,
+    *,
+    action: Action,
+    namespace: str,
+    uid: str,
+    time: str,
+    earlier: debugjob.RuleStatus | None = None,
+    debugjob_name: str | None = None,
+    debugpolicy: str | None = None,
+    workload: webhooks.Workload | None = None,
+    category: RuleCategory | None = None,
+    suspend_in_seconds: int | None = None,
+) -> webhooks.RuleEvent:
+    """Return the transition to announce for one rule's finding, a DebugJob's or a DebugPolicy's workload's: its
+    rule, step, rank, severity and message, and for a stop the earlier sign (`status_decision.earlier_sign`)."""
+    return webhooks.RuleEvent(
+        namespace=namespace, debugjob=debugjob_name, debugpolicy=debugpolicy, workload=workload, uid=uid,
+        rule=rule.name, action=action, severity=rule.severity.value if rule.severity else None, category=category,
+        step=rule.step, rank=rule.rank, message=rule.message, time=time, suspend_in_seconds=suspend_in_seconds,
+        earlier_sign=None if earlier is None else webhooks.EarlierSign(
+            rule=earlier.name, step=earlier.step, rank=earlier.rank, message=earlier.message),
+    )  # fmt: skip
 
 
 def emitter() -> EmitEvent:

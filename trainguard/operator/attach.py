@@ -4,12 +4,14 @@
   Warning Event; a valid one Ready (when attach mode is on).
 - `policies` (a kopf index, every DebugPolicy): the valid policies by namespace, read at admission.
 - `resync_policy` (a kopf timer, every `RESYNC_SECONDS`): lists the selected workloads and their pods,
-  reads each injected evaluator's /metrics (the operator pulls verdicts: the pods' ServiceAccounts are
-  the users' and get no write access to anything of ours), stops a workload whose evaluator reports a
+  reads each injected evaluator's findings document, /findings (`scrape_pod`; /metrics from an older one; the
+  operator pulls verdicts: the pods' ServiceAccounts are the users' and get no write access to anything of
+  ours), stops a workload whose evaluator reports a
   stop rule triggered (its top-level owner, or its Kueue Workload, through `control`; after
   `cooperativeSeconds` when its trainer polls the stop file), announces each finding as a DebugJob's
-  are announced (`actions.announce`: an Event, the webhooks), and writes the policy's status (`policy_status`): each workload's phase, rule,
-  step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
+  are announced (`actions.rule_event`, `actions.announce`: an Event, the webhooks, with the finding's step, rank,
+  severity, message and earlier sign), and writes the policy's status (`policy_status`): each workload's phase,
+  first finding, step, ranks seen, and `blind` for a workload whose pods run without the evaluator.
 - `register` (called by `trainguard operator --attach` before kopf starts): one index per enabled
   workload kind (slim copies of the objects, for the owner walk at admission) and the mutating handler
   on pods carrying `trainguard.dev/watch=true`; `serve` (at startup) starts kopf's webhook server on the
@@ -30,6 +32,7 @@ import datetime
 import functools
 import logging
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -37,7 +40,7 @@ from typing import Any
 import kopf
 import pydantic
 
-from trainguard.api import debugjob, debugpolicy
+from trainguard.api import debugjob, debugpolicy, findings
 from trainguard.api.enums import Action
 from trainguard.operator import (
     actions,
@@ -66,7 +69,7 @@ moments after their Job (JobSet, Trainer: Jobs moments after their JobSet), ofte
 arrives, and such a pod would run unchecked. Well within the webhook's timeout (`attach.timeoutSeconds`)."""
 OWNER_POLL_SECONDS = 0.05
 SCRAPE_TIMEOUT_SECONDS = 2.0
-"""Longest wait for one evaluator's /metrics: a pod that does not answer is left out of this round."""
+"""Longest wait for one evaluator's /findings (or /metrics): a pod that does not answer is left out of this round."""
 TLS_CERT = "tls.crt"
 TLS_KEY = "tls.key"
 
@@ -205,19 +208,39 @@ def observe(
 
 
 def scrape_pod(pod: Mapping[str, Any], *, port: int = build.SIDECAR_PORT) -> policy_status.Scrape | None:
-    """Read an injected pod's evaluator /metrics; None when the pod has no IP yet or does not answer in time."""
+    """Read what an injected pod's evaluator found: its findings document (`GET /findings`), or, from an evaluator
+    that serves none (an older image) or a broken one, its /metrics (the rule and the step only; the Scrape says
+    why). None when the pod has no IP yet or does not answer in time: it is read again next round, so a finding
+    it holds is acted on then."""
+    meta = pod.get("metadata") or {}
+    where = f"the evaluator of pod {meta.get('namespace')}/{meta.get('name')}"
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
         return None
     host = f"[{ip}]" if ":" in str(ip) else str(ip)
+    base = f"http://{host}:{port}"
     try:
-        with urllib.request.urlopen(
-            f"http://{host}:{port}/metrics", timeout=SCRAPE_TIMEOUT_SECONDS
-        ) as answer:
-            return policy_status.parse_metrics(answer.read().decode("utf-8", "replace"))
+        try:
+            with urllib.request.urlopen(base + findings.PATH, timeout=SCRAPE_TIMEOUT_SECONDS) as answer:
+                return policy_status.from_document(
+                    policy_status.parse_findings(answer.read(findings.MAX_BYTES + 1))
+                )
+        except urllib.error.HTTPError as err:
+            err.close()
+            why = (
+                f"{where} serves no {findings.PATH} (an image older than the operator's)"
+                if err.code == 404
+                else f"{where} answered {findings.PATH} with HTTP {err.code}"
+            )
+        except ValueError as err:
+            why = f"{where} answered {findings.PATH} with {err}"
+            log.warning("%s; reading the rule and the step from its /metrics instead", why)
+        with urllib.request.urlopen(base + "/metrics", timeout=SCRAPE_TIMEOUT_SECONDS) as answer:
+            scrape = policy_status.parse_metrics(answer.read().decode("utf-8", "replace"))
     except (OSError, ValueError) as err:
-        log.debug("cannot read the evaluator of pod %s: %s", (pod.get("metadata") or {}).get("name"), err)
+        log.info("cannot read %s (%s); trying again in %.0f s", where, err, RESYNC_SECONDS)
         return None
+    return dataclasses.replace(scrape, undetailed=f"{why}; its /metrics give the rule and the step only")
 
 
 def with_scrapes(
@@ -258,7 +281,7 @@ def act(
 
     A stop suspends the workload's top-level owner, or deactivates its Kueue Workloads when Kueue admits it
     (`control.stop`), as for a DebugJob's Job: at once, or, when a trainer of the workload polls the stop file
-    (its evaluator's /metrics say so), `cooperativeSeconds` after the verdict, so that it can save its work and
+    (its evaluator says so), `cooperativeSeconds` after the verdict, so that it can save its work and
     exit first. `now` is the Unix time of this round."""
     rules = status_decision.rule_actions(policy.spec.rules)
     wait = policy.spec.actions.stop.cooperative_seconds
@@ -317,10 +340,15 @@ def _event(
     now: float,
     suspend_in: int | None = None,
 ) -> webhooks.RuleEvent:
-    return webhooks.RuleEvent(
-        namespace=policy.namespace, debugpolicy=policy.name,
-        workload=webhooks.Workload(kind=o.adapter.kind, name=o.name), uid=o.uid, rule=rule, action=action,
-        step=o.step(), time=webhooks.rfc3339(now), suspend_in_seconds=suspend_in,
+    """The transition to announce for one rule of a workload: its first finding over the workload's evaluators,
+    and for a stop the earlier sign, as for a DebugJob (`actions.rule_event`)."""
+    found = o.findings()
+    finding = next(f for f in found if f.name == rule)
+    earlier = status_decision.earlier_sign(found, finding) if action == Action.STOP else None
+    return actions.rule_event(
+        finding, action=action, namespace=policy.namespace, uid=o.uid, time=webhooks.rfc3339(now),
+        earlier=earlier, debugpolicy=policy.name, workload=webhooks.Workload(kind=o.adapter.kind, name=o.name),
+        category=o.category(rule), suspend_in_seconds=suspend_in,
     )  # fmt: skip
 
 

@@ -366,13 +366,15 @@ def decide_and_act(
             _suspend(state, dj, owner, since=_now())
         state.metrics.actions.labels(action=action.value).inc()
         sign = decision.earlier_sign if action == Action.STOP else None
-        event = webhooks.RuleEvent(
-            namespace=owner.namespace, debugjob=owner.name, uid=owner.uid, rule=rule.name,
-            action=action, severity=rule.severity.value if rule.severity else None,
-            step=rule.step, rank=rule.rank, message=rule.message, time=_now(),
-            earlier_sign=None if sign is None else webhooks.EarlierSign(
-                rule=sign.name, step=sign.step, rank=sign.rank, message=sign.message),
-        )  # fmt: skip
+        event = actions.rule_event(
+            rule,
+            action=action,
+            namespace=owner.namespace,
+            uid=owner.uid,
+            time=_now(),
+            earlier=sign,
+            debugjob_name=owner.name,
+        )
         assert state.dispatcher is not None, "startup creates the dispatcher"
         actions.announce(
             state.kube, body=actions.reference(data), event=event, hooks=dj.spec.actions.notify.webhooks,

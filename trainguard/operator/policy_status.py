@@ -1,24 +1,28 @@
 """A DebugPolicy's status and verdicts, worked out from what the operator read: the selected workloads, their
-pods, and what each injected evaluator's /metrics says.
+pods, and what each injected evaluator reports (its `/findings` document, `api.findings`; from an evaluator too
+old to serve it, its /metrics: the rule and the step only, and the finding says so).
 
-Pure (no API calls, no clock): `attach.resync_policy` lists the objects, scrapes the evaluators and passes
+Pure (no API calls, no clock): `attach.resync_policy` lists the objects, reads the evaluators and passes
 them here. A workload is blind when one of its training pods (a pod with a rank, `pod_rank`) that has
 not finished runs without the injected evaluator: it was admitted while the webhook was down or the
 operator was upgrading, so nothing checks its training. Only the top-level workload is listed (a
 JobSet's Jobs, a TrainJob's JobSet are not workloads of their own), because that is what a stop
-suspends. A rule that an evaluator reports triggered (`trainguard_rule_triggered`) is acted on by
-the policy's action for it (`status_decision.rule_actions`: the spec's, or the default set's).
+suspends. A rule that an evaluator reports in IssuesFound is acted on by the policy's action for it
+(`status_decision.rule_actions`: the spec's, or the default set's). Each rule's finding is its first over
+the workload's evaluators (earliest step, then rank), as a DebugJob's rule status is over its ranks' reports.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 
+import pydantic
 from prometheus_client.parser import text_string_to_metric_families
 
-from trainguard.api import debugpolicy
-from trainguard.api.enums import Action
+from trainguard.api import debugjob, debugpolicy, findings
+from trainguard.api.enums import Action, RuleCategory, RuleState
 from trainguard.operator import inject, status_decision
 from trainguard.operator.workloads import declaration
 
@@ -38,13 +42,54 @@ WATCHED_METRIC = "trainguard_sidecar_stop_watched"
 
 @dataclasses.dataclass(frozen=True)
 class Scrape:
-    """What one pod's evaluator reported on its /metrics."""
+    """What one pod's evaluator reported: its findings document, or (an older evaluator) its /metrics."""
 
     step: int | None = None
     triggered: frozenset[str] = frozenset()
     """Rules that found issues (IssuesFound is final, so a rule stays here)."""
     stop_watched: bool = False
     """The pod's trainer polls the stop file (`hook.should_stop()`): a stop can give it `cooperativeSeconds`."""
+    findings: tuple[findings.RuleFinding, ...] = ()
+    """Each triggered rule's finding (message, severity, rank, step, category), from the findings document."""
+    undetailed: str | None = None
+    """Why this evaluator's findings carry no details (None when they came from its findings document): its
+    /metrics gave the rule and the step it reached only."""
+
+
+def from_document(doc: findings.FindingsDocument) -> Scrape:
+    """Return what an evaluator's findings document says."""
+    found = tuple(f for f in doc.findings if f.state == RuleState.ISSUES_FOUND)
+    return Scrape(
+        step=doc.last_step,
+        triggered=frozenset(f.rule for f in found),
+        stop_watched=doc.stop_watched,
+        findings=found,
+    )
+
+
+def parse_findings(body: bytes) -> findings.FindingsDocument:
+    """Return the findings document in an evaluator's answer to `GET /findings`.
+
+    Raises ValueError saying what is wrong: larger than `findings.MAX_BYTES`, not JSON, not a findings
+    document, a version this operator does not read, or a field out of its bounds."""
+    if len(body) > findings.MAX_BYTES:
+        raise ValueError(f"a document larger than {findings.MAX_BYTES} bytes")
+    try:
+        raw = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"a body that is not JSON ({err})") from None
+    if not isinstance(raw, dict) or raw.get("kind") != findings.KIND:
+        raise ValueError(f"JSON that is not a {findings.KIND} document")
+    if raw.get("version") != findings.VERSION:
+        raise ValueError(
+            f"a {findings.KIND} document of version {raw.get('version')!r}; this operator reads {findings.VERSION}"
+        )
+    try:
+        return findings.FindingsDocument.model_validate(raw)
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"an invalid {findings.KIND} document ({where}: {first['msg']})") from None
 
 
 def parse_metrics(text: str) -> Scrape:
@@ -86,6 +131,35 @@ class Observed:
     def triggered(self) -> list[str]:
         """The rules any of its evaluators found issues with, sorted."""
         return sorted(set().union(*(s.triggered for s in self.scrapes)) if self.scrapes else set())
+
+    def findings(self) -> list[debugjob.RuleStatus]:
+        """Each rule any of its evaluators found issues with, as a DebugJob's rule status: its first finding over
+        the evaluators (earliest step, then rank; a detailed one before one without details at the same step),
+        sorted by name. A rule only older evaluators report has the step they reached and a message saying why
+        there are no details."""
+        best: dict[str, tuple[tuple[int, int, int], debugjob.RuleStatus]] = {}
+        for scrape in self.scrapes:
+            detailed = {f.rule: f for f in scrape.findings}
+            for rule in scrape.triggered:
+                f = detailed.get(rule)
+                if f is not None:
+                    status = debugjob.RuleStatus(
+                        name=rule, state=RuleState.ISSUES_FOUND, step=f.step, rank=f.rank, severity=f.severity,
+                        message=f.message,
+                    )  # fmt: skip
+                else:
+                    status = debugjob.RuleStatus(
+                        name=rule, state=RuleState.ISSUES_FOUND, step=scrape.step,
+                        message=f"no details: {scrape.undetailed or 'the evaluator sent none'}",
+                    )  # fmt: skip
+                key = (status.step if status.step is not None else 1 << 62, f is None, status.rank or 0)
+                if rule not in best or key < best[rule][0]:
+                    best[rule] = (key, status)
+        return [best[name][1] for name in sorted(best)]
+
+    def category(self, rule: str) -> RuleCategory | None:
+        """The rule's category, as its evaluators' findings documents give it (None: none did)."""
+        return next((f.category for s in self.scrapes for f in s.findings if f.rule == rule), None)
 
     def step(self) -> int | None:
         steps = [s.step for s in self.scrapes if s.step is not None]
@@ -132,7 +206,8 @@ def phase_of(state: declaration.WorkloadState) -> str:
 
 
 def workload_status(observed: Observed) -> debugpolicy.WorkloadStatus:
-    """Return one workload's entry: its phase, the pods running the evaluator, and whether any run without it."""
+    """Return one workload's entry: its phase, its first finding (rule, step, rank, severity, message), the pods
+    running the evaluator, and whether any run without it."""
     adapter, obj = observed.adapter, observed.obj
     training = [
         p
@@ -141,13 +216,17 @@ def workload_status(observed: Observed) -> debugpolicy.WorkloadStatus:
         and adapter.pod_rank(p, obj) is not None
     ]
     seen = sum(1 for p in training if inject.is_injected(p))
-    triggered = observed.triggered()
+    first = status_decision.first_finding(observed.findings())
     return debugpolicy.WorkloadStatus(
         kind=adapter.kind,
         name=observed.name,
         phase=phase_of(adapter.state(obj)),
-        rule=triggered[0] if triggered else None,
+        rule=first.name if first else None,
         step=observed.step(),
+        finding_step=first.step if first else None,
+        rank=first.rank if first else None,
+        severity=first.severity if first else None,
+        message=findings.cut(first.message) or None if first else None,
         ranks_seen=seen,
         blind=seen < len(training),
     )

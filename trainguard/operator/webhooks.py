@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainguard._version import __version__
 from trainguard.api import debugjob
-from trainguard.api.enums import Action
+from trainguard.api.enums import Action, RuleCategory
 
 
 class EarlierSign(BaseModel):
@@ -58,6 +58,11 @@ class RuleEvent(BaseModel):
     rule: str
     action: Action = Field(description="The spec's action for the rule: stop or notify.")
     severity: str | None = None
+    category: RuleCategory | None = Field(
+        default=None,
+        description="For a DebugPolicy: the rule's category, as the evaluator's findings document gives it; empty for "
+        "a DebugJob (its sidecars' status reports do not carry it).",
+    )
     step: int | None = None
     rank: int | None = None
     message: str = ""

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from trainguard.api import default_rules, rules_config
-from trainguard.api.enums import Severity
+from trainguard.api.enums import RuleCategory, Severity
 from trainguard.api.rules_config import RulesFile, RuleSpec
 from trainguard.api.sidecar_config import SidecarConfig
 from trainguard.errors import ConfigError, TrainGuardError
@@ -37,6 +37,8 @@ class CompiledRule:
     make: Callable[[], Rule]
     severity: Severity
     """The rule's configured (or default) severity, for statuses before any finding."""
+    category: RuleCategory = RuleCategory.WATCHPOINT
+    """The rule class's category (what it watches), for the findings document (`sidecar/findings.py`)."""
 
     @property
     def name(self) -> str:
@@ -123,7 +125,7 @@ def compile_rules(specs: Sequence[RuleSpec]) -> list[CompiledRule]:
             raise
         except (TrainGuardError, ValidationError, ValueError, TypeError, KeyError) as err:
             raise ConfigError(f"{entry}: {_explain(err)}") from err
-        out.append(CompiledRule(spec=spec, make=make, severity=probe.severity))
+        out.append(CompiledRule(spec=spec, make=make, severity=probe.severity, category=probe.category))
     return out
 
 

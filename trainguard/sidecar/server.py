@@ -1,9 +1,11 @@
-"""The sidecar's HTTP endpoints: `GET /metrics` (Prometheus text) and `GET /healthz` (JSON).
+"""The sidecar's HTTP endpoints: `GET /metrics` (Prometheus text), `GET /healthz` (JSON) and read-only JSON documents.
 
 A stdlib `ThreadingHTTPServer` on its own daemon thread, bound to the configured address and
 port; port 0 takes a free one, readable as `MetricsServer.port`. `/metrics` renders the
 registry it is given (content negotiation, OpenMetrics included, is prometheus_client's);
-`/healthz` calls a function that returns (healthy, details). What to report is left to callers.
+`/healthz` calls a function that returns (healthy, details); each path in `documents` calls its
+function for the JSON body (the evaluator's `/findings`, `sidecar/findings.py`). What to report is
+left to callers.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,6 +26,8 @@ from trainguard.errors import ConfigError
 log = logging.getLogger(__name__)
 
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
+Document = Callable[[], bytes]
+"""Returns a JSON document (UTF-8 bytes), built at request time."""
 
 
 class MetricsServer:
@@ -34,11 +38,14 @@ class MetricsServer:
         registry: prometheus_client.CollectorRegistry,
         *,
         health: HealthCheck,
+        documents: Mapping[str, Document] | None = None,
         address: str = "0.0.0.0",
         port: int = 9400,
     ) -> None:
         self.registry = registry
         self.health = health
+        self.documents = dict(documents or {})
+        """Path (`/findings`) -> the function that builds its JSON body."""
         handler = _handler_class(self)
         try:
             self._httpd = ThreadingHTTPServer((address, port), handler)
@@ -83,8 +90,11 @@ def _handler_class(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
                 healthy, details = server.health()
                 body = json.dumps(details).encode()
                 self._send(200 if healthy else 503, [("Content-Type", "application/json")], body)
+            elif path in server.documents:
+                self._send(200, [("Content-Type", "application/json")], server.documents[path]())
             else:
-                self._send(404, [("Content-Type", "text/plain")], b"not found: try /metrics or /healthz\n")
+                paths = ", ".join(["/metrics", "/healthz", *sorted(server.documents)])
+                self._send(404, [("Content-Type", "text/plain")], f"not found: try {paths}\n".encode())
 
         def _metrics(self) -> tuple[bytes, list[tuple[str, str]]]:
             encoder, content_type = exposition.choose_encoder(self.headers.get("Accept", ""))

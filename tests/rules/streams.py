@@ -170,7 +170,10 @@ class Stream:
                     update=math.nan if t == 0 else lr * grad_l2 * 0.1,
                 )
             elif m.collection == "gradients":
-                cols[m.name] = columns(n=n, std=grad_l2 / math.sqrt(n))
+                cols[m.name] = g = columns(n=n, std=grad_l2 / math.sqrt(n))
+                # each step's mini-batch gives a new gradient, with its own extremes (not the previous one rescaled)
+                g[COL["min"]] *= 1 + 0.03 * ((7 * t + i) % 5)
+                g[COL["max"]] *= 1 + 0.03 * ((3 * t + i) % 7)
             elif m.collection == "inputs":
                 cols[m.name] = columns(n=n, std=1 + 0.02 * float(rng.standard_normal()))
             else:

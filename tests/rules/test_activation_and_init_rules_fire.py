@@ -127,10 +127,22 @@ def test_poor_weight_initialization_reports_several_all_zero_kernels_once() -> N
     def zero_init(d: StepData) -> None:
         for i in range(4):
             d.set(f"fc{i}.weight", zero=d.cols[f"fc{i}.weight"][COL["count"]], std=0.0)
+            if i < 3:  # behind a zero kernel no gradient reaches the layers before it
+                d.set(f"grad/fc{i}.weight", l2=0.0, std=0.0, min=0.0, max=0.0, mean=0.0)
 
     found = run(PoorWeightInitialization(), Stream(steps=20, fault=zero_init))
     assert len(found) == 1 and found[0].tensor == "fc0.weight"
     assert "4 of 4 kernels are entirely zero" in found[0].message
+    assert "3 of them without a gradient: fc0.weight" in found[0].message
+
+
+def test_poor_weight_initialization_allows_zero_kernels_that_get_a_gradient() -> None:
+    # LoRA: each adapter's B is zero beside its random A and a frozen base path, and gets a gradient at once
+    def lora(d: StepData) -> None:
+        for i in (1, 3):
+            d.set(f"fc{i}.weight", zero=d.cols[f"fc{i}.weight"][COL["count"]], std=0.0)
+
+    assert run(PoorWeightInitialization(), Stream(steps=20, fault=lora)) == []
 
 
 def test_poor_weight_initialization_allows_a_single_zero_initialised_kernel() -> None:

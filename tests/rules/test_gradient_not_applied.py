@@ -71,6 +71,9 @@ def _view(step: int, *, a_l2: float, b_l2: float, a_grad: float, b_grad: float =
     stats[:, COL["count"]] = 64
     stats[:, COL["l2"]] = [a_l2, a_grad, b_l2, b_grad]
     stats[:, COL["std"]] = stats[:, COL["l2"]] / 8
+    # each step's gradient is a new one (its own extremes), as a new mini-batch gives
+    stats[1::2, COL["min"]] = -stats[1::2, COL["l2"]] * (0.2 + 0.01 * step / 10)
+    stats[1::2, COL["max"]] = stats[1::2, COL["l2"]] * (0.3 - 0.01 * step / 10)
     return StepView(step=step, names=NAMES, meta=meta, stats=stats, scalars={"loss": 1.0})
 
 
@@ -94,3 +97,16 @@ def test_a_gradient_too_small_to_move_a_float32_weight_does_not_count() -> None:
     # ||g|| / ||W|| at 1e-4 of the moving parameter's: a vanished gradient, not one no optimizer applies
     views = [_view(10 * i, a_l2=5.0, b_l2=5.0 + i, a_grad=1e-4) for i in range(6)]
     assert _findings(views) == []
+
+
+def test_a_stale_gradient_rescaled_by_a_clip_does_not_count() -> None:
+    # the gradient left by a pretraining backward: the same shape at every view, halved in place by a clip
+    def stale(step: int) -> StepView:
+        v = _view(step, a_l2=5.0, b_l2=5.0 + step, a_grad=0.5 * 0.5 ** (step // 10))
+        v.stats[1, COL["min"]], v.stats[1, COL["max"]] = (
+            -0.2 * v.stats[1, COL["l2"]],
+            0.3 * v.stats[1, COL["l2"]],
+        )
+        return v
+
+    assert _findings([stale(10 * i) for i in range(6)]) == []

@@ -92,6 +92,19 @@ def test_pixels_normalised_twice_are_flagged_as_nearly_constant() -> None:
     assert found[0].value is not None and abs(found[0].value - 0.022 / 0.58) < 1e-9
 
 
+def test_raw_units_with_an_offset_are_not_normalised_twice() -> None:
+    # a sales series around 550 fed raw to a model that standardises each window itself (RevIN): 5% spread
+    def raw_sales(step: int) -> np.ndarray:
+        x = _normalised(step)
+        x[COL["min"]], x[COL["max"]], x[COL["mean"]], x[COL["std"]] = 500.0, 600.0, 550.0, 28.0
+        return x
+
+    assert _run(raw_sales) == []
+    assert _run(
+        raw_sales, rule=InputScale({"constant_max_std": None})
+    )  # the spread alone would call it constant
+
+
 def test_values_far_beyond_a_normalised_range_are_flagged() -> None:
     def raw(step: int) -> np.ndarray:
         x = _normalised(step)

@@ -144,11 +144,21 @@ def test_loss_not_decreasing_names_a_learning_rate_that_collapsed_before_the_los
         d.scalars["loss"] = 2.3 - 0.2 * (1 - 0.3 ** (d.step // 3))
 
     found = run(LossNotDecreasing(), (v for v in Stream(steps=300, fault=collapsed) if v.step % 10 == 0))
-    assert found[0].step == 20 and found[0].tensor == "lr"
+    # below 1e-3 of the peak from step 20 on; a collapse must last `collapsed_lr_steps` (10) steps
+    assert found[0].step == 30 and found[0].tensor == "lr"
     assert (
-        "below 0.001 of its peak 0.05 at step 20" in found[0].message
+        "below 0.001 of its peak 0.05 (since step 20) at step 30" in found[0].message
         and "stepped every batch" in found[0].hint
     )
+
+
+def test_loss_not_decreasing_ignores_a_schedule_that_touches_zero_for_a_step() -> None:
+    # a cosine annealed to 0 at step 180, then SWALR raises the rate again: a turning point, not a collapse
+    def swa(d: StepData) -> None:
+        d.scalars["lr"] = 0.05 * 0.5 * (1 + math.cos(math.pi * d.step / 180)) if d.step <= 180 else 0.02
+        d.scalars["loss"] = 2.3 - 0.1 * d.step / 300
+
+    assert run(LossNotDecreasing({"stuck_steps": None}), Stream(steps=300, fault=swa)) == []
 
 
 def test_loss_not_decreasing_waits_on_a_cosine_schedule_that_ends_after_the_loss_fell() -> None:
@@ -305,6 +315,28 @@ def test_loss_spike_without_a_gradient_spike_gives_the_data_hint() -> None:
 
     f = first(run(LossSpike(), Stream(fault=spike)))
     assert "co-spike" not in f.message and "corrupt data" in f.message
+
+
+def test_loss_spike_does_not_read_a_loss_scale_where_the_loss_is_missing() -> None:
+    # a hand-written fp16 loss scaler: `loss_scale` at every step, `loss` dropped at a step where it overflowed
+    def scaler(d: StepData) -> None:
+        d.scalars["loss_scale"] = 2.0**20
+        if d.step == 400:
+            del d.scalars["loss"]
+
+    assert run(LossSpike(), Stream(fault=scaler)) == []
+
+
+def test_loss_spike_does_not_judge_one_of_several_adversarial_losses() -> None:
+    # a GAN records d_loss and g_loss and no total: the discriminator's loss climbs when the generator improves
+    def gan(d: StepData) -> None:
+        loss = d.scalars.pop("loss")
+        d.scalars["d_loss"] = loss * (5 if d.step == 400 else 1)
+        d.scalars["g_loss"] = 2 * loss
+
+    assert run(LossSpike(), Stream(fault=gan)) == []
+    named = run(LossSpike({"loss_name": "d_loss"}), Stream(fault=gan))
+    assert [(f.step, f.tensor) for f in named] == [(400, "loss")]  # named, it is watched
 
 
 def test_oscillating_loss_fires_after_the_loss_stops_improving() -> None:

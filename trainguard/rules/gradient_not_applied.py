@@ -17,6 +17,10 @@ and is not counted either. Reported once per parameter, after `num_views` such v
 others found at the same view. Views whose recorded learning rate a schedule took below
 `lowered_lr_fraction` of its peak neither count nor reset (an update below float32's resolution).
 
+A stale gradient (`stale_gradient`: the same gradient, at most rescaled by a clip, at two views in a row) is
+no evidence either: no backward of this loop writes it and no optimizer zeroes it, so the parameter is unused
+(a pretraining head kept on a model fine-tuned through another head); it neither counts nor is counted as moved.
+
 Frozen parameters (`requires_grad` False) have no gradient and are not judged; the PyTorch hook reads the
 gradient of a parameter frozen at registration once it is unfrozen, and not a stale one left from before it
 was frozen again.
@@ -32,6 +36,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, shared
+from trainguard.rules.stale_gradient import StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
@@ -87,10 +92,12 @@ class GradientNotApplied(base.Rule):
         self.streak: dict[str, tuple[int, int]] = {}
         """Per still parameter: views in a row it stood still, and the step since which its weights have not changed."""
         self.reported: set[str] = set()
+        self.stale = StaleGradients()
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: GradientNotApplied.Params = self.params  # type: ignore[assignment]
         self.lr.push(view)
+        stale = self.stale.update(view)
         still: list[tuple[str, float, int, str | None]] = []
         moved: list[float] = []
         moved_modules: set[str | None] = set()
@@ -113,6 +120,8 @@ class GradientNotApplied(base.Rule):
                 moved.append(g / w)
                 moved_modules.add(view.meta[j].module)
                 self.streak.pop(name, None)
+            elif name in stale:
+                self.streak.pop(name, None)  # an old gradient no backward rewrites: an unused parameter
             elif g > 0:
                 still.append((name, g / w, before_step, view.meta[j].module))
             else:
@@ -148,6 +157,7 @@ class GradientNotApplied(base.Rule):
     def get_state(self) -> dict[str, Any]:
         return {
             **self.lr.get_state(),
+            **self.stale.get_state(),
             "last": {n: [list(s), step] for n, (s, step) in self.last.items()},
             "streak": {n: list(s) for n, s in self.streak.items()},
             "reported": sorted(self.reported),
@@ -155,6 +165,7 @@ class GradientNotApplied(base.Rule):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.lr.set_state(state)
+        self.stale.set_state(state)
         self.last = {
             n: (tuple(float(x) for x in s), int(step)) for n, (s, step) in state.get("last", {}).items()
         }

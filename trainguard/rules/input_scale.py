@@ -4,8 +4,9 @@ Reads the `inputs` collection (the registered module's floating inputs, `input/<
 ids are not recorded), rows of at least `min_elements` finite values (non-finite inputs are
 `exploding_tensor`'s). From the first view, three signs that the values cannot be what the pipeline
 meant to feed: every value within 1/255 of zero with some spread (pixels divided by 255 twice), a
-spread below `min_relative_spread` of the mean (nearly constant inputs: normalised twice, the second
-normalisation shrinks the spread to about 1/255 of the offset), values beyond `max_abs` (raw units, or
+spread below `min_relative_spread` of the mean and below `constant_max_std` (nearly constant inputs:
+normalised twice, the second normalisation shrinks the spread to about 1/255 of the offset; raw units
+with an offset, which a model normalising its own input reads, keep a spread at or above unit scale), values beyond `max_abs` (raw units, or
 pixels scaled up twice). After `reference_steps` views, the input's start (the median mean and std
 of those views) is the reference: a batch whose Gaussian W2 distance to it, sqrt(dmean^2 + dstd^2),
 exceeds `max_distance` start spreads moved far (an augmentation switched on mid-run whose uint8
@@ -77,6 +78,14 @@ class InputScale(base.Rule):
             gt=0,
             description="max |x| at or below which an input with spread looks divided by 255 twice (None: off).",
         )
+        constant_max_std: float | None = Field(
+            default=1.0,
+            gt=0,
+            description="A nearly constant input counts only with a std below this: a second normalisation leaves "
+            "a spread far below unit scale (0.003-0.03 in the calibration programs), while raw units with an offset "
+            "(a sales series around 550, std 28, fed to a model that standardises each window itself, RevIN) keep "
+            "theirs. None: any std.",
+        )
         max_abs: float | None = Field(
             default=None,
             gt=0,
@@ -136,7 +145,12 @@ class InputScale(base.Rule):
             what = (f"every value lies within [{lo}, {hi}], no larger than {base.fmt(p.pixel_scale_max)} "
                     "(one 8-bit pixel step after scaling to [0, 1]): pixels divided by 255 twice?")  # fmt: skip
             return name, what, _SCALE_HINT, top, p.pixel_scale_max
-        if p.min_relative_spread is not None and mean != 0 and std < p.min_relative_spread * abs(mean):
+        if (
+            p.min_relative_spread is not None
+            and mean != 0
+            and std < p.min_relative_spread * abs(mean)
+            and (p.constant_max_std is None or std < p.constant_max_std)
+        ):
             what = (f"nearly constant: std {base.fmt(std)} is {base.fmt(100 * std / abs(mean))}% of the mean "
                     f"{base.fmt(mean)} (below {100 * p.min_relative_spread:.2g}%; values within [{lo}, {hi}]): "
                     "normalised twice?")  # fmt: skip

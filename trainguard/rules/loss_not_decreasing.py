@@ -15,7 +15,9 @@ Two faster paths name a run that is not learning at all, without waiting for the
 averaged over the last `stuck_window_steps` steps still within `stuck_drop` of its first value (or
 of its mean over the first window) after `stuck_steps` steps (a classifier at chance level, ln K: labels shuffled against the inputs, a
 network without nonlinearity), and the recorded learning rate below `collapsed_lr_fraction` of its
-peak while the loss has not fallen by a fifth (an epoch scheduler stepped every batch).
+peak for `collapsed_lr_steps` steps while the loss has not fallen by a fifth (an epoch scheduler stepped
+every batch; a schedule's turning point that touches 0 for a step, a cosine annealed to 0 before an SWA
+phase or a warm restart, is not a collapse).
 The stuck path weighs evidence, not a curve: the window must sit above the bound by
 `min_significance` standard errors of the batch noise (estimated from the spread of the losses
 within the windows), or, where the loss is too noisy to tell (dropout 0.5 on batches of 8, a
@@ -171,6 +173,13 @@ class LossNotDecreasing(base.Rule):
             "first value ended training before it began (an epoch scheduler stepped every batch)",
             otherwise="off",
         )
+        collapsed_lr_steps: int = Field(
+            default=10,
+            ge=0,
+            description="Training steps the learning rate must stay below `collapsed_lr_fraction` of its peak before "
+            "it counts as collapsed: a schedule's turning point touches its minimum for a step (a cosine annealed to 0 "
+            "where SWALR then raises it, a warm restart); a scheduler stepped every batch keeps it there.",
+        )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
         )
@@ -188,6 +197,8 @@ class LossNotDecreasing(base.Rule):
         self.recent: deque[tuple[int, float]] = deque()
         """(step, loss) of the views in the last two `stuck_window_steps` windows."""
         self.reported_fast = False
+        self.lr_low_since: int | None = None
+        """The first step of the current run of recorded learning rates below `collapsed_lr_fraction` of the peak."""
         self.opening = shared_loss.Spread()
         """The losses in the first `stuck_window_steps` steps."""
         self.window = shared_loss.Spread()
@@ -221,6 +232,11 @@ class LossNotDecreasing(base.Rule):
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
         self.lr.push(view)
+        if "lr" in view.scalars and p.collapsed_lr_fraction is not None:
+            low = self.lr.lowered(p.collapsed_lr_fraction)
+            self.lr_low_since = (
+                (view.step if self.lr_low_since is None else self.lr_low_since) if low else None
+            )
         self._push_eval(view, p)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
@@ -349,12 +365,14 @@ class LossNotDecreasing(base.Rule):
         if (
             p.collapsed_lr_fraction is not None
             and self.lr.lowered(p.collapsed_lr_fraction)
+            and self.lr_low_since is not None
+            and view.step - self.lr_low_since >= p.collapsed_lr_steps
             and recent > learned * self._reference()
         ):
             self.reported_fast = True
             msg = (
                 f"lr: the learning rate {base.fmt(self.lr.current)} is below {base.fmt(p.collapsed_lr_fraction)} of its "
-                f"peak {base.fmt(self.lr.peak)} {self.where(view)} while the {p.mode} loss {base.fmt(recent)} is still "
+                f"peak {base.fmt(self.lr.peak)} (since step {self.lr_low_since}) {self.where(view)} while the {p.mode} loss {base.fmt(recent)} is still "
                 f"{base.fmt(100 * recent / first)}% of its first value {base.fmt(first)}: training has stopped before "
                 "the model learned"
             )
@@ -482,7 +500,7 @@ class LossNotDecreasing(base.Rule):
             "classes": self.classes, "grad_ratio": [list(x) for x in self.grad_ratio],
             "opening_spread": self.opening.get_state(), "window": self.window.get_state(),
             "window_start": self.window_start, "learned": self.learned, "negative": self.negative,
-            "eval_best": self.eval_best, "eval_last": self.eval_last,
+            "eval_best": self.eval_best, "eval_last": self.eval_last, "lr_low_since": self.lr_low_since,
             **self.lr.get_state(),
         }  # fmt: skip
 
@@ -512,3 +530,4 @@ class LossNotDecreasing(base.Rule):
         self.eval_last = state.get("eval_last")
         self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
         self.lr.set_state(state)
+        self.lr_low_since = state.get("lr_low_since")

@@ -6,6 +6,11 @@ hook keeps it (format 2.4), so the window spans `window` steps there. A simultan
 (its own robust z above `grad_z_threshold`) is named in the finding: spikes with a gradient
 co-spike are the ones that tend to recur and diverge. Non-positive losses are skipped; a spike
 must also be large against the first loss, so batch noise on a near-zero loss is no spike.
+A run that records several losses and no total (a GAN's `d_loss` and `g_loss`) is not judged: an
+adversarial loss rises whenever the other player improves (a healthy GAN's discriminator loss climbs
+by 10-15% a step for several steps, 6-9 robust standard deviations of its own earlier levels and
+step-to-step jumps), so a jump of one of them is no evidence of a fault. Name the loss with
+`loss_name` to watch it anyway.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ class LossSpike(base.Rule):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: LossSpike.Params = self.params  # type: ignore[assignment]
-        self.read = shared_loss.LossReader(name=p.loss_name)
+        self.read = shared_loss.LossReader(name=p.loss_name, single=True)
         self.loss_window = shared.Window(p.window)
         self.grad_window = shared.Window(p.window)
         self.first: float | None = None

@@ -11,7 +11,10 @@ embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden ma
 layers (orthogonal or identity, as in an IRNN);
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero (not a lookup table of one column: a per-row bias,
-zero by convention like any bias); and (SageMaker's check) the spread of
+zero by convention like any bias), when at least one of them gets no gradient at that view (or none is
+recorded): a zero kernel whose own gradient is not zero moves off zero at the first update (LoRA's B
+beside its random A, a zero-initialised output layer), while two zero kernels in a row, or two zero
+factor tables, starve each other's gradient; and (SageMaker's check) the spread of
 activation-input variances across layers. On the first view with activations: an unbounded
 activation (ReLU family, GELU, SiLU) whose std is above `activation_std_max`: with inputs near unit
 scale and any standard init they stay near 1, so one in the hundreds means the inputs are far from
@@ -80,6 +83,15 @@ AFTER_UPDATE_HINT = (
     "check it too"
 )
 """Added to the hint of a finding on weights read after the first update (a run without the initial-weights record)."""
+
+
+def _gets_gradient(view: StepView, name: str) -> bool:
+    """Whether the view records a gradient for parameter `name` that is not exactly zero (unknown counts as none)."""
+    j = view.index(f"grad/{name}")
+    if j is None:
+        return False
+    g = float(view.stats[j, COL["l2"]])
+    return math.isfinite(g) and g > 0
 
 
 def _when(before: bool) -> str:
@@ -203,11 +215,13 @@ class PoorWeightInitialization(base.Rule):
         initial = {i: view.initial(view.names[i]) for i in rows}
         at = {i: i if j is None else j for i, j in initial.items()}
         zero = [i for i in rows if view.stats[at[i], COL["zero"]] == view.stats[at[i], COL["count"]]]
-        if len(zero) >= min(p.all_zero_min_layers, len(rows)):
+        starved = [i for i in zero if not _gets_gradient(view, view.names[i])]
+        if len(zero) >= min(p.all_zero_min_layers, len(rows)) and starved:
             names = ", ".join(view.names[i] for i in zero[:5]) + (" ..." if len(zero) > 5 else "")
             msg = (
                 f"{view.names[zero[0]]}: {len(zero)} of {len(rows)} kernels are entirely zero "
-                f"{_when(initial[zero[0]] is not None)} ({names}) {self.where(view)}"
+                f"{_when(initial[zero[0]] is not None)} ({names}; {len(starved)} of them without a gradient: "
+                f"{view.names[starved[0]]}) {self.where(view)}"
             )
             out.append(
                 self.finding(

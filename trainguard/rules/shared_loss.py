@@ -29,8 +29,10 @@ class LossReader:
     """Reads the loss of a view.
 
     Train mode: the scalar `name`, else `loss`, else the first train scalar whose name contains
-    "loss" and does not start like a validation loss (val_loss), else the mean of the first tensor
-    in the `losses` collection. Eval mode: the same among eval scalars, else a train-mode scalar
+    "loss", not "scale" (a mixed-precision loss scale, `loss_scale`, is no loss) and does not start like a
+    validation loss (val_loss), else the mean of the first tensor
+    in the `losses` collection; once `loss` has been read, a view without it (its value was not finite
+    and not kept) has no loss. Eval mode: the same among eval scalars, else a train-mode scalar
     named like a validation loss (val_loss recorded without mode="eval").
 
     With `single`, a run that records several losses and no total (`d_loss` and `g_loss` of a GAN,
@@ -56,6 +58,8 @@ class LossReader:
         self._names: tuple[str, ...] | None = None
         self._row: int | None = None
         self._picked: dict[tuple[bool, frozenset[str]], str | None] = {}
+        self._total_seen = False
+        """A train scalar named exactly `loss` was read: no other scalar stands in for it at a view without it."""
 
     def __call__(self, view: StepView) -> float | None:
         if self.mode == "eval":
@@ -81,7 +85,10 @@ class LossReader:
             value = scalars.get(self.name)
             return None if value is None else float(value)
         if not validation_only and "loss" in scalars:
+            self._total_seen = True
             return float(scalars["loss"])
+        if not validation_only and self._total_seen:
+            return None  # the run records `loss`; a view without it (a non-finite loss dropped) has none
         key = (validation_only, frozenset(scalars))
         if key not in self._picked:
             if len(self._picked) > 64:
@@ -91,6 +98,7 @@ class LossReader:
                 k
                 for k in sorted(scalars)
                 if "loss" in k.lower()
+                and "scale" not in k.lower()
                 and (want_validation is None or k.lower().startswith(EVAL_PREFIXES) == want_validation)
             ]
             self._picked[key] = (

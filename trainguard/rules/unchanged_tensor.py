@@ -27,6 +27,13 @@ the whole layer stood still is left to the per-layer check and neither counts no
 previous copy yet) neither. The default 10% also leaves alone the few units of a healthy deep net
 that stop moving without a dead activation to explain them (no `active` vector, e.g. a tanh layer
 or Adam's vanishing moments).
+
+A parameter whose gradient is stale (`stale_gradient`: the same gradient, at most rescaled by a clip, at two
+views in a row) is unused by this loss and held by no optimizer (its zero_grad would clear it): a pretraining
+head kept on a model fine-tuned through another head. Nor does a parameter of no layer (a bare
+`nn.Parameter` of the model, the catalogue naming no module) that has had no gradient at any view while
+others had one: the loss never reached it (learned task weights defined for a loss variant the run does not
+use). A layer's parameter without a gradient (a trunk whose output was detached) still counts.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, shared
+from trainguard.rules.stale_gradient import GRAD_PREFIX, StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
@@ -113,10 +121,16 @@ class UnchangedTensor(base.Rule):
         """The training step after which no watched parameter has moved (None while something moves)."""
         self.last_step: int | None = None
         self.standstill_reported = False
+        self.stale = StaleGradients()
+        self.unused: set[str] = set()
+        """Parameters whose gradient was stale at the latest view."""
+        self.reached: set[str] = set()
+        """Parameters that had a gradient at some view."""
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
         self.lr.push(view)
+        self.unused = self.stale.update(view) | self._never_reached(view)
         if p.lowered_lr_fraction is not None and self.lr.lowered(p.lowered_lr_fraction):
             return []  # the schedule took the learning rate near 0: standing still is expected
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
@@ -129,6 +143,19 @@ class UnchangedTensor(base.Rule):
         if view.units and shared.has_units(view, MOVED):
             found += self._units(view, rows)
         return found
+
+    def _never_reached(self, view: StepView) -> set[str]:
+        """Parameters of no layer that have had no gradient at any view so far, at a view recording gradients."""
+        grads = [n.removeprefix(GRAD_PREFIX) for n in view.names if n.startswith(GRAD_PREFIX)]
+        if not grads:
+            return set()
+        self.reached.update(grads)
+        weights = Collection.WEIGHTS.value
+        return {
+            m.name
+            for m in view.meta
+            if m.module is None and m.trainable and m.collection == weights and m.name not in self.reached
+        }
 
     def _standstill(self, view: StepView, rows: np.ndarray, p: Params) -> list[base.Finding]:
         """No watched parameter moved for `standstill_steps` steps while the learning rate is above 0; once."""
@@ -267,6 +294,8 @@ class UnchangedTensor(base.Rule):
         else:
             tol = p.rtol * view.stats[rows, COL["l2"]] + p.atol * np.sqrt(view.stats[rows, COL["count"]])
             moved, still = upd > tol, upd <= tol  # NaN (not measured) is neither
+        if self.unused:
+            still &= np.asarray([view.names[int(i)] not in self.unused for i in rows])
         if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
         if not still.any() and not self._counting:
@@ -295,6 +324,8 @@ class UnchangedTensor(base.Rule):
             "streak": self.streak.get_state(),
             "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
             **self.lr.get_state(),
+            **self.stale.get_state(),
+            "reached": sorted(self.reached),
             "still_from": self.still_from,
             "last_step": self.last_step,
             "standstill_reported": self.standstill_reported,
@@ -307,6 +338,8 @@ class UnchangedTensor(base.Rule):
         }
         self._counting = any(v > 0 for v in state.get("streak", {}).values())
         self.lr.set_state(state)
+        self.stale.set_state(state)
+        self.reached = set(state.get("reached", []))
         self.still_from = state.get("still_from")
         self.last_step = state.get("last_step")
         self.standstill_reported = bool(state.get("standstill_reported", False))

@@ -17,22 +17,25 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from types import ModuleType
 
 from benchmarks.detection.blind.smoke import saved_steps
 from benchmarks.detection.blind2 import suite
 from benchmarks.detection.programs import Truth
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None, *, split: ModuleType = suite, doc: str = __doc__) -> int:
+    """The smoke runs of `split` (a blind split's `suite` module: `PREFIX`, `catalogue`, `train`, `label`; the third
+    split runs its own through here), with `doc`'s first line as the command's description."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--programs", default="")
     ap.add_argument("--seeds", default="0")
     args = ap.parse_args(argv)
-    progs = suite.catalogue()
+    progs = split.catalogue()
     if args.programs:
-        wanted = {suite.PREFIX + n.removeprefix(suite.PREFIX) for n in args.programs.split(",")}
+        wanted = {split.PREFIX + n.removeprefix(split.PREFIX) for n in args.programs.split(",")}
         progs = [p for p in progs if p.name in wanted]
     seeds = [int(s) for s in args.seeds.split(",")]
     truths: list[Truth] = []
@@ -42,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for seed in seeds:
             t0, c0 = time.perf_counter(), time.process_time()
             if args.full:
-                t = suite.train(p, seed, out=None)
+                t = split.train(p, seed, out=None)
                 truths.append(t)
                 finals[p.name, seed] = t.final_val_acc
                 nonfinite = next((i for i, x in enumerate(t.losses) if not math.isfinite(x)), None)
@@ -53,11 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 with tempfile.TemporaryDirectory() as root:
                     out = "file://" + os.path.join(root, "run")
-                    t = suite.train(replace(p, steps=args.steps), seed, out=out)
+                    t = split.train(replace(p, steps=args.steps), seed, out=out)
                     print(f"{p.name:<52} {len(t.losses)} steps, {saved_steps(out)} saved, loss {t.losses[0]:.3g} "
                           f"-> {t.losses[-1]:.3g}  {time.perf_counter() - t0:.1f}s ({time.process_time() - c0:.1f}s CPU)", flush=True)  # fmt: skip
     if args.full and len(seeds) > 1:
-        suite.label(truths, progs)
+        split.label(truths, progs)
         print("\nbug: hurts against its twin over the seeds (the oracle's label), visible step per seed")
         for p in progs:
             runs = [t for t in truths if t.program == p.name]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import torch
 
@@ -54,21 +55,29 @@ class Blind2Program(blind.BlindProgram):
     dispatches it to this split's scripts)."""
 
 
-def _healthy(name: str, workload: str, brief: str, *, steps: int = 300, **knobs: object) -> Blind2Program:
-    return Blind2Program(name=PREFIX + name, workload=workload, knobs=tuple(sorted(knobs.items())), steps=steps,
-                         brief=brief, effect_step=None)  # fmt: skip
+P = TypeVar("P", bound=blind.BlindProgram)
 
 
-def _bug(fault: str, name: str, twin: Blind2Program, bug: str, category: str, brief: str, *,
-         effect_step: int | None = 0, affected: str | None = None, harmless: bool = False) -> Blind2Program:  # fmt: skip
-    return replace(twin, name=f"{PREFIX}{fault}_{name}", fault=fault, bug=bug, category=category, twin=twin.name,
+def declare_healthy(name: str, workload: str, brief: str, *, steps: int = 300, kind: type[P] = Blind2Program,  # type: ignore[assignment]
+                    prefix: str = PREFIX, **knobs: object) -> P:  # fmt: skip
+    """A healthy program of the split whose programs are `kind`, named `prefix` + `name` (the third split declares
+    its own through here)."""
+    return kind(name=prefix + name, workload=workload, knobs=tuple(sorted(knobs.items())), steps=steps, brief=brief,
+                effect_step=None)  # fmt: skip
+
+
+def declare_bug(fault: str, name: str, twin: P, bug: str, category: str, brief: str, *, effect_step: int | None = 0,
+                affected: str | None = None, harmless: bool = False, prefix: str = PREFIX) -> P:  # fmt: skip
+    """`twin` with the mistake `bug` (fault id, category, brief, the step it takes effect; `harmless` when the oracle
+    found it did no harm), named `prefix` + fault + `name`."""
+    return replace(twin, name=f"{prefix}{fault}_{name}", fault=fault, bug=bug, category=category, twin=twin.name,
                    affected_layer=affected, source=brief, brief=brief, effect_step=effect_step,
                    should_stop=not harmless, hard_negative=harmless)  # fmt: skip
 
 
 def catalogue() -> list[Blind2Program]:
     """Every program of the split: the healthy ones first, then the bugs (each names its fixed twin)."""
-    h = _healthy
+    h = declare_healthy
     flow = h("realnvp_moons", "flow", "a normalising flow (RealNVP couplings) on 2-D data")
     autoencoder = h(
         "autoencoder_anomaly_detector", "autoencoder", "an autoencoder anomaly detector on sensor data"
@@ -135,7 +144,7 @@ def catalogue() -> list[Blind2Program]:
         a2c,
         h("realnvp_moons_lr_5e-4", "flow", "a normalising flow trained with a small learning rate", lr=5e-4),
     ]  # fmt: skip
-    b = _bug
+    b = declare_bug
     bugs = [
         b("Y01", "softmax_before_cross_entropy", vit, "softmax_before_cross_entropy", "SC",
           "softmax applied to the logits before nn.CrossEntropyLoss",

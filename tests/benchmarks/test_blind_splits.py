@@ -1,0 +1,102 @@
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, `blind3/`) are declared
+consistently, each apart from the splits before it, the runner offers each of them, a healthy program of each
+runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
+
+No rule is built or run here: a split stays unscored until the end of the rule work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from benchmarks.detection import run
+from benchmarks.detection.blind import suite as first
+from benchmarks.detection.blind.smoke import saved_steps
+from benchmarks.detection.blind2 import suite as second
+from benchmarks.detection.blind3 import suite as third
+
+SPLITS = {"blind": (first, 24, 16), "blind2": (second, 28, 16), "blind3": (third, 28, 12)}
+"""Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
+EARLIER = {"blind": [], "blind2": [first], "blind3": [first, second]}
+HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
+           "blind3": "blind3_mdn_inverse_problem"}  # fmt: skip
+"""A healthy program of each split, run a few steps through the real hook."""
+HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
+           "blind3": "blind3_Z05_mixture_weights_normalised_over_batch"}  # fmt: skip
+"""A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
+BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
+
+
+@pytest.mark.parametrize("name", SPLITS)
+def test_split_has_enough_unique_programs_and_none_of_the_earlier_splits(name: str) -> None:
+    split, least_healthy, least_harmful = SPLITS[name]
+    programs = split.catalogue()
+    bugs = [p for p in programs if p.fault is not None]
+    assert len({p.name for p in programs}) == len(programs)
+    assert all(p.name.startswith(split.PREFIX) for p in programs)
+    assert len(programs) - len(bugs) >= least_healthy
+    assert len([p for p in bugs if p.should_stop]) >= least_harmful
+    assert len({p.fault for p in bugs}) == len(bugs)
+    for earlier in EARLIER[name]:
+        assert not set(split.SCRIPTS.values()) & set(earlier.SCRIPTS.values())
+        assert not {p.bug for p in bugs} & {p.bug for p in earlier.catalogue()}
+
+
+@pytest.mark.parametrize("name", SPLITS)
+def test_healthy_programs_carry_no_fault_labels(name: str) -> None:
+    split = SPLITS[name][0]
+    for p in split.catalogue():
+        if p.fault is None:
+            assert (p.bug, p.category, p.twin, p.effect_step) == (None, None, None, None), p.name
+            assert p.brief and p.workload in split.SCRIPTS, p.name
+
+
+@pytest.mark.parametrize(("name", "bug"), BUGS, ids=[p.name for _, p in BUGS])
+def test_each_bug_is_labelled_against_a_healthy_twin(name: str, bug: first.BlindProgram) -> None:
+    split: ModuleType = SPLITS[name][0]
+    twin = {p.name: p for p in split.catalogue()}[bug.twin or ""]
+    assert twin.fault is None
+    assert (bug.workload, bug.knobs, bug.steps) == (twin.workload, twin.knobs, twin.steps)
+    assert bug.category in split.CATEGORIES
+    assert bug.effect_step is None or 0 <= bug.effect_step < bug.steps
+    assert bug.brief and bug.should_stop != bug.hard_negative
+    assert not bug.intended_rules  # written without knowing the rules
+    # the script really switches on this bug (a typo would leave the twin's behaviour unchanged)
+    assert f'"{bug.bug}"' in inspect.getsource(inspect.getmodule(split.SCRIPTS[bug.workload]))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", SPLITS)
+def test_runner_offers_the_split_with_its_own_figures_file(name: str) -> None:
+    split = SPLITS[name][0]
+    assert [p.name for p in run.suite_programs(name)] == [p.name for p in split.catalogue()]
+    assert run.RESULTS_SUFFIX[name] == "_" + name
+    assert [split.split_of(s) for s in range(4)] == ["calibration", "report", "calibration", "report"]
+
+
+@pytest.mark.parametrize("name", SPLITS)
+def test_a_healthy_program_runs_through_the_hook(name: str, tmp_path: Path) -> None:
+    split = SPLITS[name][0]
+    prog = {p.name: p for p in split.catalogue()}[HEALTHY[name]]
+    out = f"file://{tmp_path}/run"
+    truth = split.train(replace(prog, steps=12), 0, out=out)
+    assert len(truth.losses) == 12 and all(math.isfinite(x) for x in truth.losses)
+    assert saved_steps(out) == 2  # steps 0 and 10 at save_interval 10
+    assert not truth.diverged and truth.program == prog.name
+
+
+@pytest.mark.parametrize("name", HARMFUL)
+def test_oracle_labels_a_harmful_bug_against_its_twin(name: str) -> None:
+    split = SPLITS[name][0]
+    by_name = {p.name: p for p in split.catalogue()}
+    bug = by_name[HARMFUL[name]]
+    truths = [split.train(p, seed, out=None) for p in (bug, by_name[bug.twin or ""]) for seed in (0, 1)]
+    split.label(truths, [bug, by_name[bug.twin or ""]])
+    bug_runs = [t for t in truths if t.program == bug.name]
+    assert all(t.should_stop and t.inject_step == 0 for t in bug_runs)
+    assert [split.split_of(t.seed) for t in bug_runs] == ["calibration", "report"]

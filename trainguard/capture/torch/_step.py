@@ -161,7 +161,9 @@ class SavedStep:
                 self.batch.append((tid, t, prev, first, fresh))
                 return
             units = device_stats.unit_count(t) if history is not None else 0
-            hist, moved = self.host.add(tid, t, prev=prev, first=first, fresh=fresh, hist=True, units=units)
+            hist, moved = self.host.add(
+                tid, t, prev=prev, first=first, fresh=fresh, hist=True, units=units, checked=True
+            )
         else:
             raw, hist, moved = device_stats.reduce_one(t, history, hist=tier1, moved=tier1)
             self.reduced.append((tid, t.numel(), raw))
@@ -174,7 +176,7 @@ class SavedStep:
         """Read the tensors `reduce_now` set aside for the C kernel in one call (the end of each hook body)."""
         if self.batch:
             batch, self.batch = self.batch, []
-            self.host.add_many(batch)
+            self.host.add_many(batch, checked=True)  # `reduce_now` found each x and prev usable
 
     def take_reduced(self, ids: list[int], counts: list[int], parts: list[torch.Tensor]) -> None:
         """Append the rows of the tensors reduced one by one so far (`reduced`) to a step's ids, sizes and parts."""

@@ -3,11 +3,12 @@
     python -m benchmarks.hook_calls [--steps 30]
 
 Wall-clock timings of the hook drift with the machine's load; the number of Python function calls
-a step makes does not. Two setups, each trained at save_interval 1 after a warm-up, under cProfile:
+a step makes does not. Two setups, each trained after a warm-up, under cProfile:
 
 - `mlp`: the CPU benchmark's 76k-parameter MLP (`hook_overhead.build`, batch 64) with the
-  collections smdebug's peer records (weights, biases, gradients, losses): the C kernel's path.
-  The same loop without the hook is given too.
+  collections smdebug's peer records (weights, biases, gradients, losses) and the loss recorded
+  every step: the C kernel's path, at every step and at save_interval 10 (mostly unsaved steps:
+  use `--steps` a multiple of 10). The same loop without the hook is given too.
 - `gpu-proxy`: the GPU path on fake CUDA tensors (`FakeTensorMode`: the CPU proxies of
   tests/capture/test_torch_hook_gpu_proxies.py), its GPT-like model of 6 blocks, default
   collections, Tier-0 saved steps: the host work of `multi_stats`' groups, without the launches
@@ -66,14 +67,18 @@ def _mlp_step(hook: tg.Hook | None) -> Callable[[], None]:
 
 def mlp(steps: int) -> dict[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
-    for label, hooked in (("no hook", False), ("w+b+g+loss, every step", True)):
+    for label, interval in (
+        ("no hook", 0),
+        ("w+b+g+loss, every step", 1),
+        ("w+b+g+loss, save_interval 10", 10),
+    ):
         hook = None
-        if hooked:
+        if interval:
             hook = tg.Hook(
-                tempfile.mkdtemp(prefix="tg-calls-"), save_interval=1, collections=list(SAME_AS_PEER)
+                tempfile.mkdtemp(prefix="tg-calls-"), save_interval=interval, collections=list(SAME_AS_PEER)
             )
         step = _mlp_step(hook)
-        for _ in range(5):
+        for _ in range(25):  # past the first saved steps of either interval
             step()
         out[label] = _calls(step, steps)
         if hook is not None:

@@ -125,7 +125,8 @@ def _sharded_other(kind: str, rank: int, world: int, out: str, truth: str) -> No
     """Train the `kind` MLP with the hook and a twin without it on the same batches, counting each step's
     collectives; rank 0 saves the full tensors after each step and the counts (hooked, twin) per step."""
     model, twin = _wrap(kind, world), _wrap(kind, world)
-    hook = tg.Hook(out, rank=rank, world_size=world, save_interval=1, stats_worker=False)
+    # Tier-1 at steps 0 and 2: step 2's "moved" shares compare with step 1's weights (step 0's are NaN)
+    hook = tg.Hook(out, rank=rank, world_size=world, save_interval=1, tier1_interval=2, stats_worker=False)
     hook.register_module(model)
     opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
     hook.register_optimizer(opts[0])

@@ -317,10 +317,11 @@ def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Meas
     assert grows <= 2 * (runs[6].activations - runs[2].activations)
 
 
-TIER1_OPS_PER_ACTIVATION = 16
-"""A Tier-1 saved step's ops per captured activation: its `multi_stats` and `multi_hist` ops, the histogram
-fix-up (`fix_bins`) and the per-unit vector's ops. The parameters' histograms and "moved" shares are one op per
-group (`multi_hist`, `multi_moved`), whatever their number."""
+TIER1_OPS_PER_ACTIVATION = 10
+"""A Tier-1 saved step's ops per captured activation: its `multi_stats` and `multi_hist` ops with the histograms'
+buffer, the histogram fix-up (`fix_bins`: four in-place ops on the bins) and the per-unit vector's three (flags,
+their count per unit, the division). The parameters' histograms and "moved" shares are one op per group
+(`multi_hist`, `multi_moved`), whatever their number."""
 
 
 def test_a_tier1_step_adds_ops_per_activation_and_none_per_parameter(tmp_path: Path) -> None:

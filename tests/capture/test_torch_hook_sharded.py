@@ -29,11 +29,13 @@ from tests.capture.test_torch_statistics import assert_columns_match
 from trainguard.api.enums import RuleState
 from trainguard.api.rules_config import RuleSpec
 from trainguard.capture.torch import c_kernel
+from trainguard.commands import inspect
 from trainguard.local.evaluation import EvaluationThread
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import metrics
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
 from trainguard.sidecar.verdicts import Verdict
+from trainguard.store import errors as store_errors
 from trainguard.store import run_format, stats
 
 pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch without distributed")
@@ -141,6 +143,44 @@ def test_fsdp1_and_tensor_parallel_shards_merge_to_the_full_tensors_without_a_co
         [np.linalg.norm(w[s] - w[0]) for s in (1, 2)],
         rtol=1e-4,
     )
+
+
+def test_sharded_histograms_sum_and_whole_row_unit_vectors_concatenate_others_say_per_shard(
+    distributed_runs: Path,
+) -> None:
+    """Histograms (the same fixed log2 bins in every part) merge by adding, exactly, for any sharding; per-unit
+    vectors concatenate where each part holds whole rows (tensor parallelism's column-wise weight, `S(0)`),
+    and where a part holds pieces of every row (its row-wise weight, `S(1)`; FSDP1's flat pieces) the reader
+    refuses to merge them, saying why, and `trainguard inspect` lists them."""
+    run = trainguard.open_run(str(distributed_runs / "tp" / "run"))
+    full = [np.load(distributed_runs / "tp" / "truth" / f"step-{s}.npz") for s in range(sharded_loop.STEPS)]
+    for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+        steps, hists = run.hists(name)
+        assert steps.tolist() == [0, 2], name
+        for i, s in enumerate((0, 2)):
+            np.testing.assert_array_equal(hists[i], stats.log2_hist(full[s][name]), err_msg=f"{name} at {s}")
+        if not name.endswith("2.bias"):  # replicated: each rank writes the whole, nothing to add
+            own = run.hists(name, rank=1, merge=False).values
+            assert own.sum() < hists.sum(), name  # a part's counts alone are not the whole's
+    # column-wise 0.weight [16, 8]: rows 0-7 on rank 0, 8-15 on rank 1; step 2's shares against step 1's weights
+    assert run.per_shard("0.weight") == {}
+    steps, moved = run.units("0.weight", "moved")
+    assert steps.tolist() == [0, 2] and moved.shape == (2, 16)
+    assert np.isnan(moved[0]).all()  # the first save has no previous copy
+    want = (full[2]["0.weight"] != full[1]["0.weight"]).mean(axis=1)
+    np.testing.assert_allclose(moved[1], want, rtol=1e-6)
+    assert run.units("0.weight", "moved", rank=1, merge=False).values.shape == (2, 8)
+    # row-wise 2.weight [3, 16]: each rank holds 8 columns of every row
+    why = run.per_shard("2.weight")["units"]
+    assert "S(1)" in why
+    with pytest.raises(store_errors.NotMerged, match=r"2\.weight.*merge=False"):
+        run.units("2.weight", "moved")
+    assert run.units("2.weight", "moved", rank=0, merge=False).values.shape == (2, 3)
+    summary = inspect.summarize(run)
+    assert [r.per_shard_units for r in summary.ranks] == [{"2.weight": why}] * 2
+    assert f"2.weight: per-unit vectors not merged ({why})" in inspect.render_text(summary)
+    fsdp1 = trainguard.open_run(str(distributed_runs / "fsdp1" / "run"))
+    assert "FlatShard" in fsdp1.per_shard("0.weight")["units"]
 
 
 def test_an_fsdp1_flat_parameter_is_skipped_with_what_to_do(distributed_runs: Path) -> None:

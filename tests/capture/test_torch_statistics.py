@@ -144,18 +144,26 @@ def test_update_and_distance_follow_the_saved_steps_on_both_paths(device: str, h
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["relu", "gelu", "sigmoid", "tanh"])
-def test_per_unit_vectors_match_numpy_with_units_on_dim_1(device: str, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("shape", "dtype"),
+    [((4, 6, 3, 5), torch.float32), ((4, 6, 3, 5), torch.bfloat16), ((7,), torch.float32)],
+    ids=["4d", "4d-bf16", "1d"],
+)
+def test_per_unit_vectors_match_numpy_with_units_on_dim_1(
+    device: str, kind: str, shape: tuple[int, ...], dtype: torch.dtype
+) -> None:
+    """bf16: "active" compares in bf16 (x > 0 is exact in any dtype), saturation in float32, as numpy here."""
     g = torch.Generator().manual_seed(2)
-    x = torch.randn(4, 6, 3, 5, generator=g) * 4
+    x = torch.randn(*shape, generator=g) * 4
     out = {
         "relu": torch.relu,
         "gelu": torch.nn.functional.gelu,
         "sigmoid": torch.sigmoid,
         "tanh": torch.tanh,
-    }[kind](x)
+    }[kind](x).to(dtype)
     result = torch_stats.unit_vector(out.to(device), kind)
     assert result is not None
-    want = stats.unit_activity(out.numpy(), kind)
+    want = stats.unit_activity(out.float().numpy(), kind)
     assert want is not None and result[0] == want[0]
     np.testing.assert_allclose(torch_stats.to_host(result[1]), want[1], rtol=1e-6)
     assert torch_stats.unit_vector(out, "softmax") is None

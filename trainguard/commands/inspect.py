@@ -14,8 +14,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from trainguard.store import run_format
 
 HELP = "show what a stored run holds: ranks, steps, collections, tensors, scalars, format, problems"
 
@@ -62,6 +66,12 @@ class RankSummary(BaseModel):
     sharded: int = Field(
         default=0,
         description="Tensors this rank holds a part of (FSDP2, tensor parallelism); readers merge them.",
+    )
+    per_shard_units: dict[str, str] = Field(
+        default_factory=dict,
+        description="Sharded parameters whose per-unit vectors stay per rank (a part holds pieces of every row: "
+        "split along a dim other than 0, or a flat piece), each with why; their histograms and statistic columns "
+        "merge.",
     )
     sampled_history: list[str] = Field(
         default_factory=list,
@@ -135,6 +145,7 @@ def summarize(run: object) -> RunSummary:
                 tensors=sorted(t.name for t in catalogue if not t.is_scalar),
                 skipped=dict(sorted(run.skipped(rank=rank).items())),
                 sharded=sum(1 for t in catalogue if t.shard is not None and t.shard.of > 1),
+                per_shard_units=_per_shard_units(catalogue),
                 sampled_history=sorted(t.name for t in catalogue if t.history == "sampled"),
                 scalars={
                     mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))
@@ -170,6 +181,19 @@ def summarize(run: object) -> RunSummary:
         world_size=info.world_size if info else None,
         ranks=ranks,
     )
+
+
+def _per_shard_units(catalogue: list[run_format.TensorInfo]) -> dict[str, str]:
+    """The sharded weights and biases (the tensors with per-unit vectors that can be sharded: activations are whole)
+    whose per-unit vectors do not merge, with why."""
+    from trainguard.store import shards
+
+    out = {
+        t.name: shards.units_per_shard(t.shard)
+        for t in catalogue
+        if t.shard is not None and not t.is_scalar and t.collection in ("weights", "biases")
+    }
+    return {name: why for name, why in sorted(out.items()) if why is not None}
 
 
 def render_text(summary: RunSummary) -> str:
@@ -226,6 +250,11 @@ def render_text(summary: RunSummary) -> str:
             lines.append(
                 row("sharded", f"{r.sharded} tensors held in part (series merge every rank's part)", "  ")
             )
+        for name, why in list(r.per_shard_units.items())[:TEXT_TENSOR_LIMIT]:
+            lines.append(row("per shard", f"{name}: per-unit vectors not merged ({why})", "  "))
+        if len(r.per_shard_units) > TEXT_TENSOR_LIMIT:
+            more = len(r.per_shard_units) - TEXT_TENSOR_LIMIT
+            lines.append(row("per shard", f"... and {more} more (--json lists all)", "  "))
         if r.sampled_history:
             shown = r.sampled_history[:TEXT_TENSOR_LIMIT]
             more = len(r.sampled_history) - len(shown)

@@ -40,5 +40,9 @@ class RefusedObject(FormatError):
     report it and go on, like a damaged segment."""
 
 
+class NotMerged(StoreError):
+    """Data of a sharded tensor that do not merge exactly into the full tensor's (read each rank's part)."""
+
+
 class UnknownScheme(StoreError):
     """The URI's scheme has no registered backend."""

@@ -209,6 +209,73 @@ class Run:
             self._merged[name] = shards.merge([s for s, _ in read], [v for _, v in read], size)
         return self._merged[name]
 
+    def hists(self, name: str, *, rank: int = 0, merge: bool = True) -> Series:
+        """The log2 histograms of one tensor at its Tier-1 steps: values float64[S, HIST_BINS] (bin edges:
+        `run_format.HIST_MIN_EXPONENT`). A sharded tensor's are the full tensor's, its parts' counts summed at
+        the steps every part has (`shards.merge_hists`: exact); `merge=False` gives `rank`'s part's."""
+        parts = self._parts(name, rank) if merge and self.format == "trainguard" else None
+        if parts is None:
+            return Series(*self._tier1(name, rank, None))
+        read = [self._tier1(name, r, None) for r, _ in parts]
+        return Series(*shards.merge_hists([s for s, _ in read], [h for _, h in read]))
+
+    def units(self, name: str, kind: str, *, rank: int = 0, merge: bool = True) -> Series:
+        """One tensor's per-unit vectors of `kind` ("moved", "active", "saturated") at its Tier-1 steps: values
+        float64[S, units]. A sharded tensor's parts that hold whole rows are laid side by side into the full
+        tensor's (`shards.merge_units`: exact, at the steps every part has); where they cannot be
+        (`per_shard` says why) this raises `errors.NotMerged`: read each rank's part with `merge=False`."""
+        parts = self._parts(name, rank) if merge and self.format == "trainguard" else None
+        if parts is None:
+            return Series(*self._tier1(name, rank, kind))
+        why = self.per_shard(name, rank=rank).get("units")
+        if why is not None:
+            raise errors.NotMerged(
+                f"the per-unit vectors of {name!r} in run {self.uri} stay per shard ({why}): read each rank's "
+                "part with units(..., rank=r, merge=False)"
+            )
+        read = [self._tier1(name, r, kind) for r, _ in parts]
+        offsets = [int(shard.offset[0]) for _, shard in parts]  # type: ignore[index]  # known: per_shard checked
+        units = int(parts[0][1].global_shape[0])
+        return Series(*shards.merge_units([s for s, _ in read], [v for _, v in read], offsets, units))
+
+    def per_shard(self, name: str, *, rank: int = 0) -> dict[str, str]:
+        """What of a sharded tensor cannot be merged into the full tensor's and stays per rank, with why: {"units":
+        reason} when its per-unit vectors do not concatenate (`shards.units_per_shard`); empty for a tensor whose
+        data all merge, or one that is whole."""
+        for t in self.tensors(rank=rank):
+            if t.name == name and not t.is_scalar and t.shard is not None:
+                why = shards.units_per_shard(t.shard)
+                return {} if why is None else {"units": why}
+        return {}
+
+    def _parts(self, name: str, rank: int) -> list[tuple[int, run_format.ShardInfo]] | None:
+        """The ranks whose parts make up sharded tensor `name` with each one's shard; None when it is whole."""
+        self._find(name, rank, scalar=False)
+        entries = [
+            (r, t) for r in self.ranks for t in self.tensors(rank=r) if t.name == name and not t.is_scalar
+        ]
+        found = shards.parts(entries)
+        if found is None:
+            return None
+        by_rank = {r: t.shard for r, t in entries if t.shard is not None}
+        return [(r, by_rank[r]) for r in found[0]]
+
+    def _tier1(self, name: str, rank: int, kind: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """One tensor's Tier-1 steps on one rank and its histograms (`kind` None) or per-unit vectors of `kind`."""
+        ids = self._find(name, rank, scalar=False)
+        steps: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for seg in self._load(rank).segments:
+            tid = ids.get(seg.attempt, -1)
+            got = seg.hists.get(tid) if kind is None else seg.units.get((kind, tid))
+            if got is not None and len(got):
+                steps.append(seg.tier1_steps[: len(got)])
+                values.append(np.asarray(got, np.float64))
+        if not steps:
+            width = run_format.HIST_BINS if kind is None else 0
+            return np.zeros(0, np.int64), np.zeros((0, width))
+        return np.concatenate(steps), np.concatenate(values)
+
     def _rows(self, name: str, rank: int, cols: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Steps and columns `cols` (float64[n, len(cols)]) of one tensor's rows on one rank."""
         ids = self._find(name, rank, scalar=False)

@@ -20,8 +20,18 @@ ranks, `replica` > 0, are left out):
 
 A step is merged only when its parts are all there: their counts add up to the full tensor's
 size. While a rank has not written a step yet (ranks do not wait for one another) the step is
-left out, not shown as the part that happens to be there. Histograms and per-unit vectors are
-not merged: they stay per rank.
+left out, not shown as the part that happens to be there.
+
+Tier-1 data merge where that is exact, at the Tier-1 steps every part has:
+
+- histograms: every part counts into the same fixed log2 bins (`run_format.HIST_MIN_EXPONENT`,
+  `HIST_BINS`), so the full tensor's bin counts are the parts' summed, exact.
+- per-unit vectors (a parameter's "moved" share per row of dim 0): a part that holds whole rows
+  (every placement `S(0)` or `R`: FSDP2, a column-wise tensor-parallel weight) has its rows'
+  shares, exact; they are laid at the part's row offset into the full tensor's vector. A part that
+  holds a share of every row (split along another dim: `S(1)`, a row-wise tensor-parallel weight),
+  a strided shard (`_S`) or a flat piece (FSDP1's `FlatShard`) does not: its vectors stay per
+  rank, and `units_per_shard` says why (the reader and `trainguard inspect` show it).
 """
 
 from __future__ import annotations
@@ -83,3 +93,55 @@ def parts(infos: Sequence[tuple[int, run_format.TensorInfo]]) -> tuple[list[int]
         return None
     size = math.prod(sharded[0][1].global_shape)
     return [rank for rank, s in sharded if s.replica == 0 and s.of > 0], size
+
+
+def units_per_shard(shard: run_format.ShardInfo) -> str | None:
+    """Why the per-unit vectors (rows of dim 0) of a tensor sharded as `shard` cannot be merged into the full
+    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset)."""
+    if shard.of <= 1:
+        return None
+    odd = [p for p in shard.placements if p not in ("S(0)", "R")]
+    if odd:
+        return f"placed as {', '.join(odd)}: a part holds pieces of the rows, not whole rows"
+    if shard.offset is None or not shard.offset:
+        return "the part's offset is unknown"
+    return None
+
+
+def merge_hists(steps: Sequence[np.ndarray], hists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum the parts' log2 histograms (the same fixed bins in every part): `steps[i]` int64[n_i] are part i's Tier-1
+    steps and `hists[i]` [n_i, HIST_BINS] its counts; return the steps every part has, in order, and the summed
+    counts float64[S, HIST_BINS] (exact: integer counts)."""
+    every = _common(steps)
+    out = np.zeros((every.size, run_format.HIST_BINS))
+    for s, h in zip(steps, hists):
+        out += np.asarray(h, np.float64)[np.searchsorted(s, every)]
+    return every, out
+
+
+def merge_units(
+    steps: Sequence[np.ndarray], vectors: Sequence[np.ndarray], offsets: Sequence[int], units: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lay the parts' per-unit vectors side by side: part i's `vectors[i]` [n_i, rows_i] (at its Tier-1 `steps[i]`)
+    holds rows `offsets[i]` on of the full tensor's `units` rows. Return the steps every part has and the full
+    vectors float64[S, units]; none when the parts do not cover the rows exactly once (then they cannot merge)."""
+    every = _common(steps)
+    covered = np.zeros(units, np.int64)
+    for v, at in zip(vectors, offsets):
+        covered[at : at + v.shape[1]] += 1
+    if not steps or not (covered == 1).all():
+        return np.zeros(0, np.int64), np.zeros((0, units))
+    out = np.zeros((every.size, units))
+    for s, v, at in zip(steps, vectors, offsets):
+        out[:, at : at + v.shape[1]] = np.asarray(v, np.float64)[np.searchsorted(s, every)]
+    return every, out
+
+
+def _common(steps: Sequence[np.ndarray]) -> np.ndarray:
+    """The steps every part has, in order."""
+    if not steps:
+        return np.zeros(0, np.int64)
+    every = np.unique(steps[0])
+    for s in steps[1:]:
+        every = np.intersect1d(every, s)
+    return every.astype(np.int64)

@@ -166,9 +166,9 @@ class StepBuffer:
             b = self._buf
             if b.opened_at is None:
                 b.opened_at = self._clock()
-            b.scalar_steps.extend(int(s) for s in steps)
-            b.scalar_ids.extend(int(i) for i in ids)
-            b.scalar_values.extend(float(v) for v in values)
+            b.scalar_steps.extend(map(int, steps))  # map: no Python frame per row (a generator resumes one)
+            b.scalar_ids.extend(map(int, ids))
+            b.scalar_values.extend(map(float, values))
             top = max(steps)
             if self.last_step is None or top > self.last_step:
                 self.last_step = int(top)

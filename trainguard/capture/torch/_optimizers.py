@@ -53,34 +53,34 @@ class Optimizers:
     """The live registered optimizers and the iteration in progress."""
 
     def __init__(self) -> None:
-        self._live: dict[int, _Entry] = {}
-        """By `id()` of the optimizer."""
+        self.live: dict[int, _Entry] = {}
+        """By `id()` of the optimizer (the global step hook reads it inline, as `owns` does)."""
         self.single = True
         """At most one live optimizer: each of its steps ends an iteration (the per-step fast path)."""
 
     def __bool__(self) -> bool:
-        return bool(self._live)
+        return bool(self.live)
 
     def register(self, optimizer: torch.optim.Optimizer, *, pre: StepHook, post: StepHook) -> list[str]:
         """Hook `optimizer`'s steps; it replaces every live optimizer that shares a parameter with it (their
         hooks go). Registering a live optimizer again changes nothing. Return a description of each replaced."""
         self._prune()
-        if id(optimizer) in self._live:
+        if id(optimizer) in self.live:
             return []
         params = param_ids(optimizer)
-        replaced = [e for e in self._live.values() if e.params & params]
+        replaced = [e for e in self.live.values() if e.params & params]
         for e in replaced:
             self._drop(e)
         entry = _Entry(ref=weakref.ref(optimizer), name=type(optimizer).__name__, params=params)
         entry.handles = [optimizer.register_step_pre_hook(pre), optimizer.register_step_post_hook(post)]
-        self._live[id(optimizer)] = entry
+        self.live[id(optimizer)] = entry
         self._reset_iteration()
-        self.single = len(self._live) == 1
+        self.single = len(self.live) == 1
         return [f"{e.name} with {len(e.params)} parameters" for e in replaced]
 
     def owns(self, optimizer: torch.optim.Optimizer) -> bool:
         """Whether `optimizer` is live (registered and not replaced)."""
-        e = self._live.get(id(optimizer))
+        e = self.live.get(id(optimizer))
         return e is not None and e.ref() is optimizer
 
     def begin(self, optimizer: torch.optim.Optimizer) -> bool:
@@ -88,7 +88,7 @@ class Optimizers:
         if self.single:
             return True
         self._prune()
-        entry = self._live.get(id(optimizer))
+        entry = self.live.get(id(optimizer))
         if entry is None:
             return False
         entry.set_aside = False
@@ -105,26 +105,26 @@ class Optimizers:
 
     def remove(self) -> None:
         """Remove every optimizer's hooks (the hook closed or failed)."""
-        for e in list(self._live.values()):
+        for e in list(self.live.values()):
             self._drop(e)
         self.single = True
 
     def _waiting(self, entry: _Entry) -> list[_Entry]:
-        return [e for e in self._live.values() if e is not entry and not e.in_iteration and not e.set_aside]
+        return [e for e in self.live.values() if e is not entry and not e.in_iteration and not e.set_aside]
 
     def _reset_iteration(self) -> None:
-        for e in self._live.values():
+        for e in self.live.values():
             e.in_iteration = 0
 
     def _drop(self, entry: _Entry) -> None:
         for h in entry.handles:
             h.remove()
-        self._live = {k: e for k, e in self._live.items() if e is not entry}
+        self.live = {k: e for k, e in self.live.items() if e is not entry}
 
     def _prune(self) -> None:
         """Forget optimizers the script let go (garbage-collected): they step no more."""
-        dead = [e for e in self._live.values() if e.ref() is None]
+        dead = [e for e in self.live.values() if e.ref() is None]
         for e in dead:
             self._drop(e)
         if dead:
-            self.single = len(self._live) <= 1
+            self.single = len(self.live) <= 1

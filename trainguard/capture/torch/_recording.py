@@ -57,20 +57,28 @@ class Recording(HookState):
                 self._scalars_without_steps(n)
             elif not self.step:
                 self._before_first_step(name)
-        if self._writer is None or not self.enabled:
+        w = self._writer  # `enabled`, inline (every step pays it)
+        if w is None or w.uploads.disabled or self._closed or self._failed:
             return
         if mode != "train":
-            self._add_scalar(self._record_step(), name, value, mode, collection)
-            return
-        # the step it belongs to, inline (every step pays it): on a watched iteration (the forward pre-hook is
-        # installed) `_in_iteration` tells, and is remembered per name for the iterations that are not watched
-        if self._forward.root_handles:
-            mid = self._in_iteration
-            if self._placed.get(name) is not mid:
-                self._placed[name] = mid
+            step = self._record_step()
         else:
-            mid = self._placed.get(name, False)
-        self._add_scalar(self.step if mid or not self.step else self.step - 1, name, value, mode, collection)
+            # the step it belongs to, inline (every step pays it): on a watched iteration (the forward pre-hook is
+            # installed) `_in_iteration` tells, and is remembered per name for the iterations that are not watched
+            if self._forward.root_handles:
+                mid = self._in_iteration
+                if self._placed.get(name) is not mid:
+                    self._placed[name] = mid
+            else:
+                mid = self._placed.get(name, False)
+            step = self.step if mid or not self.step else self.step - 1
+        # fail-open as `fail_open` makes a hook body, written out: its wrapper would cost every step a call
+        try:
+            self._scalars.add(step, name, value, mode=mode, collection=collection)
+            if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
+                self._send_held()
+        except Exception as err:  # noqa: BLE001 - never raise into training
+            self._fail(f"record_scalar({name!r})", err)
 
     @fail_open("record_scalar (train scalars without steps)")
     def _scalars_without_steps(self, n: int) -> None:
@@ -95,14 +103,6 @@ class Recording(HookState):
     def _never_stepped(self, repeats: int) -> None:
         if self.enabled and any(m.training for m in self._forward.roots):
             self._blindness.no_steps(repeats - 1, step=self.step)
-
-    @fail_open("record_scalar({1!r})")
-    def _add_scalar(
-        self, step: int, name: str, value: float | torch.Tensor, mode: str, collection: str | None
-    ) -> None:
-        self._scalars.add(step, name, value, mode=mode, collection=collection)
-        if self._pending is None and len(self._scalars.held) >= MAX_HELD_SCALARS:
-            self._send_held()
 
     def _send_held(self) -> None:
         """`MAX_HELD_SCALARS` device scalars wait for a saved step (a long save interval, or a long eval loop

@@ -47,8 +47,9 @@ class Stepping(HookState):
     def _on_any_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         """torch's global optimizer post-hook: a step of an optimizer that is not registered (or was replaced)
         and owns a captured parameter is not counted (`_blindness`)."""
-        if self._optimizers.owns(optimizer):
-            return  # a registered optimizer: every step of the run comes here first
+        entry = self._optimizers.live.get(id(optimizer))  # `Optimizers.owns`, inline: every step comes here
+        if entry is not None and entry.ref() is optimizer:
+            return  # a registered optimizer
         captures = self._captures.get(optimizer)
         if captures is False or not self.enabled:
             return
@@ -70,7 +71,7 @@ class Stepping(HookState):
                 return  # another optimizer's step ends this iteration
         if self._forward.order_handles and self._plan.module_order:
             self._forward.finish_order(self._writer)  # after the first training forward
-        if self._pending is None and self.step % self._save_interval and not self._transfer.in_flight:
+        if self._pending is None and self.step % self._save_interval and not self._transfer.busy:
             return  # a step that is not saved, with nothing left to write
         self._begin_step(self.step)
 
@@ -92,8 +93,13 @@ class Stepping(HookState):
         self._ends_iteration = False
         step = self.step
         self.step += 1
-        if self._train_scalars:
-            self._count_scalars()
+        n = self._train_scalars
+        if n:
+            if n == self._scalars_per_step:  # the usual count: `_count_scalars`' answer cannot change
+                self._train_scalars = 0
+                self._scalar_counts[n] += 1
+            else:
+                self._count_scalars()
         if self._blindness.pending:
             self._blindness.counted()
         self._in_iteration = False

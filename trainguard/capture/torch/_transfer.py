@@ -142,12 +142,13 @@ class Transfer:
         self._staging_for = staging
         self._stagings: dict[torch.device, Staging] = {}
         self._free: list[_Slot] = [_Slot() for _ in range(slots)]
-        self._busy: deque[_Slot] = deque()
+        self.busy: deque[_Slot] = deque()
+        """Slots sent and not delivered yet, oldest first (the optimizer's pre-hook tests it inline every step)."""
 
     @property
     def in_flight(self) -> int:
         """Saved steps sent and not delivered yet."""
-        return len(self._busy)
+        return len(self.busy)
 
     def has_room(self) -> bool:
         """Whether a step can be sent now (after delivering those whose copies are done)."""
@@ -174,26 +175,26 @@ class Transfer:
                 )
             slot.pending.append((device, n, staging.copy(host[:n], values)))
         slot.deliver = deliver
-        self._busy.append(slot)
+        self.busy.append(slot)
         return True
 
     def poll(self) -> None:
         """Deliver, in the order sent, every step whose copies are done; stop at the first still in flight."""
-        while self._busy and self._busy[0].done():
-            self._deliver(self._busy.popleft())
+        while self.busy and self.busy[0].done():
+            self._deliver(self.busy.popleft())
 
     def wait(self) -> None:
         """Wait for every step in flight and deliver them (flush and close only)."""
-        while self._busy:
-            slot = self._busy.popleft()
+        while self.busy:
+            slot = self.busy.popleft()
             for _, _, marker in slot.pending:
                 marker.synchronize()
             self._deliver(slot)
 
     def drop(self) -> None:
         """Forget the steps in flight without delivering them (capture failed)."""
-        while self._busy:
-            slot = self._busy.popleft()
+        while self.busy:
+            slot = self.busy.popleft()
             slot.pending, slot.deliver = [], None
             self._free.append(slot)
 

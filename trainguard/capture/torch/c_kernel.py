@@ -35,6 +35,7 @@ _F32 = torch.float32
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+_STRIDED = torch.strided
 _F32_BYTES = 4
 
 
@@ -42,17 +43,17 @@ def usable(t: torch.Tensor) -> bool:
     """Whether the kernel can read `t` in place: built, and `t` a plain (no subclass: a DTensor's address is not
     its data), dense, contiguous, non-empty float32 CPU tensor whose storage holds every element from its
     offset on. Everything the kernel reads passes here first; anything else goes the torch way (`_kinds`)."""
-    # ordered so the common answers come from the cheapest checks; `n` is read once (each call costs ~0.1 us,
-    # and this runs for every tensor of every saved step)
+    # ordered so the common answers come from the cheapest checks, every name a module global (no attribute of
+    # `torch` looked up per call): each check costs ~0.1 us, and this runs for every tensor of every saved step
     return (
         AVAILABLE
         and type(t) in _PLAIN
         and t.dtype is _F32
         and t.is_cpu
-        and t.layout is torch.strided
+        and t.layout is _STRIDED
         and t.is_contiguous()
-        and (n := t.numel()) > 0
-        and (t.storage_offset() + n) * _F32_BYTES <= t.untyped_storage().nbytes()
+        and (size := t.nbytes) > 0  # float32: the elements' bytes, read once
+        and t.storage_offset() * _F32_BYTES + size <= t.untyped_storage().nbytes()
         and not t.is_neg()
     )
 
@@ -92,14 +93,26 @@ def plain_row(x: torch.Tensor) -> tuple[int, int, int, int, int] | None:
 
 
 def spec_row(
-    x: torch.Tensor, prev: torch.Tensor | None = None, first: torch.Tensor | None = None, fresh: bool = False
+    x: torch.Tensor,
+    prev: torch.Tensor | None = None,
+    first: torch.Tensor | None = None,
+    fresh: bool = False,
+    *,
+    checked: bool = False,
 ) -> tuple[int, int, int, int, int]:
     """The kernel's spec of `x` (address, n, prev, first, fresh; 0 for copies it has not); raise before the
-    kernel reads a tensor it cannot. The addresses stay valid while `x` and the copies keep their storage."""
+    kernel reads a tensor it cannot. The addresses stay valid while `x` and the copies keep their storage.
+    `checked`: the caller has just found `x` and `prev` `usable` (not checked again: ~0.6 us each)."""
     n = x.numel()
     tracked = prev is not None and first is not None
-    if not usable(x) or (
-        tracked and not (usable(prev) and usable(first) and prev.numel() == n and first.numel() == n)  # type: ignore[arg-type,union-attr]
+    if not (checked or usable(x)) or (
+        tracked
+        and not (
+            (checked or usable(prev))  # type: ignore[arg-type]
+            and usable(first)  # type: ignore[arg-type]
+            and prev.numel() == n  # type: ignore[union-attr]
+            and first.numel() == n  # type: ignore[union-attr]
+        )
     ):
         raise ValueError(
             "the C kernel reads non-empty contiguous float32 CPU tensors (and copies of their size)"
@@ -132,15 +145,17 @@ class HostRows:
         fresh: bool = False,
         hist: bool = False,
         units: int = 0,
+        checked: bool = False,
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Write the statistic columns of `x` as tensor `tid`; return its log2 histogram [HIST_BINS] if `hist`,
         and if `units` the share of each of `units` rows of `x` that differs from `prev` (NaN when `fresh`).
 
         With `prev` and `first` (float32 copies of `x`'s size), update_l2 and distance_l2 are filled
         (update_l2 NaN when `fresh`) and `prev` is overwritten with `x`; without them both are NaN.
+        `checked`: as `spec_row`'s.
         """
         assert _cstats is not None
-        x_at, n, prev_at, first_at, fresh_flag = spec_row(x, prev, first, fresh)
+        x_at, n, prev_at, first_at, fresh_flag = spec_row(x, prev, first, fresh, checked=checked)
         if units and (not prev_at or n % units):
             raise ValueError(f"{units} units need a tracked tensor whose size they divide ({n})")
         row = self._room(1)
@@ -162,13 +177,16 @@ class HostRows:
         return h, moved
 
     def add_many(
-        self, items: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]]
+        self,
+        items: list[tuple[int, torch.Tensor, torch.Tensor | None, torch.Tensor | None, bool]],
+        *,
+        checked: bool = False,
     ) -> None:
         """`add` for several tensors in one kernel call, without histograms or moved shares: each item is
-        (tid, x, prev, first, fresh). All are checked before any is read."""
+        (tid, x, prev, first, fresh). All are checked before any is read (`checked`: as `spec_row`'s)."""
         spec: list[int] = []
-        for item in items:
-            spec += spec_row(*item[1:])
+        for _, x, prev, first, fresh in items:
+            spec += spec_row(x, prev, first, fresh, checked=checked)
         self.add_read([tid for tid, *_ in items], spec)
 
     def add_read(self, ids: list[int], spec: list[int]) -> None:

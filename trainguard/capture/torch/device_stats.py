@@ -411,11 +411,14 @@ def _exponent_bins(x: torch.Tensor) -> torch.Tensor:
 
 
 def fix_bins(hist: torch.Tensor, raw: torch.Tensor, *, pad: torch.Tensor | float = 0.0) -> torch.Tensor:
-    """Move exact zeros (and zero padding) out of bin 1 into bin 0; drop NaN/Inf from bin 63."""
+    """Move exact zeros (and zero padding) out of bin 1 into bin 0; drop NaN/Inf from bin 63.
+
+    In-place ops on the bins' views: four ops without padding (an indexed assignment, `hist[..., 1] -= v`,
+    costs an op and a copy back each: seven). Integer counts in float64: exact in any order."""
     zeros = raw[..., ZERO]
-    hist[..., 1] -= zeros + pad
-    hist[..., 0] = zeros
-    hist[..., run_format.HIST_BINS - 1] -= raw[..., NAN] + raw[..., INF]
+    hist[..., 1].sub_(zeros if isinstance(pad, float) and pad == 0.0 else zeros + pad)
+    hist[..., 0].copy_(zeros)
+    hist[..., run_format.HIST_BINS - 1].sub_(raw[..., NAN]).sub_(raw[..., INF])
     return hist
 
 
@@ -505,22 +508,28 @@ def new_history(x: torch.Tensor) -> _History:
 
 def unit_vector(x: torch.Tensor, activation: str) -> tuple[str, torch.Tensor] | None:
     """Return (kind, float64 [units]) per-unit activity or saturation; units are dim 1 (see `store.stats`); None
-    for a kind with no per-unit vector (a model's input), before any copy."""
-    if activation not in RELU_FAMILY and activation not in SATURATING:
-        return None
-    t = as_float32(x)
-    if t.ndim <= 1:
-        t = t.reshape(1, -1)
-    per_unit = t.movedim(1, -1).reshape(-1, t.shape[1])
+    for a kind with no per-unit vector (a model's input), before any copy.
+
+    Three ops for an activation of the ReLU family (the flags, their count per unit in one reduction over every
+    other dim, the division), where a mean over a units-last copy took six: no permuted copy, no float64 copy
+    of the flags. "active" (x > 0) reads `x` in its own dtype (the comparison with 0 is exact in any); the
+    saturation thresholds compare in float32, as the kernel does."""
     if activation in RELU_FAMILY:
-        kind, flags = "active", per_unit > 0
-    elif activation in SIGMOID_LIKE:
-        kind, flags = "saturated", (per_unit < 0.01) | (per_unit > 0.99)
-    elif activation in TANH_LIKE:
-        kind, flags = "saturated", per_unit.abs() > 0.99
+        kind, t = "active", x
+    elif activation in SATURATING:
+        kind, t = "saturated", x if x.dtype == torch.float32 else as_float32(x)
     else:
         return None
-    return kind, flags.to(torch.float64).mean(0)
+    if t.ndim <= 1:
+        t = t.reshape(1, -1)
+    if kind == "active":
+        flags = t > 0
+    elif activation in SIGMOID_LIKE:
+        flags = (t < 0.01) | (t > 0.99)
+    else:
+        flags = t.abs() > 0.99
+    per_unit = flags.sum([0, *range(2, t.ndim)], dtype=torch.float64)  # the count of each unit's flags
+    return kind, per_unit.div_(flags.numel() // max(t.shape[1], 1))
 
 
 def finish(raw: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -182,26 +182,8 @@ def kueue(cluster: k8s.Cluster, controllers: None) -> Iterator[str]:
         [str(k8s.K8S_SH), "kueue"], capture_output=True, text=True, timeout=300, check=False
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    cluster.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-flavor"}}
-    )
-    cluster.apply({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [{"name": "e2e-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                                              {"name": "memory", "nominalQuota": "8Gi"}]}],
-        }]},
-    })  # fmt: skip
-    try:
-        yield CLUSTER_QUEUE
-    finally:
-        cluster.kubectl(
-            "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--timeout", "60s", check=False
-        )
-        cluster.kubectl(
-            "delete", "resourceflavor", "e2e-flavor", "--ignore-not-found", "--timeout", "60s", check=False
-        )
+    with k8s.cluster_queue(cluster, CLUSTER_QUEUE, "e2e-flavor") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@
 #                              into ~/.cache/trainguard/k8s (once; then seconds)
 #   dev/k8s.sh up              start etcd, the control plane, CoreDNS, containerd, kubelet, kube-proxy
 #   dev/k8s.sh image [TAG]     build the project image (dev/build-image.sh) and load it into the node
-#   dev/k8s.sh kueue           start Kueue (after `build --kueue` and `up`)
+#   dev/k8s.sh kueue           start Kueue (after `build --kueue`, `up` and, for its PyTorchJob and TrainJob
+#                              integrations, `controllers`)
 #   dev/k8s.sh controllers     start JobSet, training-operator (PyTorchJob) and Trainer (TrainJob) with their
 #                              CRDs, webhooks and the torch runtime (after `build --controllers` and `up`)
 #   dev/k8s.sh down [--wipe]   stop everything started by `up` (--wipe: forget the cluster's state)
@@ -69,5 +70,5 @@ case "$cmd" in
   status) status ;;
   env) [ -f "$RUN/env" ] || die "the cluster is not up: run dev/k8s.sh up"; sed 's/^/export /' "$RUN/env" ;;
   all) install; "$here/k8s/build.sh" "$@"; "$here/k8s/up.sh"; image ;;
-  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

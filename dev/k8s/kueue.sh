@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Starts Kueue $KUEUE_VERSION on the running test cluster (idempotent): its CRDs from the Go module, then the
-# controller manager as a host process with the admin kubeconfig. The batch/Job and JobSet integrations
-# (Kueue sets JobSet's up once its CRD is installed, by `dev/k8s.sh controllers`); no admission webhooks
-# are registered (the operator and the tests create queued workloads suspended themselves), the visibility
+# controller manager as a host process with the admin kubeconfig. The integrations of every kind TrainGuard
+# attaches to: batch/Job, JobSet, PyTorchJob and TrainJob (start it after `dev/k8s.sh controllers`, which
+# installs the last three's CRDs: Kueue sets an integration up only once its CRD is served, and looks for a
+# missing one again with a backoff of up to 2 minutes). No admission webhooks are registered (the operator
+# and the tests create queued workloads suspended themselves; a queued TrainJob also carries the runtime
+# patch of manager `kueue.x-k8s.io/manager` Kueue's webhook would add, which Kueue fills on admission), the visibility
 # server is off, leader election too. Health on 127.0.0.1; the webhook and metrics servers Kueue always
 # runs get a certificate of the test CA for 127.0.0.1.
 set -euo pipefail
@@ -32,7 +35,8 @@ metrics: {bindAddress: "0"}
 webhook: {host: 127.0.0.1, port: $(free_port), certDir: "$K/certs"}
 leaderElection: {leaderElect: false}
 internalCertManagement: {enable: false}
-integrations: {frameworks: ["batch/job", "jobset.x-k8s.io/jobset"]}
+integrations:
+  frameworks: ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob", "trainer.kubeflow.org/trainjob"]
 YAML
 # Without its internal certificate management Kueue reads its metrics certificate from the fixed path
 # /etc/kueue/metrics/certs: give it one in a private mount namespace, over an overlay of /etc, so the

@@ -9,13 +9,14 @@ here sleeps for a fixed time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -307,6 +308,29 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def cluster_queue(cluster: Cluster, name: str, flavor: str) -> Iterator[str]:
+    """A Kueue ClusterQueue open to every namespace (4 CPUs, 8 GiB of one ResourceFlavor), deleted afterwards."""
+    cluster.apply(
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
+    )
+    cluster.apply({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                                       {"name": "memory", "nominalQuota": "8Gi"}]}],
+        }]},
+    })  # fmt: skip
+    try:
+        yield name
+    finally:
+        cluster.kubectl("delete", "clusterqueue", name, "--ignore-not-found", "--timeout", "60s", check=False)
+        cluster.kubectl(
+            "delete", "resourceflavor", flavor, "--ignore-not-found", "--timeout", "60s", check=False
+        )
 
 
 def manifest_list(docs: Sequence[dict[str, Any]]) -> str:

@@ -7,7 +7,7 @@ the operator runs as a pod with the chart's ServiceAccount). Per test: `namespac
 Secret; deleted afterwards, and nothing of it may be left), `webhook` (a receiver on the bridge),
 `flag_dir` (a host directory the workloads' pods mount) and `kube` (the operator's API layer with the
 admin credentials). Per module: `controllers` (JobSet, training-operator and Trainer running) and
-`kueue` (Kueue with a ClusterQueue).
+`kueue` (Kueue with a ClusterQueue, started after the controllers).
 
 Every test here is marked `k8s`. They run when TRAINGUARD_E2E=require, which `dev/test.sh` sets
 unless told TRAINGUARD_E2E=skip (it builds the cluster first); then a missing cluster is a failure.
@@ -173,35 +173,17 @@ CLUSTER_QUEUE = "e2e-cluster-queue"
 
 
 @pytest.fixture(scope="module")
-def kueue(cluster: k8s.Cluster) -> Iterator[str]:
+def kueue(cluster: k8s.Cluster, controllers: None) -> Iterator[str]:
     """Kueue running, with one ResourceFlavor and a ClusterQueue open to every namespace; yields its name.
 
-    Kueue's JobSet integration starts once JobSet's CRD is installed (`dev/k8s.sh controllers`), even
-    when Kueue started before it: Kueue looks for the API again with a backoff of at most 2 minutes."""
+    Started after the workload controllers: Kueue sets up its JobSet, PyTorchJob and TrainJob integrations
+    once their CRDs are served (a missing one only after a backoff of up to 2 minutes)."""
     proc = subprocess.run(
         [str(k8s.K8S_SH), "kueue"], capture_output=True, text=True, timeout=300, check=False
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    cluster.apply(
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-flavor"}}
-    )
-    cluster.apply({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
-        "spec": {"namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu", "memory"],
-            "flavors": [{"name": "e2e-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                                              {"name": "memory", "nominalQuota": "8Gi"}]}],
-        }]},
-    })  # fmt: skip
-    try:
-        yield CLUSTER_QUEUE
-    finally:
-        cluster.kubectl(
-            "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--timeout", "60s", check=False
-        )
-        cluster.kubectl(
-            "delete", "resourceflavor", "e2e-flavor", "--ignore-not-found", "--timeout", "60s", check=False
-        )
+    with k8s.cluster_queue(cluster, CLUSTER_QUEUE, "e2e-flavor") as name:
+        yield name
 
 
 @pytest.fixture(scope="module")

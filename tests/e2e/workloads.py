@@ -128,18 +128,39 @@ TORCH_RUNTIME = "torch-distributed"
 def train_job(name: str, namespace: str, flag_dir: Path, *, labels: dict[str, str] | None = None,
               suspend: bool = False) -> dict[str, Any]:  # fmt: skip
     """A TrainJob of 2 nodes on the torch runtime (Trainer gives each node PET_NODE_RANK); image and command
-    are the TrainJob's, the flag directory comes in through `podSpecOverrides`."""
+    are the TrainJob's, the flag directory comes in through a runtime patch of the test's (`node_patch`).
+
+    Queued (`kueue.x-k8s.io/queue-name` in `labels`), it also carries the empty patch Kueue's webhook would
+    add (manager `kueue.x-k8s.io/manager`): Kueue writes the admitted pod sets' settings into it."""
     main = container("node", flag_dir, name)
+    patches = [{"manager": TEST_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": trainjob.NODE_STEP, "template": {"spec": {"template": {"spec": {
+            "volumes": [flag_volume(flag_dir)],
+            "containers": [{"name": "node", "volumeMounts": main["volumeMounts"]}]}}}}}]}}}}]  # fmt: skip
+    if KUEUE_QUEUE_LABEL in (labels or {}):
+        patches.append({"manager": KUEUE_PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {}}}})
     return {
         "apiVersion": trainjob.KIND.api_version, "kind": "TrainJob", "metadata": _meta(name, namespace, labels),
         "spec": {
             "suspend": suspend,
             "runtimeRef": {"name": TORCH_RUNTIME},
             "trainer": {"image": IMAGE, "command": main["command"], "numNodes": 2},
-            "podSpecOverrides": [{"targetJobs": [{"name": trainjob.NODE_STEP}], "volumes": [flag_volume(flag_dir)],
-                                  "containers": [{"name": "node", "volumeMounts": main["volumeMounts"]}]}],
+            "runtimePatches": patches,
         },
     }  # fmt: skip
+
+
+TEST_PATCH_MANAGER = "trainguard.dev/e2e"
+"""The manager of a TrainJob's runtime patch that the tests write."""
+KUEUE_PATCH_MANAGER = "kueue.x-k8s.io/manager"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def node_patch(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The pod template patch of a `train_job` manifest's `node` Job (`metadata` and `spec`)."""
+    patch = next(p for p in manifest["spec"]["runtimePatches"] if p["manager"] == TEST_PATCH_MANAGER)
+    job = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    return job["template"]["spec"]["template"]  # type: ignore[no-any-return]
 
 
 @dataclasses.dataclass(frozen=True)

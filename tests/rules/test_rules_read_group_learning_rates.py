@@ -127,3 +127,12 @@ def test_group_rates_hold_between_records_and_restore() -> None:
     again.set_state(rates.get_state())
     assert again.by_design(v, rows, lowered=0.01).tolist() == [True, False, True]
     assert not GroupRates().by_design(v, rows).any()  # nothing recorded: nothing known
+
+
+def test_every_group_at_rate_0_is_no_design_but_a_run_that_does_not_train() -> None:
+    # a learning rate floored to 0 by integer division, a warm-up at 0 never stepped: every group at 0
+    rates = GroupRates()
+    rates.push(view(0, (0, 0, 0), {"0.0": 0.0, "0.1": 0.0, "0.2": 0.0}))
+    assert not rates.by_design(view(10, (0, 0, 0), None), np.arange(3)).any()
+    found = low_findings((0.0, 0.0, 0.0), {"0.0": 0.0, "0.1": 0.0, "0.2": 0.0})
+    assert found and "left out" not in found[0].message

@@ -45,16 +45,25 @@ class GroupRates:
 
     def at_rest(self, view: StepView, row: int, lowered: float | None = None) -> bool:
         """Whether the group of the parameter of `row` has rate 0 (or, with `lowered`, below that fraction of the
-        group's peak): its optimizer does not move it, by the script's choice."""
+        group's peak) while another group trains: its optimizer does not move it, by the script's choice. Every
+        group at rest is no choice but a run that does not train (a learning rate floored to 0, a warm-up at 0
+        never stepped): no parameter is then at rest by design, and the rules judge it as before."""
         key = view.meta[row].param_group
         lr = None if key is None else self.current.get(key)
-        if key is None or lr is None:
+        if key is None or lr is None or not self._training(lowered):
             return False
+        return self._resting(key, lr, lowered)
+
+    def _resting(self, key: str, lr: float, lowered: float | None) -> bool:
         return lr <= 0 or (lowered is not None and lr < lowered * self.peak[key])
+
+    def _training(self, lowered: float | None) -> bool:
+        """Whether some group's rate is above 0 (and, with `lowered`, not lowered)."""
+        return any(not self._resting(k, lr, lowered) for k, lr in self.current.items())
 
     def by_design(self, view: StepView, rows: np.ndarray, lowered: float | None = None) -> np.ndarray:
         """`at_rest` for each of `rows`."""
-        if not self.current:
+        if not self.current or not self._training(lowered):
             return np.zeros(len(rows), dtype=bool)
         return np.asarray([self.at_rest(view, int(i), lowered) for i in rows], dtype=bool)
 

@@ -7,6 +7,7 @@ judged as before."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from trainguard.rules.gradient_not_applied import GradientNotApplied
 from trainguard.rules.group_rates import GroupRates
 from trainguard.rules.step_view import COL, COLUMNS, GROUP_PREFIX, StepView, TensorMeta
 from trainguard.rules.unchanged_tensor import UnchangedTensor
+from trainguard.rules.warmup_not_stepped import WarmupNotStepped
 from trainguard.rules.weight_update_ratio import WeightUpdateRatio
 from trainguard.sidecar.view_builder import ViewBuilder
 from trainguard.store import run_format
@@ -136,3 +138,26 @@ def test_every_group_at_rate_0_is_no_design_but_a_run_that_does_not_train() -> N
     assert not rates.by_design(view(10, (0, 0, 0), None), np.arange(3)).any()
     found = low_findings((0.0, 0.0, 0.0), {"0.0": 0.0, "0.1": 0.0, "0.2": 0.0})
     assert found and "left out" not in found[0].message
+
+
+def warmup_findings(lrs: dict[int, float], steps: int = 300) -> list[Finding]:
+    """`warmup_not_stepped` over a run saved every 10 steps whose group 0.0 has initial_lr 2e-3 and the lr `lrs`
+    written at the given steps (the hook writes it where it changed)."""
+    rule = WarmupNotStepped()
+    found: list[Finding] = []
+    for step in range(0, steps, 10):
+        rates = {"0.0": lrs[step]} if step in lrs else None
+        v = view(step, (1e-3, 1e-3, 1e-3), rates)
+        if step == 0:
+            v = replace(v, scalars={**v.scalars, f"{GROUP_PREFIX}0.0/initial_lr": 2e-3})
+        found += rule.update(v)
+    return found
+
+
+def test_a_warmup_never_stepped_is_named_and_one_stepped_is_not() -> None:
+    (f,) = warmup_findings({0: 2e-3 / 30})
+    assert (f.step, f.tensor) == (150, f"{GROUP_PREFIX}0.0/lr") and "never stepped" in f.message
+    assert warmup_findings({0: 2e-3 / 30, 10: 2e-3 / 15, 20: 2e-3}) == []  # the warm-up ran
+    assert warmup_findings({0: 2e-3 / 30, 140: 2e-3 / 15, 280: 2e-3 / 10}) == []  # stepped per 140-step epoch
+    assert warmup_findings({0: 2e-3}) == []  # a constant lr at its initial_lr: no warm-up
+    assert warmup_findings({0: 0.0}) == []  # lr 0: a run that does not train, judged by other rules

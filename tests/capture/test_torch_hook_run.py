@@ -33,7 +33,8 @@ def test_a_training_run_reads_back_with_names_collections_scalars_and_lr(run_uri
         "activations": ["act/1", "act/3"],
         "inputs": ["input/input"],  # nn.Sequential's forward(input)
         "gradients": [f"grad/{p}" for p in PARAMS],
-        "optimizer": ["lr"],
+        "optimizer": ["lr"]
+        + [run_format.group_scalar("0.0", h) for h in ("lr", "momentum", "weight_decay", "nesterov")],
         "losses": ["loss", "val_loss"],
         run_format.INITIAL_COLLECTION: [run_format.initial_name(p) for p in PARAMS],
     }

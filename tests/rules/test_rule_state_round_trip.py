@@ -158,6 +158,13 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         )
     ),
     "optimizer_stops_stepping": _optimizer_stops_stepping,
+    "warmup_never_stepped": _stream(  # the group records (format 2.5) write the lr once: it never changes
+        lambda d: (
+            d.scalars.update({"group/0.0/lr": 2e-3 / 30, "group/0.0/initial_lr": 2e-3})
+            if d.step == 0
+            else None
+        )
+    ),
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),
 }

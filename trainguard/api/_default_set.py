@@ -30,4 +30,5 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("input_scale", Action.NOTIFY),
     ("optimizer_not_stepping", Action.NOTIFY),
     ("stalled_training", Action.NOTIFY),
+    ("warmup_not_stepped", Action.NOTIFY),
 )

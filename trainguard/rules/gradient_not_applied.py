@@ -16,6 +16,10 @@ their median ||g|| / ||W||) can be too small to change a float32 weight (a deep 
 and is not counted either. Reported once per parameter, after `num_views` such views in a row, naming the
 others found at the same view. Views whose recorded learning rate a schedule took below
 `lowered_lr_fraction` of its peak neither count nor reset (an update below float32's resolution).
+Where the run records the optimizer's parameter groups (format 2.5, `group_rates`), a parameter whose own
+group's learning rate is 0, or below `lowered_lr_fraction` of that group's peak, is still by design (a frozen
+backbone given to the optimizer at lr 0, layer-wise decay down to 0) and not counted; a finding says how many
+such parameters it left out.
 
 A stale gradient (`stale_gradient`: the same gradient, at most rescaled by a clip, at two views in a row) is
 no evidence either: no backward of this loop writes it and no optimizer zeroes it, so the parameter is unused
@@ -36,6 +40,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, shared
+from trainguard.rules.group_rates import GroupRates
 from trainguard.rules.stale_gradient import StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
@@ -93,11 +98,14 @@ class GradientNotApplied(base.Rule):
         """Per still parameter: views in a row it stood still, and the step since which its weights have not changed."""
         self.reported: set[str] = set()
         self.stale = StaleGradients()
+        self.groups = GroupRates()
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: GradientNotApplied.Params = self.params  # type: ignore[assignment]
         self.lr.push(view)
+        self.groups.push(view)
         stale = self.stale.update(view)
+        at_rest = 0  # still parameters with a gradient whose own group's learning rate is 0 (or lowered)
         still: list[tuple[str, float, int, str | None]] = []
         moved: list[float] = []
         moved_modules: set[str | None] = set()
@@ -122,6 +130,9 @@ class GradientNotApplied(base.Rule):
                 self.streak.pop(name, None)
             elif name in stale:
                 self.streak.pop(name, None)  # an old gradient no backward rewrites: an unused parameter
+            elif self.groups.at_rest(view, j, p.lowered_lr_fraction):
+                self.streak.pop(name, None)  # its group's learning rate is 0: still by design
+                at_rest += 1 if g > 0 else 0
             elif g > 0:
                 still.append((name, g / w, before_step, view.meta[j].module))
             else:
@@ -151,6 +162,11 @@ class GradientNotApplied(base.Rule):
             f"the {len(moved)} parameters that moved) and its weights have not changed since step {since} "
             f"{self.where(view)}, {views} saved steps in a row (at least {p.num_views} make a finding): no optimizer "
             f"updates it{f' ({len(found)} parameters: {others})' if len(found) > 1 else ''}"
+            + (
+                f"; {at_rest} still parameters whose group's learning rate is 0 are not counted"
+                if at_rest
+                else ""
+            )
         )
         return [self.finding(view, msg, tensor=name, value=float(views), threshold=float(p.num_views))]
 
@@ -158,6 +174,7 @@ class GradientNotApplied(base.Rule):
         return {
             **self.lr.get_state(),
             **self.stale.get_state(),
+            **self.groups.get_state(),
             "last": {n: [list(s), step] for n, (s, step) in self.last.items()},
             "streak": {n: list(s) for n, s in self.streak.items()},
             "reported": sorted(self.reported),
@@ -166,6 +183,7 @@ class GradientNotApplied(base.Rule):
     def set_state(self, state: dict[str, Any]) -> None:
         self.lr.set_state(state)
         self.stale.set_state(state)
+        self.groups.set_state(state)
         self.last = {
             n: (tuple(float(x) for x in s), int(step)) for n, (s, step) in state.get("last", {}).items()
         }

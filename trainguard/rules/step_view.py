@@ -25,6 +25,11 @@ INITIAL_PREFIX = "init/"
 any optimizer update (`trainguard.store.run_format.INITIAL_COLLECTION`, the same names: checked by a test)."""
 
 
+GROUP_PREFIX = "group/"
+"""Train scalars `group/<k>.<g>/<hyperparameter>`: an optimizer parameter group's hyperparameters, recorded at a
+saved step where one changed (`trainguard.store.run_format.GROUP_PREFIX`, the same: checked by a test)."""
+
+
 @dataclass(frozen=True)
 class TensorMeta:
     """Static facts about a tensor, from the run's catalogue."""
@@ -38,6 +43,9 @@ class TensorMeta:
     activation: str | None = None
     order: int | None = None
     shape: tuple[int, ...] = ()
+    param_group: str | None = None
+    """The optimizer parameter group holding this parameter (`<k>.<g>`), when the capture recorded it (format 2.5):
+    its hyperparameters are the train scalars `GROUP_PREFIX + <k>.<g>/<name>`."""
 
 
 @dataclass(frozen=True)

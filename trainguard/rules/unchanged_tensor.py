@@ -34,6 +34,11 @@ head kept on a model fine-tuned through another head. Nor does a parameter of no
 `nn.Parameter` of the model, the catalogue naming no module) that has had no gradient at any view while
 others had one: the loss never reached it (learned task weights defined for a loss variant the run does not
 use). A layer's parameter without a gradient (a trunk whose output was detached) still counts.
+
+Where the run records the optimizer's parameter groups (format 2.5, `group_rates`), a parameter whose own
+group's learning rate is 0, or below `lowered_lr_fraction` of that group's peak, is not watched (frozen by
+design: a backbone given to the optimizer at lr 0, layer-wise decay down to 0); a finding says how many it
+left out, and no watched parameter left means no standstill.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, shared
+from trainguard.rules.group_rates import GroupRates
 from trainguard.rules.stale_gradient import GRAD_PREFIX, StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
@@ -126,6 +132,9 @@ class UnchangedTensor(base.Rule):
         """Parameters whose gradient was stale at the latest view."""
         self.reached: set[str] = set()
         """Parameters that had a gradient at some view."""
+        self.groups = GroupRates()
+        self.at_rest = 0
+        """Trainable parameters left out at the latest view: their group's learning rate is 0 (or lowered)."""
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: UnchangedTensor.Params = self.params  # type: ignore[assignment]
@@ -133,7 +142,12 @@ class UnchangedTensor(base.Rule):
         self.unused = self.stale.update(view) | self._never_reached(view)
         if p.lowered_lr_fraction is not None and self.lr.lowered(p.lowered_lr_fraction):
             return []  # the schedule took the learning rate near 0: standing still is expected
+        self.groups.push(view)
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
+        at_rest = self.groups.by_design(view, rows, p.lowered_lr_fraction)
+        self.at_rest = int(at_rest.sum())
+        if self.at_rest:
+            rows = rows[~at_rest]  # frozen by design: their group's learning rate is 0
         if not len(rows):
             return []
         still = self._standstill(view, rows, p)
@@ -313,7 +327,8 @@ class UnchangedTensor(base.Rule):
             f"{name}: parameter unchanged for {int(streak[hit[0]])} saved steps in a row (limit {p.num_steps}; "
             f"||dW|| {base.fmt(upd[hit[0]])}, "
             f"||W|| {base.fmt(view.stats[i, COL['l2']])}) while other layers train {self.where(view)} "
-            f"({hit.size} of {len(rows)} trainable tensors)"
+            f"({hit.size} of {len(rows)} trainable tensors"
+            f"{f'; {self.at_rest} more whose group learning rate is 0 are not watched' if self.at_rest else ''})"
         )
         return [
             self.finding(view, msg, tensor=name, value=float(streak[hit[0]]), threshold=float(p.num_steps))
@@ -325,6 +340,7 @@ class UnchangedTensor(base.Rule):
             "unit_streak": {name: [int(x) for x in s] for name, s in self.unit_streak.items()},
             **self.lr.get_state(),
             **self.stale.get_state(),
+            **self.groups.get_state(),
             "reached": sorted(self.reached),
             "still_from": self.still_from,
             "last_step": self.last_step,
@@ -339,6 +355,7 @@ class UnchangedTensor(base.Rule):
         self._counting = any(v > 0 for v in state.get("streak", {}).values())
         self.lr.set_state(state)
         self.stale.set_state(state)
+        self.groups.set_state(state)
         self.reached = set(state.get("reached", []))
         self.still_from = state.get("still_from")
         self.last_step = state.get("last_step")

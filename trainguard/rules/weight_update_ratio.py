@@ -16,6 +16,11 @@ A model whose only trainable kernel is one layer (a linear probe on a frozen enc
 regression) is convex in it: steps too large for it cannot make the loss fall, and a head at its
 default init grows 2.4-2.8x in its first 10 steps as it fits. Its growth is a blow-up only while the
 loss did not fall to `fit_loss_ratio` of its value at the previous view with weights.
+
+Where the run records the optimizer's parameter groups (format 2.5, `group_rates`), layers whose group's
+learning rate is 0 do not count (a frozen backbone given to the optimizer at lr 0 is no evidence of a rate too
+low), and on the low side each layer's ratio is judged as if its group had the highest group rate (its ratio
+divided by its group's rate over that one): layer-wise decay makes the lower layers' steps small on purpose.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, shared, shared_loss
+from trainguard.rules.group_rates import GroupRates
 from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
@@ -98,6 +104,7 @@ class WeightUpdateRatio(base.Rule):
         super().__init__(*args, **kwargs)
         self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
         self.lr = shared.PeakLearningRate()
+        self.groups = GroupRates()
         p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
         self.blow_up = shared.WeightBlowUp(
             p.blow_up_growth or math.inf, p.blow_up_growth_per_step, p.blow_up_rate
@@ -112,6 +119,7 @@ class WeightUpdateRatio(base.Rule):
         p: WeightUpdateRatio.Params = self.params  # type: ignore[assignment]
         self.gate.push(view)
         self.lr.push(view)
+        self.groups.push(view)
         loss = self.loss(view)
         if loss is not None and math.isfinite(loss):
             self.last_loss = loss
@@ -138,6 +146,9 @@ class WeightUpdateRatio(base.Rule):
             return [self.at_once(found)]
         if not len(rows) or not self.gate.open:
             return []
+        at_rest = self.groups.by_design(view, rows)
+        if at_rest.any():
+            rows = rows[~at_rest]  # their group's learning rate is 0: frozen by design
         upd, w = view.stats[rows, COL["update_l2"]], view.stats[rows, COL["l2"]]
         measured = np.isfinite(upd) & np.isfinite(w)
         ratio = np.divide(upd, w + p.epsilon, out=np.full(len(rows), np.nan), where=measured)
@@ -145,9 +156,15 @@ class WeightUpdateRatio(base.Rule):
         if not ratio.size:
             return []
         med = float(np.median(ratio))
-        if p.small_threshold <= med <= p.large_threshold:
+        relative = self.groups.relative(view, rows)
+        scaled = bool((relative < 1).any())  # groups at different rates: each judged at the highest
+        own = ratio / relative if scaled else ratio
+        med_own = float(np.median(own)) if scaled else med
+        if med_own >= p.small_threshold and med <= p.large_threshold:
             return []
-        low = med < p.small_threshold
+        low = med_own < p.small_threshold
+        if low:
+            med, ratio = med_own, own
         if low and p.lowered_lr_fraction is not None and self.lr.lowered(p.lowered_lr_fraction):
             return []
         # name the layer that sits furthest out on the offending side
@@ -157,7 +174,9 @@ class WeightUpdateRatio(base.Rule):
         msg = (
             f"{name}: median update ratio ||dW||/||W|| over {ratio.size} layers is {base.fmt(med)}, "
             f"{'below' if low else 'above'} the threshold {base.fmt(bound)} {self.where(view)}{self.gate.note} "
-            f"(this layer: {base.fmt(ratio[k])})"
+            f"(this layer: {base.fmt(ratio[k])}"
+            f"{'; each layer judged at the highest group learning rate' if low and scaled else ''}"
+            f"{f'; {int(at_rest.sum())} layers whose group learning rate is 0 left out' if at_rest.any() else ''})"
         )
         hint = (
             "raise the learning rate, check that optimizer.step() runs and the gradients reach the weights"
@@ -192,6 +211,7 @@ class WeightUpdateRatio(base.Rule):
         return {
             "gate": self.gate.get_state(),
             **self.lr.get_state(),
+            **self.groups.get_state(),
             **self.blow_up.get_state(),
             "last_loss": self.last_loss,
             "weights_loss": self.weights_loss,
@@ -200,6 +220,7 @@ class WeightUpdateRatio(base.Rule):
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.lr.set_state(state)
+        self.groups.set_state(state)
         self.blow_up.set_state(state)
         last, at_weights = state.get("last_loss"), state.get("weights_loss")
         self.last_loss = None if last is None else float(last)

@@ -93,6 +93,7 @@ class ViewBuilder:
                         activation=info.activation,
                         order=info.order,
                         shape=tuple(info.shape),
+                        param_group=info.param_group,
                     )
                 )
             layout = _Layout(names=tuple(names), meta=tuple(meta))

@@ -33,6 +33,21 @@ class Series(NamedTuple):
     values: np.ndarray
 
 
+@dataclass(frozen=True)
+class OptimizerGroup:
+    """One optimizer parameter group as the run records it (format 2.5, `run_format.GROUP_PREFIX`)."""
+
+    key: str
+    """`<k>.<g>`: group g of the k-th optimizer registered."""
+    optimizer: str | None
+    """The optimizer's class (`AdamW`), None when no captured parameter names it."""
+    tensors: list[str]
+    """The captured parameters it holds."""
+    hyperparameters: dict[str, Series]
+    """Each recorded hyperparameter (`lr`, `eps`, ...): its value at each saved step where it was written (the
+    first saved step after the registration, then where it changed; it holds its value in between)."""
+
+
 @dataclass
 class _Loaded:
     segments: list[run_format.Segment]
@@ -289,6 +304,29 @@ class Run:
         if not steps:
             return np.zeros(0, np.int64), np.zeros((0, len(cols)))
         return np.concatenate(steps), np.concatenate(values)
+
+    def optimizer_groups(self, *, rank: int = 0) -> list[OptimizerGroup]:
+        """The optimizers' parameter groups of `rank`, by key (empty for runs before format 2.5)."""
+        members: dict[str, list[run_format.TensorInfo]] = {}
+        for t in self.tensors(rank=rank):
+            if t.param_group is not None and not t.is_scalar:
+                members.setdefault(t.param_group, []).append(t)
+        hyper: dict[str, dict[str, Series]] = {}
+        for name in self.scalar_names(mode="train", rank=rank):
+            key, _, what = name.removeprefix(run_format.GROUP_PREFIX).partition("/")
+            if name.startswith(run_format.GROUP_PREFIX) and what:
+                hyper.setdefault(key, {})[what] = self.scalars(name, rank=rank)
+        return [
+            OptimizerGroup(
+                key=key,
+                optimizer=next((t.optimizer for t in members.get(key, [])), None),
+                tensors=[t.name for t in members.get(key, [])],
+                hyperparameters=hyper.get(key, {}),
+            )
+            for key in sorted(
+                set(members) | set(hyper), key=lambda k: [int(x) if x.isdigit() else -1 for x in k.split(".")]
+            )
+        ]
 
     def skipped(self, *, rank: int = 0) -> dict[str, str]:
         """The tensors the hook did not read on `rank`, each with the reason (catalogue `skipped`)."""

@@ -74,6 +74,15 @@ class TensorInfo(_Doc):
     history_sample: int | None = Field(
         default=None, description="With `history: sampled`: the elements in the tensor's fixed sample."
     )
+    optimizer: str | None = Field(
+        default=None, description="Class of the optimizer that updates this parameter (`AdamW`; format 2.5)."
+    )
+    param_group: str | None = Field(
+        default=None,
+        description="The optimizer parameter group holding this parameter, `<k>.<g>`: group g of the k-th optimizer "
+        "registered; its hyperparameters are the scalars `group/<k>.<g>/<name>` (`run_vocabulary.GROUP_PREFIX`; "
+        "format 2.5).",
+    )
     skipped: str | None = Field(
         default=None,
         description="Why the hook does not read this tensor (a kind it cannot read: sparse, quantized, complex, "

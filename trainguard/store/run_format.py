@@ -1,4 +1,4 @@
-"""The run format, version 2 (2.4): key names, the JSON documents and the segment codec, in one namespace.
+"""The run format, version 2 (2.5): key names, the JSON documents and the segment codec, in one namespace.
 
 This module is the contract between the hook (writer), the evaluator (follower) and offline
 analysis. Everything is readable with numpy alone; segments are `.npz` archives loaded with
@@ -60,6 +60,8 @@ from trainguard.store.run_keys import (
 from trainguard.store.run_vocabulary import (
     COLUMN,
     FORMAT_VERSION,
+    GROUP_HYPERPARAMETERS,
+    GROUP_PREFIX,
     HIST_BINS,
     HIST_MIN_EXPONENT,
     INITIAL_COLLECTION,
@@ -68,6 +70,7 @@ from trainguard.store.run_vocabulary import (
     STAT_COLUMNS,
     UNIT_KINDS,
     check_version,
+    group_scalar,
     initial_name,
 )
 from trainguard.store.segment_codec import (
@@ -87,6 +90,8 @@ __all__ = [
     "EVALUATOR_PREFIX",
     "EVALUATOR_STATE_NAME",
     "FORMAT_VERSION",
+    "GROUP_HYPERPARAMETERS",
+    "GROUP_PREFIX",
     "HIST_BINS",
     "HIST_MIN_EXPONENT",
     "INITIAL_COLLECTION",
@@ -115,6 +120,7 @@ __all__ = [
     "encode_segment",
     "end_key",
     "evaluator_state_key",
+    "group_scalar",
     "initial_name",
     "meta_key",
     "parse_meta_name",

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from trainguard.store import errors
 
-FORMAT_VERSION = "2.4"
+FORMAT_VERSION = "2.5"
 """Major.minor. Readers refuse a major version they do not know (`READABLE_MAJORS`) and accept any minor.
 2.1 added the optional `lost.before`/`lost.total` segment members and END.json's `lost_steps`, later the
 optional `extra.blind` record (int64[n, 2]: blind since step, unchecked steps) and END.json's
 `unchecked_steps`/`blind_since_step`; 2.2 the optional catalogue fields `shard` and `skipped` (`TensorInfo`),
 later the optional `extra.no_step` record (int64[n, 2]: since step, training iterations without an optimizer
 step); 2.3 the initial-weights record (`INITIAL_COLLECTION`); 2.4 train scalars at every step (the layout
-unchanged) and END.json's `dropped_scalars`.
+unchanged) and END.json's `dropped_scalars`; 2.5 the optimizer's parameter groups (`GROUP_PREFIX`: the
+catalogue fields `optimizer` and `param_group`, the group scalars).
 Readers that do not know an optional field ignore it."""
 READABLE_MAJORS = ("1", "2")
 """Format 1 differs only in key names (no attempt; see the module docstring)."""
@@ -58,6 +59,22 @@ INITIAL_PREFIX = "init/"
 def initial_name(name: str) -> str:
     """The name of parameter `name`'s initial-weights record (`init/fc1.weight`)."""
     return INITIAL_PREFIX + name
+
+
+GROUP_PREFIX = "group/"
+"""The optimizer's parameter groups (format 2.5). A captured parameter's catalogue entry names its optimizer's
+class (`optimizer`) and its group (`param_group`, `<k>.<g>`: group g of the k-th optimizer registered); each
+group's hyperparameters are train scalars `group/<k>.<g>/<name>` of collection "optimizer" (`GROUP_HYPERPARAMETERS`),
+written at the first saved step after the optimizer's registration and again at a saved step where one changed
+(a constant learning rate is written once; a schedule's, at each saved step it moved)."""
+GROUP_HYPERPARAMETERS = ("lr", "initial_lr", "eps", "beta1", "beta2", "momentum", "nesterov", "weight_decay")
+"""The hyperparameters recorded per group where the optimizer has them: `initial_lr` is set by a scheduler when it
+is built, `beta1`/`beta2` are Adam's `betas`, `nesterov` is 1 or 0."""
+
+
+def group_scalar(group: str, hyperparameter: str) -> str:
+    """The scalar name of a parameter group's hyperparameter (`group/0.1/lr`)."""
+    return f"{GROUP_PREFIX}{group}/{hyperparameter}"
 
 
 HIST_BINS = 64

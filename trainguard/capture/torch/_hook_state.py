@@ -30,6 +30,7 @@ from trainguard.capture.torch._forward import ForwardHooks
 from trainguard.capture.torch._guard import fail_open
 from trainguard.capture.torch._inputs import Inputs
 from trainguard.capture.torch._optimizers import Optimizers
+from trainguard.capture.torch._param_groups import ParamGroups
 from trainguard.capture.torch._paths import Paths
 from trainguard.capture.torch._plan import (
     DEFAULT_PACK_MAX_NUMEL,
@@ -135,6 +136,8 @@ class HookState:
             wants_optimizer=config.wants("optimizer"),
             save_interval=config.save_interval,
         )
+        if config.wants("optimizer"):
+            self._scalars.groups = ParamGroups(w, self._plan.params)
         self._step_writer = StepWriter(w, self._transfer)
         self._paths = Paths(
             self._plan, self._saved, self._scalars, self._step_writer, w, config, kernel=self._native

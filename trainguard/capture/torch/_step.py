@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from trainguard.capture.torch import c_kernel, device_stats
+from trainguard.capture.torch import _param_groups, c_kernel, device_stats
 from trainguard.store import writer
 from trainguard.store.stats import MOVED
 
@@ -215,6 +215,9 @@ class Scalars:
         """Finite host values of unsaved steps not written yet, in the order they were recorded."""
         self._ids: dict[tuple[str, str, str | None], int] = {}
         """Each (name, mode, collection) recorded so far and its id: a scalar recorded every step looks it up once."""
+        self.groups: _param_groups.ParamGroups | None = None
+        """The registered optimizers' parameter groups, recorded with `lr` (set by the hook when it captures
+        the optimizer collection)."""
 
     def add(
         self, step: int, name: str, value: float | torch.Tensor, *, mode: str, collection: str | None
@@ -252,11 +255,14 @@ class Scalars:
             self._writer.write_scalar(step, tid, value)  # on the host: nothing to wait for
 
     def add_lr(self, step: int, optimizer: torch.optim.Optimizer) -> None:
-        """Record the first parameter group's learning rate as `lr` (collection "optimizer"), if captured."""
+        """Record the first parameter group's learning rate as `lr` (collection "optimizer"), if captured, and
+        every registered optimizer's group hyperparameters that changed (`_param_groups`)."""
         if self._wants_optimizer and optimizer.param_groups:
             lr = optimizer.param_groups[0].get("lr")
             if lr is not None:
                 self.add(step, "lr", lr, mode="train", collection="optimizer")
+        if self.groups is not None:
+            self.groups.record(step, self.add)
 
     def write_host(self) -> None:
         """Write the host values waiting since the last saved step."""

@@ -37,6 +37,8 @@ class Stepping(HookState):
         replaced = self._optimizers.register(optimizer, pre=self._on_step_begin, post=self._on_step_end)
         self._registered_optimizer = True
         self._captures.pop(optimizer, None)
+        if self._scalars.groups is not None:
+            self._scalars.groups.register(optimizer)
         if replaced:
             log.info(
                 "trainguard: %s replaces %s (shared parameters)",

@@ -20,7 +20,7 @@ from tests.rules.test_auc_counts import _stream as auc_stream
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
 from trainguard.rules.base import Finding, fmt
-from trainguard.rules.step_view import StepView
+from trainguard.rules.step_view import GROUP_PREFIX, StepView
 
 GRADS = [f"grad/fc{i}.weight" for i in range(4)]
 
@@ -132,6 +132,14 @@ def _inputs(start: int, **columns: float) -> Callable[[StepData], None]:
     return edit
 
 
+def _warmup_never_stepped(d: StepData) -> None:
+    if (
+        d.step == 0
+    ):  # the hook writes a group's settings where they change: once, for a scheduler never stepped
+        d.scalars[f"{GROUP_PREFIX}0.0/initial_lr"] = 2e-3
+        d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 2e-3 / 30
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -146,6 +154,9 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "unchanged_tensor": [("frozen", {}, lambda: Stream(steps=260, fault=_frozen))],
     "gradient_not_applied": [("not in the optimizer", {}, lambda: Stream(steps=260, fault=_never_updated))],
     "weight_update_ratio": [("tiny lr", {}, lambda: Stream(steps=120, fault=_tiny_lr))],
+    "warmup_not_stepped": [
+        ("scheduler never stepped", {}, lambda: Stream(steps=300, fault=_warmup_never_stepped))
+    ],
     "diverging_loss": [
         ("growing", {}, lambda: Stream(steps=400, fault=_loss_growing)),
         ("falling", {}, lambda: _every(10, Stream(steps=300, fault=_loss_falling_without_bound))),

@@ -8,7 +8,8 @@ a group whose `lr` is above 0 and at most `max_fraction` of its `initial_lr`, un
 training steps while training goes on (saved views keep coming). A schedule that moves, however slowly
 (stepped per epoch), writes a new `lr` and starts the count again; a run without scheduler has no
 `initial_lr`; a learning rate of 0 is left to the rules that judge a run that does not train. Runs without
-group records are not judged. Reported once, as a hint.
+group records or without a scheduler are not judged ("not checked: no scheduler initial_lr recorded").
+Reported once, as a hint.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class WarmupNotStepped(base.Rule):
     category = RuleCategory.PROGRESS
     default_action = Action.NOTIFY
     training_views_only = True
+    needs = "scheduler initial_lr"
     summary = (
         "A parameter group's learning rate held at a small fraction of its scheduler's initial_lr for many steps "
         "(a warm-up scheduler created but never stepped)."
@@ -54,6 +56,9 @@ class WarmupNotStepped(base.Rule):
         """Each group's latest lr and the step it was written at."""
         self.initial: dict[str, float] = {}
         self.reported = False
+
+    def has_input(self, view: StepView) -> bool:
+        return any(name.startswith(GROUP_PREFIX) and name.endswith("/initial_lr") for name in view.scalars)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: WarmupNotStepped.Params = self.params  # type: ignore[assignment]

@@ -154,5 +154,8 @@ def test_the_healthy_run_lists_its_constant_learning_rate_instead_of_plotting_it
 ) -> None:
     page = reports["healthy"].read_text()
     assert re.search(r"<th>constant scalars</th><td>lr \(train\) = 0.1 at all \d+ steps", page)
+    # the optimizer's group settings are one fact row (written where they change), never "constant at 1 step"
+    assert re.search(r"<th>optimizer groups</th><td>0\.0 \(SGD, \d+ tensors\): [^<]*\blr 0\.1\b", page)
+    assert "group/0.0/" not in page
     assert 'data-plot="metrics"' not in page
     assert "No warnings" in page

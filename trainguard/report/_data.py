@@ -21,7 +21,7 @@ from trainguard.errors import TrainGuardError
 from trainguard.rules import auc
 from trainguard.rules.auc_drop import AucDropParams
 from trainguard.rules.base import Finding
-from trainguard.store import prediction_buckets
+from trainguard.store import prediction_buckets, run_format
 from trainguard.store.reader import Run
 
 MAX_PREDICTION_STREAMS = 12
@@ -135,6 +135,8 @@ def collect_plots(run: Run, *, rank: int = 0) -> list[Plot]:
     losses: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     metrics: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for t in sorted(cat, key=lambda t: (t.name, t.mode or "")):
+        if t.name.startswith(run_format.GROUP_PREFIX):
+            continue  # the optimizer's group settings, written where they change: a fact row, not a plot
         s = run.scalars(t.name, mode=t.mode or "train", rank=rank)
         if not s.steps.size:
             continue

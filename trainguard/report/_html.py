@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from trainguard.report._data import (
     CONSTANTS,
     FindingLike,
@@ -230,6 +232,27 @@ def _figure(
     )
 
 
+def _groups_text(run: Run, rank: int) -> str:
+    """Each optimizer parameter group's settings (format 2.5; written where they change): `0.0 (SGD, 4 tensors):
+    lr 0.1 -> 0.001 (2 changes, steps 0-200), momentum 0.9`."""
+    parts = []
+    for g in run.optimizer_groups(rank=rank):
+        settings = []
+        for what, s in sorted(g.hyperparameters.items()):
+            if not s.values.size:
+                continue
+            if s.values.size == 1 or np.all(s.values == s.values[0]):
+                settings.append(f"{what} {fmt(float(s.values[0]))}")
+            else:
+                settings.append(
+                    f"{what} {fmt(float(s.values[0]))} -> {fmt(float(s.values[-1]))} "
+                    f"({s.values.size - 1} changes, steps {int(s.steps[0])}-{int(s.steps[-1])})"
+                )
+        head = f"{g.key} ({g.optimizer or 'optimizer not named'}, {len(g.tensors)} tensors)"
+        parts.append(head + (": " + ", ".join(settings) if settings else ""))
+    return "; ".join(parts)
+
+
 def _constants_text(plot: Plot) -> str:
     return "; ".join(
         f"{name} = {fmt(float(values[0]))} at all {values.size} steps from {int(steps[0])} to {int(steps[-1])}"
@@ -322,6 +345,9 @@ def render(
     for plot in plots:
         if plot.key == CONSTANTS:
             facts.append(("constant scalars", html.escape(_constants_text(plot))))
+    groups = _groups_text(run, rank)
+    if groups:
+        facts.append(("optimizer groups", html.escape(groups)))
     plots = [p for p in plots if p.key != CONSTANTS]
     # Every plot over steps spans 0 to the run's last step, so plots read against each other.
     last = max((float(s.max()) for p in plots for s, _ in p.series.values() if s.size), default=0.0)

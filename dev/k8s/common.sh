@@ -45,6 +45,19 @@ alive() { # name: whether the recorded process runs (a zombie whose parent has n
   [ -f "$RUN/$1.pid" ] && state=$(ps -o stat= -p "$(cat "$RUN/$1.pid")" 2>/dev/null) && [ "${state#Z}" = "$state" ]
 }
 
+established() { # files-or-dirs...: wait (TG_K8S_CRD_WAIT_S, 60 s) until the CRDs they hold are served. A CRD
+  # the API server has just created has `status.conditions: null` until its controller sets NamesAccepted,
+  # and `kubectl wait` fails at once on that null rather than waiting: retry until it answers
+  local limit=${TG_K8S_CRD_WAIT_S:-60} f out
+  local deadline=$(( $(date +%s) + limit ))
+  for f in "$@"; do
+    until out=$(kubectl wait --for condition=Established --timeout 10s -f "$f" 2>&1 >/dev/null); do
+      [ "$(date +%s)" -lt "$deadline" ] || die "the CRDs of $f are not established after $limit s: $out"
+      sleep 0.5
+    done
+  done
+}
+
 free_port() { # [address]: a TCP port that was free on that address a moment ago
   python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"
 }

@@ -25,7 +25,7 @@ for d in "$JS" "$TO" "$TR"; do [ -d "$d" ] || die "$d is missing: run dev/k8s.sh
 
 crds() { # files...: apply (server-side: some are large) and wait until served
   local f; for f in "$@"; do kubectl apply --server-side --force-conflicts -f "$f" >/dev/null; done
-  for f in "$@"; do kubectl wait --for condition=Established --timeout 60s -f "$f" >/dev/null; done
+  established "$@"
 }
 
 webhooks() { # manifests name-of-Mutating name-of-Validating service namespace [resources...]

@@ -16,7 +16,7 @@ if alive kueue; then exit 0; fi
 src=$GOMODCACHE/sigs.k8s.io/kueue@$KUEUE_VERSION/config/components/crd/bases
 [ -d "$src" ] || die "$src is missing: run dev/k8s.sh build --kueue"
 kubectl apply --server-side --force-conflicts -f "$src" >/dev/null
-kubectl wait --for condition=Established --timeout 60s -f "$src" >/dev/null
+established "$src"
 
 K=$RUN/kueue; mkdir -p "$K/certs"
 if [ ! -f "$K/certs/tls.crt" ]; then

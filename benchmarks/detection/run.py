@@ -68,6 +68,7 @@ RULE_CATEGORY = {
     "diverging_loss": "EG",
     "optimizer_not_stepping": "SC",
     "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
+    "eps_dominates_gradient": "SC",  # an adaptive optimizer stepping as SGD at lr/eps: slow, not unstable
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),

@@ -5,7 +5,7 @@ warmup then cosine learning rate, a noisy loss decaying towards 0.3 with a warmu
 gradient norms that follow the loss, updates = lr x gradient, ReLU layers that are sparse (about 65%
 zeros) but whose units are all alive, tanh layers with few saturated units, Tier-1 vectors every 10
 steps (activity or saturation of the activations, the share of each weight row that moved) and an
-eval loss every 50. A `fault(step, data)` callback edits a step's columns before the view is built. Names and metadata are one shared tuple, as in the evaluator.
+eval loss every 50; with `optimizer`, the parameters belong to that optimizer class's group 0.0 (format 2.5). A `fault(step, data)` callback edits a step's columns before the view is built. Names and metadata are one shared tuple, as in the evaluator.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ class Stream:
         peak_lr: float = 0.05,
         rank: int = 0,
         inputs: bool = False,
+        optimizer: str | None = None,
     ) -> None:
         self.rng = np.random.default_rng(seed)
         self.steps = steps
@@ -99,6 +100,7 @@ class Stream:
         meta: list[TensorMeta] = []
         for i in range(len(WIDTHS) - 1):
             fan_in, fan_out = WIDTHS[i], WIDTHS[i + 1]
+            group = {"param_group": "0.0", "optimizer": optimizer} if optimizer else {}
             meta.append(
                 TensorMeta(
                     f"fc{i}.weight",
@@ -107,13 +109,15 @@ class Stream:
                     trainable=True,
                     order=2 * i,
                     shape=(fan_out, fan_in),
+                    **group,  # type: ignore[arg-type]
                 )
             )
             meta.append(
                 TensorMeta(
-                    f"fc{i}.bias", "biases", module=f"fc{i}", trainable=True, order=2 * i, shape=(fan_out,)
+                    f"fc{i}.bias", "biases", module=f"fc{i}", trainable=True, order=2 * i, shape=(fan_out,),
+                    **group,  # type: ignore[arg-type]
                 )
-            )
+            )  # fmt: skip
             meta.append(
                 TensorMeta(
                     f"grad/fc{i}.weight", "gradients", module=f"fc{i}", order=2 * i, shape=(fan_out, fan_in)

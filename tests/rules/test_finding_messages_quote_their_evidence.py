@@ -140,6 +140,12 @@ def _warmup_never_stepped(d: StepData) -> None:
         d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 2e-3 / 30
 
 
+def _adam_eps_one(d: StepData) -> None:
+    if d.step == 0:  # written once: the settings never change
+        d.scalars[f"{GROUP_PREFIX}0.0/eps"] = 1.0
+        d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 1e-3
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -156,6 +162,9 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "weight_update_ratio": [("tiny lr", {}, lambda: Stream(steps=120, fault=_tiny_lr))],
     "warmup_not_stepped": [
         ("scheduler never stepped", {}, lambda: Stream(steps=300, fault=_warmup_never_stepped))
+    ],
+    "eps_dominates_gradient": [
+        ("Adam eps=1", {}, lambda: Stream(steps=60, optimizer="Adam", fault=_adam_eps_one))
     ],
     "diverging_loss": [
         ("growing", {}, lambda: Stream(steps=400, fault=_loss_growing)),

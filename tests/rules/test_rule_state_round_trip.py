@@ -165,6 +165,10 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
             else None
         )
     ),
+    "adam_eps_far_above_the_gradients": _stream(
+        lambda d: d.scalars.update({"group/0.0/eps": 1.0, "group/0.0/lr": 1e-3}) if d.step == 0 else None,
+        optimizer="Adam",
+    ),
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),
 }

@@ -15,8 +15,7 @@ import pytest
 import torch
 from torch import nn
 
-import trainguard
-import trainguard.torch as tg
+from tests.rules.hooked import trained_views
 from trainguard.rules.base import Finding, Rule
 from trainguard.rules.gradient_not_applied import GradientNotApplied
 from trainguard.rules.group_rates import GroupRates
@@ -24,7 +23,6 @@ from trainguard.rules.step_view import COL, COLUMNS, GROUP_PREFIX, StepView, Ten
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.warmup_not_stepped import WarmupNotStepped
 from trainguard.rules.weight_update_ratio import WeightUpdateRatio
-from trainguard.sidecar.view_builder import ViewBuilder
 from trainguard.store import run_format
 
 
@@ -38,18 +36,7 @@ def backbone_findings(tmp_path: Path, *, backbone_in_optimizer: bool) -> dict[st
     if backbone_in_optimizer:
         groups.insert(0, {"params": list(backbone.parameters()), "lr": 0.0})
     opt = torch.optim.AdamW(groups, lr=1e-3)  # type: ignore[arg-type]
-    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
-        hook.register_module(model)
-        hook.register_optimizer(opt)
-        for _ in range(60):
-            x, y = torch.randn(32, 20), torch.randint(0, 4, (32,))
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            hook.record_scalar("loss", loss)
-            opt.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    views = [v for seg in source.poll() for v in ViewBuilder(rank=0).views(seg, source.catalogue())]
+    views = trained_views(tmp_path, model, opt, steps=60)
     rules: list[Rule] = [GradientNotApplied(), UnchangedTensor(), WeightUpdateRatio()]
     return {r.name: [f for v in views for f in r.update(v)] for r in rules}
 

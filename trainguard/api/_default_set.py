@@ -15,6 +15,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("vanishing_gradient", Action.NOTIFY),
     ("dead_relu", Action.NOTIFY),
     ("saturated_activation", Action.NOTIFY),
+    ("eps_dominates_gradient", Action.NOTIFY),
     ("gradient_not_applied", Action.NOTIFY),
     ("poor_weight_initialization", Action.NOTIFY),
     ("unchanged_tensor", Action.NOTIFY),

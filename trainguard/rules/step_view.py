@@ -46,6 +46,8 @@ class TensorMeta:
     param_group: str | None = None
     """The optimizer parameter group holding this parameter (`<k>.<g>`), when the capture recorded it (format 2.5):
     its hyperparameters are the train scalars `GROUP_PREFIX + <k>.<g>/<name>`."""
+    optimizer: str | None = None
+    """The class of the optimizer updating this parameter (`Adam`, `SGD`, ...), with `param_group` (format 2.5)."""
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ class ViewBuilder:
                         order=info.order,
                         shape=tuple(info.shape),
                         param_group=info.param_group,
+                        optimizer=info.optimizer,
                     )
                 )
             layout = _Layout(names=tuple(names), meta=tuple(meta))

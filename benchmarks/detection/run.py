@@ -68,6 +68,7 @@ RULE_CATEGORY = {
     "diverging_loss": "EG",
     "optimizer_not_stepping": "SC",
     "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
+    "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),

@@ -17,6 +17,7 @@ import pytest
 
 from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
+from tests.rules.test_batchnorm_small_batch import point_views
 from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
@@ -161,6 +162,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "unchanged_tensor": [("frozen", {}, lambda: Stream(steps=260, fault=_frozen))],
     "gradient_not_applied": [("not in the optimizer", {}, lambda: Stream(steps=260, fault=_never_updated))],
     "weight_update_ratio": [("tiny lr", {}, lambda: Stream(steps=120, fault=_tiny_lr))],
+    "batchnorm_small_batch": [("batches of two", {}, lambda: point_views(2))],
     "warmup_not_stepped": [
         ("scheduler never stepped", {}, lambda: Stream(steps=300, fault=_warmup_never_stepped))
     ],

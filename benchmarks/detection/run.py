@@ -70,6 +70,7 @@ RULE_CATEGORY = {
     "optimizer_not_stepping": "SC",
     "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
     "eps_dominates_gradient": "SC",  # an adaptive optimizer stepping as SGD at lr/eps: slow, not unstable
+    "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch
 }
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),

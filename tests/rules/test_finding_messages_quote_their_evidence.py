@@ -17,6 +17,8 @@ import pytest
 
 from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
+from tests.rules.test_batchnorm_small_batch import point_views
+from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
 from trainguard.rules.base import Finding, fmt
@@ -152,14 +154,21 @@ def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
 
 SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[StepView]]]]] = {
     "exploding_tensor": [("nan", {}, lambda: Stream(fault=_nan_from_relu))],
-    "exploding_gradient": [("jump", {}, lambda: Stream(fault=_gradient_blow_up))],
+    "exploding_gradient": [
+        ("jump", {}, lambda: Stream(fault=_gradient_blow_up)),
+        ("runaway", {}, lambda: Stream(steps=300, fault=_never_zeroed)),
+    ],
     "vanishing_gradient": [("deep sigmoid", {}, lambda: Stream(steps=200, fault=_vanishing))],
-    "dead_relu": [("units die", {}, lambda: Stream(fault=_dying_relu))],
+    "dead_relu": [
+        ("units die", {}, lambda: Stream(fault=_dying_relu)),
+        ("clamped outputs", {}, lambda: tagger_views()),
+    ],
     "saturated_activation": [("tanh", {}, lambda: Stream(activation="tanh", fault=_saturating_tanh))],
     "poor_weight_initialization": [("10x", {}, lambda: Stream(steps=20, fault=_big_init))],
     "unchanged_tensor": [("frozen", {}, lambda: Stream(steps=260, fault=_frozen))],
     "gradient_not_applied": [("not in the optimizer", {}, lambda: Stream(steps=260, fault=_never_updated))],
     "weight_update_ratio": [("tiny lr", {}, lambda: Stream(steps=120, fault=_tiny_lr))],
+    "batchnorm_small_batch": [("batches of two", {}, lambda: point_views(2))],
     "warmup_not_stepped": [
         ("scheduler never stepped", {}, lambda: Stream(steps=300, fault=_warmup_never_stepped))
     ],

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.rules.streams import StepData, Stream
+from tests.rules.test_batchnorm_small_batch import point_views
 from trainguard.rules import registry
 from trainguard.rules.base import Rule
 from trainguard.rules.step_view import COL, StepView
@@ -169,6 +170,7 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         lambda d: d.scalars.update({"group/0.0/eps": 1.0, "group/0.0/lr": 1e-3}) if d.step == 0 else None,
         optimizer="Adam",
     ),
+    "batchnorm_on_batches_of_two": lambda: point_views(2, steps=600),
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),
 }

@@ -13,6 +13,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("exploding_tensor", Action.STOP),
     ("exploding_gradient", Action.NOTIFY),
     ("vanishing_gradient", Action.NOTIFY),
+    ("batchnorm_small_batch", Action.NOTIFY),
     ("dead_relu", Action.NOTIFY),
     ("saturated_activation", Action.NOTIFY),
     ("eps_dominates_gradient", Action.NOTIFY),

@@ -20,6 +20,15 @@ Adam loses half its units while the loss keeps falling. The hint names the input
 the dead layer is the first ReLU-family activation in forward order (inputs far from unit scale).
 Once at the start, a ReLU after the last dense layer of a K-class classifier (its first loss near
 ln K, K from the catalogue's module classes) is reported: it clips the logits at 0.
+
+Outputs clipped by a function rather than a module (`logits.clamp(min=0)`, `F.relu(out)`) have no
+activation to read; they show in the output layer's gradients instead. An output unit whose every
+sample is clipped gets exactly zero gradient: its bias gradient is 0 and so is its whole kernel row.
+When the output layer's bias gradient has k exact zeros (0 < k < units) and its kernel gradient at
+least k rows' worth, at `output_dead_views` saved views in a row, k output units are dead. Both
+counts are exact, so noise cannot produce them together: a loss whose per-unit gradient can sum to 0
+by chance (an L1 loss's signs balancing over an even batch) zeroes a bias entry now and then, never
+the kernel row with it.
 """
 
 from __future__ import annotations
@@ -78,6 +87,16 @@ class DeadRelu(base.Rule):
             description="Report, once at the start, a ReLU after the last dense layer of a K-class classifier (its "
             "first loss within 10% of ln K; K from the module classes in the catalogue): it clips the logits.",
         )
+        output_dead_views: int | None = Field(
+            default=3,
+            ge=1,
+            description="Saved views in a row at which some, not all, of the output layer's units got exactly zero "
+            "gradient (bias entry and whole kernel row) before they are reported as dead outputs (clipped by a "
+            "function such as clamp(min=0), which the capture cannot see as a module). On the five detection "
+            "suites' stored runs no healthy run had a single such view; logits clamped at zero had them at 26-30 of "
+            "30 views, a ReLU module on the logits at 13-40 of 40, nll_loss on raw logits at 2 of 40 (never two in a "
+            "row). None: off.",
+        )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)
 
@@ -90,6 +109,9 @@ class DeadRelu(base.Rule):
         self.output_checked = False
         self._output: base.Finding | None = None
         self._first_relu: tuple[tuple[str, ...] | None, str | None] = (None, None)
+        self.dead_outputs = 0
+        """Saved views in a row at which some output units got exactly zero gradient."""
+        self._dead_output: base.Finding | None = None
 
     def _relu_rows(self, view: StepView) -> np.ndarray:
         """The watched activation rows whose inactive outputs are exactly zero (cached per row set)."""
@@ -157,12 +179,45 @@ class DeadRelu(base.Rule):
             "first layer's pre-activations to extremes; then " + self.hint
         )
 
+    def _dead_output_units(self, view: StepView) -> base.Finding | None:
+        """The finding when some of the output layer's units have got exactly zero gradient (bias entry and kernel
+        row) at `output_dead_views` saved views in a row; counts the views."""
+        p: DeadRelu.Params = self.params  # type: ignore[assignment]
+        grads = output_gradients(view) if p.output_dead_views is not None and view.names else None
+        if grads is None:
+            return None  # no gradients of the output layer in this view: the streak neither grows nor breaks
+        kernel, bias = grads
+        st = view.stats
+        units, dead = int(st[bias, COL["count"]]), int(st[bias, COL["zero"]])
+        finite = not st[[kernel, bias], COL["nan"]].any() and not st[[kernel, bias], COL["inf"]].any()
+        per_unit = st[kernel, COL["count"]] / max(units, 1)
+        if not (finite and 0 < dead < units and st[kernel, COL["zero"]] >= dead * per_unit):
+            self.dead_outputs = 0
+            return None
+        self.dead_outputs += 1
+        if p.output_dead_views is None or self.dead_outputs < p.output_dead_views:
+            return None
+        name = view.names[bias]
+        msg = (
+            f"{name}: {dead} of {units} output units got exactly zero gradient (their bias entry and whole kernel row) "
+            f"at {self.dead_outputs} saved steps in a row {self.where(view)} while the others learn: those outputs "
+            "are clipped for every sample (a clamp or ReLU applied to the outputs) and can no longer move"
+        )
+        hint = (
+            "remove the clamp(min=0) / relu applied to the model's outputs: losses such as BCE-with-logits and cross "
+            "entropy take raw logits; if outputs are masked out of the loss on purpose, this is expected"
+        )
+        return self.finding(view, msg, tensor=name, value=float(dead), hint=hint)
+
     def applies(self, view: StepView) -> bool:
         self.gate.push(view)
         if not self.output_checked and view.names:
             self._output = self._relu_on_logits(view)
             if self._output is not None:
                 return True
+        self._dead_output = self._dead_output_units(view)
+        if self._dead_output is not None:
+            return True
         if shared.has_units(view, "active"):
             return True
         rows = self._relu_rows(view)
@@ -180,9 +235,12 @@ class DeadRelu(base.Rule):
         if self._output is not None:
             found, self._output = self._output, None
             return [self.at_once(found)]
+        outputs = (
+            [self.at_once(self._dead_output)] if self._dead_output is not None else []
+        )  # counted in a row already
         if not shared.has_units(view, "active"):
-            return self._zero_bound_findings(view, p)
-        out = []
+            return outputs + self._zero_bound_findings(view, p)
+        out = outputs
         for name, active in shared.unit_layers(self, view, "active"):
             if not active.size:
                 continue
@@ -226,8 +284,32 @@ class DeadRelu(base.Rule):
         return out
 
     def get_state(self) -> dict[str, Any]:
-        return {"gate": self.gate.get_state(), "output_checked": self.output_checked}
+        return {
+            "gate": self.gate.get_state(),
+            "output_checked": self.output_checked,
+            "dead_outputs": self.dead_outputs,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.output_checked = bool(state.get("output_checked", False))
+        self.dead_outputs = int(state.get("dead_outputs", 0))
+
+
+def output_gradients(view: StepView) -> tuple[int, int] | None:
+    """Rows of the output layer's kernel and bias gradients (the last dense or convolution kernel in forward order,
+    as `shared.output_layer` finds it), or None when the view lacks either."""
+    layer = shared.output_layer(view)
+    if layer is None:
+        return None
+    order, units = layer
+    kernel = bias = None
+    for i in view.rows(collections=(Collection.GRADIENTS.value,)):
+        m = view.meta[int(i)]
+        if m.order != order or not m.shape or m.shape[0] != units:
+            continue
+        if len(m.shape) >= 2:
+            kernel = int(i)
+        elif len(m.shape) == 1:
+            bias = int(i)
+    return None if kernel is None or bias is None else (kernel, bias)

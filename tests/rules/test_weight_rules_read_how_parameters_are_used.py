@@ -103,6 +103,46 @@ def test_a_still_parameter_with_a_gradient_warns_beside_a_notice() -> None:
     assert [(f.step, f.tensor, f.severity) for f in found] == [(30, "blocks.0.conv.weight", Severity.WARNING)]
 
 
+def _excitation_view(step: int, *, act_zero: float) -> StepView:
+    """A squeeze-excitation bottleneck: `fc1` [3, 12], its ReLU `act` (a share `act_zero` of outputs exactly zero),
+    `fc2` [12, 3] whose gradient is exactly zero and which does not move, beside a moving `conv`."""
+    specs = [
+        ("conv.weight", "weights", 0, 4.0, 0.1),
+        ("grad/conv.weight", "gradients", 0, 0.01 * (1 + step % 7), float("nan")),
+        ("fc1.weight", "weights", 1, 1.0, 0.1),
+        ("grad/fc1.weight", "gradients", 1, 0.01 * (1 + step % 5), float("nan")),
+        ("act/act", "activations", 2, 1.0, float("nan")),
+        ("fc2.weight", "weights", 3, 2.0, float("nan") if step == 0 else 0.0),
+        ("grad/fc2.weight", "gradients", 3, 0.0, float("nan")),
+    ]
+    names = tuple(n for n, *_ in specs)
+    meta = tuple(
+        TensorMeta(name=n, collection=c, module=n.split("/")[-1].split(".")[0], trainable=c == "weights",
+                   module_type="Linear" if c == "weights" else None, activation="relu" if c == "activations" else None,
+                   order=o, shape=(12, 3))
+        for n, c, o, *_ in specs
+    )  # fmt: skip
+    stats = np.zeros((len(specs), len(COLUMNS)))
+    stats[:, COL["count"]] = 36
+    stats[:, COL["l2"]] = [x[3] for x in specs]
+    stats[:, COL["update_l2"]] = [x[4] for x in specs]
+    stats[:, COL["std"]] = stats[:, COL["l2"]] / 6
+    stats[:, COL["min"]] = -stats[:, COL["l2"]] * (0.1 + 0.01 * step)
+    stats[:, COL["max"]] = stats[:, COL["l2"]] * (0.2 - 0.001 * step)
+    stats[4, COL["zero"]] = act_zero * 36
+    return StepView(step=step, names=names, meta=meta, stats=stats, scalars={"loss": 1.0})
+
+
+def test_a_zero_gradient_behind_a_dead_relu_is_left_to_dead_relu() -> None:
+    assert _unchanged([_excitation_view(10 * s, act_zero=1.0) for s in range(6)]) == []
+
+
+def test_a_zero_gradient_beside_a_live_relu_still_warns() -> None:
+    # the ReLU fires (half its outputs non-zero), yet fc2 gets an exactly zero gradient and stands still
+    found = _unchanged([_excitation_view(10 * s, act_zero=0.5) for s in range(4)])
+    assert [(f.step, f.tensor, f.severity) for f in found] == [(30, "fc2.weight", Severity.WARNING)]
+
+
 def _table_view(*, zero_share: float, module: str | None) -> StepView:
     """Step 0 of a [200, 48] weight drawn from N(0, 1), bare (`module` None) or in a layer, with its gradient's
     share of exactly-zero elements."""

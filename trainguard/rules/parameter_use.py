@@ -17,6 +17,10 @@ loss reached it. Three readings that the weight rules need so as not to judge de
   that feeds nothing (a WaveNet's last residual projection: only its skip path reaches the output). Records
   cannot tell that design from an output dropped by mistake at that one place; the rules say so.
 
+- `behind_dead_activation`: a parameter whose recorded gradient is exactly zero beside a ReLU activation
+  whose outputs were all exactly zero at that view (the last one before its module in forward order, or the
+  first at or after it) gets nothing from the loss because that activation died: `dead_relu` names the layer.
+
 Each is read from recorded statistics only (`grad/<name>` rows: presence, `zero`, `count`); a run that records
 no gradients gives none of them.
 """
@@ -70,6 +74,35 @@ def read_by_index(view: StepView, meta: TensorMeta) -> bool:
     if not count > 0:
         return False
     return 1.0 / meta.shape[0] <= zero / count < 1.0
+
+
+ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
+"""Activation kinds whose output is exactly zero where the unit is inactive (as `dead_relu` reads them)."""
+
+
+def behind_dead_activation(view: StepView, name: str) -> str | None:
+    """The dead ReLU activation (all its outputs exactly zero at this view) next to parameter `name` in forward
+    order, when the parameter's recorded gradient is exactly zero; else None."""
+    i, j = view.index(name), view.index(f"{GRAD_PREFIX}{name}")
+    order = view.meta[i].order if i is not None else None
+    if order is None or j is None or float(view.stats[j, COL["l2"]]) != 0.0:
+        return None
+    before: tuple[int, int] | None = None
+    after: tuple[int, int] | None = None
+    acts = Collection.ACTIVATIONS.value
+    for k, m in enumerate(view.meta):
+        if m.collection != acts or m.activation not in ZERO_WHEN_INACTIVE or m.order is None:
+            continue
+        if m.order >= order:
+            if after is None or m.order < after[0]:
+                after = (m.order, k)
+        elif before is None or m.order > before[0]:
+            before = (m.order, k)
+    for _, k in (x for x in (before, after) if x is not None):
+        count, zero = float(view.stats[k, COL["count"]]), float(view.stats[k, COL["zero"]])
+        if count > 0 and zero == count:
+            return view.names[k]
+    return None
 
 
 class GradientReach:

@@ -33,7 +33,9 @@ views in a row) is unused by this loss and held by no optimizer (its zero_grad w
 head kept on a model fine-tuned through another head. Nor does a parameter of no layer (a bare
 `nn.Parameter` of the model, the catalogue naming no module) that has had no gradient at any view while
 others had one: the loss never reached it (learned task weights defined for a loss variant the run does not
-use). A layer's parameter without a gradient (a trunk whose output was detached) still counts.
+use). A layer's parameter without a gradient (a trunk whose output was detached) still counts. Nor does a parameter
+whose recorded gradient is exactly zero beside a ReLU activation whose outputs were all zero at that view
+(`parameter_use.behind_dead_activation`): the dead activation starves it, and `dead_relu` names that layer.
 
 Two still parameters that design may explain get an info-level notice, once per parameter, instead of a
 warning (`parameter_use`, from the gradient record): one that had a gradient at an earlier view and has none
@@ -59,9 +61,8 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory, Severity
-from trainguard.rules import base, shared
+from trainguard.rules import base, parameter_use, shared
 from trainguard.rules.group_rates import GroupRates
-from trainguard.rules.parameter_use import GradientReach
 from trainguard.rules.stale_gradient import StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
@@ -141,7 +142,7 @@ class UnchangedTensor(base.Rule):
         self.stale = StaleGradients()
         self.unused: set[str] = set()
         """Parameters whose gradient was stale at the latest view."""
-        self.reach = GradientReach()
+        self.reach = parameter_use.GradientReach()
         self.hinted: set[str] = set()
         """Parameters already named by a notice (the info-level finding of a standstill that design explains)."""
         self.groups = GroupRates()
@@ -323,6 +324,11 @@ class UnchangedTensor(base.Rule):
             moved, still = upd > tol, upd <= tol  # NaN (not measured) is neither
         if self.unused:
             still &= np.asarray([view.names[int(i)] not in self.unused for i in rows])
+        if still.any():  # a zero gradient behind a dead ReLU: dead_relu names the layer
+            still &= np.asarray(
+                [not s or parameter_use.behind_dead_activation(view, view.names[int(i)]) is None
+                 for s, i in zip(still, rows, strict=True)]
+            )  # fmt: skip
         if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
         if not still.any() and not self._counting:

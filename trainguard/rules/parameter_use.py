@@ -27,6 +27,8 @@ no gradients gives none of them.
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterable
 from typing import Any
 
 from trainguard.api.enums import Collection
@@ -80,29 +82,33 @@ ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})
 """Activation kinds whose output is exactly zero where the unit is inactive (as `dead_relu` reads them)."""
 
 
-def behind_dead_activation(view: StepView, name: str) -> str | None:
-    """The dead ReLU activation (all its outputs exactly zero at this view) next to parameter `name` in forward
-    order, when the parameter's recorded gradient is exactly zero; else None."""
-    i, j = view.index(name), view.index(f"{GRAD_PREFIX}{name}")
-    order = view.meta[i].order if i is not None else None
-    if order is None or j is None or float(view.stats[j, COL["l2"]]) != 0.0:
-        return None
-    before: tuple[int, int] | None = None
-    after: tuple[int, int] | None = None
+def behind_dead_activation(view: StepView, names: Iterable[str]) -> set[str]:
+    """Those of parameters `names` whose recorded gradient is exactly zero next to a dead ReLU activation (all its
+    outputs exactly zero at this view): the last ReLU before the parameter's module in forward order, or the
+    first at or after it. One pass over the view, and none when no ReLU is dead (the common case)."""
     acts = Collection.ACTIVATIONS.value
-    for k, m in enumerate(view.meta):
-        if m.collection != acts or m.activation not in ZERO_WHEN_INACTIVE or m.order is None:
+    relus = sorted(
+        (m.order, k)
+        for k, m in enumerate(view.meta)
+        if m.collection == acts and m.activation in ZERO_WHEN_INACTIVE and m.order is not None
+    )
+    count, zero = view.stats[:, COL["count"]], view.stats[:, COL["zero"]]
+    dead = {k for _, k in relus if count[k] > 0 and zero[k] == count[k]}
+    if not dead:
+        return set()
+    row = {n: k for k, n in enumerate(view.names)}
+    orders = [o for o, _ in relus]
+    out: set[str] = set()
+    for name in names:
+        i, j = row.get(name), row.get(f"{GRAD_PREFIX}{name}")
+        order = view.meta[i].order if i is not None else None
+        if order is None or j is None or float(view.stats[j, COL["l2"]]) != 0.0:
             continue
-        if m.order >= order:
-            if after is None or m.order < after[0]:
-                after = (m.order, k)
-        elif before is None or m.order > before[0]:
-            before = (m.order, k)
-    for _, k in (x for x in (before, after) if x is not None):
-        count, zero = float(view.stats[k, COL["count"]]), float(view.stats[k, COL["zero"]])
-        if count > 0 and zero == count:
-            return view.names[k]
-    return None
+        at = bisect.bisect_left(orders, order)
+        near = [relus[x][1] for x in (at - 1, at) if 0 <= x < len(relus)]
+        if any(k in dead for k in near):
+            out.add(name)
+    return out
 
 
 class GradientReach:

@@ -324,13 +324,12 @@ class UnchangedTensor(base.Rule):
             moved, still = upd > tol, upd <= tol  # NaN (not measured) is neither
         if self.unused:
             still &= np.asarray([view.names[int(i)] not in self.unused for i in rows])
-        if still.any():  # a zero gradient behind a dead ReLU: dead_relu names the layer
-            still &= np.asarray(
-                [not s or parameter_use.behind_dead_activation(view, view.names[int(i)]) is None
-                 for s, i in zip(still, rows, strict=True)]
-            )  # fmt: skip
         if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
+        if still.any():  # a zero gradient behind a dead ReLU: dead_relu names the layer
+            starved = parameter_use.behind_dead_activation(view, (view.names[int(i)] for i in rows[still]))
+            if starved:
+                still &= np.asarray([view.names[int(i)] not in starved for i in rows])
         if not still.any() and not self._counting:
             return []  # the common case: every layer moved and no streak is running
         streak = self.streak.align(view, rows)

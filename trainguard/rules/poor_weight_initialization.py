@@ -8,7 +8,9 @@ std against the standard targets for its shape
 (LeCun, He, Glorot, PyTorch's default; both fan conventions): a kernel far above them is reported,
 except where the module's class (the catalogue's `module_type`) says the convention is not fan-based:
 embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
-layers (orthogonal or identity, as in an IRNN);
+layers (orthogonal or identity, as in an IRNN); and where the gradient says a bare `nn.Parameter` is a table read
+by index (`parameter_use.read_by_index`: whole rows' worth of its gradient exactly zero at that view, not all of it,
+as in a sampled-softmax output table or one tied to an embedding), judged as the embedding it is;
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero (not a lookup table of one column: a per-row bias,
 zero by convention like any bias), when at least one of them gets no gradient at that view (or none is
@@ -33,7 +35,7 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, shared, shared_loss
+from trainguard.rules import base, parameter_use, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView, TensorMeta
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
@@ -237,6 +239,7 @@ class PoorWeightInitialization(base.Rule):
             for i in rows
             if i not in zero
             and fan_based(view.meta[i])
+            and not parameter_use.read_by_index(view, view.meta[i])
             and not (self.exclude is not None and self.exclude.search(view.names[i]))
         ]
         small: list[

@@ -33,7 +33,18 @@ views in a row) is unused by this loss and held by no optimizer (its zero_grad w
 head kept on a model fine-tuned through another head. Nor does a parameter of no layer (a bare
 `nn.Parameter` of the model, the catalogue naming no module) that has had no gradient at any view while
 others had one: the loss never reached it (learned task weights defined for a loss variant the run does not
-use). A layer's parameter without a gradient (a trunk whose output was detached) still counts.
+use). A layer's parameter without a gradient (a trunk whose output was detached) still counts. Nor does a parameter
+whose recorded gradient is exactly zero beside a ReLU activation whose outputs were all zero at that view
+(`parameter_use.behind_dead_activation`): the dead activation starves it, and `dead_relu` names that layer.
+
+Two still parameters that design may explain get an info-level notice, once per parameter, instead of a
+warning (`parameter_use`, from the gradient record): one that had a gradient at an earlier view and has none
+now (its module skipped by the forward pass at these steps: an expert the router sent no inputs), and one in
+the last block of a repeated stack that never had a gradient while its module ran, the same parameter of every
+earlier block and the rest of its own block had one (the last block's output path feeds nothing: a WaveNet's
+last residual projection). The second cannot be told from that one output dropped by mistake, and the notice
+says so; a whole block cut off, or a slot that no block's gradient reaches, still warns. Any other still
+parameter at the same view is reported as before.
 
 Where the run records the optimizer's parameter groups (format 2.5, `group_rates`), a parameter whose own
 group's learning rate is 0, or below `lowered_lr_fraction` of that group's peak, is not watched (frozen by
@@ -43,15 +54,16 @@ left out, and no watched parameter left means no standstill.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, shared
+from trainguard.api.enums import Action, Collection, RuleCategory, Severity
+from trainguard.rules import base, parameter_use, shared
 from trainguard.rules.group_rates import GroupRates
-from trainguard.rules.stale_gradient import GRAD_PREFIX, StaleGradients
+from trainguard.rules.stale_gradient import StaleGradients
 from trainguard.rules.step_view import COL, StepView
 
 _WEIGHTS = (Collection.WEIGHTS.value,)
@@ -130,8 +142,9 @@ class UnchangedTensor(base.Rule):
         self.stale = StaleGradients()
         self.unused: set[str] = set()
         """Parameters whose gradient was stale at the latest view."""
-        self.reached: set[str] = set()
-        """Parameters that had a gradient at some view."""
+        self.reach = parameter_use.GradientReach()
+        self.hinted: set[str] = set()
+        """Parameters already named by a notice (the info-level finding of a standstill that design explains)."""
         self.groups = GroupRates()
         self.at_rest = 0
         """Trainable parameters left out at the latest view: their group's learning rate is 0 (or lowered)."""
@@ -160,15 +173,16 @@ class UnchangedTensor(base.Rule):
 
     def _never_reached(self, view: StepView) -> set[str]:
         """Parameters of no layer that have had no gradient at any view so far, at a view recording gradients."""
-        grads = [n.removeprefix(GRAD_PREFIX) for n in view.names if n.startswith(GRAD_PREFIX)]
-        if not grads:
+        if not self.reach.push(view):
             return set()
-        self.reached.update(grads)
         weights = Collection.WEIGHTS.value
         return {
             m.name
             for m in view.meta
-            if m.module is None and m.trainable and m.collection == weights and m.name not in self.reached
+            if m.module is None
+            and m.trainable
+            and m.collection == weights
+            and self.reach.never_reached(m.name)
         }
 
     def _standstill(self, view: StepView, rows: np.ndarray, p: Params) -> list[base.Finding]:
@@ -312,6 +326,10 @@ class UnchangedTensor(base.Rule):
             still &= np.asarray([view.names[int(i)] not in self.unused for i in rows])
         if not moved.any():
             return []  # nothing moved (or nothing measured): a skipped step, not a blind zone
+        if still.any():  # a zero gradient behind a dead ReLU: dead_relu names the layer
+            starved = parameter_use.behind_dead_activation(view, (view.names[int(i)] for i in rows[still]))
+            if starved:
+                still &= np.asarray([view.names[int(i)] not in starved for i in rows])
         if not still.any() and not self._counting:
             return []  # the common case: every layer moved and no streak is running
         streak = self.streak.align(view, rows)
@@ -321,18 +339,62 @@ class UnchangedTensor(base.Rule):
         hit = np.flatnonzero(streak >= p.num_steps)
         if not hit.size:
             return []
-        i = int(rows[hit[0]])
+        why = {int(k): self._by_design(view, view.names[int(rows[k])]) for k in hit}
+        unexplained = [k for k in why if why[k] is None]
+        if not unexplained:
+            return self._notice(view, rows, hit, streak, upd, why)
+        k = unexplained[0]
+        i = int(rows[k])
         name = view.names[i]
         msg = (
-            f"{name}: parameter unchanged for {int(streak[hit[0]])} saved steps in a row (limit {p.num_steps}; "
-            f"||dW|| {base.fmt(upd[hit[0]])}, "
+            f"{name}: parameter unchanged for {int(streak[k])} saved steps in a row (limit {p.num_steps}; "
+            f"||dW|| {base.fmt(upd[k])}, "
             f"||W|| {base.fmt(view.stats[i, COL['l2']])}) while other layers train {self.where(view)} "
             f"({hit.size} of {len(rows)} trainable tensors"
             f"{f'; {self.at_rest} more whose group learning rate is 0 are not watched' if self.at_rest else ''})"
         )
-        return [
-            self.finding(view, msg, tensor=name, value=float(streak[hit[0]]), threshold=float(p.num_steps))
-        ]
+        return [self.finding(view, msg, tensor=name, value=float(streak[k]), threshold=float(p.num_steps))]
+
+    def _by_design(self, view: StepView, name: str) -> str | None:
+        """What in the gradient record explains a still parameter without a fault, or None (`parameter_use`)."""
+        stack = self.reach.unused_last_block(view, name)
+        if stack is not None:
+            return (
+                f"no gradient has reached it since the start, while the same parameter of the earlier blocks of "
+                f"{stack} and the rest of its own block get one: the last block's output path feeds nothing (by "
+                "design in a WaveNet-style stack, where only the last block's skip path reaches the output), or that "
+                "one output is dropped by mistake; the records cannot tell which"
+            )
+        if self.reach.skipped(name):
+            return (
+                "it had a gradient at an earlier saved step and has none now: the forward pass skipped its module at "
+                "these steps (an expert the router sent no inputs, a branch not taken)"
+            )
+        return None
+
+    def _notice(
+        self,
+        view: StepView,
+        rows: np.ndarray,
+        hit: np.ndarray,
+        streak: np.ndarray,
+        upd: np.ndarray,
+        why: dict[int, str | None],
+    ) -> list[base.Finding]:
+        """An info-level finding, once per parameter, for still parameters that design may explain."""
+        fresh = [k for k in why if view.names[int(rows[k])] not in self.hinted]
+        if not fresh:
+            return []
+        k = fresh[0]
+        name = view.names[int(rows[k])]
+        self.hinted.add(name)
+        msg = (
+            f"{name}: parameter unchanged for {int(streak[k])} saved steps in a row (||dW|| {base.fmt(upd[k])}) "
+            f"{self.where(view)} ({hit.size} of {len(rows)} trainable tensors); {why[k]}"
+        )
+        hint = "if the model should use this parameter at every step, check what its module's output feeds"
+        found = self.finding(view, msg, tensor=name, value=float(streak[k]), hint=hint)
+        return [replace(found, severity=Severity.INFO)]
 
     def get_state(self) -> dict[str, Any]:
         return {
@@ -341,7 +403,8 @@ class UnchangedTensor(base.Rule):
             **self.lr.get_state(),
             **self.stale.get_state(),
             **self.groups.get_state(),
-            "reached": sorted(self.reached),
+            **self.reach.get_state(),
+            "hinted": sorted(self.hinted),
             "still_from": self.still_from,
             "last_step": self.last_step,
             "standstill_reported": self.standstill_reported,
@@ -356,7 +419,8 @@ class UnchangedTensor(base.Rule):
         self.lr.set_state(state)
         self.stale.set_state(state)
         self.groups.set_state(state)
-        self.reached = set(state.get("reached", []))
+        self.reach.set_state(state)
+        self.hinted = set(state.get("hinted", []))
         self.still_from = state.get("still_from")
         self.last_step = state.get("last_step")
         self.standstill_reported = bool(state.get("standstill_reported", False))

@@ -32,7 +32,7 @@ from trainguard.capture.torch import c_kernel
 from trainguard.commands import inspect
 from trainguard.local.evaluation import EvaluationThread
 from trainguard.sidecar import checkpoint as ckpt
-from trainguard.sidecar import metrics
+from trainguard.sidecar import metrics, shard_merge
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
 from trainguard.sidecar.verdicts import Verdict
 from trainguard.store import errors as store_errors
@@ -407,3 +407,96 @@ def test_a_pod_that_holds_part_of_a_tensor_judges_the_exact_columns_of_its_part(
     assert (
         registry.get_sample_value("trainguard_training_nonfinite_values", {"collection": "gradients"}) == 1.0
     )
+
+
+# --- Tier-1 data in the evaluator: histograms and per-unit vectors -------------------------------
+
+
+def _tier1_seen(out: Path, **kwargs: object) -> tuple[Evaluator, dict[int, dict[str, dict[str, object]]]]:
+    """What a Tier-1 ledger rule was shown on each followed rank, by step: hists, units, per_shard."""
+    ledger = RuleSpec(type="python:tests.sidecar.rules_for_tests:Tier1Ledger", name="tier1_ledger")
+    ev = Evaluator(str(out), rules=[ledger], checkpoint=False, **kwargs)  # type: ignore[arg-type]
+    ev.poll_until_idle()
+    ev.finish()
+    ev.save_checkpoint()
+    state = ckpt.load(ev.store, ckpt.key_for(ev.followed))
+    assert state is not None
+    return ev, {int(r): s.rules["tier1_ledger"]["own"]["seen"] for r, s in state.ranks.items()}
+
+
+def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_names_the_per_shard_ones(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """Tensor parallelism: every sharded tensor's histogram is the full tensor's (summed parts) on its owner and on
+    no other rank; the column-wise weight's `moved` vector is the full weight's rows, the row-wise weight's stays
+    the owner's part and is named per shard with why, in the view and in the evaluator's warnings."""
+    out = tmp_path / "tp" / "run"  # a copy (the checkpoint written here), with the truth beside it
+    shutil.copytree(distributed_runs / "tp", out.parent)
+    run = trainguard.open_run(str(out))
+    ev, seen = _tier1_seen(out)
+    assert sorted(seen[0]) == ["0", "2"]
+    for step in (0, 2):
+        full = _truth(out, step)
+        owner, other = seen[0][str(step)], seen[1].get(str(step), {"hists": {}, "units": {}})
+        for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+            np.testing.assert_array_equal(owner["hists"][name], stats.log2_hist(full[name]), err_msg=name)  # type: ignore[index]
+            if not name.endswith(
+                "2.bias"
+            ):  # replicated: whole on each rank, judged there as any whole tensor
+                assert name not in other["hists"], f"rank 1's part of {name} is judged alone"  # type: ignore[operator]
+    units = seen[0]["2"]["units"]
+    np.testing.assert_array_equal(units["moved:0.weight"], run.units("0.weight", "moved").values[1])  # type: ignore[index]
+    assert len(units["moved:0.weight"]) == 16  # type: ignore[index,arg-type]
+    assert "moved:0.weight" not in seen[1]["2"]["units"]  # type: ignore[operator]
+    why = run.per_shard("2.weight")["units"]
+    np.testing.assert_array_equal(
+        units["moved:2.weight"],  # type: ignore[index]
+        run.units("2.weight", "moved", rank=0, merge=False).values[1],
+    )
+    assert seen[0]["2"]["per_shard"] == {"2.weight": f"rank 0's part only: {why}"}
+    warned = (
+        "the per-unit vectors of 1 sharded tensors are judged per shard, not merged "
+        f"(2.weight: rank 0's part only: {why}); their statistics and histograms are the full tensor's"
+    )
+    assert [w for w in ev.warnings if "judged per shard" in w] == [warned]
+
+
+def test_the_per_unit_rule_says_on_the_sharded_run_what_it_says_on_the_unsharded_one(
+    distributed_runs: Path,
+) -> None:
+    """unchanged_tensor's per-unit check on the tensor-parallel run and on the same model trained whole (the same
+    batches, the same rows kept from moving): the same finding on the merged column-wise weight; on the row-wise
+    weight, whose vectors stay per shard, the same finding with the note 'per shard' and why."""
+    specs = [
+        RuleSpec(
+            type="unchanged_tensor",
+            name=f"unchanged_{i}",
+            params={"num_steps": 1},
+            tensors=[rf"^{i}\.weight$"],
+        )
+        for i in (0, 2)
+    ]
+    messages = {}
+    for kind in ("run", "run-whole"):
+        ev = Evaluator(str(distributed_runs / "tp" / kind), rules=specs, checkpoint=False)
+        ev.poll_until_idle()
+        messages[kind] = {f.rule: f.message for f in ev.findings if " units (" in f.message}
+    whole, sharded = messages["run-whole"], messages["run"]
+    assert set(whole) == {"unchanged_0", "unchanged_2"}, whole  # the frozen rows are found
+    assert "2 of 16 units" in whole["unchanged_0"] and "(units 3, 12)" in whole["unchanged_0"]
+    assert sharded["unchanged_0"] == whole["unchanged_0"]
+    why = trainguard.open_run(str(distributed_runs / "tp" / "run")).per_shard("2.weight")["units"]
+    assert sharded["unchanged_2"] == whole["unchanged_2"].replace(
+        "2.weight:", f"2.weight (per shard: rank 0's part only: {why}):", 1
+    )
+
+
+def test_a_pod_that_holds_part_of_a_tensor_names_its_tier1_data_per_shard(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """Following rank 1 only: its parts' histograms are its own, named per shard (their other parts in another pod)."""
+    shutil.copytree(distributed_runs / "tp" / "run", tmp_path / "run")
+    _, seen = _tier1_seen(tmp_path / "run", ranks=[1])
+    notes = seen[1]["0"]["per_shard"]
+    assert notes["0.weight"] == shard_merge.PER_PART_WHY  # type: ignore[index]
+    assert "2.bias" not in notes  # type: ignore[operator]  # replicated: whole here

@@ -259,7 +259,7 @@ class Run:
         data all merge, or one that is whole."""
         for t in self.tensors(rank=rank):
             if t.name == name and not t.is_scalar and t.shard is not None:
-                why = shards.units_per_shard(t.shard)
+                why = shards.units_per_shard(t.shard, collection=t.collection)
                 return {} if why is None else {"units": why}
         return {}
 

@@ -95,11 +95,15 @@ def parts(infos: Sequence[tuple[int, run_format.TensorInfo]]) -> tuple[list[int]
     return [rank for rank, s in sharded if s.replica == 0 and s.of > 0], size
 
 
-def units_per_shard(shard: run_format.ShardInfo) -> str | None:
+def units_per_shard(shard: run_format.ShardInfo, *, collection: str | None = None) -> str | None:
     """Why the per-unit vectors (rows of dim 0) of a tensor sharded as `shard` cannot be merged into the full
-    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset)."""
+    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset).
+    An activation's (`collection` "activations") units are its channels (dim 1), each a share of the samples:
+    its parts' vectors are never merged."""
     if shard.of <= 1:
         return None
+    if collection == "activations":
+        return "an activation's units are its channels (dim 1), each a share of samples the parts split"
     odd = [p for p in shard.placements if p not in ("S(0)", "R")]
     if odd:
         return f"placed as {', '.join(odd)}: a part holds pieces of the rows, not whole rows"

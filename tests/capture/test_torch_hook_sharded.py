@@ -12,6 +12,7 @@ statistics, and a part whose other parts never came is not judged as the whole.
 
 from __future__ import annotations
 
+import html
 import shutil
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.capture.torch import c_kernel
 from trainguard.commands import inspect
 from trainguard.local.evaluation import EvaluationThread
+from trainguard.report import render as render_report
 from trainguard.sidecar import checkpoint as ckpt
 from trainguard.sidecar import metrics, shard_merge
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
@@ -459,6 +461,10 @@ def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_na
         f"(2.weight: rank 0's part only: {why}); their statistics and histograms are the full tensor's"
     )
     assert [w for w in ev.warnings if "judged per shard" in w] == [warned]
+    page = render_report(
+        run, findings=ev.findings
+    )  # the report names it too, beside the per-shard finding's note
+    assert "per-unit vectors not merged" in page and f"<code>2.weight</code>: {html.escape(why)}" in page
 
 
 def test_the_per_unit_rule_says_on_the_sharded_run_what_it_says_on_the_unsharded_one(

@@ -42,9 +42,6 @@ PER_PART_COLUMNS = ("count", "nan", "inf", "min", "max")
 PER_PART_WHY = "this rank's part only: its other parts are on ranks this evaluator does not follow"
 """`StepView.per_shard`'s reason for the Tier-1 data of a tensor judged per part."""
 
-_UNIT_COLLECTIONS = ("weights", "biases", "activations")
-"""The collections whose tensors carry per-unit vectors (`moved` of a parameter, `active`/`saturated`)."""
-
 _C = run_format.COLUMN
 _NOT_PER_PART = [i for c, i in _C.items() if c not in PER_PART_COLUMNS]
 
@@ -159,7 +156,7 @@ class ShardMerger:
         plan: _Plan, name: str, copy0: list[tuple[int, run_format.TensorInfo, run_format.ShardInfo]]
     ) -> None:
         """How merged tensor `name`'s per-unit vectors merge (`shards.units_per_shard`, the reader's rule)."""
-        if copy0[0][1].collection not in _UNIT_COLLECTIONS:
+        if copy0[0][1].collection not in shards.UNIT_COLLECTIONS:
             return
         owner = plan.owner[name]
         for _, t, s in copy0:

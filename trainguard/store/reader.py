@@ -263,6 +263,17 @@ class Run:
                 return {} if why is None else {"units": why}
         return {}
 
+    def units_per_shard(self, *, rank: int = 0) -> dict[str, str]:
+        """The sharded tensors of `rank` with per-unit vectors (weights, biases, activations) whose vectors stay per
+        rank, each with why (`shards.units_per_shard`), by name: what `trainguard inspect`, the report and the
+        evaluator's warnings name as read per shard."""
+        out = {
+            t.name: shards.units_per_shard(t.shard, collection=t.collection)
+            for t in self.tensors(rank=rank)
+            if t.shard is not None and not t.is_scalar and t.collection in shards.UNIT_COLLECTIONS
+        }
+        return {name: why for name, why in sorted(out.items()) if why is not None}
+
     def _parts(self, name: str, rank: int) -> list[tuple[int, run_format.ShardInfo]] | None:
         """The ranks whose parts make up sharded tensor `name` with each one's shard; None when it is whole."""
         self._find(name, rank, scalar=False)

@@ -45,6 +45,9 @@ from trainguard.store import run_format
 
 _C = run_format.COLUMN
 
+UNIT_COLLECTIONS = ("weights", "biases", "activations")
+"""The collections whose tensors carry per-unit vectors (`moved` of a parameter, `active`/`saturated`)."""
+
 
 def merge(
     steps: Sequence[np.ndarray], rows: Sequence[np.ndarray], size: int | np.ndarray

@@ -414,16 +414,20 @@ def test_a_pod_that_holds_part_of_a_tensor_judges_the_exact_columns_of_its_part(
 # --- Tier-1 data in the evaluator: histograms and per-unit vectors -------------------------------
 
 
-def _tier1_seen(out: Path, **kwargs: object) -> tuple[Evaluator, dict[int, dict[str, dict[str, object]]]]:
-    """What a Tier-1 ledger rule was shown on each followed rank, by step: hists, units, per_shard."""
-    ledger = RuleSpec(type="python:tests.sidecar.rules_for_tests:Tier1Ledger", name="tier1_ledger")
-    ev = Evaluator(str(out), rules=[ledger], checkpoint=False, **kwargs)  # type: ignore[arg-type]
+def _tier1_seen(
+    out: Path, *, ledger: str = "Tier1Ledger", **kwargs: object
+) -> tuple[Evaluator, dict[int, dict[str, dict[str, object]]]]:
+    """What a ledger rule was shown on each followed rank, by step: Tier1Ledger's hists, units and per_shard, or
+    RowLedger's statistics rows."""
+    spec = RuleSpec(type=f"python:tests.sidecar.rules_for_tests:{ledger}", name="ledger")
+    ev = Evaluator(str(out), rules=[spec], checkpoint=False, **kwargs)  # type: ignore[arg-type]
     ev.poll_until_idle()
     ev.finish()
     ev.save_checkpoint()
     state = ckpt.load(ev.store, ckpt.key_for(ev.followed))
     assert state is not None
-    return ev, {int(r): s.rules["tier1_ledger"]["own"]["seen"] for r, s in state.ranks.items()}
+    own = {int(r): s.rules["ledger"]["own"] for r, s in state.ranks.items()}
+    return ev, {r: o.get("seen", o.get("rows")) for r, o in own.items()}
 
 
 def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_names_the_per_shard_ones(
@@ -506,3 +510,35 @@ def test_a_pod_that_holds_part_of_a_tensor_names_its_tier1_data_per_shard(
     notes = seen[1]["0"]["per_shard"]
     assert notes["0.weight"] == shard_merge.PER_PART_WHY  # type: ignore[index]
     assert "2.bias" not in notes  # type: ignore[operator]  # replicated: whole here
+
+
+def test_fsdp1_pieces_histograms_merge_in_the_reader_and_the_evaluator_an_empty_piece_adding_nothing(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """FSDP1's flat pieces: 0.weight split between the ranks, 0.bias held whole by rank 1 beside rank 0's empty
+    piece (which writes no row): the full tensors' statistics and histograms in the reader and on the views of
+    their owner, the lowest rank holding elements of them, and on no other rank's."""
+    out = tmp_path / "fsdp1" / "run"
+    shutil.copytree(distributed_runs / "fsdp1", out.parent)
+    run = trainguard.open_run(str(out))
+    _, seen = _tier1_seen(out)
+    _, rows = _tier1_seen(out, ledger="RowLedger")
+    for s in range(sharded_loop.STEPS):
+        full = _truth(out, s)
+        for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+            shown = [r for r in (0, 1) if name in rows[r][str(s)]]  # type: ignore[operator]
+            assert shown == [0 if name.endswith("0.weight") else 1], (name, s, shown)
+            got = np.asarray(rows[shown[0]][str(s)][name])  # type: ignore[index]
+            assert_columns_match(got[:UPDATE], stats.tier0(full[name])[:UPDATE], f"{name} at step {s}")
+    for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+        steps, hists = run.hists(name)
+        assert steps.tolist() == [0, 2], name
+        for i, s in enumerate((0, 2)):
+            want = stats.log2_hist(_truth(out, s)[name])
+            np.testing.assert_array_equal(hists[i], want, err_msg=f"{name} at {s}")
+            # on one rank only: the lowest holding elements (rank 1 for the tensors rank 0 holds none of)
+            shown = [r for r in (0, 1) if name in seen[r][str(s)]["hists"]]  # type: ignore[operator]
+            assert shown == [0 if name.endswith("0.weight") else 1], (name, shown)
+            np.testing.assert_array_equal(
+                seen[shown[0]][str(s)]["hists"][name], want, err_msg=f"{name} at {s}"
+            )  # type: ignore[index]

@@ -141,8 +141,10 @@ class ShardMerger:
             if not copy0:
                 continue
             if set(copy0.values()) >= set(range(held[0][2].of)) or unknown:
-                plan.owner[name] = min(copy0)
-                plan.holders[name] = copy0
+                # an empty part (FSDP1's piece of none of it, an uneven split) writes no row: neither owns nor waits
+                full = {r: s.index for r, _, s in held if s.replica == 0 and math.prod(s.local_shape) > 0}
+                plan.holders[name] = full or copy0
+                plan.owner[name] = min(plan.holders[name])
                 self._plan_units(plan, name, [(r, t, s) for r, t, s in held if s.replica == 0])
             else:
                 plan.per_part.add(name)
@@ -280,7 +282,8 @@ class ShardMerger:
     ) -> tuple[StepView | None, dict[tuple[int | None, str], list[str]]]:
         """The owner's held `view` with its merged rows, and the tensors left out by whose missing part; None
         while a part may still come."""
-        owned = self._layout(owner, view.names).owned
+        layout = self._layout(owner, view.names)
+        owned = layout.owned
         parts = self._parts.get(view.step, {})
         keys: list[np.ndarray] = []
         rows_of: list[np.ndarray] = []
@@ -308,48 +311,41 @@ class ShardMerger:
             stats[i] = row
         left_out = [i for i in owned if i not in rows]
         whole = self._tier1(dataclasses.replace(view, stats=stats), [view.names[i] for i in rows], parts)
-        return self._per_part(self._without(whole, left_out)), missing
+        # its parts of tensors another rank owns are in that rank's merged rows: left out here, as from any holder's
+        return self._per_part(self._without(whole, sorted(left_out + layout.drop))), missing
 
     def _tier1(self, view: StepView, merged: list[str], parts: Mapping[int, StepView]) -> StepView:
         """The owner's `view` with the full tensors' histograms and per-unit vectors of the `merged` tensors, from
-        the parts' views of its step (`shards.merge_hists`, `shards.merge_units`): exact, or left out where a part
+        the parts' views of its step (`shards.add_hists`, `shards.place_units`): exact, or left out where a part
         lacks them; per-unit vectors that do not lay side by side stay the owner's part, named in `per_shard`."""
-        if not (view.hists or view.units):
+        if not any(p.hists or p.units for p in parts.values()):
             return view
         hists, units, notes = dict(view.hists), dict(view.units), dict(view.per_shard)
-        kinds: dict[str, list[str]] = {}
-        for kind, name in view.units:
-            kinds.setdefault(name, []).append(kind)
-        at = np.asarray([view.step], np.int64)
+        kinds = {r: _kinds(p) for r, p in parts.items()}
+        count = _C["count"]
         for name in merged:
-            held = [(r, p) for r, p in parts.items() if name in self._layout(r, p.names).parts]
-            if name in hists:
-                got = [p.hists.get(name) for _, p in held]
-                if all(h is not None for h in got):
-                    hists[name] = shards.merge_hists(
-                        [at] * len(got), [h[None] for h in got if h is not None]
-                    )[1][0]
-                else:
-                    del hists[name]
+            held = []  # the parts holding elements (an empty part writes no Tier-1 data and adds none)
+            for r, p in parts.items():
+                row = self._layout(r, p.names).parts.get(name)
+                if row is not None and p.stats[row, count] > 0:
+                    held.append((r, p))
+            got = [p.hists.get(name) for _, p in held]
+            hists.pop(name, None)
+            if got and all(h is not None for h in got):
+                hists[name] = shards.add_hists(got)  # type: ignore[arg-type]  # none is None
             why = self._plan.units_why.get(name)
-            for kind in kinds.get(name, ()):
+            offsets = self._plan.offsets.get(name, {})
+            for kind in sorted({k for r, _ in held for k in kinds[r].get(name, ())}):
                 if why is not None:
-                    notes[name] = why
+                    notes[name] = why  # the owner's own part, if it has one
                     continue
                 vecs = [p.units.get((kind, name)) for _, p in held]
-                offsets = self._plan.offsets.get(name, {})
-                full = np.zeros((0, 0))
+                units.pop((kind, name), None)
                 if all(v is not None for v in vecs) and all(r in offsets for r, _ in held):
-                    _, full = shards.merge_units(
-                        [at] * len(vecs),
-                        [v[None] for v in vecs if v is not None],
-                        [offsets[r] for r, _ in held],
-                        self._plan.rows.get(name, 0),
-                    )
-                if full.shape[0]:
-                    units[(kind, name)] = full[0]
-                else:
-                    del units[(kind, name)]
+                    at = [offsets[r] for r, _ in held]
+                    full = shards.place_units(vecs, at, self._plan.rows.get(name, 0))  # type: ignore[arg-type]
+                    if full is not None:
+                        units[(kind, name)] = full
         return dataclasses.replace(view, hists=hists, units=units, per_shard=notes)
 
     def _why_missing(
@@ -408,3 +404,11 @@ class ShardMerger:
             hists={n: h for n, h in view.hists.items() if n not in dropped},
             units={k: v for k, v in view.units.items() if k[1] not in dropped},
         )
+
+
+def _kinds(view: StepView) -> dict[str, list[str]]:
+    """The kinds of per-unit vectors `view` holds, by tensor name."""
+    out: dict[str, list[str]] = {}
+    for kind, name in view.units:
+        out.setdefault(name, []).append(kind)
+    return out

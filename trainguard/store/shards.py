@@ -120,10 +120,16 @@ def merge_hists(steps: Sequence[np.ndarray], hists: Sequence[np.ndarray]) -> tup
     steps and `hists[i]` [n_i, HIST_BINS] its counts; return the steps every part has, in order, and the summed
     counts float64[S, HIST_BINS] (exact: integer counts)."""
     every = _common(steps)
-    out = np.zeros((every.size, run_format.HIST_BINS))
-    for s, h in zip(steps, hists):
-        out += np.asarray(h, np.float64)[np.searchsorted(s, every)]
-    return every, out
+    if not steps:
+        return every, np.zeros((0, run_format.HIST_BINS))
+    return every, add_hists([np.asarray(h)[np.searchsorted(s, every)] for s, h in zip(steps, hists)])
+
+
+def add_hists(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The full tensor's histograms from its parts' at the same steps (each [..., HIST_BINS]): their counts summed,
+    float64 (exact). An empty part (it holds no element: an uneven or FSDP1 split) writes none and adds nothing."""
+    out: np.ndarray = np.sum([np.asarray(h, np.float64) for h in parts], axis=0)
+    return out
 
 
 def merge_units(
@@ -133,15 +139,26 @@ def merge_units(
     holds rows `offsets[i]` on of the full tensor's `units` rows. Return the steps every part has and the full
     vectors float64[S, units]; none when the parts do not cover the rows exactly once (then they cannot merge)."""
     every = _common(steps)
+    out = place_units(
+        [np.asarray(v)[np.searchsorted(s, every)] for s, v in zip(steps, vectors)], offsets, units
+    )
+    if not steps or out is None:
+        return np.zeros(0, np.int64), np.zeros((0, units))
+    return every, out
+
+
+def place_units(vectors: Sequence[np.ndarray], offsets: Sequence[int], units: int) -> np.ndarray | None:
+    """The full tensor's per-unit vectors float64[..., units] from its parts' at the same steps (`vectors[i]`
+    [..., rows_i], holding rows `offsets[i]` on), or None when the parts do not cover the rows exactly once."""
     covered = np.zeros(units, np.int64)
     for v, at in zip(vectors, offsets):
-        covered[at : at + v.shape[1]] += 1
-    if not steps or not (covered == 1).all():
-        return np.zeros(0, np.int64), np.zeros((0, units))
-    out = np.zeros((every.size, units))
-    for s, v, at in zip(steps, vectors, offsets):
-        out[:, at : at + v.shape[1]] = np.asarray(v, np.float64)[np.searchsorted(s, every)]
-    return every, out
+        covered[at : at + v.shape[-1]] += 1
+    if not vectors or not (covered == 1).all():
+        return None
+    out = np.zeros((*vectors[0].shape[:-1], units))
+    for v, at in zip(vectors, offsets):
+        out[..., at : at + v.shape[-1]] = v
+    return out
 
 
 def _common(steps: Sequence[np.ndarray]) -> np.ndarray:

@@ -208,7 +208,8 @@ class ShardMerger:
             layout = self._layout(rank, view.names)
             if view.names:
                 self._frontier[rank] = max(self._frontier.get(rank, view.step), view.step)
-            if layout.parts and view.step > self._released.get(min(layout.owners), -1):
+            # kept while an owner of its parts may still merge this step (a rank may hold parts of several owners')
+            if layout.parts and view.step > min(self._released.get(o, -1) for o in layout.owners):
                 self._parts.setdefault(view.step, {})[rank] = view  # a reference: rows are not copied
             if layout.owned or self._held.get(rank):  # in order: a later step never overtakes a held one
                 self._held.setdefault(rank, deque()).append(view)

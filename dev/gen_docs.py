@@ -197,7 +197,11 @@ def metrics_page() -> str:
         + GENERATED.format(source="the evaluator's and the operator's Prometheus collectors")
         + "## Evaluator (`trainguard sidecar`, `trainguard run --metrics-port`)\n\n"
         "Served on `/metrics` of each evaluator (port 9400 in a DebugJob pod). Labels come from bounded "
-        "sets only (rule names, severities, collections, modes, end states); Prometheus adds the pod's labels.\n\n"
+        "sets only (rule names, severities, collections, modes, end states); Prometheus adds the pod's labels. "
+        "A tensor sharded over the ranks the evaluator follows counts as the full tensor (its parts merged, "
+        "[Sharded and wrapped models](../capture.md#sharded-and-wrapped-models)); one whose other parts lie on ranks it does not follow "
+        "(another pod's) leaves its collection's `tensor_l2_norm` and its own `update_ratio` out, since a part's "
+        "norm is not the whole's, and counts its NaN and Inf in `nonfinite_values`.\n\n"
         + table(header, rows(evaluator))
         + "\n## Operator (`trainguard operator`)\n\n"
         "Served on the operator's `/metrics` (port 9401). A deleted DebugJob's series disappear.\n\n"

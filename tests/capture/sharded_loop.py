@@ -23,6 +23,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import trainguard.torch as tg
 
 STEPS = 3
+FROZEN = {"0.weight": (3, 12), "2.weight": (1,)}
+"""Rows of the full weights the tensor-parallel run (and its unsharded twin) keeps at their first values after each
+optimizer step: units that do not move while their gradient is not zero, for the per-unit rules. 0.weight's rows
+lie one in each rank's column-wise part; 2.weight's row is split between the ranks' row-wise parts."""
 _COLLECTIVE_NAMESPACES = ("c10d", "_c10d_functional", "c10d_functional")
 
 
@@ -68,7 +72,57 @@ def train(
         _sharded_other(kind, rank, world, out, truth)
         if kind == "fsdp1":
             _fsdp1_flat(rank, world, out + "-flat")
+        if kind == "tp" and rank == 0:
+            _unsharded_twin(out + "-whole")
     dist.destroy_process_group()
+
+
+def _frozen(model: nn.Module, rank: int, *, tp: bool) -> list[tuple[torch.Tensor, list[int], torch.Tensor]]:
+    """The `FROZEN` rows this rank holds: (its local tensor, the rows there, their first values)."""
+    named = dict(model.named_parameters())
+    out = []
+    for name, rows in FROZEN.items():
+        local = named[name]._local_tensor if tp else named[name]  # type: ignore[attr-defined]
+        here = list(rows)
+        if tp and name == "0.weight":  # column-wise: this rank holds rows [rank * n, (rank + 1) * n)
+            n = local.shape[0]
+            here = [r - rank * n for r in rows if rank * n <= r < (rank + 1) * n]
+        out.append((local, here, local.detach()[here].clone()))
+    return out
+
+
+def _keep_frozen(
+    opt: torch.optim.Optimizer, frozen: list[tuple[torch.Tensor, list[int], torch.Tensor]]
+) -> None:
+    """Put the frozen rows back after each optimizer step, before the hook (registered after this) reads the step."""
+
+    def restore(*_: object) -> None:
+        with torch.no_grad():
+            for local, rows, first in frozen:
+                local[rows] = first
+
+    opt.register_step_post_hook(restore)
+
+
+def _unsharded_twin(out: str) -> None:
+    """The tensor-parallel run's model trained whole on one rank, on the same batches with the same frozen rows."""
+    model = _model()
+    hook = tg.Hook(out, save_interval=1, tier1_interval=2, stats_worker=False)
+    hook.register_module(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    _keep_frozen(opt, _frozen(model, 0, tp=False))
+    hook.register_optimizer(opt)
+    g = torch.Generator().manual_seed(100)
+    for _ in range(STEPS):
+        x, y = torch.randn(4, 8, generator=g), torch.randint(0, 3, (4,), generator=g)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        hook.record_scalar("loss", loss)
+    hook.close()
+    if hook.errors:
+        raise AssertionError(f"unsharded twin: {hook.errors}")
 
 
 def _fsdp1_flat(rank: int, world: int, out: str) -> None:
@@ -129,6 +183,8 @@ def _sharded_other(kind: str, rank: int, world: int, out: str, truth: str) -> No
     hook = tg.Hook(out, rank=rank, world_size=world, save_interval=1, tier1_interval=2, stats_worker=False)
     hook.register_module(model)
     opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
+    if kind == "tp":
+        _keep_frozen(opts[0], _frozen(model, rank, tp=True))
     hook.register_optimizer(opts[0])
     # tensor parallelism: every rank the same batch (the column-wise layer expects it); FSDP1 each its own
     g = torch.Generator().manual_seed(100 + (rank if kind == "fsdp1" else 0))

@@ -12,6 +12,7 @@ statistics, and a part whose other parts never came is not judged as the whole.
 
 from __future__ import annotations
 
+import html
 import shutil
 from pathlib import Path
 
@@ -31,8 +32,9 @@ from trainguard.api.rules_config import RuleSpec
 from trainguard.capture.torch import c_kernel
 from trainguard.commands import inspect
 from trainguard.local.evaluation import EvaluationThread
+from trainguard.report import render as render_report
 from trainguard.sidecar import checkpoint as ckpt
-from trainguard.sidecar import metrics
+from trainguard.sidecar import metrics, shard_merge
 from trainguard.sidecar.evaluator import DATA_GAP, Evaluator, evaluate_stored
 from trainguard.sidecar.verdicts import Verdict
 from trainguard.store import errors as store_errors
@@ -407,3 +409,146 @@ def test_a_pod_that_holds_part_of_a_tensor_judges_the_exact_columns_of_its_part(
     assert (
         registry.get_sample_value("trainguard_training_nonfinite_values", {"collection": "gradients"}) == 1.0
     )
+
+
+# --- Tier-1 data in the evaluator: histograms and per-unit vectors -------------------------------
+
+
+def _tier1_seen(
+    out: Path, *, ledger: str = "Tier1Ledger", **kwargs: object
+) -> tuple[Evaluator, dict[int, dict[str, dict[str, object]]]]:
+    """What a ledger rule was shown on each followed rank, by step: Tier1Ledger's hists, units and per_shard, or
+    RowLedger's statistics rows."""
+    spec = RuleSpec(type=f"python:tests.sidecar.rules_for_tests:{ledger}", name="ledger")
+    ev = Evaluator(str(out), rules=[spec], checkpoint=False, **kwargs)  # type: ignore[arg-type]
+    ev.poll_until_idle()
+    ev.finish()
+    ev.save_checkpoint()
+    state = ckpt.load(ev.store, ckpt.key_for(ev.followed))
+    assert state is not None
+    own = {int(r): s.rules["ledger"]["own"] for r, s in state.ranks.items()}
+    return ev, {r: o.get("seen", o.get("rows")) for r, o in own.items()}
+
+
+def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_names_the_per_shard_ones(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """Tensor parallelism: every sharded tensor's histogram is the full tensor's (summed parts) on its owner and on
+    no other rank; the column-wise weight's `moved` vector is the full weight's rows, the row-wise weight's stays
+    the owner's part and is named per shard with why, in the view and in the evaluator's warnings."""
+    out = tmp_path / "tp" / "run"  # a copy (the checkpoint written here), with the truth beside it
+    shutil.copytree(distributed_runs / "tp", out.parent)
+    run = trainguard.open_run(str(out))
+    ev, seen = _tier1_seen(out)
+    assert sorted(seen[0]) == ["0", "2"]
+    for step in (0, 2):
+        full = _truth(out, step)
+        owner, other = seen[0][str(step)], seen[1].get(str(step), {"hists": {}, "units": {}})
+        for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+            np.testing.assert_array_equal(owner["hists"][name], stats.log2_hist(full[name]), err_msg=name)  # type: ignore[index]
+            if not name.endswith(
+                "2.bias"
+            ):  # replicated: whole on each rank, judged there as any whole tensor
+                assert name not in other["hists"], f"rank 1's part of {name} is judged alone"  # type: ignore[operator]
+    units = seen[0]["2"]["units"]
+    np.testing.assert_array_equal(units["moved:0.weight"], run.units("0.weight", "moved").values[1])  # type: ignore[index]
+    assert len(units["moved:0.weight"]) == 16  # type: ignore[index,arg-type]
+    assert "moved:0.weight" not in seen[1]["2"]["units"]  # type: ignore[operator]
+    why = run.per_shard("2.weight")["units"]
+    np.testing.assert_array_equal(
+        units["moved:2.weight"],  # type: ignore[index]
+        run.units("2.weight", "moved", rank=0, merge=False).values[1],
+    )
+    assert seen[0]["2"]["per_shard"] == {"2.weight": f"rank 0's part only: {why}"}
+    warned = (
+        "the per-unit vectors of 1 sharded tensors are judged per shard, not merged "
+        f"(2.weight: rank 0's part only: {why}); their statistics and histograms are the full tensor's"
+    )
+    assert [w for w in ev.warnings if "judged per shard" in w] == [warned]
+    page = render_report(
+        run, findings=ev.findings
+    )  # the report names it too, beside the per-shard finding's note
+    assert "per-unit vectors not merged" in page and f"<code>2.weight</code>: {html.escape(why)}" in page
+
+
+def test_the_per_unit_rule_says_on_the_sharded_run_what_it_says_on_the_unsharded_one(
+    distributed_runs: Path,
+) -> None:
+    """unchanged_tensor's per-unit check on the tensor-parallel run and on the same model trained whole (the same
+    batches, the same rows kept from moving): the same finding on the merged column-wise weight; on the row-wise
+    weight, whose vectors stay per shard, the same finding with the note 'per shard' and why."""
+    specs = [
+        RuleSpec(
+            type="unchanged_tensor",
+            name=f"unchanged_{i}",
+            params={"num_steps": 1},
+            tensors=[rf"^{i}\.weight$"],
+        )
+        for i in (0, 2)
+    ]
+    messages = {}
+    for kind in ("run", "run-whole"):
+        ev = Evaluator(str(distributed_runs / "tp" / kind), rules=specs, checkpoint=False)
+        ev.poll_until_idle()
+        messages[kind] = {f.rule: f.message for f in ev.findings if " units (" in f.message}
+    whole, sharded = messages["run-whole"], messages["run"]
+    assert set(whole) == {"unchanged_0", "unchanged_2"}, whole  # the frozen rows are found
+    assert "2 of 16 units" in whole["unchanged_0"] and "(units 3, 12)" in whole["unchanged_0"]
+    assert sharded["unchanged_0"] == whole["unchanged_0"]
+    why = trainguard.open_run(str(distributed_runs / "tp" / "run")).per_shard("2.weight")["units"]
+    assert sharded["unchanged_2"] == whole["unchanged_2"].replace(
+        "2.weight:", f"2.weight (per shard: rank 0's part only: {why}):", 1
+    )
+
+
+def test_a_pod_that_holds_part_of_a_tensor_names_its_tier1_data_per_shard(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """Following rank 1 only: its parts' histograms are its own, named per shard (their other parts in another pod)."""
+    shutil.copytree(distributed_runs / "tp" / "run", tmp_path / "run")
+    _, seen = _tier1_seen(tmp_path / "run", ranks=[1])
+    notes = seen[1]["0"]["per_shard"]
+    assert notes["0.weight"] == shard_merge.PER_PART_WHY  # type: ignore[index]
+    assert "2.bias" not in notes  # type: ignore[operator]  # replicated: whole here
+
+
+def test_fsdp1_pieces_histograms_merge_in_the_reader_and_the_evaluator_an_empty_piece_adding_nothing(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """FSDP1's flat pieces: 0.weight split between the ranks, 0.bias held whole by rank 1 beside rank 0's empty
+    piece (which writes no row): the full tensors' statistics and histograms in the reader and on the views of
+    their owner, the lowest rank holding elements of them, and on no other rank's."""
+    out = tmp_path / "fsdp1" / "run"
+    shutil.copytree(distributed_runs / "fsdp1", out.parent)
+    run = trainguard.open_run(str(out))
+    _, seen = _tier1_seen(out)
+    _, rows = _tier1_seen(out, ledger="RowLedger")
+    for s in range(sharded_loop.STEPS):
+        full = _truth(out, s)
+        for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+            shown = [r for r in (0, 1) if name in rows[r][str(s)]]  # type: ignore[operator]
+            assert shown == [0 if name.endswith("0.weight") else 1], (name, s, shown)
+            got = np.asarray(rows[shown[0]][str(s)][name])  # type: ignore[index]
+            assert_columns_match(got[:UPDATE], stats.tier0(full[name])[:UPDATE], f"{name} at step {s}")
+    for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
+        steps, hists = run.hists(name)
+        assert steps.tolist() == [0, 2], name
+        for i, s in enumerate((0, 2)):
+            want = stats.log2_hist(_truth(out, s)[name])
+            np.testing.assert_array_equal(hists[i], want, err_msg=f"{name} at {s}")
+            # on one rank only: the lowest holding elements (rank 1 for the tensors rank 0 holds none of)
+            shown = [r for r in (0, 1) if name in seen[r][str(s)]["hists"]]  # type: ignore[operator]
+            assert shown == [0 if name.endswith("0.weight") else 1], (name, shown)
+            np.testing.assert_array_equal(
+                seen[shown[0]][str(s)]["hists"][name], want, err_msg=f"{name} at {s}"
+            )  # type: ignore[index]
+
+
+def test_a_stored_run_read_at_once_is_merged_rank_by_rank_in_turns(distributed_runs: Path) -> None:
+    """Each rank of the stored FSDP2 run has two segments. Read rank by rank, rank 0's views of both would be held
+    waiting for rank 1's parts past a bound of 2 held views, and its first step released without its sharded
+    tensors (a data gap); read in turns, every step is merged."""
+    ev = Evaluator(str(distributed_runs / "torch" / "run"), checkpoint=False)
+    ev._judge.merger.max_held_views = 2  # the bound (256 by default) scaled to this run's few steps
+    ev.poll_until_idle()
+    assert ev.ended and DATA_GAP not in {f.rule for f in ev.findings}, ev.findings

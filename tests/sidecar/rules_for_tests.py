@@ -173,3 +173,29 @@ class RowLedger(Rule):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.rows = dict(state.get("rows", {}))
+
+
+class Tier1Ledger(Rule):
+    """Keeps the histograms, per-unit vectors and per-shard notes of every view it saw, by step: what the rules
+    that read Tier-1 data were shown."""
+
+    name = "tier1_ledger"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: dict[str, dict[str, Any]] = {}
+
+    def check(self, view: StepView) -> list[Finding]:
+        if view.hists or view.units:
+            self.seen[str(view.step)] = {
+                "hists": {n: h.tolist() for n, h in view.hists.items()},
+                "units": {f"{k}:{n}": v.tolist() for (k, n), v in view.units.items()},
+                "per_shard": dict(view.per_shard),
+            }
+        return []
+
+    def get_state(self) -> dict[str, Any]:
+        return {"seen": self.seen}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.seen = dict(state.get("seen", {}))

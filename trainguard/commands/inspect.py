@@ -14,12 +14,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:
-    from trainguard.store import run_format
 
 HELP = "show what a stored run holds: ranks, steps, collections, tensors, scalars, format, problems"
 
@@ -69,9 +65,9 @@ class RankSummary(BaseModel):
     )
     per_shard_units: dict[str, str] = Field(
         default_factory=dict,
-        description="Sharded parameters whose per-unit vectors stay per rank (a part holds pieces of every row: "
-        "split along a dim other than 0, or a flat piece), each with why; their histograms and statistic columns "
-        "merge.",
+        description="Sharded parameters and activations whose per-unit vectors stay per rank (a part holds pieces "
+        "of every row: split along a dim other than 0, or a flat piece; an activation's units are its channels), "
+        "each with why; their histograms and statistic columns merge.",
     )
     sampled_history: list[str] = Field(
         default_factory=list,
@@ -145,7 +141,7 @@ def summarize(run: object) -> RunSummary:
                 tensors=sorted(t.name for t in catalogue if not t.is_scalar),
                 skipped=dict(sorted(run.skipped(rank=rank).items())),
                 sharded=sum(1 for t in catalogue if t.shard is not None and t.shard.of > 1),
-                per_shard_units=_per_shard_units(catalogue),
+                per_shard_units=run.units_per_shard(rank=rank),
                 sampled_history=sorted(t.name for t in catalogue if t.history == "sampled"),
                 scalars={
                     mode: sorted(scalars[mode]) for mode in sorted(scalars, key=lambda m: (m != "train", m))
@@ -181,19 +177,6 @@ def summarize(run: object) -> RunSummary:
         world_size=info.world_size if info else None,
         ranks=ranks,
     )
-
-
-def _per_shard_units(catalogue: list[run_format.TensorInfo]) -> dict[str, str]:
-    """The sharded weights and biases (the tensors with per-unit vectors that can be sharded: activations are whole)
-    whose per-unit vectors do not merge, with why."""
-    from trainguard.store import shards
-
-    out = {
-        t.name: shards.units_per_shard(t.shard)
-        for t in catalogue
-        if t.shard is not None and not t.is_scalar and t.collection in ("weights", "biases")
-    }
-    return {name: why for name, why in sorted(out.items()) if why is not None}
 
 
 def render_text(summary: RunSummary) -> str:

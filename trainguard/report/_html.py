@@ -333,6 +333,13 @@ def render(
         facts.append(
             ("sharded", f"{sharded} tensors held in parts by the ranks: plotted merged (the full tensors)")
         )
+    per_shard = run.units_per_shard(rank=rank)
+    if per_shard:
+        facts.append((
+            "per shard",
+            "per-unit vectors not merged, read and judged per shard (statistics and histograms merge):<br>"
+            + "<br>".join(f"<code>{html.escape(n)}</code>: {html.escape(why)}" for n, why in per_shard.items()),
+        ))  # fmt: skip
     skipped = run.skipped(rank=rank)
     if skipped:
         facts.append((

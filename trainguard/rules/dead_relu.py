@@ -249,7 +249,7 @@ class DeadRelu(base.Rule):
             if self._reportable(dead):
                 note = "" if dead > p.severe_layer else self.gate.note
                 msg = (
-                    f"{name}: {n} of {active.size} units ({base.fmt(dead)}%) are active on fewer than "
+                    f"{name}{shared.per_shard(view, name)}: {n} of {active.size} units ({base.fmt(dead)}%) are active on fewer than "
                     f"{base.fmt(p.threshold_inactivity)}% of samples, above the threshold {base.fmt(p.threshold_layer)}% "
                     f"{self.where(view)}{note}"
                 )

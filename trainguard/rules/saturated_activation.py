@@ -57,7 +57,7 @@ class SaturatedActivation(base.Rule):
             stuck = 100.0 * n / saturated.size
             if stuck > p.threshold_layer:
                 msg = (
-                    f"{name}: {n} of {saturated.size} units ({base.fmt(stuck)}%) are saturated on more than "
+                    f"{name}{shared.per_shard(view, name)}: {n} of {saturated.size} units ({base.fmt(stuck)}%) are saturated on more than "
                     f"{base.fmt(100 - p.threshold_inactivity)}% of samples, above the threshold "
                     f"{base.fmt(p.threshold_layer)}% {self.where(view)}"
                 )

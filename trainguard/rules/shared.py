@@ -127,6 +127,13 @@ def unit_layers(rule: base.Rule, view: StepView, kind: str) -> list[tuple[str, n
     ]
 
 
+def per_shard(view: StepView, name: str) -> str:
+    """The note put after a tensor's name in a finding read from its per-unit vectors or histogram, " (per shard:
+    why)", where those are one part of a sharded tensor, not the whole's (`StepView.per_shard`); else ""."""
+    why = view.per_shard.get(name)
+    return f" (per shard: {why})" if why else ""
+
+
 def has_units(view: StepView, kind: str) -> bool:
     """Whether the view carries any per-unit vector of `kind` (Tier-1 steps only)."""
     return any(k == kind for k, _ in view.units)

@@ -57,7 +57,9 @@ class StepView:
     `names[t]`/`meta[t]` describe row t of `stats` (float64[T, K]). `scalars` maps a train-mode
     scalar's name to its value at this step; `eval_scalars` the same for eval mode. `units`
     maps (kind, tensor name) to a per-unit vector ("active" or "saturated" fractions) and
-    `hists` a tensor name to its 64-bin log2-magnitude histogram, on Tier-1 steps only.
+    `hists` a tensor name to its 64-bin log2-magnitude histogram, on Tier-1 steps only. A sharded tensor's
+    (`sidecar/shard_merge.py`) are the full tensor's where its parts merge exactly; `per_shard` names the
+    tensors whose Tier-1 data here are one part's only, each with why (a rule reading them says "per shard").
     `predictions` maps a prediction stream (`pred/<name>[/class<c>]`) to the bucket counts
     float64[3, B] (positives, negatives, score sums) added since its previous record;
     `eval_predictions` the same for eval mode. Rows of collection "initial" (`init/<parameter>`, `initial`)
@@ -80,6 +82,7 @@ class StepView:
     eval_scalars: Mapping[str, float] = field(default_factory=dict)
     units: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
     hists: Mapping[str, np.ndarray] = field(default_factory=dict)
+    per_shard: Mapping[str, str] = field(default_factory=dict)
     predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     eval_predictions: Mapping[str, np.ndarray] = field(default_factory=dict)
     no_step: tuple[int, int] | None = None

@@ -256,7 +256,7 @@ class UnchangedTensor(base.Rule):
         )
         others = f"; {len(hits) - 1} more layers alike" if len(hits) > 1 else ""
         msg = (
-            f"{name}: {frozen.size} of {self.unit_streak[name].size} units ({base.fmt(share)}%, above "
+            f"{name}{shared.per_shard(view, name)}: {frozen.size} of {self.unit_streak[name].size} units ({base.fmt(share)}%, above "
             f"{base.fmt(p.unit_fraction)}%) unchanged for at least {p.num_steps} Tier-1 steps in a row while the layer's "
             f"other units train {self.where(view)} (units {first}){others}"
         )

@@ -300,6 +300,7 @@ class Evaluator:
         ranks = self._opened()
         out: list[Verdict] = []
         out.extend(self._emit(self._discover(ranks), on_verdict))
+        polled: list[tuple[RankTrack, list[Segment]]] = []
         for track in [t for t in ranks.in_order() if not t.ended]:
             segments = track.source.poll()
             ended, damaged = self._end.seen(track) if not segments else (False, [])
@@ -308,11 +309,15 @@ class Evaluator:
                 # END is written after the last segment; one more listing picks up any segment listed late.
                 segments = track.source.poll()
                 track.end_seen = True
-            for seg in segments:
-                if self._not_before is not None and seg.attempt and seg.attempt < self._not_before:
-                    continue  # an earlier pod's trainer (a retried Job): left to that pod's evaluator
-                out.extend(self._emit(self._evaluate_segment(track, seg), on_verdict))
-                self._save()
+            polled.append((track, segments))
+        # the ranks' new segments in turns, one of each rank at a time: a rank's many segments (a stored run read
+        # at once) never get far ahead of the others', whose parts of sharded tensors its held views wait for
+        for track, seg in _in_turns(polled):
+            if self._not_before is not None and seg.attempt and seg.attempt < self._not_before:
+                continue  # an earlier pod's trainer (a retried Job): left to that pod's evaluator
+            out.extend(self._emit(self._evaluate_segment(track, seg), on_verdict))
+            self._save()
+        for track, segments in polled:
             if heartbeat and not segments and not track.end_seen:
                 beat = self._judge.heartbeat(track, self.clock())
                 if beat:
@@ -466,6 +471,12 @@ class Evaluator:
         """Write the checkpoint now, also when this evaluator does not checkpoint as it goes: local mode leaves
         its final verdicts in the run so, for `trainguard ls` and a later `evaluate --checkpoint`."""
         self._checkpointer.save(self._tracks, self.compiled, self._verdicts, self._judge.merger)
+
+
+def _in_turns(polled: list[tuple[RankTrack, list[Segment]]]) -> list[tuple[RankTrack, Segment]]:
+    """Each rank's segments in its order, the ranks taking turns: the first of each, then the second of each, ..."""
+    longest = max((len(segments) for _, segments in polled), default=0)
+    return [(track, segments[i]) for i in range(longest) for track, segments in polled if i < len(segments)]
 
 
 def evaluate_stored(uri: str, *, attempt: str | None = None) -> list[Finding]:

@@ -55,6 +55,7 @@ class Judge:
         self.merger = shard_merge.ShardMerger()
         """Merges sharded tensors over the followed ranks before the rules see them."""
         self._per_part_noted: set[str] = set()
+        self._units_noted: set[str] = set()
         self.same_data = SameData()
         """The evaluator's cross-rank check: do the followed ranks train on the same data?"""
 
@@ -137,7 +138,17 @@ class Judge:
 
     def _note_per_part(self) -> None:
         """Say once which sharded tensors have parts on ranks not followed here (another pod's): they are judged
-        per part, on the columns that hold for a part as for the whole."""
+        per part, on the columns that hold for a part as for the whole; and which merged tensors' per-unit vectors
+        are judged per shard (their parts hold pieces of every row), with why."""
+        per_shard = self.merger.units_per_shard
+        fresh = sorted(set(per_shard) - self._units_noted)
+        if fresh:
+            self._units_noted.update(fresh)
+            shown = "; ".join(f"{n}: {per_shard[n]}" for n in fresh[:3]) + ("; ..." if len(fresh) > 3 else "")
+            self._warn(
+                f"the per-unit vectors of {len(fresh)} sharded tensors are judged per shard, not merged ({shown}); "
+                "their statistics and histograms are the full tensor's"
+            )
         new = sorted(self.merger.per_part - self._per_part_noted)
         if not new:
             return

@@ -10,6 +10,13 @@ without it) or whose rank is more than `max_held_views` views behind is released
 reported (`Gap`): the merged tensor is not judged there, rather than judged on part of it. A tensor with
 parts on ranks nobody here follows (another pod's) is judged per part, with only the columns that hold
 for a part as for the whole (count, NaN, Inf, min, max; the others NaN). Held views live in memory only.
+
+The Tier-1 data of a merged tensor merge at the steps that have them, as the reader's do (`store/shards`):
+its histograms are the parts' summed (exact), its per-unit vectors laid side by side at the parts' row
+offsets where every part holds whole rows. Where a part holds pieces of every row (`S(1)`, strided or flat
+shards), or for an activation, the owner's view keeps its own part's vectors and names the tensor in
+`StepView.per_shard` with why (its rules say "per shard"); so does a tensor judged per part. A histogram
+or vector some part lacks at that step is left out, never one part's shown as the whole's.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ merged tensors (a gap). Bounds memory; a healthy run's ranks are a segment or tw
 
 PER_PART_COLUMNS = ("count", "nan", "inf", "min", "max")
 """The columns that say of a part what they say of the whole (a NaN or a bound there is one of the tensor)."""
+
+PER_PART_WHY = "this rank's part only: its other parts are on ranks this evaluator does not follow"
+"""`StepView.per_shard`'s reason for the Tier-1 data of a tensor judged per part."""
 
 _C = run_format.COLUMN
 _NOT_PER_PART = [i for c, i in _C.items() if c not in PER_PART_COLUMNS]
@@ -68,6 +78,12 @@ class _Plan:
     """Merged tensor -> {rank: part index} of its copy-0 parts known so far."""
     per_part: set[str]
     """Tensors with parts on ranks not followed here: judged per part on the exact columns."""
+    units_why: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Merged tensors whose per-unit vectors do not lay side by side -> why (the owner's part is judged)."""
+    offsets: dict[str, dict[int, int]] = dataclasses.field(default_factory=dict)
+    """Merged tensors whose per-unit vectors do -> {rank: its part's first row} of the copy-0 parts."""
+    rows: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Those tensors -> the full tensor's rows (dim 0): the length of its per-unit vectors."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +115,7 @@ class ShardMerger:
         self._layouts: dict[tuple[int, tuple[str, ...]], _Layout] = {}
         self._cuts: dict[
             tuple[tuple[str, ...], tuple[int, ...]],
-            tuple[np.ndarray, tuple[str, ...], tuple[TensorMeta, ...]],
+            tuple[np.ndarray, tuple[str, ...], tuple[TensorMeta, ...], frozenset[str]],
         ] = {}
         self._maps: dict[tuple[tuple[str, ...], int, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
         self._frontier: dict[int, int] = {}
@@ -113,26 +129,50 @@ class ShardMerger:
         if key == self._plan_key:
             return
         self._plan_key = key
-        infos: dict[str, list[tuple[int, run_format.ShardInfo]]] = {}
+        infos: dict[str, list[tuple[int, run_format.TensorInfo, run_format.ShardInfo]]] = {}
         for rank, cat in catalogues.items():
             for t in cat.values():
                 if t.shard is not None and t.shard.of > 1 and t.skipped is None and not t.is_scalar:
-                    infos.setdefault(t.name, []).append((rank, t.shard))
+                    infos.setdefault(t.name, []).append((rank, t, t.shard))
         unknown = any(not catalogues.get(r) for r in followed)  # a rank not started yet may hold a part
         plan = _Plan({}, {}, set())
         for name, held in infos.items():
-            copy0 = {rank: s.index for rank, s in held if s.replica == 0}
+            copy0 = {rank: s.index for rank, _, s in held if s.replica == 0}
             if not copy0:
                 continue
-            if set(copy0.values()) >= set(range(held[0][1].of)) or unknown:
-                plan.owner[name] = min(copy0)
-                plan.holders[name] = copy0
+            if set(copy0.values()) >= set(range(held[0][2].of)) or unknown:
+                # an empty part (FSDP1's piece of none of it, an uneven split) writes no row: neither owns nor waits
+                full = {r: s.index for r, _, s in held if s.replica == 0 and math.prod(s.local_shape) > 0}
+                plan.holders[name] = full or copy0
+                plan.owner[name] = min(plan.holders[name])
+                self._plan_units(plan, name, [(r, t, s) for r, t, s in held if s.replica == 0])
             else:
                 plan.per_part.add(name)
         self._plan = plan
         self._layouts.clear()
         self._maps.clear()
         self._cuts.clear()
+
+    @staticmethod
+    def _plan_units(
+        plan: _Plan, name: str, copy0: list[tuple[int, run_format.TensorInfo, run_format.ShardInfo]]
+    ) -> None:
+        """How merged tensor `name`'s per-unit vectors merge (`shards.units_per_shard`, the reader's rule)."""
+        if copy0[0][1].collection not in shards.UNIT_COLLECTIONS:
+            return
+        owner = plan.owner[name]
+        for _, t, s in copy0:
+            why = shards.units_per_shard(s, collection=t.collection)
+            if why is not None:
+                plan.units_why[name] = f"rank {owner}'s part only: {why}"
+                return
+        plan.offsets[name] = {r: int(s.offset[0]) for r, _, s in copy0 if s.offset}
+        plan.rows[name] = int(copy0[0][2].global_shape[0]) if copy0[0][2].global_shape else 0
+
+    @property
+    def units_per_shard(self) -> dict[str, str]:
+        """The merged tensors whose per-unit vectors are judged per shard (the owner's part), with why."""
+        return dict(self._plan.units_why)
 
     @property
     def per_part(self) -> frozenset[str]:
@@ -168,7 +208,8 @@ class ShardMerger:
             layout = self._layout(rank, view.names)
             if view.names:
                 self._frontier[rank] = max(self._frontier.get(rank, view.step), view.step)
-            if layout.parts and view.step > self._released.get(min(layout.owners), -1):
+            # kept while an owner of its parts may still merge this step (a rank may hold parts of several owners')
+            if layout.parts and view.step > min(self._released.get(o, -1) for o in layout.owners):
                 self._parts.setdefault(view.step, {})[rank] = view  # a reference: rows are not copied
             if layout.owned or self._held.get(rank):  # in order: a later step never overtakes a held one
                 self._held.setdefault(rank, deque()).append(view)
@@ -242,7 +283,8 @@ class ShardMerger:
     ) -> tuple[StepView | None, dict[tuple[int | None, str], list[str]]]:
         """The owner's held `view` with its merged rows, and the tensors left out by whose missing part; None
         while a part may still come."""
-        owned = self._layout(owner, view.names).owned
+        layout = self._layout(owner, view.names)
+        owned = layout.owned
         parts = self._parts.get(view.step, {})
         keys: list[np.ndarray] = []
         rows_of: list[np.ndarray] = []
@@ -269,7 +311,43 @@ class ShardMerger:
         for i, row in rows.items():
             stats[i] = row
         left_out = [i for i in owned if i not in rows]
-        return self._per_part(self._without(dataclasses.replace(view, stats=stats), left_out)), missing
+        whole = self._tier1(dataclasses.replace(view, stats=stats), [view.names[i] for i in rows], parts)
+        # its parts of tensors another rank owns are in that rank's merged rows: left out here, as from any holder's
+        return self._per_part(self._without(whole, sorted(left_out + layout.drop))), missing
+
+    def _tier1(self, view: StepView, merged: list[str], parts: Mapping[int, StepView]) -> StepView:
+        """The owner's `view` with the full tensors' histograms and per-unit vectors of the `merged` tensors, from
+        the parts' views of its step (`shards.add_hists`, `shards.place_units`): exact, or left out where a part
+        lacks them; per-unit vectors that do not lay side by side stay the owner's part, named in `per_shard`."""
+        if not any(p.hists or p.units for p in parts.values()):
+            return view
+        hists, units, notes = dict(view.hists), dict(view.units), dict(view.per_shard)
+        kinds = {r: _kinds(p) for r, p in parts.items()}
+        count = _C["count"]
+        for name in merged:
+            held = []  # the parts holding elements (an empty part writes no Tier-1 data and adds none)
+            for r, p in parts.items():
+                row = self._layout(r, p.names).parts.get(name)
+                if row is not None and p.stats[row, count] > 0:
+                    held.append((r, p))
+            got = [p.hists.get(name) for _, p in held]
+            hists.pop(name, None)
+            if got and all(h is not None for h in got):
+                hists[name] = shards.add_hists(got)  # type: ignore[arg-type]  # none is None
+            why = self._plan.units_why.get(name)
+            offsets = self._plan.offsets.get(name, {})
+            for kind in sorted({k for r, _ in held for k in kinds[r].get(name, ())}):
+                if why is not None:
+                    notes[name] = why  # the owner's own part, if it has one
+                    continue
+                vecs = [p.units.get((kind, name)) for _, p in held]
+                units.pop((kind, name), None)
+                if all(v is not None for v in vecs) and all(r in offsets for r, _ in held):
+                    at = [offsets[r] for r, _ in held]
+                    full = shards.place_units(vecs, at, self._plan.rows.get(name, 0))  # type: ignore[arg-type]
+                    if full is not None:
+                        units[(kind, name)] = full
+        return dataclasses.replace(view, hists=hists, units=units, per_shard=notes)
 
     def _why_missing(
         self, name: str, step: int, got: Collection[int], ended: Collection[int], *, force: bool
@@ -287,17 +365,23 @@ class ShardMerger:
         return first, f"rank {first} lags too far behind" if first is not None else "its rank never wrote it"
 
     def _per_part(self, view: StepView) -> StepView:
-        """Blank the columns that do not hold for a part as for the whole in rows of tensors judged per part."""
-        rows = [i for i, n in enumerate(view.names) if n in self._plan.per_part]
+        """Blank the columns that do not hold for a part as for the whole in rows of tensors judged per part, and
+        name those with Tier-1 data in `per_shard` (a part's histogram and per-unit vectors are its own)."""
+        per_part = self._plan.per_part
+        rows = [i for i, n in enumerate(view.names) if n in per_part]
         if not rows:
             return view
         stats = view.stats.copy()
         stats[np.ix_(rows, _NOT_PER_PART)] = np.nan
-        return dataclasses.replace(view, stats=stats)
+        if not (view.hists or view.units):
+            return dataclasses.replace(view, stats=stats)
+        tier1 = {n for n in view.hists if n in per_part} | {n for _, n in view.units if n in per_part}
+        notes = {**view.per_shard, **dict.fromkeys(tier1, PER_PART_WHY)}
+        return dataclasses.replace(view, stats=stats, per_shard=notes)
 
     def _without(self, view: StepView, rows: list[int]) -> StepView:
-        """`view` without the tensors at `rows` (names and metadata shared by every view of that tensor set, as the
-        view builder's are: rules that cache by them stay cheap)."""
+        """`view` without the tensors at `rows`, their Tier-1 data included (names and metadata shared by every view
+        of that tensor set, as the view builder's are: rules that cache by them stay cheap)."""
         if not rows:
             return view
         key = (view.names, tuple(rows))
@@ -309,6 +393,23 @@ class ShardMerger:
                 np.asarray(keep, np.int64),
                 tuple(view.names[i] for i in keep),
                 tuple(view.meta[i] for i in keep),
+                frozenset(view.names[i] for i in gone),
             )
             self._cuts[key] = cut
-        return dataclasses.replace(view, names=cut[1], meta=cut[2], stats=view.stats[cut[0]])
+        keep_at, names, meta, dropped = cut
+        out = dataclasses.replace(view, names=names, meta=meta, stats=view.stats[keep_at])
+        if not (view.hists or view.units):
+            return out
+        return dataclasses.replace(
+            out,
+            hists={n: h for n, h in view.hists.items() if n not in dropped},
+            units={k: v for k, v in view.units.items() if k[1] not in dropped},
+        )
+
+
+def _kinds(view: StepView) -> dict[str, list[str]]:
+    """The kinds of per-unit vectors `view` holds, by tensor name."""
+    out: dict[str, list[str]] = {}
+    for kind, name in view.units:
+        out.setdefault(name, []).append(kind)
+    return out

@@ -14,6 +14,7 @@ full tensor, its parts merged by `shards`; a rank's own rows stay readable (`mer
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -228,7 +229,7 @@ class Run:
         """The log2 histograms of one tensor at its Tier-1 steps: values float64[S, HIST_BINS] (bin edges:
         `run_format.HIST_MIN_EXPONENT`). A sharded tensor's are the full tensor's, its parts' counts summed at
         the steps every part has (`shards.merge_hists`: exact); `merge=False` gives `rank`'s part's."""
-        parts = self._parts(name, rank) if merge and self.format == "trainguard" else None
+        parts = self._parts(name, rank, held=True) if merge and self.format == "trainguard" else None
         if parts is None:
             return Series(*self._tier1(name, rank, None))
         read = [self._tier1(name, r, None) for r, _ in parts]
@@ -239,7 +240,7 @@ class Run:
         float64[S, units]. A sharded tensor's parts that hold whole rows are laid side by side into the full
         tensor's (`shards.merge_units`: exact, at the steps every part has); where they cannot be
         (`per_shard` says why) this raises `errors.NotMerged`: read each rank's part with `merge=False`."""
-        parts = self._parts(name, rank) if merge and self.format == "trainguard" else None
+        parts = self._parts(name, rank, held=True) if merge and self.format == "trainguard" else None
         if parts is None:
             return Series(*self._tier1(name, rank, kind))
         why = self.per_shard(name, rank=rank).get("units")
@@ -259,12 +260,26 @@ class Run:
         data all merge, or one that is whole."""
         for t in self.tensors(rank=rank):
             if t.name == name and not t.is_scalar and t.shard is not None:
-                why = shards.units_per_shard(t.shard)
+                why = shards.units_per_shard(t.shard, collection=t.collection)
                 return {} if why is None else {"units": why}
         return {}
 
-    def _parts(self, name: str, rank: int) -> list[tuple[int, run_format.ShardInfo]] | None:
-        """The ranks whose parts make up sharded tensor `name` with each one's shard; None when it is whole."""
+    def units_per_shard(self, *, rank: int = 0) -> dict[str, str]:
+        """The sharded tensors of `rank` with per-unit vectors (weights, biases, activations) whose vectors stay per
+        rank, each with why (`shards.units_per_shard`), by name: what `trainguard inspect`, the report and the
+        evaluator's warnings name as read per shard."""
+        out = {
+            t.name: shards.units_per_shard(t.shard, collection=t.collection)
+            for t in self.tensors(rank=rank)
+            if t.shard is not None and not t.is_scalar and t.collection in shards.UNIT_COLLECTIONS
+        }
+        return {name: why for name, why in sorted(out.items()) if why is not None}
+
+    def _parts(
+        self, name: str, rank: int, *, held: bool = False
+    ) -> list[tuple[int, run_format.ShardInfo]] | None:
+        """The ranks whose parts make up sharded tensor `name` with each one's shard; None when it is whole. With
+        `held`, only the parts that hold elements (an empty one writes no Tier-1 data and adds none)."""
         self._find(name, rank, scalar=False)
         entries = [
             (r, t) for r in self.ranks for t in self.tensors(rank=r) if t.name == name and not t.is_scalar
@@ -273,7 +288,7 @@ class Run:
         if found is None:
             return None
         by_rank = {r: t.shard for r, t in entries if t.shard is not None}
-        return [(r, by_rank[r]) for r in found[0]]
+        return [(r, by_rank[r]) for r in found[0] if not held or math.prod(by_rank[r].local_shape) > 0]
 
     def _tier1(self, name: str, rank: int, kind: str | None) -> tuple[np.ndarray, np.ndarray]:
         """One tensor's Tier-1 steps on one rank and its histograms (`kind` None) or per-unit vectors of `kind`."""

@@ -45,6 +45,9 @@ from trainguard.store import run_format
 
 _C = run_format.COLUMN
 
+UNIT_COLLECTIONS = ("weights", "biases", "activations")
+"""The collections whose tensors carry per-unit vectors (`moved` of a parameter, `active`/`saturated`)."""
+
 
 def merge(
     steps: Sequence[np.ndarray], rows: Sequence[np.ndarray], size: int | np.ndarray
@@ -95,11 +98,15 @@ def parts(infos: Sequence[tuple[int, run_format.TensorInfo]]) -> tuple[list[int]
     return [rank for rank, s in sharded if s.replica == 0 and s.of > 0], size
 
 
-def units_per_shard(shard: run_format.ShardInfo) -> str | None:
+def units_per_shard(shard: run_format.ShardInfo, *, collection: str | None = None) -> str | None:
     """Why the per-unit vectors (rows of dim 0) of a tensor sharded as `shard` cannot be merged into the full
-    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset)."""
+    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset).
+    An activation's (`collection` "activations") units are its channels (dim 1), each a share of the samples:
+    its parts' vectors are never merged."""
     if shard.of <= 1:
         return None
+    if collection == "activations":
+        return "an activation's units are its channels (dim 1), each a share of samples the parts split"
     odd = [p for p in shard.placements if p not in ("S(0)", "R")]
     if odd:
         return f"placed as {', '.join(odd)}: a part holds pieces of the rows, not whole rows"
@@ -113,10 +120,16 @@ def merge_hists(steps: Sequence[np.ndarray], hists: Sequence[np.ndarray]) -> tup
     steps and `hists[i]` [n_i, HIST_BINS] its counts; return the steps every part has, in order, and the summed
     counts float64[S, HIST_BINS] (exact: integer counts)."""
     every = _common(steps)
-    out = np.zeros((every.size, run_format.HIST_BINS))
-    for s, h in zip(steps, hists):
-        out += np.asarray(h, np.float64)[np.searchsorted(s, every)]
-    return every, out
+    if not steps:
+        return every, np.zeros((0, run_format.HIST_BINS))
+    return every, add_hists([np.asarray(h)[np.searchsorted(s, every)] for s, h in zip(steps, hists)])
+
+
+def add_hists(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The full tensor's histograms from its parts' at the same steps (each [..., HIST_BINS]): their counts summed,
+    float64 (exact). An empty part (it holds no element: an uneven or FSDP1 split) writes none and adds nothing."""
+    out: np.ndarray = np.sum([np.asarray(h, np.float64) for h in parts], axis=0)
+    return out
 
 
 def merge_units(
@@ -126,15 +139,26 @@ def merge_units(
     holds rows `offsets[i]` on of the full tensor's `units` rows. Return the steps every part has and the full
     vectors float64[S, units]; none when the parts do not cover the rows exactly once (then they cannot merge)."""
     every = _common(steps)
+    out = place_units(
+        [np.asarray(v)[np.searchsorted(s, every)] for s, v in zip(steps, vectors)], offsets, units
+    )
+    if not steps or out is None:
+        return np.zeros(0, np.int64), np.zeros((0, units))
+    return every, out
+
+
+def place_units(vectors: Sequence[np.ndarray], offsets: Sequence[int], units: int) -> np.ndarray | None:
+    """The full tensor's per-unit vectors float64[..., units] from its parts' at the same steps (`vectors[i]`
+    [..., rows_i], holding rows `offsets[i]` on), or None when the parts do not cover the rows exactly once."""
     covered = np.zeros(units, np.int64)
     for v, at in zip(vectors, offsets):
-        covered[at : at + v.shape[1]] += 1
-    if not steps or not (covered == 1).all():
-        return np.zeros(0, np.int64), np.zeros((0, units))
-    out = np.zeros((every.size, units))
-    for s, v, at in zip(steps, vectors, offsets):
-        out[:, at : at + v.shape[1]] = np.asarray(v, np.float64)[np.searchsorted(s, every)]
-    return every, out
+        covered[at : at + v.shape[-1]] += 1
+    if not vectors or not (covered == 1).all():
+        return None
+    out = np.zeros((*vectors[0].shape[:-1], units))
+    for v, at in zip(vectors, offsets):
+        out[..., at : at + v.shape[-1]] = v
+    return out
 
 
 def _common(steps: Sequence[np.ndarray]) -> np.ndarray:

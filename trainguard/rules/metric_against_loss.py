@@ -30,6 +30,7 @@ stopping, and metrics recorded a few times. Reported once per run.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -55,6 +56,7 @@ LOWER = frozenset(
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def direction(name: str) -> int:
     """+1 for a metric whose name says higher is better, -1 lower is better, 0 not known (not judged)."""
     low = name.lower()
@@ -80,8 +82,8 @@ class _Windows:
             self.done = _complete(self.first, records, steps)
             return
         self.latest.append((step, x))
-        while len(self.latest) > records and _complete(self.latest[1:], records, steps):
-            del self.latest[0]
+        while len(self.latest) > records and self.latest[-1][0] - self.latest[1][0] + 1 >= steps:
+            del self.latest[0]  # the window without its oldest record still holds `records` spanning `steps`
 
     def ready(self, records: int, steps: int) -> bool:
         return self.done and _complete(self.latest, records, steps)

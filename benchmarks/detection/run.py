@@ -70,6 +70,7 @@ RULE_CATEGORY = {
     "optimizer_not_stepping": "SC",
     "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
     "eps_dominates_gradient": "SC",  # an adaptive optimizer stepping as SGD at lr/eps: slow, not unstable
+    "metric_against_loss": "SC",  # the objective optimises something else than the metric the run records
     "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch
 }
 

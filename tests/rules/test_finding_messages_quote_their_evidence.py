@@ -33,6 +33,11 @@ def _nan_from_relu(d: StepData) -> None:
             d.set(name, nan=5, l2=math.nan, mean=math.nan)
 
 
+def _accuracy_falls(d: StepData) -> None:
+    if d.step % 25 == 0:
+        d.eval_scalars["val_acc"] = 0.8 - 0.7 * d.step / 400
+
+
 def _gradient_blow_up(d: StepData) -> None:
     if d.step >= 400:
         d.scale("grad/fc2.weight", 1e3)
@@ -198,6 +203,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "class_imbalance": [("99:1", {}, lambda: Stream(steps=20, fault=_skewed))],
     "stalled_training": [("an hour's pause", {}, lambda: Stream(steps=30, fault=_pause))],
     "optimizer_not_stepping": [("scaler never recovers", {}, _optimizer_stops_stepping)],
+    "metric_against_loss": [("accuracy falls", {}, lambda: Stream(steps=400, fault=_accuracy_falls))],
     "input_scale": [
         ("uint8 wrap", {}, lambda: Stream(inputs=True, fault=_inputs(300, mean=1.2, std=1.6))),
         (

@@ -171,6 +171,9 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         optimizer="Adam",
     ),
     "batchnorm_on_batches_of_two": lambda: point_views(2, steps=600),
+    "accuracy_falls_as_the_loss_falls": _stream(
+        lambda d: d.eval_scalars.update(val_acc=0.8 - 0.7 * d.step / 600) if d.step % 25 == 0 else None
+    ),
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),
 }

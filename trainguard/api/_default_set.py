@@ -30,6 +30,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("auc_drop", Action.NOTIFY),
     ("class_imbalance", Action.NOTIFY),
     ("input_scale", Action.NOTIFY),
+    ("metric_against_loss", Action.NOTIFY),
     ("optimizer_not_stepping", Action.NOTIFY),
     ("stalled_training", Action.NOTIFY),
     ("warmup_not_stepped", Action.NOTIFY),

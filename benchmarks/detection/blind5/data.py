@@ -19,7 +19,7 @@ Pair = tuple[torch.Tensor, torch.Tensor]
 class Views:
     """Items of `classes` classes: a class signal in 8 latent directions and 24 nuisance directions of larger
     variance, mixed by a fixed rotation into 32 features. `view(i)` redraws the nuisance (an augmentation that keeps
-    the class)."""
+    the class) from the generator it is given."""
 
     def __init__(self, g: torch.Generator, n: int, *, classes: int = 10) -> None:
         rg = torch.Generator().manual_seed(211)
@@ -27,10 +27,9 @@ class Views:
         protos = 1.5 * torch.randn(classes, 8, generator=rg)
         self.y = torch.randint(0, classes, (n,), generator=g)
         self.signal = protos[self.y] + 0.4 * torch.randn(n, 8, generator=g)
-        self.g = g
 
-    def view(self, i: torch.Tensor) -> torch.Tensor:
-        nuisance = 2.0 * torch.randn(len(i), 24, generator=self.g)
+    def view(self, i: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        nuisance = 2.0 * torch.randn(len(i), 24, generator=g)
         return torch.cat([self.signal[i], nuisance], 1) @ self.mix
 
 

@@ -27,12 +27,20 @@ def backbone(drop: float = 0.1) -> nn.Sequential:
     return nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Dropout(drop), nn.Linear(64, 32))
 
 
-def centroid_accuracy(f: nn.Module, views: data.Views, train: torch.Tensor, val: torch.Tensor) -> float:
-    """Nearest-centroid accuracy of normalised features: class centroids from `train` items, tested on `val`."""
-    ft, fv = F.normalize(f(views.view(train)), dim=1), F.normalize(f(views.view(val)), dim=1)
-    yt, yv = views.y[train], views.y[val]
-    cent = torch.stack([ft[yt == c].mean(0) for c in range(int(views.y.max()) + 1)])
-    return float(((fv @ F.normalize(cent, dim=1).T).argmax(1) == yv).float().mean())
+def centroid_accuracy(f: nn.Module, probe: tuple[torch.Tensor, ...], val: tuple[torch.Tensor, ...]) -> float:
+    """Nearest-centroid accuracy of normalised features: class centroids from the `probe` items, tested on `val`
+    (each a pair of fixed views and their classes)."""
+    ft, fv = F.normalize(f(probe[0]), dim=1), F.normalize(f(val[0]), dim=1)
+    cent = torch.stack([ft[probe[1] == c].mean(0) for c in range(int(probe[1].max()) + 1)])
+    return float(((fv @ F.normalize(cent, dim=1).T).argmax(1) == val[1]).float().mean())
+
+
+def labelled(
+    views: data.Views, g: torch.Generator
+) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """The probe items (500, for centroids) and held-out items (500), one fixed view each, with their classes."""
+    val, probe = torch.arange(500), torch.arange(500, 1000)
+    return (views.view(probe, g), views.y[probe]), (views.view(val, g), views.y[val])
 
 
 def dino(run: Run) -> None:
@@ -42,7 +50,8 @@ def dino(run: Run) -> None:
     accuracy of the teacher's backbone."""
     g = torch.Generator().manual_seed(run.seed)
     views = data.Views(g, 3000)
-    val, probe, pool = torch.arange(500), torch.arange(500, 1000), torch.arange(500, 3000)
+    probe, val = labelled(views, g)
+    pool = torch.arange(500, 3000)
     torch.manual_seed(run.seed)
     student = nn.Sequential(backbone(), nn.GELU(), nn.Linear(32, 64))
     teacher = copy.deepcopy(student)
@@ -59,7 +68,7 @@ def dino(run: Run) -> None:
     run.hook.register_optimizer(opt)
     for step in range(run.steps):
         i = pool[run.indices(len(pool), batch)]
-        v1, v2 = views.view(i), views.view(i)
+        v1, v2 = views.view(i, run.gen), views.view(i, run.gen)
         with torch.no_grad():
             t_out = torch.cat([teacher(v1), teacher(v2)])
             t_prob = F.softmax((t_out - centre) / t_temp, 1)
@@ -74,7 +83,7 @@ def dino(run: Run) -> None:
             if run.bug != "centre_never_updated":
                 centre = 0.9 * centre + 0.1 * t_out.mean(0)
         if not close_step(run, step, loss, student, "val_centroid_accuracy",
-                          lambda: centroid_accuracy(teacher[0], views, probe, val)):  # fmt: skip
+                          lambda: centroid_accuracy(teacher[0], probe, val)):  # fmt: skip
             break
 
 
@@ -84,7 +93,8 @@ def barlow(run: Run) -> None:
     `lr`, 2e-3), batch `batch` (128). Scored by nearest-centroid accuracy of the backbone."""
     g = torch.Generator().manual_seed(run.seed)
     views = data.Views(g, 3000)
-    val, probe, pool = torch.arange(500), torch.arange(500, 1000), torch.arange(500, 3000)
+    probe, val = labelled(views, g)
+    pool = torch.arange(500, 3000)
     torch.manual_seed(run.seed)
     net = backbone(0.0)
     model = nn.Sequential(net, nn.Linear(32, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 64))
@@ -95,8 +105,8 @@ def barlow(run: Run) -> None:
     run.hook.register_optimizer(opt)
     for step in range(run.steps):
         i = pool[run.indices(len(pool), batch)]
-        v1 = views.view(i)
-        v2 = v1.clone() if run.bug == "same_view_for_both_branches" else views.view(i)
+        v1 = views.view(i, run.gen)
+        v2 = v1.clone() if run.bug == "same_view_for_both_branches" else views.view(i, run.gen)
         z1, z2 = model(v1), model(v2)
         z1 = (z1 - z1.mean(axis, keepdim=True)) / (z1.std(axis, keepdim=True) + 1e-5)
         z2 = (z2 - z2.mean(axis, keepdim=True)) / (z2.std(axis, keepdim=True) + 1e-5)
@@ -108,7 +118,7 @@ def barlow(run: Run) -> None:
         loss.backward()
         opt.step()
         if not close_step(run, step, loss, model, "val_centroid_accuracy",
-                          lambda: centroid_accuracy(net, views, probe, val)):  # fmt: skip
+                          lambda: centroid_accuracy(net, probe, val)):  # fmt: skip
             break
 
 

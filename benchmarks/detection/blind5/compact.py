@@ -6,7 +6,7 @@ hand-written loss scale.
 `fakequant`: 8-bit symmetric fake quantisation (per-tensor scale max|w| / 127, straight-through gradients) of every
 weight and activation; scored by held-out accuracy of the quantised model. `pruned_cnn`: magnitude pruning to 50%
 then 80% of each convolution's weights at steps 100 and 200, the masks kept by zeroing the pruned weights after
-every step and their gradients before it; scored by accuracy. `perceiver`: 16 latents cross-attend to a set of
+every step and their gradients before it; scored by accuracy. `perceiver`: 8 latents cross-attend to a set of
 points, one latent self-attention block, mean-pooled classifier; the loss multiplied by 1024 before backward, the
 gradients divided by it, a step skipped (and the scale halved) on overflow; scored by accuracy. Bugs: the quantiser's
 scale fixed at step 0, the quantiser without its straight-through estimator, Lion stepping by the update's magnitude instead of its sign, the masks applied to the
@@ -177,7 +177,7 @@ def pruned_cnn(run: Run) -> None:
 
 
 class Perceiver(nn.Module):
-    def __init__(self, d: int = 32, latents: int = 16, classes: int = 5) -> None:
+    def __init__(self, d: int = 32, latents: int = 8, classes: int = 5) -> None:
         super().__init__()
         self.inp = nn.Linear(4, d)
         self.latents = nn.Parameter(torch.randn(1, latents, d) * 0.5)
@@ -195,7 +195,7 @@ class Perceiver(nn.Module):
 def perceiver(run: Run) -> None:
     """A Perceiver-style classifier of point sets under float16 autocast on CPU with a hand-written dynamic loss
     scale (1024, halved on overflow, doubled after 100 clean steps); SGD (lr `lr`, 0.05, momentum 0.9) with
-    gradient clipping by global norm `clip` (none), batch 64. Scored by accuracy on 400 held-out sets."""
+    gradient clipping by global norm `clip` (none), batch 32. Scored by accuracy on 400 held-out sets."""
     g = torch.Generator().manual_seed(run.seed)
     x, y = data.point_sets(g, 2400)
     xv, yv, x, y = x[:400], y[:400], x[400:], y[400:]
@@ -206,7 +206,7 @@ def perceiver(run: Run) -> None:
     run.hook.register_module(model)
     run.hook.register_optimizer(opt)
     for step in range(run.steps):
-        i = run.indices(len(y), 64)
+        i = run.indices(len(y), 32)
         with torch.autocast("cpu", dtype=torch.float16):
             loss = F.cross_entropy(model(x[i]).float(), y[i])
         opt.zero_grad()

@@ -28,7 +28,7 @@ SPLITS = {
     "blind2": (second, 28, 16),
     "blind3": (third, 28, 12),
     "blind4": (fourth, 30, 14),
-    "blind5": (fifth, 30, 12),
+    "blind5": (fifth, 30, 14),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {

@@ -37,11 +37,11 @@ def patch_images(g: torch.Generator, n: int) -> torch.Tensor:
     """Smooth 12x12 images cut into 16 patches of 3x3: float[n, 16, 9] (sums of oriented gratings and a blob)."""
     r = torch.linspace(-1, 1, 12)
     yy, xx = torch.meshgrid(r, r, indexing="ij")
-    f = 1 + 2 * torch.rand(n, 2, 1, 1, generator=g)
+    f = 0.5 + torch.rand(n, 2, 1, 1, generator=g)
     ph = 2 * math.pi * torch.rand(n, 2, 1, 1, generator=g)
     c = 2 * torch.rand(n, 2, 1, 1, generator=g) - 1
-    img = (torch.sin(f[:, 0] * 3 * xx + ph[:, 0]) + torch.cos(f[:, 1] * 3 * yy + ph[:, 1])
-           + 2 * torch.exp(-((xx - c[:, 0]) ** 2 + (yy - c[:, 1]) ** 2) / 0.2))  # fmt: skip
+    img = (torch.sin(f[:, 0] * 2 * xx + ph[:, 0]) + torch.cos(f[:, 1] * 2 * yy + ph[:, 1])
+           + 2 * torch.exp(-((xx - c[:, 0]) ** 2 + (yy - c[:, 1]) ** 2) / 0.4))  # fmt: skip
     patches = img.reshape(n, 4, 3, 4, 3).permute(0, 1, 3, 2, 4).reshape(n, 16, 9)
     return patches + 0.05 * torch.randn(n, 16, 9, generator=g)
 

@@ -1,11 +1,11 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|blind3|blind4] [--seeds N]
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|blind3|blind4|blind5] [--seeds N]
 [--json FILE] [--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
 processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
 realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
 at save_interval 10; the blind split (`blind/`, written without reading the rules and frozen before any rule
-change, to be scored once at the end of rule work) and the second, third and fourth blind splits (`blind2/`, `blind3/`, `blind4/`,
+change, to be scored once at the end of rule work) and the second to fifth blind splits (`blind2/`, `blind3/`, `blind4/`, `blind5/`,
 written and frozen the same way, in other settings) run the same way. Either way the evaluator's StepViews are rebuilt from the
 stored runs and scored for our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
 re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
@@ -37,6 +37,7 @@ from benchmarks.detection.blind import suite as blind
 from benchmarks.detection.blind2 import suite as blind2
 from benchmarks.detection.blind3 import suite as blind3
 from benchmarks.detection.blind4 import suite as blind4
+from benchmarks.detection.blind5 import suite as blind5
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -152,6 +153,8 @@ class Outcome:
 def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
     out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
+    if isinstance(prog, blind5.Blind5Program):  # before its base class, the first split's program
+        return blind5.train(prog, seed, out=out)
     if isinstance(prog, blind4.Blind4Program):  # before its base class, the first split's program
         return blind4.train(prog, seed, out=out)
     if isinstance(prog, blind3.Blind3Program):  # before its base class, the first split's program
@@ -441,12 +444,13 @@ RESULTS_SUFFIX = {
     "blind2": "_blind2",
     "blind3": "_blind3",
     "blind4": "_blind4",
+    "blind5": "_blind5",
 }
 """The suffix of each suite's default figures file."""
 
 
 def suite_programs(suite: str) -> list[Any]:
-    """The programs of `suite` (numpy, torch-real, blind, blind2, blind3 or blind4)."""
+    """The programs of `suite` (numpy, torch-real, blind, blind2, blind3, blind4 or blind5)."""
     if suite == "blind":
         return list(blind.catalogue())
     if suite == "blind2":
@@ -455,6 +459,8 @@ def suite_programs(suite: str) -> list[Any]:
         return list(blind3.catalogue())
     if suite == "blind4":
         return list(blind4.catalogue())
+    if suite == "blind5":
+        return list(blind5.catalogue())
     return list(torch_real.catalogue()) if suite == "torch-real" else list(programs.catalogue())
 
 
@@ -462,11 +468,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--suite",
-        choices=("numpy", "torch-real", "blind", "blind2", "blind3", "blind4"),
+        choices=("numpy", "torch-real", "blind", "blind2", "blind3", "blind4", "blind5"),
         default="numpy",
         help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
-        "blind: the blind split (score it once, at the end of rule work); blind2, blind3, blind4: the second, "
-        "third and fourth blind splits (the same)",
+        "blind: the blind split (score it once, at the end of rule work); blind2, blind3, blind4, blind5: the "
+        "second, third, fourth and fifth blind splits (the same)",
     )
     ap.add_argument(
         "--seeds",
@@ -495,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "instead (the every-step copies keep 1)",
     )
     args = ap.parse_args(argv)
-    real = args.suite in ("torch-real", "blind", "blind2", "blind3", "blind4")
+    real = args.suite in ("torch-real", "blind", "blind2", "blind3", "blind4", "blind5")
     args.seeds = args.seeds or (4 if real else 6)
     args.json = args.json or f"benchmarks/detection/results{RESULTS_SUFFIX[args.suite]}.json"
 
@@ -551,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         blind3.label(truths, progs)
     elif args.suite == "blind4":
         blind4.label(truths, progs)
+    elif args.suite == "blind5":
+        blind5.label(truths, progs)
     elif real:
         torch_real.label(truths, progs)
     else:

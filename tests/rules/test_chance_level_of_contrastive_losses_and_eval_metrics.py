@@ -1,5 +1,6 @@
 """Chance level read where a run's data say it: ln B for an in-batch contrastive loss (B the recorded inputs' batch),
-and an eval accuracy (1/K) or R² (0) that stays there while the training loss falls to nearly nothing.
+an eval accuracy (1/K) or R² (0) that stays there while the training loss falls to nearly nothing, and an
+accuracy at chance that does not change by one example while the loss falls (the model evaluated is not trained).
 
 The synthetic MLP stream (`streams.py`: batches of 64 recorded as `input/x`, a last dense layer of 10 outputs),
 with shaped losses and metrics; each stuck or leaking run beside the healthy one it must leave alone. Every margin
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterator
 from tests.rules.streams import BATCH, StepData, Stream, run
 from tests.rules.test_loss_and_run_rules_fire import with_module_classes
 from trainguard.rules.loss_not_decreasing import LossNotDecreasing
+from trainguard.rules.metric_against_loss import MetricAgainstLoss
 from trainguard.rules.overfit import Overfit
 from trainguard.rules.step_view import StepView
 
@@ -105,3 +107,35 @@ def test_an_eval_r2_that_reads_zero_while_the_loss_falls_slowly_waits() -> None:
     assert run(Overfit(), views(slow, steps=400)) == []
     # the deeper fit the metric path asks for is what keeps it quiet: with a bound of 60% it fires
     assert run(Overfit({"flat_metric_train_fraction": 0.6}), views(slow, steps=400))[0].step == 150
+
+
+def slowly_falling(step: int) -> float:
+    """A training loss that falls by a third over 500 steps, under batch noise of 2%."""
+    return (1.4 - 0.45 * step / 500) * (1 + 0.02 * math.sin(step * 1.7))
+
+
+def test_an_accuracy_that_never_changes_at_chance_while_the_loss_falls_is_not_the_trained_model() -> None:
+    fault = metric_run("val_teacher_accuracy", lambda s: 0.125, slowly_falling)
+    found = run(MetricAgainstLoss(), views(fault, steps=500))
+    # eval points every 50 steps: windows of 4 records (50-200, 250-400), confirmed at the next record
+    assert found[0].step == 450 and found[0].tensor == "val_teacher_accuracy"
+    assert found[0].message.startswith(
+        "the eval metric 'val_teacher_accuracy' read exactly 0.125 at all 8 of its records in steps 50-450, at "
+        "chance level 1/10 = 0.1"
+    )
+    assert "rebinds the loop variable" in (found[0].hint or "")
+
+
+def test_an_accuracy_that_stays_put_for_a_few_records_saturated_or_above_chance_is_not_frozen() -> None:
+    def slow_teacher(step: int) -> float:
+        return 0.125 if step <= 150 else min(0.9, 0.125 + (step - 150) / 400)
+
+    for metric in (slow_teacher, lambda s: 1.0, lambda s: 0.82):
+        assert run(MetricAgainstLoss(), views(metric_run("val_acc", metric, slowly_falling), steps=500)) == []
+    # an R² clipped at 0 reads 0 however its model changes: not this reading's
+    assert (
+        run(MetricAgainstLoss(), views(metric_run("val_r2", lambda s: 0.0, slowly_falling), steps=500)) == []
+    )
+    # without the chance band the saturated language model's 0.82 would read as frozen
+    wide = MetricAgainstLoss({"frozen_band": 0.9})
+    assert run(wide, views(metric_run("val_acc", lambda s: 0.82, slowly_falling), steps=500))[0].step == 450

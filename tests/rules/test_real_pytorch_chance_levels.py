@@ -1,11 +1,14 @@
-"""Two mistakes of the fourth blind split, trained through the real hook and judged by the default rules: a dual
+"""Three mistakes of the fourth blind split, trained through the real hook and judged by the default rules: a dual
 encoder whose images and captions are drawn by two separately shuffled loaders (the contrastive loss falls from
-its start to ln(batch), which the rule reads off the recorded inputs' batch dimension, and stays), and a language
+its start to ln(batch), which the rule reads off the recorded inputs' batch dimension, and stays); a language
 model whose targets are its inputs (the training loss falls to nearly 0 by copying while the recorded eval
-accuracy stays at chance). Each beside its fixed twin, which must get no such finding."""
+accuracy stays at chance); and an EMA teacher whose update rebinds the loop variable (its recorded accuracy reads the
+same at every eval point while the student's loss falls). Each beside its fixed twin, which must get no such
+finding."""
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -117,3 +120,49 @@ def test_a_language_model_whose_targets_are_its_inputs_predicts_held_out_tokens_
     assert [f.rule for f in found] == ["overfit"], found
     assert found[0].message.startswith("val_accuracy")
     assert not [f for f in train_lm(tmp_path / "shifted", shifted=True) if f.rule == "overfit"]
+
+
+def train_mean_teacher(out: Path, *, rebinds: bool) -> list[Finding]:
+    """A 4-class MLP student (cross-entropy, Adam lr 3e-3, batches of 32, 250 steps saved every 10) and an EMA
+    teacher (decay 0.95) whose accuracy on 400 held-out points is recorded every 25 steps."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(3)
+    centres = 2.0 * torch.randn(4, 8, generator=g)
+    y = torch.randint(0, 4, (2400,), generator=g)
+    x = centres[y] + torch.randn(2400, 8, generator=g)
+    student = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 4))
+    teacher = copy.deepcopy(student)
+    for t in teacher.parameters():
+        t.requires_grad_(False)
+    opt = torch.optim.Adam(student.parameters(), lr=3e-3)
+    with tg.Hook(f"file://{out}", save_interval=10) as hook:
+        hook.register_module(student)
+        hook.register_optimizer(opt)
+        for step in range(250):
+            i = torch.randint(400, 2400, (32,), generator=g)
+            loss = F.cross_entropy(student(x[i]), y[i])
+            opt.zero_grad()
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+            with torch.no_grad():
+                for t, s in zip(teacher.parameters(), student.parameters()):
+                    if rebinds:
+                        t = 0.95 * t + 0.05 * s  # the bug: a new tensor bound to the loop variable
+                    else:
+                        t.mul_(0.95).add_(s, alpha=0.05)
+            if step % 25 == 24:
+                with torch.no_grad():
+                    acc = (teacher(x[:400]).argmax(-1) == y[:400]).float().mean()
+                hook.record_scalar("val_teacher_accuracy", float(acc), mode="eval")
+        assert not hook.errors
+    return default_rule_findings(out)
+
+
+def test_an_ema_teacher_that_never_moves_scores_the_same_at_every_eval_point(tmp_path: Path) -> None:
+    words = "at all 8 of its records"
+    found = [f for f in train_mean_teacher(tmp_path / "rebinds", rebinds=True) if words in f.message]
+    assert [f.rule for f in found] == ["metric_against_loss"], found
+    assert "chance level 1/4 = 0.25" in found[0].message
+    assert not [f for f in train_mean_teacher(tmp_path / "in_place", rebinds=False) if words in f.message]

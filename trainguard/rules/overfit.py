@@ -27,33 +27,13 @@ training loss of 1e-5 and a held-out R² of 0.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, shared, shared_loss
+from trainguard.rules import base, chance, shared, shared_loss
 from trainguard.rules.step_view import StepView
-
-ACCURACY = frozenset({"acc", "accuracy", "top1"})
-"""Name tokens of an eval accuracy: chance level 1/K for K outputs."""
-R2 = frozenset({"r2"})
-"""Name tokens of an eval coefficient of determination: chance level 0 (predicting the mean)."""
-_TOKEN = re.compile(r"[a-z]+[0-9]?")
-
-
-def eval_quality(scalars: Mapping[str, float]) -> tuple[str, float, bool] | None:
-    """The first eval scalar named as an accuracy or an R² (a token of `ACCURACY` or `R2`, no `loss`): its name,
-    value, and whether it is an accuracy (chance 1/K) rather than an R² (chance 0)."""
-    for name, value in scalars.items():
-        tokens = set(_TOKEN.findall(name.lower()))
-        if "loss" in tokens or not math.isfinite(value):
-            continue
-        if tokens & ACCURACY or tokens & R2:
-            return name, value, bool(tokens & ACCURACY)
-    return None
 
 
 class Overfit(base.Rule):
@@ -151,7 +131,7 @@ class Overfit(base.Rule):
         self.classes: int | None = None
 
     def has_input(self, view: StepView) -> bool:
-        return self.read_val(view) is not None or eval_quality(view.eval_scalars) is not None
+        return self.read_val(view) is not None or any(chance.is_placed(n) for n in view.eval_scalars)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overfit.Params = self.params  # type: ignore[assignment]
@@ -236,25 +216,19 @@ class Overfit(base.Rule):
 
     def _flat_accuracy(self, view: StepView, p: Params) -> list[base.Finding]:
         """The flat-validation path on an eval accuracy or R², for a run without an eval loss; reported once."""
-        found = eval_quality(view.eval_scalars)
+        found = chance.placed(view.eval_scalars, self.classes)
         if found is None or self.read_val(view) is not None or p.flat_val_drop is None or self.flat_reported:
             return []
-        name, acc, accuracy = found
+        name, acc, level = found
         train = self.train_acc.take()
         self.acc_points += 1
         self.acc_best = acc if self.acc_best is None else max(self.acc_best, acc)
         self.acc_first = acc if self.acc_first is None else self.acc_first
-        first_train, k = self.floor.first, self.classes
-        if (
-            train is None
-            or first_train is None
-            or first_train <= 0
-            or self.acc_points < 3
-            or (accuracy and not k)
-        ):
+        first_train = self.floor.first
+        if train is None or first_train is None or first_train <= 0 or self.acc_points < 3:
             return []
-        chance, level = (1.0 / k, f"1/{k} = {base.fmt(1.0 / k)}") if accuracy and k else (0.0, "0 (the mean)")
-        bound = chance + p.flat_val_drop * (1.0 - chance)
+        said = f"1/{self.classes} = {base.fmt(level)}" if level > 0 else "0 (the mean)"
+        bound = level + p.flat_val_drop * (1.0 - level)
         if (
             self.acc_best > bound
             or acc > self.acc_first
@@ -264,7 +238,7 @@ class Overfit(base.Rule):
         self.flat_reported = True
         msg = (
             f"{name} {base.fmt(acc)} has never been more than {base.fmt(100 * p.flat_val_drop)}% of the way from chance "
-            f"level {level} to 1 (best {base.fmt(self.acc_best)} at {self.acc_points} eval points, bound "
+            f"level {said} to 1 (best {base.fmt(self.acc_best)} at {self.acc_points} eval points, bound "
             f"{base.fmt(bound)}) while the train loss fell to {base.fmt(train)}, {base.fmt(100 * train / first_train)}% "
             f"of its first value {base.fmt(first_train)}, {self.where(view)}: the model fits the training targets and "
             "predicts held-out data at chance"

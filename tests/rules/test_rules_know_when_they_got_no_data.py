@@ -15,9 +15,14 @@ def test_overfit_without_an_eval_loss_is_not_checked_and_is_once_one_comes() -> 
     assert rule.needs == "eval loss"
     for step in range(20):
         rule.update(_train(step))
-    assert not rule.checked
-    rule.update(StepView(step=20, scalars={"loss": 0.05}, eval_scalars={"loss": 0.07}))
+    rule.update(StepView(step=20, scalars={"loss": 0.05}, eval_scalars={"val_loglik": -1.0}))
+    assert not rule.checked  # an eval metric it does not read
+    rule.update(StepView(step=21, scalars={"loss": 0.05}, eval_scalars={"loss": 0.07}))
     assert rule.checked
+    # an eval accuracy (or R²) is read too, by the flat-validation path: such a run is checked
+    by_accuracy = registry.BUILTINS["overfit"]()
+    by_accuracy.update(StepView(step=1, scalars={"loss": 0.05}, eval_scalars={"val_accuracy": 0.9}))
+    assert by_accuracy.checked
 
 
 def test_not_checked_survives_a_restart_from_the_rule_state() -> None:

@@ -14,7 +14,8 @@ unstable one (`diverging_loss`, `oscillating_loss`), not a plateau.
 Two faster paths name a run that is not learning at all, without waiting for the blocks: the loss
 averaged over the last `stuck_window_steps` steps still within `stuck_drop` of its first value (or
 of its mean over the first window) after `stuck_steps` steps (a classifier at chance level, ln K: labels shuffled against the inputs, a
-network without nonlinearity), and the recorded learning rate below `collapsed_lr_fraction` of its
+network without nonlinearity; an in-batch contrastive loss at ln B, B the batch the recorded inputs share: images and
+captions drawn by two separately shuffled loaders, so that no pair matches), and the recorded learning rate below `collapsed_lr_fraction` of its
 peak for `collapsed_lr_steps` steps while the loss has not fallen by a fifth (an epoch scheduler stepped
 every batch; a schedule's turning point that touches 0 for a step, a cosine annealed to 0 before an SWA
 phase or a warm restart, is not a collapse).
@@ -56,6 +57,13 @@ def normalise_mode(v: object) -> object:
         v = v.lower()
         return "train" if v == "global" else v
     return v
+
+
+def input_batch(view: StepView) -> int | None:
+    """B, the leading dimension the recorded model inputs share (2 or more), or None when they record none or
+    disagree (a sequence-first input, a pair of inputs of different batches)."""
+    sizes = {m.shape[0] for m in view.meta if m.collection == Collection.INPUTS.value and len(m.shape) >= 2}
+    return int(next(iter(sizes))) if len(sizes) == 1 and next(iter(sizes)) >= 2 else None
 
 
 class LossNotDecreasing(base.Rule):
@@ -214,6 +222,8 @@ class LossNotDecreasing(base.Rule):
         self.eval_last: float | None = None
         self.classes: int | None = None
         """K, the outputs of the last dense layer (chance level ln K), when the catalogue's module classes tell it."""
+        self.pairs: int | None = None
+        """B, the batch size the inputs' leading dimension records (chance level ln B of an in-batch contrastive loss)."""
         self.kernels = shared.KernelPair()
         self.grad_ratio: deque[tuple[int, float]] = deque()
         """(step, first/last kernel gradient l2 ratio) of the views in the last `stuck_window_steps` steps."""
@@ -311,6 +321,9 @@ class LossNotDecreasing(base.Rule):
         if self.learned is not None or not self.opening.n:
             return
         reference = self._reference(opening=True)
+        pairs = self._pairs_chance(self.opening.mean)
+        if pairs is not None:
+            reference = min(reference, pairs)  # falling to ln B, chance of a contrastive loss, is no learning
         error = shared_loss.error_of_difference(window, self.opening)
         if (
             window.mean < reference * (1 - p.stuck_drop)
@@ -333,6 +346,27 @@ class LossNotDecreasing(base.Rule):
             return min(first, self.opening.mean)
         return first
 
+    def _chance_level(self, opening: float, recent: float) -> tuple[float, int, str] | None:
+        """(ln n, n, what n counts) of the chance level nearest the recent loss: ln K for the K outputs of the last
+        dense layer; ln B for the batch of B inputs, chance level of an in-batch contrastive loss (InfoNCE, CLIP:
+        each example's match among the batch's B candidates), only for a loss that started within `CHANCE_FACTOR` of
+        it (a loss that starts far below ln B is not over the batch)."""
+        levels = []
+        if self.classes:
+            levels.append((math.log(self.classes), self.classes, f"its {self.classes} outputs"))
+        pairs = self._pairs_chance(opening)
+        if pairs is not None and self.pairs:
+            levels.append((pairs, self.pairs, f"an in-batch contrastive loss over {self.pairs} pairs"))
+        return min(levels, key=lambda lv: abs(recent - lv[0]), default=None)
+
+    def _pairs_chance(self, opening: float) -> float | None:
+        """ln B for the recorded batch B (not the same as K), for a loss whose first window's mean is within
+        `CHANCE_FACTOR` of it; else None."""
+        if not self.pairs or self.pairs == self.classes:
+            return None
+        chance = math.log(self.pairs)
+        return chance if 0 < opening <= CHANCE_FACTOR * chance else None
+
     def _gradient_reaches_input(self, view: StepView, p: Params) -> None:
         """Keep the first/last kernel gradient l2 ratio of this view (a plateau of vanishing gradients has it
         near 0; a model that cannot learn what the loss asks has it near 1)."""
@@ -353,6 +387,8 @@ class LossNotDecreasing(base.Rule):
         if view.names:
             if self.classes is None:
                 self.classes = shared.output_classes(view)
+            if self.pairs is None:
+                self.pairs = input_batch(view)
             self._gradient_reaches_input(view, p)
         first = self.first
         if self.reported_fast or first is None or not first > 0 or self.first_step is None:
@@ -387,8 +423,9 @@ class LossNotDecreasing(base.Rule):
             return []
         if self.learned is not None or self.negative is not None:
             return []  # a loss that fell clearly is not stuck from the start; one below zero has no scale for "2%"
-        chance = math.log(self.classes) if self.classes else None
         opening = self.opening.mean if self.opening.n else first
+        level = self._chance_level(opening, recent)
+        chance = level[0] if level is not None else None
         window = shared_loss.Spread.of(last)
         # against the first loss, and against the mean of the first window (one batch's loss can be an outlier)
         at_first = recent > first * (1 - p.stuck_drop) or recent > opening * (1 - p.stuck_drop)
@@ -416,9 +453,9 @@ class LossNotDecreasing(base.Rule):
         if recent > opening * (1 - p.stuck_drop):
             what = f"its mean over the first {p.stuck_window_steps} steps, {base.fmt(opening)},"
             claims.append((opening, what, math.sqrt(unit / window.n + unit / max(self.opening.n, 1))))
-        if at_chance and chance is not None:
+        if at_chance and level is not None:
             claims.append(
-                (chance, f"chance level ln {self.classes} = {base.fmt(chance)}", math.sqrt(unit / window.n))
+                (level[0], f"chance level ln {level[1]} = {base.fmt(level[0])}", math.sqrt(unit / window.n))
             )
 
         def strength(claim: tuple[float, str, float]) -> float:
@@ -482,13 +519,19 @@ class LossNotDecreasing(base.Rule):
                 f"{self.where(view)}: the model has learned nothing"
             )
         else:
-            assert chance is not None
+            assert chance is not None and level is not None
             bound = chance * (1 - p.stuck_drop)
             state = (
-                f"is still within {drop}% of ln {self.classes} = {base.fmt(chance)}, chance level for its "
-                f"{self.classes} outputs (above {base.fmt(bound)}; first value {base.fmt(first)}), after {span} steps "
-                f"{self.where(view)}: the model has learned nothing"
+                f"is still within {drop}% of ln {level[1]} = {base.fmt(chance)}, chance level for {level[2]} (above "
+                f"{base.fmt(bound)}; first value {base.fmt(first)}), after {span} steps {self.where(view)}: the model "
+                "has learned nothing"
             )
+            if level[1] != self.classes:
+                hint = (
+                    "an in-batch contrastive loss (InfoNCE, CLIP) at ln(batch) has not learned to tell the matching "
+                    "pair from the others: check that the two views are drawn with the same indices (not two "
+                    "separately shuffled loaders), the temperature's direction, and that the labels are arange(batch)"
+                )
         msg = f"{p.mode} loss: mean {base.fmt(recent)} over the last {p.stuck_window_steps} steps {state}{evidence}{reach}"
         return [self.finding(view, msg, tensor="loss", value=recent, threshold=bound, hint=hint)]
 
@@ -497,7 +540,7 @@ class LossNotDecreasing(base.Rule):
             "block": self.block.get_state(), "start": self.block_start, "last": self.last_step, "failed": self.failed,
             "best": self.best, "best_error": self.best_error, "first": self.first,
             "first_step": self.first_step, "recent": [list(x) for x in self.recent], "reported_fast": self.reported_fast,
-            "classes": self.classes, "grad_ratio": [list(x) for x in self.grad_ratio],
+            "classes": self.classes, "pairs": self.pairs, "grad_ratio": [list(x) for x in self.grad_ratio],
             "opening_spread": self.opening.get_state(), "window": self.window.get_state(),
             "window_start": self.window_start, "learned": self.learned, "negative": self.negative,
             "eval_best": self.eval_best, "eval_last": self.eval_last, "lr_low_since": self.lr_low_since,
@@ -518,6 +561,7 @@ class LossNotDecreasing(base.Rule):
         self.recent = deque((int(s), float(x)) for s, x in state.get("recent", []))
         self.reported_fast = bool(state.get("reported_fast", False))
         self.classes = state.get("classes")
+        self.pairs = state.get("pairs")
         self.opening.set_state(state.get("opening_spread"))
         if "opening_spread" not in state and state.get("opening"):  # saved as (sum, count)
             total, n = state["opening"]

@@ -26,6 +26,15 @@ needs its samples. Healthy runs it leaves alone on the detection benchmarks (2-c
 docs/calibration.md): noisy RL returns, accuracy flat at 100% while the loss still falls, label smoothing,
 mixup, GANs (several losses and no total: no loss is read), a VAE whose KL weight raises its loss, early
 stopping, and metrics recorded a few times. Reported once per run.
+
+A second reading needs no worsening: an accuracy (its chance level 1/K for the K outputs of the last dense layer:
+`trainguard.rules.chance`) that reads exactly the same value at every record of both windows, within
+`frozen_band` of the way from chance to 1 (an untrained model's score), while the loss fell by
+`loss_significance` standard errors. A model that trains changes its held-out predictions; one whose score does
+not move by a single example is not the model that trains (an EMA teacher whose update rebinds a name instead of
+writing the teacher's tensors in place, a stale copy evaluated). An accuracy frozen at its best (1) or well above
+chance (a saturated language model's 0.82) is not judged, nor an R² (one clipped at 0 reads 0 however its model
+changes: `overfit` judges an R² at chance).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, shared_loss
+from trainguard.rules import base, chance, shared, shared_loss
 from trainguard.rules.step_view import GROUP_PREFIX, StepView
 
 HIGHER = frozenset(
@@ -167,6 +176,19 @@ class MetricAgainstLoss(base.Rule):
             "one record at a time, and a noisy metric compared again at each one would cross its significance "
             "bound by chance.",
         )
+        frozen_band: float | None = Field(
+            default=0.25,
+            ge=0,
+            lt=1,
+            description="The frozen-metric reading: an accuracy (chance level 1/K) that reads exactly the same value "
+            "at every record of its first and latest windows, at most this fraction of the way from chance to 1, "
+            "while the loss fell (`loss_significance`). An untrained model's accuracy scatters around 1/K with the "
+            "classes its argmax happens to favour: a 4-class MLP's at initialisation read 0.15-0.38 over torch seeds "
+            "0-5 (bound 0.44). On the detection benchmarks' healthy runs an accuracy near chance changed within 3 eval "
+            "records (a mean teacher's at 0.25-0.28 for its first 2-3), and the accuracies that stayed exactly put "
+            "were saturated (1; a language model's 0.82, far above its 1/K); 8 identical records at chance came from "
+            "a teacher that never moved. None: off.",
+        )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
         )
@@ -181,6 +203,8 @@ class MetricAgainstLoss(base.Rule):
         self.streak: dict[str, int] = {}
         """Per metric: its latest records in a row at which it was worse while the loss fell."""
         self.reported = False
+        self.classes: int | None = None
+        """K, the outputs of the last dense layer (an accuracy's chance level 1/K), when the catalogue tells it."""
 
     def has_input(self, view: StepView) -> bool:
         return any(direction(n) for n in (*view.scalars, *view.eval_scalars))
@@ -189,6 +213,8 @@ class MetricAgainstLoss(base.Rule):
         p: MetricAgainstLoss.Params = self.params  # type: ignore[assignment]
         if self.reported:
             return []
+        if view.names and self.classes is None:
+            self.classes = shared.output_classes(view)
         loss = self.read(view)
         if loss is not None and math.isfinite(loss):
             self.loss.add(view.step, loss, p.min_records, p.window_steps)
@@ -209,7 +235,9 @@ class MetricAgainstLoss(base.Rule):
             l2, le2 = _mean_err(self.loss.latest)
             zl = -_z(l1, le1, l2, le2)
         for key in fresh:
-            found = self._judge(view, key, (l1, l2, zl), p) if zl >= p.loss_significance else None
+            found = None
+            if zl >= p.loss_significance:
+                found = self._judge(view, key, (l1, l2, zl), p) or self._frozen(view, key, (l1, l2, zl), p)
             self.streak[key] = self.streak.get(key, 0) + 1 if found is not None else 0
             if found is not None and self.streak[key] >= p.confirm:
                 self.reported = True
@@ -247,8 +275,40 @@ class MetricAgainstLoss(base.Rule):
         )
         return self.finding(view, msg, tensor=name, value=m2)
 
+    def _frozen(
+        self, view: StepView, key: str, loss: tuple[float, float, float], p: MetricAgainstLoss.Params
+    ) -> base.Finding | None:
+        """The frozen-metric reading (see the module docstring)."""
+        w = self.metrics[key]
+        mode, _, name = key.partition(":")
+        level = chance.chance_level(name, self.classes)
+        if p.frozen_band is None or not level or not self._apart(w, p):  # an accuracy: chance 1/K > 0
+            return None
+        values = {x for _, x in (*w.first, *w.latest)}
+        if len(values) != 1:
+            return None
+        value = values.pop()
+        if not chance.near_chance(value, level, p.frozen_band):
+            return None
+        l1, l2, zl = loss
+        records = len(w.first) + len(w.latest)
+        msg = (
+            f"the {mode} metric {name!r} read exactly {base.fmt(value)} at all {records} of its records in steps "
+            f"{w.first[0][0]}-{w.latest[-1][0]}, at chance level 1/{self.classes} = {base.fmt(level)}, while the training loss fell from "
+            f"{base.fmt(l1)} to {base.fmt(l2)} ({base.fmt(zl)} standard errors) {self.where(view)}: the model it "
+            "evaluates does not change, so it is not the model that trains"
+        )
+        hint = (
+            "check that the evaluated model is the trained one or is updated from it: an EMA/mean-teacher update "
+            "written as `t = decay * t + (1 - decay) * s` rebinds the loop variable and leaves the teacher untouched "
+            "(use t.mul_(decay).add_(s, alpha=1 - decay) under torch.no_grad()), a copy taken before training, or "
+            "an optimizer built on another copy of the parameters"
+        )
+        return self.finding(view, msg, tensor=name, value=value, threshold=level, hint=hint)
+
     def get_state(self) -> dict[str, Any]:
         return {
+            "classes": self.classes,
             "loss": self.loss.get_state(),
             "metrics": {k: w.get_state() for k, w in self.metrics.items()},
             "streak": dict(self.streak),
@@ -260,3 +320,4 @@ class MetricAgainstLoss(base.Rule):
         self.metrics = {k: _Windows(v) for k, v in state.get("metrics", {}).items()}
         self.streak = {k: int(v) for k, v in state.get("streak", {}).items()}
         self.reported = bool(state.get("reported", False))
+        self.classes = state.get("classes")

@@ -13,6 +13,15 @@ loss (the untrained model's, chance level for a classifier) while the training l
 `flat_train_fraction` of it (by the third eval point): what the model learns does not carry to the
 validation data at all (it memorises, or the validation inputs or labels do not match the
 training ones).
+
+A run that records an eval accuracy (`val_acc`, `val_token_accuracy`, `top1`, ...) or R² (`val_r2`) and no eval
+loss gets the same path on it: the metric never more than `flat_val_drop` of the way from chance level (1/K for
+an accuracy, K the outputs of the last dense layer; 0 for an R², predicting the mean) to 1, and no higher than
+at its first eval point, while the training loss fell below `flat_metric_train_fraction` of its first value. A
+language model whose targets are its inputs (not shifted by one) drives its cross-entropy to nearly 0 by copying
+and predicts held-out next tokens at chance; so does a decoder fed the sequence it must predict; an implicit
+network (SIREN) whose initialisation lets it interpolate its training points and nothing between them reaches a
+training loss of 1e-5 and a held-out R² of 0.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, shared_loss
+from trainguard.rules import base, chance, shared, shared_loss
 from trainguard.rules.step_view import StepView
 
 
@@ -90,6 +99,19 @@ class Overfit(base.Rule):
             description="How far the training loss must have fallen for the flat-validation path.",
         )
 
+        flat_metric_train_fraction: float = Field(
+            default=0.05,
+            gt=0,
+            lt=1,
+            description="The flat-validation path on an eval accuracy or R² (a run without an eval loss): how far the "
+            "training loss must have fallen, as a fraction of its first value. Deeper than `flat_train_fraction`: "
+            "an accuracy or a clipped R² at chance hides a slow start that a val loss would show falling (on the "
+            "fourth blind split's healthy N-BEATS with a Huber loss R² reads 0 for 74 steps while the training "
+            "loss is at 37-61% of its first value); the runs that fit their targets and predict at chance were at "
+            "0.01-1.8% by their third eval point (a language model copying its inputs, a decoder fed its targets, "
+            "SIREN networks that interpolate their training points).",
+        )
+
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: Overfit.Params = self.params  # type: ignore[assignment]
@@ -101,15 +123,27 @@ class Overfit(base.Rule):
         self.floor = shared_loss.LossFloor(p.loss_floor_fraction)
         self.evals = 0
         self.flat_reported = False
+        self.train_acc = shared_loss.TrainMean()
+        """The training loss since the previous eval accuracy (the accuracy path's own interval)."""
+        self.acc_points = 0
+        self.acc_best: float | None = None
+        self.acc_first: float | None = None
+        self.classes: int | None = None
 
     def has_input(self, view: StepView) -> bool:
-        return self.read_val(view) is not None
+        return self.read_val(view) is not None or any(chance.is_placed(n) for n in view.eval_scalars)
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: Overfit.Params = self.params  # type: ignore[assignment]
         self.train.push(view)
+        self.train_acc.push(view)
         if self.train.last is not None:
             self.floor(self.train.last)
+        if view.names and self.classes is None:
+            self.classes = shared.output_classes(view)
+        flat_acc = self._flat_accuracy(view, p) if view.eval_scalars else []
+        if flat_acc:
+            return flat_acc
         val = self.read_val(view) if view.eval_scalars else None
         if val is None or not math.isfinite(val):
             return []
@@ -180,8 +214,50 @@ class Overfit(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=best / first_train, threshold=1 - p.flat_val_drop,
                              hint=hint)]  # fmt: skip
 
+    def _flat_accuracy(self, view: StepView, p: Params) -> list[base.Finding]:
+        """The flat-validation path on an eval accuracy or R², for a run without an eval loss; reported once."""
+        found = chance.placed(view.eval_scalars, self.classes)
+        if found is None or self.read_val(view) is not None or p.flat_val_drop is None or self.flat_reported:
+            return []
+        name, acc, level = found
+        train = self.train_acc.take()
+        self.acc_points += 1
+        self.acc_best = acc if self.acc_best is None else max(self.acc_best, acc)
+        self.acc_first = acc if self.acc_first is None else self.acc_first
+        first_train = self.floor.first
+        if train is None or first_train is None or first_train <= 0 or self.acc_points < 3:
+            return []
+        said = f"1/{self.classes} = {base.fmt(level)}" if level > 0 else "0 (the mean)"
+        bound = level + p.flat_val_drop * (1.0 - level)
+        if (
+            self.acc_best > bound
+            or acc > self.acc_first
+            or train >= p.flat_metric_train_fraction * first_train
+        ):
+            return []  # above chance once, or still rising from its first point (a slow start), or not fitted
+        self.flat_reported = True
+        msg = (
+            f"{name} {base.fmt(acc)} has never been more than {base.fmt(100 * p.flat_val_drop)}% of the way from chance "
+            f"level {said} to 1 (best {base.fmt(self.acc_best)} at {self.acc_points} eval points, bound "
+            f"{base.fmt(bound)}) while the train loss fell to {base.fmt(train)}, {base.fmt(100 * train / first_train)}% "
+            f"of its first value {base.fmt(first_train)}, {self.where(view)}: the model fits the training targets and "
+            "predicts held-out data at chance"
+        )
+        hint = (
+            "check that the training targets are not visible in the inputs (a language model's targets shifted by one "
+            "token, a decoder fed the tokens it must predict), that validation inputs and labels are paired and "
+            "preprocessed as the training ones are, and, for a network that memorises its training points, its "
+            "initialisation and capacity"
+        )
+        return [self.finding(view, msg, tensor=name, value=self.acc_best, threshold=bound, hint=hint)]
+
     def get_state(self) -> dict[str, Any]:
         return {
+            "train_acc": self.train_acc.get_state(),
+            "acc_points": self.acc_points,
+            "acc_best": self.acc_best,
+            "acc_first": self.acc_first,
+            "classes": self.classes,
             "evals": self.evals,
             "flat_reported": self.flat_reported,
             "train": self.train.get_state(),
@@ -199,3 +275,8 @@ class Overfit(base.Rule):
         self.floor.set_state(state.get("floor"))
         self.evals = int(state.get("evals", 0))
         self.flat_reported = bool(state.get("flat_reported", False))
+        self.train_acc.set_state(state.get("train_acc", {}))
+        self.acc_points = int(state.get("acc_points", 0))
+        self.acc_best = state.get("acc_best")
+        self.acc_first = state.get("acc_first")
+        self.classes = state.get("classes")

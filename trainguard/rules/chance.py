@@ -1,0 +1,49 @@
+"""Chance level of a quality metric read from its name: what a model that learned nothing scores.
+
+An accuracy (`val_acc`, `val_token_accuracy`, `top1`, ...) scores 1/K at chance, K the outputs of the last dense
+layer; an R² (`val_r2`) scores 0, predicting the mean. Both are 1 at best, so "near chance" is a fraction of the
+way from chance to 1. Other metrics (AUC, hits@k, recall@k, F1) have a chance level that depends on what the
+run does not record (candidates per query, class frequencies) and are not placed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+ACCURACY = frozenset({"acc", "accuracy", "top1"})
+"""Name tokens of an accuracy: chance level 1/K for K outputs."""
+R2 = frozenset({"r2"})
+"""Name tokens of a coefficient of determination: chance level 0 (predicting the mean)."""
+_TOKEN = re.compile(r"[a-z]+[0-9]?")
+
+
+def chance_level(name: str, classes: int | None) -> float | None:
+    """The chance level of the metric `name` (1/K for an accuracy over `classes` outputs, 0 for an R²), or None
+    when its name places none (or an accuracy's K is unknown); a name containing `loss` is no quality metric."""
+    tokens = set(_TOKEN.findall(name.lower()))
+    if "loss" in tokens:
+        return None
+    if tokens & ACCURACY:
+        return 1.0 / classes if classes and classes >= 2 else None
+    return 0.0 if tokens & R2 else None
+
+
+def is_placed(name: str) -> bool:
+    """Whether the name is one `chance_level` places (given K for an accuracy)."""
+    return chance_level(name, 2) is not None
+
+
+def near_chance(value: float, chance: float, fraction: float) -> bool:
+    """Whether `value` is at most `fraction` of the way from `chance` to 1 (the best score)."""
+    return value <= chance + fraction * (1.0 - chance)
+
+
+def placed(scalars: Mapping[str, float], classes: int | None) -> tuple[str, float, float] | None:
+    """The first finite scalar whose chance level its name places: (name, value, chance level)."""
+    for name, value in scalars.items():
+        chance = chance_level(name, classes)
+        if chance is not None and math.isfinite(value):
+            return name, value, chance
+    return None

@@ -21,6 +21,7 @@ from torch.nn import functional as F
 import trainguard
 import trainguard.torch as tg
 from trainguard.api.enums import Severity
+from trainguard.rules import shared
 from trainguard.rules.base import Finding
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
@@ -287,7 +288,7 @@ class TokenPool(nn.Module):
         return self.head(pooled)
 
 
-def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:
+def _token_views(tmp_path: Path, fault: str | None) -> list[StepView]:
     torch.manual_seed(0)
     model = TokenPool(fault)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -303,9 +304,12 @@ def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:
             hook.record_scalar("loss", loss)
     source = trainguard.open_run(f"file://{tmp_path}").source(0)
     builder = ViewBuilder(rank=0)
+    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+
+
+def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:
     rule = PoorWeightInitialization()
-    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
-    return [str(f.tensor) for v in views for f in rule.update(v)]
+    return [str(f.tensor) for v in _token_views(tmp_path, fault) for f in rule.update(v)]
 
 
 def test_real_pytorch_a_learned_query_and_positional_table_from_randn_are_tokens_not_kernels(
@@ -319,3 +323,13 @@ def test_real_pytorch_a_bare_kernel_and_a_one_channel_conv_drawn_too_large_are_s
 ) -> None:
     assert _token_init_findings(tmp_path / "bare", "bare_kernel") == ["mix"]
     assert _token_init_findings(tmp_path / "conv", "conv") == ["conv.weight"]
+
+
+def test_real_pytorch_a_learned_query_is_not_the_first_kernel_of_the_gradient_ratio(tmp_path: Path) -> None:
+    # first in forward order, 16 elements of gradient: as the first kernel, vanishing_gradient read the
+    # first/last ratio of a query against the head
+    view = _token_views(tmp_path, None)[0]  # step 0: the saved step with gradients
+    grads = np.asarray([i for i, n in enumerate(view.names) if n.startswith("grad/")])
+    pair = shared.KernelPair()(view, grads)
+    assert pair is not None
+    assert (view.names[pair[0]], view.names[pair[1]]) == ("grad/embed.weight", "grad/head.weight")

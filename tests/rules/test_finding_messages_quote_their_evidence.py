@@ -73,6 +73,7 @@ def _frozen(d: StepData) -> None:
 def _never_updated(d: StepData) -> None:
     if d.step >= 200:  # fc1.weight keeps its statistics of step 199 while its gradient goes on
         d.cols["fc1.weight"] = Stream(steps=200).data(199).cols["fc1.weight"]
+        d.set("fc1.weight", update_l2=0.0)  # and no element changed
 
 
 def _tiny_lr(d: StepData) -> None:

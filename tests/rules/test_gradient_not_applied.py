@@ -1,7 +1,8 @@
 """`gradient_not_applied`: a parameter with a gradient whose weights never change while others train.
 
 From real PyTorch through the hook (a layer unfrozen after the optimizer was built, and its twin that adds the
-layer to the optimizer when unfreezing), and on hand-made views for what must not count."""
+layer to the optimizer when unfreezing), and on hand-made views for what must not count (a recorded update
+above zero is an update, whatever the statistics say)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,18 @@ def _findings(views: list[StepView]) -> list:  # type: ignore[type-arg]
 
 def test_a_still_parameter_with_a_gradient_is_reported_after_three_views() -> None:
     views = [_view(10 * i, a_l2=5.0, b_l2=5.0 + i, a_grad=0.5) for i in range(4)]
+    assert [(f.step, f.tensor) for f in _findings(views)] == [(30, "a.weight")]
+
+
+def test_an_update_below_the_statistics_resolution_is_an_update() -> None:
+    # a fitted SIREN's first layer under Adam: its statistics stay equal to the last digit, but the recorded
+    # ||W - W at the previous saved step|| is 1e-8, not 0: the optimizer applies its gradient
+    views = [_view(10 * i, a_l2=5.0, b_l2=5.0 + i, a_grad=0.5) for i in range(6)]
+    for v in views[1:]:
+        v.stats[0, COL["update_l2"]] = 1e-8
+    assert _findings(views) == []
+    for v in views[1:]:
+        v.stats[0, COL["update_l2"]] = float("nan")  # not tracked: the statistics alone decide
     assert [(f.step, f.tensor) for f in _findings(views)] == [(30, "a.weight")]
 
 

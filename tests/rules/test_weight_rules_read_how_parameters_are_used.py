@@ -5,7 +5,9 @@ residual projection) and an expert the router skipped for a while are info-level
 not warnings, while a whole block cut off, a slot no block's gradient reaches and a parameter with a gradient
 that does not move still warn; a bare parameter whose gradient has rows' worth of exact zeros is a table read by
 index, judged by `poor_weight_initialization` as an embedding, while the same init with a dense gradient, or in a
-layer, is still reported."""
+layer, is still reported; a bare token shaped to broadcast over the batch (a learned query [1, 1, d], a positional
+table [1, n, d]) drawn from N(0, 1) is no kernel, while a bare kernel drawn from N(0, 1) and a one-channel
+convolution's kernel [1, 1, k] scaled up still are reported (real PyTorch)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from torch.nn import functional as F
 import trainguard
 import trainguard.torch as tg
 from trainguard.api.enums import Severity
+from trainguard.rules import shared
 from trainguard.rules.base import Finding
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
@@ -255,3 +258,78 @@ def test_real_pytorch_a_detached_stack_and_a_table_read_densely_still_warn(tmp_p
     ]
     found = _real_findings(tmp_path / "dense", fault="dense")
     assert [f.tensor for f in found["poor_weight_initialization"]] == ["model.out_weight"]
+
+
+class TokenPool(nn.Module):
+    """Attention pooling of a set: a learned query [1, 1, 16] and a positional table [1, 8, 16], both bare and drawn
+    from N(0, 1) as token conventions have it; `fault` "bare_kernel" adds a bare [16, 16] kernel drawn from N(0, 1)
+    (4x the largest standard target), "conv" a one-channel `Conv1d(1, 1, 16)` whose kernel is scaled 20x."""
+
+    def __init__(self, fault: str | None) -> None:
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(1, 1, 16))
+        self.pos = nn.Parameter(torch.randn(1, 8, 16))
+        self.embed = nn.Linear(4, 16)
+        self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.head = nn.Linear(16, 3)
+        self.mix = nn.Parameter(torch.randn(16, 16)) if fault == "bare_kernel" else None
+        self.conv = nn.Conv1d(1, 1, 16) if fault == "conv" else None
+        if self.conv is not None:
+            with torch.no_grad():
+                self.conv.weight.mul_(20.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        e = self.embed(x) + self.pos
+        pooled = self.attn(self.query.expand(len(x), -1, -1), e, e)[0][:, 0]
+        if self.mix is not None:
+            pooled = pooled @ self.mix
+        if self.conv is not None:
+            pooled = pooled + self.conv(pooled[:, None, :])[:, 0]
+        return self.head(pooled)
+
+
+def _token_views(tmp_path: Path, fault: str | None) -> list[StepView]:
+    torch.manual_seed(0)
+    model = TokenPool(fault)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(10):
+            x, y = torch.randn(16, 8, 4), torch.randint(0, 3, (16,))
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            hook.record_scalar("loss", loss)
+    source = trainguard.open_run(f"file://{tmp_path}").source(0)
+    builder = ViewBuilder(rank=0)
+    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+
+
+def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:
+    rule = PoorWeightInitialization()
+    return [str(f.tensor) for v in _token_views(tmp_path, fault) for f in rule.update(v)]
+
+
+def test_real_pytorch_a_learned_query_and_positional_table_from_randn_are_tokens_not_kernels(
+    tmp_path: Path,
+) -> None:
+    assert _token_init_findings(tmp_path, None) == []
+
+
+def test_real_pytorch_a_bare_kernel_and_a_one_channel_conv_drawn_too_large_are_still_reported(
+    tmp_path: Path,
+) -> None:
+    assert _token_init_findings(tmp_path / "bare", "bare_kernel") == ["mix"]
+    assert _token_init_findings(tmp_path / "conv", "conv") == ["conv.weight"]
+
+
+def test_real_pytorch_a_learned_query_is_not_the_first_kernel_of_the_gradient_ratio(tmp_path: Path) -> None:
+    # first in forward order, 16 elements of gradient: as the first kernel, vanishing_gradient read the
+    # first/last ratio of a query against the head
+    view = _token_views(tmp_path, None)[0]  # step 0: the saved step with gradients
+    grads = np.asarray([i for i, n in enumerate(view.names) if n.startswith("grad/")])
+    pair = shared.KernelPair()(view, grads)
+    assert pair is not None
+    assert (view.names[pair[0]], view.names[pair[1]]) == ("grad/embed.weight", "grad/head.weight")

@@ -4,7 +4,8 @@ A parameter whose gradient is computed (it requires one, and the loss reaches it
 owns keeps its weights bitwise unchanged: layers unfrozen mid-run after the optimizer was built over the
 parameters trainable at the start, a module added after the optimizer. The evidence is read, not inferred:
 per parameter with both a gradient row (`grad/<name>`) and its weights' row, the weights' statistics (l2,
-mean, std, min, max) exactly equal to those at the previous view holding them, while the gradient is not
+mean, std, min, max) exactly equal to those at the previous view holding them and its recorded update
+(`update_l2`, where the hook tracks it) exactly zero, while the gradient is not
 zero and other parameters with gradients moved between the same views (so the optimizer did step: a loss
 scaler's skipped steps, lr 0 during a warmup, leave every parameter still and are not counted). A parameter
 counts with its module: a module one of whose parameters moved is owned by an optimizer, and a still bias
@@ -50,6 +51,15 @@ _STILL = tuple(COL[c] for c in ("l2", "mean", "std", "min", "max"))
 """The weights' statistics that stay exactly equal when no element changed."""
 _NAMED = 5
 """How many of the parameters found at one view a finding names."""
+
+
+def _updated(view: StepView, j: int) -> bool:
+    """Whether row `j`'s recorded update (`update_l2`, ||W - W at the previous saved step||) is above zero: some
+    element changed, though an update below the resolution of the float32 statistics leaves them all equal
+    (Adam whose second moment remembers gradients 1e5x larger moves a fitted SIREN's first layer by 1e-8). Exactly
+    zero, or NaN (not tracked, the first saved step), says nothing more than the statistics."""
+    upd = float(view.stats[j, COL["update_l2"]])
+    return math.isfinite(upd) and upd > 0
 
 
 class GradientNotApplied(base.Rule):
@@ -124,7 +134,7 @@ class GradientNotApplied(base.Rule):
             ):
                 continue
             before, before_step = seen
-            if now != before:
+            if now != before or _updated(view, j):
                 moved.append(g / w)
                 moved_modules.add(view.meta[j].module)
                 self.streak.pop(name, None)

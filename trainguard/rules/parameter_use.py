@@ -1,13 +1,16 @@
-"""How the forward pass uses a parameter, read from the gradients a run records: evidence for the weight rules.
+"""How the forward pass uses a parameter, read from the catalogue and the gradients a run records: evidence for the weight rules.
 
-A parameter's catalogue entry says what owns it (`module`, `module_type`); its gradient record says how the
-loss reached it. Three readings that the weight rules need so as not to judge design as a fault:
+A parameter's catalogue entry says what owns it (`module`, `module_type`) and its shape; its gradient record says
+how the loss reached it. Five readings that the weight rules need so as not to judge design as a fault:
 
 - `read_by_index`: a bare `nn.Parameter` (no `torch.nn` layer with dense kernels owns it) whose gradient at a
   view has whole rows' worth of exactly-zero elements, but not all of them, is a table read by index
   (`weight[idx]`, `F.embedding`: a tied or sampled-softmax output table), judged as an embedding. A dense
   kernel's gradient sums over the batch and has exact zeros only behind dead units or absent inputs; a layer's
   class says it is a kernel, a bare parameter has no class to say which, so only bare ones are read.
+- `broadcast_token`: a bare parameter of three or more dimensions with a leading 1 ([1, 1, d], [1, n, d]) is
+  shaped to broadcast over the batch: a learned query, a CLS token or a positional table, not a kernel. Read from
+  the catalogue alone (shape, owner).
 - `GradientReach.skipped`: a parameter that had a gradient at an earlier view and has none recorded now was
   skipped by this step's forward pass (an expert the router sent no tokens, a branch not taken at these
   steps): conditional computation, not a layer left behind.
@@ -16,12 +19,11 @@ loss reached it. Three readings that the weight rules need so as not to judge de
   blocks' same parameter and whose own block's other parameters all get one: the last block's output path
   that feeds nothing (a WaveNet's last residual projection: only its skip path reaches the output). Records
   cannot tell that design from an output dropped by mistake at that one place; the rules say so.
-
 - `behind_dead_activation`: a parameter whose recorded gradient is exactly zero beside a ReLU activation
   whose outputs were all exactly zero at that view (the last one before its module in forward order, or the
   first at or after it) gets nothing from the loss because that activation died: `dead_relu` names the layer.
 
-Each is read from recorded statistics only (`grad/<name>` rows: presence, `zero`, `count`); a run that records
+The others are read from recorded statistics only (`grad/<name>` rows: presence, `zero`, `count`); a run that records
 no gradients gives none of them.
 """
 
@@ -41,6 +43,7 @@ KERNEL_LAYERS = frozenset(
         "LazyLinear",
         "Bilinear",
         "MultiheadAttention",
+        "NonDynamicallyQuantizableLinear",
         "RNN",
         "GRU",
         "LSTM",
@@ -54,7 +57,8 @@ KERNEL_LAYERS = frozenset(
         for n in (1, 2, 3)
     }
 )
-"""`torch.nn` layer classes (the catalogue's `module_type`) whose weights are dense kernels: never read by index."""
+"""`torch.nn` layer classes (the catalogue's `module_type`) whose weights are dense kernels: never read by index
+(`NonDynamicallyQuantizableLinear` is the `Linear` subclass of `MultiheadAttention`'s output projection)."""
 
 
 def bare(meta: TensorMeta) -> bool:
@@ -76,6 +80,15 @@ def read_by_index(view: StepView, meta: TensorMeta) -> bool:
     if not count > 0:
         return False
     return 1.0 / meta.shape[0] <= zero / count < 1.0
+
+
+def broadcast_token(meta: TensorMeta) -> bool:
+    """Whether a weight is a token shaped to broadcast over the batch: a `bare` parameter of three or more
+    dimensions whose leading one is 1 (a learned query or CLS token [1, 1, d], a positional table [1, n, d]). It is
+    added to, or attended with, the activations, never the kernel of a matmul: it has no fan-in, and its init
+    follows the token conventions (N(0, 1) as `nn.Embedding`'s, or N(0, 0.02)). A layer's kernel with one output
+    channel (a `Conv1d(1, 1, k)`'s [1, 1, k]) has a class that says it is a kernel."""
+    return bare(meta) and len(meta.shape) >= 3 and meta.shape[0] == 1
 
 
 ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})

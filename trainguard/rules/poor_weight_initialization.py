@@ -10,7 +10,10 @@ except where the module's class (the catalogue's `module_type`) says the convent
 embedding tables (N(0, 1) in PyTorch, 0.02 in GPT-2) and the hidden-to-hidden matrices of recurrent
 layers (orthogonal or identity, as in an IRNN); and where the gradient says a bare `nn.Parameter` is a table read
 by index (`parameter_use.read_by_index`: whole rows' worth of its gradient exactly zero at that view, not all of it,
-as in a sampled-softmax output table or one tied to an embedding), judged as the embedding it is;
+as in a sampled-softmax output table or one tied to an embedding), judged as the embedding it is. A bare parameter
+shaped to broadcast over the batch (`parameter_use.broadcast_token`: three or more dimensions, the leading one 1, as
+a learned query or CLS token [1, 1, d] or a positional table [1, n, d]) is no kernel and not checked at all: tokens
+start at N(0, 1) or N(0, 0.02) by convention; a bare kernel ([in, out] drawn from randn) still is checked;
 and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero (not a lookup table of one column: a per-row bias,
 zero by convention like any bias), when at least one of them gets no gradient at that view (or none is
@@ -196,7 +199,9 @@ class PoorWeightInitialization(base.Rule):
             rows = [
                 int(i)
                 for i in self.rows(view, default_collections=_WEIGHTS)
-                if len(view.meta[i].shape) >= 2 and not bias_table(view.meta[int(i)])
+                if len(view.meta[i].shape) >= 2
+                and not bias_table(view.meta[int(i)])
+                and not parameter_use.broadcast_token(view.meta[int(i)])
             ]
             if rows:
                 self.weights_done = True

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Collection
-from trainguard.rules import base
+from trainguard.rules import base, parameter_use
 from trainguard.rules.step_view import COL, StepView
 
 _ACTIVATIONS = (Collection.ACTIVATIONS.value,)
@@ -59,7 +59,9 @@ class KernelPair:
     """Rows of the first and last kernel gradients (2-D or more, with an execution order) among
     the given rows, cached until the view's tensor names change; None with fewer than two.
     Lookup tables (the catalogue's module class of the parameter, `LOOKUP_TABLES`) are no kernels:
-    a table's gradient is as small as the share of rows a batch uses, whatever the depth."""
+    a table's gradient is as small as the share of rows a batch uses, whatever the depth; nor are tokens
+    shaped to broadcast over the batch (`parameter_use.broadcast_token`: a learned query [1, 1, d], whose
+    gradient is a handful of elements, first in forward order)."""
 
     def __init__(self) -> None:
         self._names: tuple[str, ...] | None = None
@@ -68,7 +70,11 @@ class KernelPair:
     def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
         if self._names is not view.names and self._names != view.names:
             self._names = view.names
-            tables = {m.name for m in view.meta if m.module_type in LOOKUP_TABLES}
+            tables = {
+                m.name
+                for m in view.meta
+                if m.module_type in LOOKUP_TABLES or (m.trainable and parameter_use.broadcast_token(m))
+            }
             kernels = sorted(
                 (view.meta[i].order, int(i))
                 for i in rows

@@ -31,6 +31,19 @@ from trainguard.sidecar.view_builder import ViewBuilder
 BLOCKS = [f"blocks.{b}.{m}.weight" for b in range(3) for m in ("conv", "res")]
 
 
+def _stats(step: int, count: int, l2: list[float], update: list[float]) -> np.ndarray:
+    """Statistic rows of square tensors of `count` elements with these norms and updates; each step's extremes
+    differ (a new mini-batch's gradient, not the previous one rescaled)."""
+    stats = np.zeros((len(l2), len(COLUMNS)))
+    stats[:, COL["count"]] = count
+    stats[:, COL["l2"]] = l2
+    stats[:, COL["update_l2"]] = update
+    stats[:, COL["std"]] = stats[:, COL["l2"]] / np.sqrt(count)
+    stats[:, COL["min"]] = -stats[:, COL["l2"]] * (0.1 + 0.01 * step)
+    stats[:, COL["max"]] = stats[:, COL["l2"]] * (0.2 - 0.001 * step)
+    return stats
+
+
 def _stack_view(step: int, *, still: set[str], no_grad: set[str]) -> StepView:
     """Three blocks of (conv, res) kernels [16, 16], each module run in forward order; `still` ones do not move,
     `no_grad` ones have no gradient recorded at this view."""
@@ -47,13 +60,7 @@ def _stack_view(step: int, *, still: set[str], no_grad: set[str]) -> StepView:
             meta.append(TensorMeta(name=f"grad/{n}", collection="gradients", module=n.rsplit(".", 1)[0], order=k,
                                    shape=(16, 16)))  # fmt: skip
             values.append((0.01 * (1 + step % 7), float("nan")))
-    stats = np.zeros((len(names), len(COLUMNS)))
-    stats[:, COL["count"]] = 256
-    stats[:, COL["l2"]] = [v[0] for v in values]
-    stats[:, COL["update_l2"]] = [v[1] for v in values]
-    stats[:, COL["std"]] = stats[:, COL["l2"]] / 16
-    stats[:, COL["min"]] = -stats[:, COL["l2"]] * (0.1 + 0.01 * step)
-    stats[:, COL["max"]] = stats[:, COL["l2"]] * (0.2 - 0.001 * step)
+    stats = _stats(step, 256, [v[0] for v in values], [v[1] for v in values])
     return StepView(step=step, names=tuple(names), meta=tuple(meta), stats=stats, scalars={"loss": 1.0})
 
 
@@ -125,13 +132,7 @@ def _excitation_view(step: int, *, act_zero: float) -> StepView:
                    order=o, shape=(12, 3))
         for n, c, o, *_ in specs
     )  # fmt: skip
-    stats = np.zeros((len(specs), len(COLUMNS)))
-    stats[:, COL["count"]] = 36
-    stats[:, COL["l2"]] = [x[3] for x in specs]
-    stats[:, COL["update_l2"]] = [x[4] for x in specs]
-    stats[:, COL["std"]] = stats[:, COL["l2"]] / 6
-    stats[:, COL["min"]] = -stats[:, COL["l2"]] * (0.1 + 0.01 * step)
-    stats[:, COL["max"]] = stats[:, COL["l2"]] * (0.2 - 0.001 * step)
+    stats = _stats(step, 36, [x[3] for x in specs], [x[4] for x in specs])
     stats[4, COL["zero"]] = act_zero * 36
     return StepView(step=step, names=names, meta=meta, stats=stats, scalars={"loss": 1.0})
 

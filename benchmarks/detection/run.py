@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -153,16 +154,9 @@ class Outcome:
 def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
     out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
-    if isinstance(prog, blind5.Blind5Program):  # before its base class, the first split's program
-        return blind5.train(prog, seed, out=out)
-    if isinstance(prog, blind4.Blind4Program):  # before its base class, the first split's program
-        return blind4.train(prog, seed, out=out)
-    if isinstance(prog, blind3.Blind3Program):  # before its base class, the first split's program
-        return blind3.train(prog, seed, out=out)
-    if isinstance(prog, blind2.Blind2Program):  # before its base class, the first split's program
-        return blind2.train(prog, seed, out=out)
-    if isinstance(prog, blind.BlindProgram):
-        return blind.train(prog, seed, out=out)
+    split = SPLIT_OF_PROGRAM.get(type(prog))  # the exact class: each split's program subclasses the first's
+    if split is not None:
+        return split.train(prog, seed, out=out)  # type: ignore[no-any-return]
     if isinstance(prog, torch_real.RealProgram):
         return torch_real.train(prog, seed, out=out)
     trainer = torch_programs.train if prog.name.startswith(TORCH_PREFIX) else programs.train
@@ -437,30 +431,24 @@ QUICK_REAL = (
 """The realistic suite's fast subset (`--quick`)."""
 
 
-RESULTS_SUFFIX = {
-    "numpy": "",
-    "torch-real": "_torch_real",
-    "blind": "_blind",
-    "blind2": "_blind2",
-    "blind3": "_blind3",
-    "blind4": "_blind4",
-    "blind5": "_blind5",
-}
+BLIND_SPLITS: dict[str, ModuleType] = {
+    "blind": blind, "blind2": blind2, "blind3": blind3, "blind4": blind4, "blind5": blind5,
+}  # fmt: skip
+"""Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
+SPLIT_OF_PROGRAM: dict[type, ModuleType] = {
+    blind.BlindProgram: blind, blind2.Blind2Program: blind2, blind3.Blind3Program: blind3,
+    blind4.Blind4Program: blind4, blind5.Blind5Program: blind5,
+}  # fmt: skip
+"""The split whose scripts train a program, by the program's class."""
+
+RESULTS_SUFFIX = {"numpy": "", "torch-real": "_torch_real", **{name: f"_{name}" for name in BLIND_SPLITS}}
 """The suffix of each suite's default figures file."""
 
 
 def suite_programs(suite: str) -> list[Any]:
-    """The programs of `suite` (numpy, torch-real, blind, blind2, blind3, blind4 or blind5)."""
-    if suite == "blind":
-        return list(blind.catalogue())
-    if suite == "blind2":
-        return list(blind2.catalogue())
-    if suite == "blind3":
-        return list(blind3.catalogue())
-    if suite == "blind4":
-        return list(blind4.catalogue())
-    if suite == "blind5":
-        return list(blind5.catalogue())
+    """The programs of `suite` (numpy, torch-real, or one of `BLIND_SPLITS`)."""
+    if suite in BLIND_SPLITS:
+        return list(BLIND_SPLITS[suite].catalogue())
     return list(torch_real.catalogue()) if suite == "torch-real" else list(programs.catalogue())
 
 
@@ -468,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--suite",
-        choices=("numpy", "torch-real", "blind", "blind2", "blind3", "blind4", "blind5"),
+        choices=("numpy", "torch-real", *BLIND_SPLITS),
         default="numpy",
         help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
         "blind: the blind split (score it once, at the end of rule work); blind2, blind3, blind4, blind5: the "
@@ -501,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "instead (the every-step copies keep 1)",
     )
     args = ap.parse_args(argv)
-    real = args.suite in ("torch-real", "blind", "blind2", "blind3", "blind4", "blind5")
+    real = args.suite == "torch-real" or args.suite in BLIND_SPLITS
     args.seeds = args.seeds or (4 if real else 6)
     args.json = args.json or f"benchmarks/detection/results{RESULTS_SUFFIX[args.suite]}.json"
 
@@ -549,16 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             json.dump({"train_seconds": round(t_train, 1)}, fh)
     if kept_train_seconds is not None:
         t_train = kept_train_seconds  # the kept runs' training, not the seconds it took to read them
-    if args.suite == "blind":
-        blind.label(truths, progs)
-    elif args.suite == "blind2":
-        blind2.label(truths, progs)
-    elif args.suite == "blind3":
-        blind3.label(truths, progs)
-    elif args.suite == "blind4":
-        blind4.label(truths, progs)
-    elif args.suite == "blind5":
-        blind5.label(truths, progs)
+    if args.suite in BLIND_SPLITS:
+        BLIND_SPLITS[args.suite].label(truths, progs)
     elif real:
         torch_real.label(truths, progs)
     else:

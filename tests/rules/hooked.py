@@ -1,4 +1,4 @@
-"""A classifier trained through the real PyTorch hook, read back as the evaluator's views, for rule tests."""
+"""Runs written through the real PyTorch hook, read back as the evaluator's views, for rule tests."""
 
 from __future__ import annotations
 
@@ -34,5 +34,10 @@ def trained_views(
             loss.backward()
             hook.record_scalar("loss", loss)
             opt.step()
+    return stored_views(out)
+
+
+def stored_views(out: Path) -> list[StepView]:
+    """Rank 0's views of the run the hook wrote into `out`, as the evaluator builds them."""
     source = trainguard.open_run(f"file://{out}").source(0)
     return [v for seg in source.poll() for v in ViewBuilder(rank=0).views(seg, source.catalogue())]

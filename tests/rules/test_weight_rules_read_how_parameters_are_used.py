@@ -18,15 +18,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-import trainguard
 import trainguard.torch as tg
+from tests.rules.hooked import stored_views
 from trainguard.api.enums import Severity
 from trainguard.rules import shared
 from trainguard.rules.base import Finding
 from trainguard.rules.poor_weight_initialization import PoorWeightInitialization
 from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
 from trainguard.rules.unchanged_tensor import UnchangedTensor
-from trainguard.sidecar.view_builder import ViewBuilder
 
 BLOCKS = [f"blocks.{b}.{m}.weight" for b in range(3) for m in ("conv", "res")]
 
@@ -235,9 +234,7 @@ def _real_findings(tmp_path: Path, *, fault: str | None) -> dict[str, list[Findi
             loss.backward()
             opt.step()
             hook.record_scalar("loss", loss)
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    views = stored_views(tmp_path)
     rules = {"unchanged_tensor": UnchangedTensor(), "poor_weight_initialization": PoorWeightInitialization()}
     return {name: [f for v in views for f in rule.update(v)] for name, rule in rules.items()}
 
@@ -303,9 +300,7 @@ def _token_views(tmp_path: Path, fault: str | None) -> list[StepView]:
             loss.backward()
             opt.step()
             hook.record_scalar("loss", loss)
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    return [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    return stored_views(tmp_path)
 
 
 def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:

@@ -81,16 +81,14 @@ class EpsDominatesGradient(base.Rule):
         self.reported = False
 
     def has_input(self, view: StepView) -> bool:
-        return any(name.startswith(GROUP_PREFIX) and name.endswith("/eps") for name in view.scalars)
+        return view.records_group_setting("eps")
 
     def _read_groups(self, view: StepView) -> None:
-        for name, x in view.scalars.items():
-            if name.startswith(GROUP_PREFIX) and math.isfinite(x):
-                key, _, what = name[len(GROUP_PREFIX) :].partition("/")
-                if what == "eps":
-                    self.eps[key] = float(x)
-                elif what == "lr":
-                    self.lr[key] = float(x)
+        for key, setting, x in view.group_settings():
+            if setting == "eps":
+                self.eps[key] = x
+            elif setting == "lr":
+                self.lr[key] = x
 
     def _largest_rms(self, view: StepView) -> dict[str, tuple[float, str, str, int]]:
         """Per adaptive group: (largest gradient RMS, its parameter, optimizer class, parameters read)."""

@@ -16,9 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from trainguard.rules.step_view import GROUP_PREFIX, StepView
-
-_LR = "/lr"
+from trainguard.rules.step_view import StepView
 
 
 class GroupRates:
@@ -32,11 +30,10 @@ class GroupRates:
         """Read the group rates a view records (only where one changed: the others hold)."""
         if not view.scalars:
             return
-        for name, x in view.scalars.items():
-            if name.startswith(GROUP_PREFIX) and name.endswith(_LR) and math.isfinite(x):
-                key = name[len(GROUP_PREFIX) : -len(_LR)]
-                self.current[key] = float(x)
-                self.peak[key] = max(self.peak.get(key, float(x)), float(x))
+        for key, setting, x in view.group_settings():
+            if setting == "lr":
+                self.current[key] = x
+                self.peak[key] = max(self.peak.get(key, x), x)
 
     def rate(self, view: StepView, row: int) -> float | None:
         """The learning rate of the group holding the parameter of `row`, None when not recorded."""

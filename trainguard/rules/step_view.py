@@ -8,8 +8,9 @@ does O(T) vectorised work per step and nothing per past step.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -104,6 +105,18 @@ class StepView:
         ):
             return None
         return replace(self, scalars={}, saved=True)
+
+    def group_settings(self) -> Iterator[tuple[str, str, float]]:
+        """The optimizer group settings this view records, as (group `<k>.<g>`, setting, value), finite values
+        only: the train scalars `GROUP_PREFIX + <k>.<g>/<setting>`, written where one changed (format 2.5)."""
+        for name, x in self.scalars.items():
+            if name.startswith(GROUP_PREFIX) and math.isfinite(x):
+                key, _, setting = name[len(GROUP_PREFIX) :].partition("/")
+                yield key, setting, float(x)
+
+    def records_group_setting(self, setting: str) -> bool:
+        """Whether this view records `setting` (`lr`, `eps`, `initial_lr`, ...) of any optimizer group."""
+        return any(name.startswith(GROUP_PREFIX) and name.endswith("/" + setting) for name in self.scalars)
 
     def index(self, name: str) -> int | None:
         """Return the row of tensor `name`, or None if it is not in this step."""

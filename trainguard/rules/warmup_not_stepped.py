@@ -58,17 +58,15 @@ class WarmupNotStepped(base.Rule):
         self.reported = False
 
     def has_input(self, view: StepView) -> bool:
-        return any(name.startswith(GROUP_PREFIX) and name.endswith("/initial_lr") for name in view.scalars)
+        return view.records_group_setting("initial_lr")
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: WarmupNotStepped.Params = self.params  # type: ignore[assignment]
-        for name, x in view.scalars.items():
-            if name.startswith(GROUP_PREFIX):
-                key, _, what = name[len(GROUP_PREFIX) :].partition("/")
-                if what == "lr":
-                    self.lr[key] = (float(x), view.step)
-                elif what == "initial_lr":
-                    self.initial[key] = float(x)
+        for key, setting, x in view.group_settings():
+            if setting == "lr":
+                self.lr[key] = (x, view.step)
+            elif setting == "initial_lr":
+                self.initial[key] = x
         if self.reported or not self.initial:
             return []
         for key, (lr, since) in sorted(self.lr.items()):

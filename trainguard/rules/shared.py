@@ -42,8 +42,17 @@ def output_classes(view: StepView) -> int | None:
     return layer[1] if layer is not None and layer[1] >= 2 else None
 
 
+_last_output_layer: tuple[object, tuple[int, int] | None] = ((), None)
+"""The metadata tuple `output_layer` last read and its answer: views of one layout share that tuple, and several
+rules ask about every view."""
+
+
 def output_layer(view: StepView) -> tuple[int, int] | None:
     """(forward order, outputs) of the last dense or convolution kernel, when the catalogue names module classes."""
+    global _last_output_layer
+    meta, answer = _last_output_layer
+    if meta is view.meta:
+        return answer
     last: tuple[int, int] | None = None
     for m in view.meta:
         if m.collection != Collection.WEIGHTS.value or not m.trainable or len(m.shape) < 2 or m.order is None:
@@ -52,6 +61,7 @@ def output_layer(view: StepView) -> tuple[int, int] | None:
             continue
         if last is None or m.order > last[0]:
             last = (m.order, int(m.shape[0]))
+    _last_output_layer = (view.meta, last)
     return last
 
 

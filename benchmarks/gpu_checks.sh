@@ -10,7 +10,7 @@
 #   tests.txt     the CUDA cases of tests/capture (statistics, multi_stats, the hook's paths and columns)
 #   sync.txt      20 steady-state steps with the hook under torch.cuda.set_sync_debug_mode("error")
 #   kernels.txt   CUDA kernels the hook adds per saved step, Tier-0 and Tier-1 apart (torch.profiler)
-#   profile.txt   multi_stats with each partials kernel on the same tensors; single steps timed plain and
+#   profile.txt   multi_stats under each kernel size on the same tensors; single steps timed plain and
 #                 hooked; where a saved step's host and device time goes
 #   overhead.md   the overhead table: GPT 110M and 0.94B, no hook vs save_interval 10 and every step
 # The script goes on after a failing check; its exit status is the number of checks that failed.

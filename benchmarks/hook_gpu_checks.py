@@ -18,10 +18,11 @@ per-unit vectors), with the kernels the hook adds most (the CPU proxies bound th
 ops the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). `profile` times single
 steps from a device synchronisation to the next, plain and hooked, Tier-0 and Tier-1 apart, and
 prints where the hooked steps' host time goes (cProfile, the hook's own functions) and the kernels
-by device time (torch.profiler); it starts by timing `multi_stats` with each of the two partials
-kernels (`_multi_kernel._PARTIALS`) on the same tensors, so that one run says which to keep, and
-the host time of one call with compiled kernels launched directly and through `JITFunction.run`.
-`sync` and `kernels` exit non-zero on failure, `profile` when the two kernels' rows disagree.
+by device time (torch.profiler); it starts by timing `multi_stats` on the same tensors under each of
+`SIZES` (elements per register block and per work item, programs, warps: the shipped ones first),
+so that one run says which sizes fit the card, and the host time of one call with compiled kernels
+launched directly and through `JITFunction.run`. `sync` and `kernels` exit non-zero on failure,
+`profile` when a size's rows disagree with the shipped sizes'.
 """
 
 from __future__ import annotations
@@ -164,22 +165,32 @@ PARTIALS_CASES = (
     ),
     ("gradients, fp32, 150 tensors", torch.float32, [50304 * 768, *[768 * 3072] * 24, *[768] * 125], False),
 )
-"""The tensors the two partials kernels are timed on: (what, dtype, sizes, with history)."""
+"""The tensors `multi_stats` is timed on: (what, dtype, sizes, with history)."""
+
+SIZES = (
+    (2048, 131072, 4, 16),
+    (1024, 65536, 4, 8),
+    (1024, 65536, 8, 8),
+    (1024, 262144, 4, 8),
+    (512, 65536, 8, 4),
+    (512, 32768, 16, 4),
+    (256, 65536, 16, 2),
+    (2048, 65536, 4, 8),
+)
+"""Kernel sizes tried (`_multi_kernel.Config`): elements per register block, per work item, programs per SM, warps.
+The first is the shipped configuration."""
 
 
-def compare_partials(device: torch.device, reps: int = 20) -> int:
-    """Device time of `multi_stats` (partials and merge launches) with each partials kernel of `_multi_kernel`
-    (`_PARTIALS`: "blocks", a reduction across lanes per block; "lanes", per-lane Welford), on the same tensors
-    in the same run, with the bandwidth each reaches; fails when their rows disagree beyond rounding."""
+def compare_sizes(device: torch.device, reps: int = 20) -> int:
+    """Device time of `multi_stats` (partials and merge launches) under each of `SIZES`, on the same tensors in the
+    same run, with the bandwidth each reaches and its total time against the shipped sizes; fails when a
+    configuration's rows disagree with the shipped one's beyond rounding. The last line names the fastest."""
     from trainguard.capture.torch import _multi, _multi_kernel
 
     g = torch.Generator(device=device).manual_seed(0)
-    print("### multi_stats: the two partials kernels on the same tensors (CUDA events, median of reps)")
-    print(
-        "| tensors | elements | bytes read | blocks us | lanes us | lanes/blocks | GB/s blocks | GB/s lanes |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    failed = 0
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    shipped = _multi_kernel.config
+    cases = []
     for what, dtype, sizes, history in PARTIALS_CASES:
         xs = [(torch.randn(n, device=device, generator=g) * 0.02 + 0.01).to(dtype) for n in sizes]
         prevs = [x.clone() for x in xs] if history else []
@@ -187,36 +198,62 @@ def compare_partials(device: torch.device, reps: int = 20) -> int:
         nbytes = sum(x.numel() * x.element_size() for x in xs) * (
             4 if history else 1
         )  # prev read and written
-        rows: dict[str, torch.Tensor] = {}
-        median: dict[str, float] = {}
-        for variant in ("blocks", "lanes"):
-            _multi_kernel._PARTIALS = variant
-            out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device=device)
-            for _ in range(3):  # compile and warm up
-                torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
-            times = []
-            for _ in range(reps):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
-                end.record()
-                end.synchronize()
-                times.append(1000 * start.elapsed_time(end))
-            median[variant] = statistics.median(times)
-            rows[variant] = out.clone()
-        _multi_kernel._PARTIALS = "lanes"
-        b, lanes = median["blocks"], median["lanes"]
-        print(
-            f"| {what} | {sum(sizes):,} | {nbytes / 1e6:.0f} MB | {b:.0f} | {lanes:.0f} | {lanes / b:.2f} "
-            f"| {nbytes / b / 1e3:.0f} | {nbytes / lanes / 1e3:.0f} |"
-        )
-        if not torch.allclose(rows["blocks"], rows["lanes"], rtol=1e-5, atol=1e-9, equal_nan=True):
+        cases.append((what, xs, prevs, firsts, nbytes))
+    print("### multi_stats under each kernel size (CUDA events, median of reps; us and GB/s per tensor set)")
+    print("| block | chunk | programs | warps | " + " | ".join(c[0] for c in cases) + " | total x shipped |")
+    print("|---|---|---|---|" + "---|" * (len(cases) + 1))
+    failed = 0
+    reference: list[torch.Tensor] = []
+    totals: dict[tuple[int, int, int, int], float] = {}
+    try:
+        for sizes in SIZES:
+            block, chunk, per_sm, warps = sizes
+            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps)
+            _multi_kernel.config = lambda _device, cfg=cfg: cfg  # type: ignore[assignment,misc]
+            cells, total = [], 0.0
+            try:
+                for i, (_, xs, prevs, firsts, nbytes) in enumerate(cases):
+                    out = torch.empty(len(xs), _multi.WIDTH, dtype=torch.float64, device=device)
+                    for _ in range(3):  # compile and warm up
+                        torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+                    times = []
+                    for _ in range(reps):
+                        start, end = (
+                            torch.cuda.Event(enable_timing=True),
+                            torch.cuda.Event(enable_timing=True),
+                        )
+                        start.record()
+                        torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
+                        end.record()
+                        end.synchronize()
+                        times.append(1000 * start.elapsed_time(end))
+                    us = statistics.median(times)
+                    total += us
+                    cells.append(f"{us:.0f} ({nbytes / us / 1e3:.0f})")
+                    if len(reference) <= i:
+                        reference.append(out.clone())
+                    elif not torch.allclose(reference[i], out, rtol=1e-5, atol=1e-9, equal_nan=True):
+                        print(
+                            f"  rows disagree with the shipped sizes' by {(reference[i] - out).abs().max()}"
+                        )
+                        failed = 1
+            except Exception as err:  # noqa: BLE001 -- a size the card cannot run is a row, not the end
+                print(
+                    f"| {block} | {chunk} | {per_sm} x SMs | {warps} | failed: {type(err).__name__}: {err} |"
+                )
+                continue
+            totals[sizes] = total
+            base = totals[SIZES[0]]
             print(
-                f"  the two kernels' rows disagree on {what}: {(rows['blocks'] - rows['lanes']).abs().max()}"
+                f"| {block} | {chunk} | {per_sm} x SMs | {warps} | "
+                + " | ".join(cells)
+                + f" | {total / base:.2f} |"
             )
-            failed = 1
-        del xs, prevs, firsts
-    torch.cuda.empty_cache()
+    finally:
+        _multi_kernel.config = shipped  # type: ignore[misc]
+        torch.cuda.empty_cache()
+    best = min(totals, key=totals.__getitem__)
+    print(f"fastest sizes: block {best[0]} chunk {best[1]} programs {best[2]} x SMs warps {best[3]}\n")
     return failed
 
 
@@ -246,9 +283,9 @@ def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
 
 
 def check_profile(device: torch.device, steps: int) -> int:
-    """The two partials kernels compared, single steps timed plain and hooked (Tier-0 and Tier-1 apart), then
-    one of each profiled."""
-    failed = compare_partials(device)
+    """`multi_stats` timed under each kernel size, single steps timed plain and hooked (Tier-0 and Tier-1 apart),
+    then one of each profiled."""
+    failed = compare_sizes(device)
     compare_launch_host_time(device)
     import cProfile
     import io

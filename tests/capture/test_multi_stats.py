@@ -36,23 +36,15 @@ every_dtype = pytest.mark.parametrize("dtype", [*DTYPES, torch.float64], ids=str
 
 
 KERNEL_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-PARTIALS = ["lanes", "blocks"]
 
 
-@pytest.fixture(
-    params=[(d, v) for d in KERNEL_DEVICES for v in PARTIALS],
-    ids=[f"{d}-{v}" for d in KERNEL_DEVICES for v in PARTIALS],
-)
+@pytest.fixture(params=KERNEL_DEVICES)
 def kernel_device(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Where the op runs its Triton kernel: CPU through Triton's interpreter (read at each call), CUDA; with each
-    of the two partials kernels (`_multi_kernel._PARTIALS`, both kept until a GPU has timed them)."""
-    device, variant = request.param
+    """Where the op runs its Triton kernel: CPU through Triton's interpreter (read at each call), CUDA."""
+    device = request.param
     if device == "cpu":
         monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert _multi.available(torch.device(device))
-    from trainguard.capture.torch import _multi_kernel
-
-    monkeypatch.setattr(_multi_kernel, "_PARTIALS", variant)
     return str(device)
 
 

@@ -8,23 +8,19 @@ second (`_merge_fn`) folds each tensor's partial rows, in order, into its row of
 
 Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each
 lane of a register block (BLOCK elements) keeps float32 accumulators over the item's blocks: NaN,
-Inf and zero counts (int32), min, max, sums of x, |x|, x^2, squared update and distance, and the
-squared deviations around its block's mean: one reduction per block gives that mean, so the
-variance is two-pass within the block at no extra memory traffic. The block means are merged in
-float64 with Chan's formula, lanes once per item, partial rows in float64 (Chan again): never
-sum(x^2) - sum(x)^2 / n, which loses everything when the mean dwarfs the spread. Values are shifted
-by the item's first element before the block mean is taken, so a constant tensor gives exactly 0.
-Overflow: an item whose float32 sums overflow with no NaN or Inf among its elements (|x| near 2^64)
-is read again scaled by 2^-72; update and distance differences above 2^56 are squared scaled,
-element by element (the first pass already refreshed prev). NaN makes min, max and every sum NaN,
-as torch's reductions do; any NaN or Inf makes the deviation sum NaN, as `reduce_large` gives.
-Whole blocks are read without masks (vector loads where every address is 16-byte aligned); the
-last, partial block of an item with masks.
-
-A second partials kernel (`_lane_partials_fn`, the one `launch` runs while `_PARTIALS` says "lanes")
-gives the same rows without any reduction across lanes before an item ends: per-lane Welford in
-float32 (shifted by the item's first element), the lanes merged in float64 (Chan) once per item.
-Both stay until a GPU has timed them against each other (`benchmarks/hook_gpu_checks.py profile`).
+Inf and zero counts (int32), min, max, sums of x, |x|, x^2, squared update and distance, and
+Welford's running mean and squared deviations of the values it reads, shifted by the item's first
+element (a constant tensor gives exactly 0). Nothing is reduced across lanes inside the loop: at
+the item's end the lanes' (count, mean, M2) are merged in float64 with Chan's formula, and the
+items' rows in float64 by the merge launch (Chan again): never sum(x^2) - sum(x)^2 / n, which loses
+everything when the mean dwarfs the spread. On an H200 this per-lane form took 0.63-0.74x the time
+of a block-wise two-pass variant (a reduction across the block per 1,024 elements) on the same
+tensors, which it replaced (docs/benchmarks.md). Overflow: an item whose float32 sums overflow with
+no NaN or Inf among its elements (|x| near 2^64) is read again scaled by 2^-72; update and distance
+differences above 2^56 are squared scaled, element by element (the first pass already refreshed
+prev). NaN makes min, max and every sum NaN, as torch's reductions do; any NaN or Inf makes the
+deviation sum NaN, as `reduce_large` gives. Whole blocks are read without masks (vector loads where
+every address is 16-byte aligned); the last, partial block of an item with masks.
 
 Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's elements are binned by
 their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
@@ -94,8 +90,10 @@ def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
         sms = torch.cuda.get_device_properties(device).multi_processor_count
-        # 4 elements per thread: ptxas (sm_90a) gives 211 registers, no spills; 8 per thread reach 255 and spill
-        return Config(block=1024, chunk=65536, merge_block=256, programs=4 * sms, num_warps=8)
+        # 2,048-element blocks in 16 warps (4 elements per thread), 131,072 per item: the fastest of the eight
+        # sizes `benchmarks/hook_gpu_checks.py profile` times, on an H200 0.81x and 0.94x (two runs) the time of
+        # 1,024 in 8 warps over 65,536 items; the parameters read with their saved copies gain most
+        return Config(block=2048, chunk=131072, merge_block=256, programs=4 * sms, num_warps=16)
     return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
 
 
@@ -119,175 +117,13 @@ def _partials_fn(  # type: ignore[no-untyped-def]
 ):
     """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
 
-    Per lane (element of the register block) float32 accumulators over the item's blocks; per block one
-    reduction, its sum, for the block mean that the squared deviations are taken around (two passes
-    over registers); the blocks' means merged in float64 (Chan); the lanes merged once per item. An
-    item whose sums overflow float32 with no NaN or Inf among its elements is read again scaled by 2^-72;
-    differences to prev and first above 2^56 are squared scaled, element by element.
-    """
-    lanes = tl.arange(0, BLOCK)
-    for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
-        t = tl.load(static_ptr + n_tensors + item)
-        start = tl.load(static_ptr + n_tensors + n_items + item)
-        end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
-        x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
-        p_base = tl.load(table_ptr + n_tensors + t).to(tl.pointer_type(P_DTYPE))
-        f_base = tl.load(table_ptr + 2 * n_tensors + t).to(tl.pointer_type(F_DTYPE))
-        if ALIGNED:  # every address is 16-byte aligned: vector loads
-            x_base = tl.multiple_of(x_base, 16)
-            p_base = tl.multiple_of(p_base, 16)
-            f_base = tl.multiple_of(f_base, 16)
-        pivot = tl.load(x_base + start).to(tl.float32)
-        scale = tl.cast(1.0, tl.float32)
-        unscale = tl.cast(1.0, tl.float64)
-        again = True
-        # the item's results, set by the loop below (loop-carried, hence defined first)
-        n_acc = tl.cast(0.0, tl.float64)
-        mean_acc = tl.cast(0.0, tl.float64)
-        m2 = tl.cast(0.0, tl.float64)
-        s = tl.cast(0.0, tl.float64)
-        a = tl.cast(0.0, tl.float64)
-        q = tl.cast(0.0, tl.float64)
-        u = tl.cast(0.0, tl.float64)
-        d = tl.cast(0.0, tl.float64)
-        nan_c = tl.cast(0, tl.int32)
-        inf_c = tl.cast(0, tl.int32)
-        zero_c = tl.cast(0, tl.int32)
-        mn = tl.cast(float("inf"), tl.float32)
-        mx = tl.cast(float("-inf"), tl.float32)
-        while again:
-            n_acc = tl.cast(0.0, tl.float64)
-            mean_acc = tl.cast(0.0, tl.float64)
-            between = tl.cast(0.0, tl.float64)
-            s_l = tl.full([BLOCK], 0.0, tl.float32)
-            a_l = tl.full([BLOCK], 0.0, tl.float32)
-            q_l = tl.full([BLOCK], 0.0, tl.float32)
-            m2_l = tl.full([BLOCK], 0.0, tl.float32)
-            u_l = tl.full([BLOCK], 0.0, tl.float32)
-            ub_l = tl.full([BLOCK], 0.0, tl.float32)
-            d_l = tl.full([BLOCK], 0.0, tl.float32)
-            db_l = tl.full([BLOCK], 0.0, tl.float32)
-            nan_l = tl.full([BLOCK], 0, tl.int32)
-            inf_l = tl.full([BLOCK], 0, tl.int32)
-            zero_l = tl.full([BLOCK], 0, tl.int32)
-            mn_l = tl.full([BLOCK], float("inf"), tl.float32)
-            mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
-            full_end = start + (end - start) // BLOCK * BLOCK
-            for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
-                for off in range(full_end if tail else start, end if tail else full_end, BLOCK):
-                    idx = off + lanes
-                    if ALIGNED:
-                        idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
-                    if tail:
-                        valid = idx < end
-                        raw = tl.load(x_base + idx, mask=valid, other=0.0)
-                    else:  # no mask: vector loads
-                        valid = lanes < BLOCK
-                        raw = tl.load(x_base + idx)
-                    x = raw.to(tl.float32)
-                    is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
-                    nan_l += is_nan.to(tl.int32)
-                    inf_l += (tl.abs(x) == float("inf")).to(tl.int32)
-                    zero_l += ((x == 0.0) & valid).to(tl.int32)
-                    ordered = valid & ~is_nan
-                    mn_l = tl.minimum(mn_l, tl.where(ordered, x, float("inf")))
-                    mx_l = tl.maximum(mx_l, tl.where(ordered, x, float("-inf")))
-                    xs = x * scale
-                    s_l += xs
-                    a_l += tl.abs(xs)
-                    q_l += xs * xs
-                    # deviations around the block's own mean, the values shifted by the item's first element
-                    # (a constant tensor gives exactly 0); the block means are merged below (Chan)
-                    ys = tl.where(valid, xs - pivot * scale, 0.0)
-                    nb = (tl.minimum(end - off, BLOCK) if tail else tl.cast(BLOCK, tl.int64)).to(tl.float64)
-                    y_sum = tl.reduce(ys, 0, _ADD)
-                    dev = tl.where(valid, ys - y_sum / nb.to(tl.float32), 0.0)
-                    m2_l += dev * dev
-                    delta = pivot.to(tl.float64) + y_sum.to(tl.float64) * unscale / nb - mean_acc
-                    n_new = n_acc + nb
-                    mean_acc += delta * (nb / n_new)
-                    between += delta * delta * (n_acc * nb / n_new)
-                    n_acc = n_new
-                    if HISTORY:  # noqa: SIM102 -- a compile-time test, kept apart from the runtime one
-                        if scale == 1.0:  # the first pass only: it refreshes prev
-                            if tail:
-                                prev = tl.load(p_base + idx, mask=valid, other=0.0)
-                                first = tl.load(f_base + idx, mask=valid, other=0.0)
-                            else:
-                                prev = tl.load(p_base + idx)
-                                first = tl.load(f_base + idx)
-                            du = x - prev.to(tl.float32)
-                            big_u = tl.abs(du) > 72057594037927936.0  # squared in float32 only below 2^56
-                            du = tl.where(big_u, du * 2.0**-72, du)
-                            u_l += tl.where(big_u, 0.0, du * du)
-                            ub_l += tl.where(big_u, du * du, 0.0)
-                            dd = x - first.to(tl.float32)
-                            big_d = tl.abs(dd) > 72057594037927936.0
-                            dd = tl.where(big_d, dd * 2.0**-72, dd)
-                            d_l += tl.where(big_d, 0.0, dd * dd)
-                            db_l += tl.where(big_d, dd * dd, 0.0)
-                            if tail:
-                                tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
-                            else:
-                                tl.store(p_base + idx, raw.to(P_DTYPE))
-            nan_c = tl.reduce(nan_l, 0, _ADD)
-            inf_c = tl.reduce(inf_l, 0, _ADD)
-            zero_c = tl.reduce(zero_l, 0, _ADD)
-            mn = tl.reduce(mn_l, 0, _MIN)
-            mx = tl.reduce(mx_l, 0, _MAX)
-            unscale2 = unscale * unscale
-            s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
-            a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
-            q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
-            m2 = tl.reduce(m2_l.to(tl.float64), 0, _ADD) * unscale2 + between
-            if scale == 1.0:
-                big2 = tl.cast(2.0**144, tl.float64)
-                u = tl.reduce(u_l.to(tl.float64), 0, _ADD) + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
-                d = tl.reduce(d_l.to(tl.float64), 0, _ADD) + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
-            # float32 overflow with finite elements (|x| near 2^64 or above): read the item again, scaled
-            # (update and distance are kept from the first pass, which scaled them element by element)
-            total = a + q + m2
-            again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
-            scale = tl.cast(2.0**-72, tl.float32)
-            unscale = tl.cast(4722366482869645213696.0, tl.float64)
-        row = part_ptr + item
-        tl.store(row, n_acc)
-        tl.store(row + n_items, nan_c.to(tl.float64))
-        tl.store(row + 2 * n_items, inf_c.to(tl.float64))
-        tl.store(row + 3 * n_items, zero_c.to(tl.float64))
-        tl.store(row + 4 * n_items, mn.to(tl.float64))
-        tl.store(row + 5 * n_items, mx.to(tl.float64))
-        tl.store(row + 6 * n_items, s)
-        tl.store(row + 7 * n_items, a)
-        tl.store(row + 8 * n_items, q)
-        tl.store(row + 9 * n_items, mean_acc)
-        tl.store(row + 10 * n_items, m2)
-        tl.store(row + 11 * n_items, u)
-        tl.store(row + 12 * n_items, d)
-
-
-def _lane_partials_fn(  # type: ignore[no-untyped-def]
-    table_ptr,
-    static_ptr,
-    part_ptr,
-    n_items,
-    n_tensors,
-    X_DTYPE: tl.constexpr,
-    P_DTYPE: tl.constexpr,
-    F_DTYPE: tl.constexpr,
-    HISTORY: tl.constexpr,
-    ALIGNED: tl.constexpr,
-    BLOCK: tl.constexpr,
-    CHUNK: tl.constexpr,
-):
-    """`_partials_fn`'s rows with no reduction across lanes until the item ends (the per-lane variant).
-
-    Each lane runs Welford's update in float32 over the elements it sees (one per block, values shifted by the
-    item's first element: a constant tensor gives exactly 0, a mean that dwarfs the spread loses nothing); a
-    lane's count after k blocks is k for every lane, so the update multiplies by one reciprocal per block
-    instead of dividing per element. At the item's end the lanes' (count, mean, M2) are merged in float64
-    (Chan), as are the items' rows by `_merge_fn`. Sums, counts, extremes, update, distance and the overflow
-    rescale are `_partials_fn`'s.
+    Each lane (element of the register block) runs Welford's update in float32 over the elements it sees (one
+    per block, values shifted by the item's first element: a constant tensor gives exactly 0, a mean that
+    dwarfs the spread loses nothing); a lane's count after k blocks is k for every lane, so the update
+    multiplies by one reciprocal per block instead of dividing per element, and nothing is reduced across
+    lanes before the item ends. There the lanes' (count, mean, M2) are merged in float64 (Chan), as are the
+    items' rows by `_merge_fn`. An item whose sums overflow float32 with no NaN or Inf among its elements is
+    read again scaled by 2^-72; differences to prev and first above 2^56 are squared scaled, element by element.
     """
     lanes = tl.arange(0, BLOCK)
     for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
@@ -599,13 +435,6 @@ _compiled = (
     JITFunction(_merge_fn, do_not_specialize=_SIZES),
 )
 _interpreted = (InterpretedFunction(_partials_fn), InterpretedFunction(_merge_fn))
-_lane_compiled = (JITFunction(_lane_partials_fn, do_not_specialize=_SIZES), _compiled[1])
-_lane_interpreted = (InterpretedFunction(_lane_partials_fn), _interpreted[1])
-
-_PARTIALS = "lanes"
-"""Which partials kernel `launch` runs: "lanes" (`_lane_partials_fn`) or "blocks" (`_partials_fn`, a reduction
-across lanes per block). Both stay for one round: their speed on a GPU has not been compared yet
-(`benchmarks/hook_gpu_checks.py profile` times both on the same tensors); the slower one goes then."""
 _hist_compiled = (
     JITFunction(_hist_partials_fn, do_not_specialize=_SIZES),
     JITFunction(_hist_merge_fn, do_not_specialize=_SIZES),
@@ -801,10 +630,7 @@ def launch(
         addresses += (0,) * (2 * len(xs))
     cfg, lay, table, interpreting = _prepare(xs, addresses)
     x_dtype = _TL_DTYPES[xs[0].dtype]
-    if _PARTIALS == "lanes":
-        partials_kernel, merge_kernel = _lane_interpreted if interpreting else _lane_compiled
-    else:
-        partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
+    partials_kernel, merge_kernel = _interpreted if interpreting else _compiled
     with _numpy_quiet(interpreting):
         if lay.n_items:
             _launch(

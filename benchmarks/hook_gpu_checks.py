@@ -168,23 +168,26 @@ PARTIALS_CASES = (
 """The tensors `multi_stats` is timed on: (what, dtype, sizes, with history)."""
 
 SIZES = (
-    (2048, 131072, 4, 16),
-    (1024, 65536, 4, 8),
-    (1024, 65536, 8, 8),
-    (1024, 262144, 4, 8),
-    (512, 65536, 8, 4),
-    (512, 32768, 16, 4),
-    (256, 65536, 16, 2),
-    (2048, 65536, 4, 8),
+    (2048, 131072, 8, 16, 3),
+    (1024, 65536, 4, 8, None),
+    (2048, 131072, 4, 16, None),
+    (2048, 131072, 4, 16, 4),
+    (1024, 131072, 4, 16, 4),
+    (2048, 131072, 8, 16, 4),
+    (2048, 131072, 16, 16, 3),
+    (1024, 131072, 8, 16, 3),
 )
-"""Kernel sizes tried (`_multi_kernel.Config`): elements per register block, per work item, programs per SM, warps.
-The first is the shipped configuration."""
+"""Kernel sizes tried (`_multi_kernel.Config`): elements per register block, per work item, programs per SM, warps,
+software-pipelining stages of the block loop (None: Triton's default). The first is the shipped configuration;
+it is timed again at the end, and each row's ratio is against the mean of its two timings (a card's clocks
+move while it warms up: the first sizes timed in a run have read up to 25% slow)."""
 
 
 def compare_sizes(device: torch.device, reps: int = 20) -> int:
     """Device time of `multi_stats` (partials and merge launches) under each of `SIZES`, on the same tensors in the
-    same run, with the bandwidth each reaches and its total time against the shipped sizes; fails when a
-    configuration's rows disagree with the shipped one's beyond rounding. The last line names the fastest."""
+    same run (the shipped sizes first and again last), with the bandwidth each reaches and its total time against
+    the shipped sizes; fails when a configuration's rows disagree with the shipped one's beyond rounding. The last
+    line names the fastest."""
     from trainguard.capture.torch import _multi, _multi_kernel
 
     g = torch.Generator(device=device).manual_seed(0)
@@ -200,15 +203,21 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
         )  # prev read and written
         cases.append((what, xs, prevs, firsts, nbytes))
     print("### multi_stats under each kernel size (CUDA events, median of reps; us and GB/s per tensor set)")
-    print("| block | chunk | programs | warps | " + " | ".join(c[0] for c in cases) + " | total x shipped |")
-    print("|---|---|---|---|" + "---|" * (len(cases) + 1))
+    print(
+        "| block | chunk | programs | warps | stages | "
+        + " | ".join(c[0] for c in cases)
+        + " | total x shipped |"
+    )
+    print("|---|---|---|---|---|" + "---|" * (len(cases) + 1))
     failed = 0
     reference: list[torch.Tensor] = []
-    totals: dict[tuple[int, int, int, int], float] = {}
+    totals: dict[tuple[int, int, int, int, int | None], float] = {}
+    shipped_totals: list[float] = []
     try:
-        for sizes in SIZES:
-            block, chunk, per_sm, warps = sizes
-            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps)
+        for n, sizes in enumerate((*SIZES, SIZES[0])):
+            block, chunk, per_sm, warps, stages = sizes
+            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps, stages)
+            row = f"| {block} | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | "
             _multi_kernel.config = lambda _device, cfg=cfg: cfg  # type: ignore[assignment,misc]
             cells, total = [], 0.0
             try:
@@ -238,22 +247,26 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
                         )
                         failed = 1
             except Exception as err:  # noqa: BLE001 -- a size the card cannot run is a row, not the end
-                print(
-                    f"| {block} | {chunk} | {per_sm} x SMs | {warps} | failed: {type(err).__name__}: {err} |"
-                )
+                print(f"{row}failed: {type(err).__name__}: {err} |")
                 continue
-            totals[sizes] = total
-            base = totals[SIZES[0]]
-            print(
-                f"| {block} | {chunk} | {per_sm} x SMs | {warps} | "
-                + " | ".join(cells)
-                + f" | {total / base:.2f} |"
-            )
+            if sizes == SIZES[0]:
+                shipped_totals.append(total)
+            if n < len(SIZES):
+                totals[sizes] = total
+            base = statistics.mean(shipped_totals)
+            print(row + " | ".join(cells) + f" | {total / base:.2f} |")
     finally:
         _multi_kernel.config = shipped  # type: ignore[misc]
         torch.cuda.empty_cache()
+    base = statistics.mean(shipped_totals)
+    totals[SIZES[0]] = base
     best = min(totals, key=totals.__getitem__)
-    print(f"fastest sizes: block {best[0]} chunk {best[1]} programs {best[2]} x SMs warps {best[3]}\n")
+    print(
+        f"the shipped sizes timed first and last: {' and '.join(f'{t:.0f}' for t in shipped_totals)} us in all; "
+        f"fastest sizes: Config(block={best[0]}, chunk={best[1]}, merge_block=256, programs={best[2]} * sms, "
+        f"num_warps={best[3]}, stages={best[4]}), {totals[best] / base:.2f}x the shipped sizes (the ratios above "
+        "are against the mean of the shipped sizes' two timings, the rows before the last against the first alone)\n"
+    )
     return failed
 
 

@@ -83,6 +83,10 @@ class Config:
     programs: int
     """The most programs `_partials` launches; they share the items round-robin."""
     num_warps: int
+    stages: int | None = None
+    """Software-pipelining stages of `_partials_fn`'s block loop (`tl.range`'s `num_stages`); None: Triton's default."""
+    unroll: int | None = None
+    """Unroll factor of that loop (`tl.range`'s `loop_unroll_factor`); None: not unrolled."""
 
 
 @functools.cache
@@ -90,10 +94,11 @@ def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
         sms = torch.cuda.get_device_properties(device).multi_processor_count
-        # 2,048-element blocks in 16 warps (4 elements per thread), 131,072 per item: the fastest of the eight
-        # sizes `benchmarks/hook_gpu_checks.py profile` times, on an H200 0.81x and 0.94x (two runs) the time of
-        # 1,024 in 8 warps over 65,536 items; the parameters read with their saved copies gain most
-        return Config(block=2048, chunk=131072, merge_block=256, programs=4 * sms, num_warps=16)
+        # 2,048-element blocks in 16 warps (4 elements per thread, 128 registers), 131,072 per item, 8 programs
+        # per SM, the block loop pipelined in 3 stages: on an H200 (three runs of `benchmarks/hook_gpu_checks.py
+        # profile`, docs/benchmarks.md) 0.83-0.98x the device time of 1,024-element blocks in 8 warps over 65,536
+        # per item, and the 0.94B GPT's overhead 1.008x / 1.143x against 1.014x / 1.167x
+        return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3)
     return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
 
 
@@ -114,6 +119,8 @@ def _partials_fn(  # type: ignore[no-untyped-def]
     ALIGNED: tl.constexpr,
     BLOCK: tl.constexpr,
     CHUNK: tl.constexpr,
+    STAGES: tl.constexpr,
+    UNROLL: tl.constexpr,
 ):
     """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
 
@@ -173,7 +180,13 @@ def _partials_fn(  # type: ignore[no-untyped-def]
             mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
             shift = pivot * scale
             for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
-                for off in range(full_end if tail else start, end if tail else full_end, BLOCK):
+                for off in tl.range(
+                    full_end if tail else start,
+                    end if tail else full_end,
+                    BLOCK,
+                    num_stages=STAGES,
+                    loop_unroll_factor=UNROLL,
+                ):
                     idx = off + lanes
                     if ALIGNED:
                         idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
@@ -649,6 +662,8 @@ def launch(
                     all(address % 16 == 0 for address in addresses),
                     cfg.block,
                     cfg.chunk,
+                    cfg.stages,
+                    cfg.unroll,
                 ),
                 cfg.num_warps,
             )

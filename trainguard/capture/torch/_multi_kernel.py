@@ -93,13 +93,18 @@ class Config:
 def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
-        # 2,048-element blocks in 16 warps (4 elements per thread, 128 registers), 131,072 per item, 8 programs
-        # per SM, the block loop pipelined in 3 stages: on an H200 (three runs of `benchmarks/hook_gpu_checks.py
-        # profile`, docs/benchmarks.md) 0.83-0.98x the device time of 1,024-element blocks in 8 warps over 65,536
-        # per item, and the 0.94B GPT's overhead 1.008x / 1.143x against 1.014x / 1.167x
-        return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3)
+        return gpu_config(torch.cuda.get_device_properties(device).multi_processor_count)
     return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
+
+
+def gpu_config(sms: int) -> Config:
+    """The sizes for a CUDA device with `sms` multiprocessors.
+
+    2,048-element blocks in 16 warps (4 elements per thread, 128 registers), 131,072 per item, 8 programs per
+    SM, the block loop pipelined in 3 stages: on an H200 (three runs of `benchmarks/hook_gpu_checks.py profile`,
+    docs/benchmarks.md) 0.83-0.98x the device time of 1,024-element blocks in 8 warps over 65,536 per item, and
+    the 0.94B GPT's overhead 1.008x / 1.143x against 1.014x / 1.167x."""
+    return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3)
 
 
 def _interpreting(device: torch.device) -> bool:

@@ -1,0 +1,97 @@
+"""The Triton kernels compile for the GPUs TrainGuard is tuned on, with the sizes shipped for them.
+
+The CPU tests run the kernels under Triton's interpreter, which ignores what only the compiler reads:
+the block loop's software-pipelining stages, the warps, the register budget. Here each kernel is compiled
+for sm_90 (H100, H200) with `gpu_config`'s sizes by the ptxas that ships with Triton, on any machine, so a
+size or loop hint the compiler refuses fails here rather than on the first GPU that runs it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+triton = pytest.importorskip("triton")
+pytest.importorskip("triton.backends.nvidia")
+
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from trainguard.capture.torch import _multi_kernel as kernels
+from trainguard.store import run_format
+
+H100_SMS = 132
+CFG = kernels.gpu_config(H100_SMS)
+
+
+def compile_for_sm90(
+    fn: object, pointers: dict[str, str], constants: dict[str, object], num_warps: int
+) -> object:
+    """`fn` compiled for sm_90: its pointer and int32 arguments typed, its compile-time constants given."""
+    names = list(fn.arg_names)  # type: ignore[attr-defined]
+    signature = {n: pointers.get(n, "i32") if n not in constants else "constexpr" for n in names}
+    consts = {(names.index(n),): v for n, v in constants.items()}
+    return triton.compile(
+        ASTSource(fn, signature, consts), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}
+    )
+
+
+TABLES = {"table_ptr": "*i64", "static_ptr": "*i64"}
+
+
+@pytest.mark.parametrize(
+    ("x", "history"),
+    [(tl.bfloat16, False), (tl.float32, True), (tl.float16, False)],
+    ids=["bf16", "fp32-history", "fp16"],
+)
+def test_the_partials_kernel_compiles_with_the_shipped_sizes(x: object, history: bool) -> None:
+    kernel = compile_for_sm90(
+        kernels._compiled[0],
+        {**TABLES, "part_ptr": "*fp64"},
+        {
+            "X_DTYPE": x,
+            "P_DTYPE": x,
+            "F_DTYPE": x,
+            "HISTORY": history,
+            "ALIGNED": True,
+            "BLOCK": CFG.block,
+            "CHUNK": CFG.chunk,
+            "STAGES": CFG.stages,
+            "UNROLL": CFG.unroll,
+        },
+        CFG.num_warps,
+    )
+    assert kernel.metadata.num_warps == CFG.num_warps  # type: ignore[attr-defined]
+    assert kernel.asm["cubin"]  # type: ignore[attr-defined]  # ptxas assembled it
+    if CFG.stages and CFG.stages > 1:
+        # the pipelined loop stages its loads through shared memory: the hint reached the compiler
+        assert kernel.metadata.shared > 1024  # type: ignore[attr-defined]
+
+
+def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> None:
+    hist = compile_for_sm90(
+        kernels._hist_compiled[0],
+        {**TABLES, "part_ptr": "*i32"},
+        {
+            "X_DTYPE": tl.bfloat16,
+            "BLOCK": CFG.block,
+            "CHUNK": CFG.chunk,
+            "BINS": run_format.HIST_BINS,
+            "LOW": 127 + run_format.HIST_MIN_EXPONENT - 1,  # as `_multi.multi_hist` launches it
+        },
+        CFG.num_warps,
+    )
+    moved = compile_for_sm90(
+        kernels._moved_compiled,
+        {**TABLES, "out_ptr": "*fp64"},
+        {"X_DTYPE": tl.float32, "P_DTYPE": tl.float32, "BLOCK": CFG.block},
+        CFG.num_warps,
+    )
+    for kernel in (hist, moved):
+        assert kernel.metadata.num_warps == CFG.num_warps  # type: ignore[attr-defined]
+
+
+def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
+    assert CFG.chunk % CFG.block == 0
+    assert CFG.block % (32 * CFG.num_warps) == 0  # whole elements per thread
+    assert CFG.programs == 8 * H100_SMS

@@ -105,3 +105,70 @@ def test_a_loss_below_zero_has_no_scale_for_percent_changes() -> None:
     # a policy-gradient loss wanders around 0: "within 2% of its first value" means nothing for it
     policy = shaped(lambda s: 0.04 * noise(s) - 0.01, None)
     assert run(LossNotDecreasing(), views(policy, steps=800)) == []
+
+
+def with_metric(
+    train: Callable[[int], float], metric: Callable[[int], float] | None
+) -> Callable[[StepData], None]:
+    """A fault that sets the training loss to train(step) and records an eval accuracy metric(step) every 25 steps
+    (no eval loss; none at all when metric is None)."""
+
+    def fault(d: StepData) -> None:
+        d.scalars["loss"] = train(d.step)
+        d.eval_scalars.clear()
+        if metric is not None and d.step and d.step % 25 == 0:
+            d.eval_scalars["val_accuracy"] = metric(d.step)
+
+    return fault
+
+
+def self_distillation(step: int) -> float:
+    """A DINO loss under a slow teacher: 3.7 at step 0 (teacher and student one network), 4.2 by step 10 as the
+    target moves, then down 0.0025 a step: 3.85 at step 150, above its first value, well below its first window."""
+    level = 3.7 + 0.5 * min(step, 10) / 10 - 0.0025 * max(step - 10, 0)
+    return level * (1 + 0.01 * noise(step))
+
+
+def features_improve(step: int) -> float:
+    """The run's nearest-centroid accuracy: 0.46 -> 0.64 by step 150 (recorded every 50th step of the saved views)."""
+    return 0.46 + 0.0012 * step
+
+
+def test_a_loss_above_its_first_value_while_the_runs_metric_improves_is_not_stuck() -> None:
+    assert run(LossNotDecreasing(), views(with_metric(self_distillation, features_improve), steps=300)) == []
+    # without the metric the same loss is one that rose from the start
+    found = run(LossNotDecreasing(), views(with_metric(self_distillation, None), steps=300))
+    assert found[0].step == 150 and "the loss rose instead of falling" in found[0].message
+    # a metric that swings between records (label-sorted batches) is no evidence: 0.17 -> 0.40, 28% of the way to
+    # 1, through 0.5 (the saved views hold the records of steps 50, 100 and 150)
+    swings = {50: 0.17, 100: 0.5, 150: 0.4}
+    found = run(
+        LossNotDecreasing(), views(with_metric(self_distillation, lambda s: swings.get(s, 0.3)), steps=160)
+    )
+    assert found[0].step == 150
+
+
+def test_an_improving_metric_does_not_outweigh_a_loss_at_its_first_level_or_at_chance() -> None:
+    # flat at its first window's level (a contrastive loss whose temperature divides the logits)
+    flat = with_metric(lambda s: 3.7 * (1 + 0.01 * noise(s)), features_improve)
+    found = run(LossNotDecreasing(), views(flat))
+    assert found[0].step == 150 and "within 2% of its mean over the first 50 steps" in found[0].message
+
+    # at ln 64, chance level of an in-batch loss over the 64 inputs (a teacher hotter than its student: uniform)
+    def collapsed(step: int) -> float:
+        return (4.7 - 0.54 * min(step, 60) / 60) * (1 + 0.002 * noise(step))
+
+    chance = (
+        v
+        for v in Stream(steps=400, fault=with_metric(collapsed, features_improve), inputs=True)
+        if v.step % 10 == 0
+    )
+    found = run(LossNotDecreasing(), chance)
+    assert (
+        found[0].step == 150
+        and "chance level for an in-batch contrastive loss over 64 pairs" in found[0].message
+    )
+    assert (
+        "val_accuracy moved from 0.52 to 0.64, which does not outweigh a loss at this level"
+        in found[0].message
+    )

@@ -4,9 +4,11 @@ On hand-made views: the last block of a repeated stack whose output path feeds n
 residual projection) and an expert the router skipped for a while are info-level notices of `unchanged_tensor`,
 not warnings, while a whole block cut off, a slot no block's gradient reaches and a parameter with a gradient
 that does not move still warn; a bare parameter whose gradient has rows' worth of exact zeros is a table read by
-index, judged by `poor_weight_initialization` as an embedding, while the same init with a dense gradient, or in a
-layer, is still reported; a bare token shaped to broadcast over the batch (a learned query [1, 1, d], a positional
-table [1, n, d]) drawn from N(0, 1) is no kernel, while a bare kernel drawn from N(0, 1) and a one-channel
+index, judged by `poor_weight_initialization` as an embedding, while the same init with a dense gradient (where the
+capture records no module classes), or in a layer, is still reported; a bare parameter of a module of the user's own
+is held to N(0, 1), an embedding's convention, not to a kernel's fan-based targets; a bare token shaped to broadcast
+over the batch (a learned query [1, 1, d], a positional table [1, n, d]) and a bare positional table [n, d] added to
+the activations, drawn from N(0, 1), are no kernels, while a bare kernel drawn far beyond N(0, 1) and a one-channel
 convolution's kernel [1, 1, k] scaled up still are reported (real PyTorch)."""
 
 from __future__ import annotations
@@ -146,19 +148,21 @@ def test_a_zero_gradient_beside_a_live_relu_still_warns() -> None:
     assert [(f.step, f.tensor, f.severity) for f in found] == [(30, "fc2.weight", Severity.WARNING)]
 
 
-def _table_view(*, zero_share: float, module: str | None) -> StepView:
-    """Step 0 of a [200, 48] weight drawn from N(0, 1), bare (`module` None) or in a layer, with its gradient's
-    share of exactly-zero elements."""
+def _table_view(
+    *, zero_share: float, module: str | None, owner: str | None = None, std: float = 1.0
+) -> StepView:
+    """Step 0 of a [200, 48] weight drawn from N(0, `std`), bare (`module` None: of the model's class `owner`, None
+    for a capture that records no module classes) or in a layer, with its gradient's share of exactly-zero elements."""
     name = "out_weight" if module is None else f"{module}.weight"
     names = (name, f"grad/{name}")
     meta = (
-        TensorMeta(name=name, collection="weights", module=module, module_type="Linear" if module else "Recommender",
+        TensorMeta(name=name, collection="weights", module=module, module_type="Linear" if module else owner,
                    trainable=True, order=0, shape=(200, 48)),
         TensorMeta(name=f"grad/{name}", collection="gradients", module=module, order=0, shape=(200, 48)),
     )  # fmt: skip
     stats = np.zeros((2, len(COLUMNS)))
     stats[:, COL["count"]] = 200 * 48
-    stats[:, COL["std"]] = [1.0, 0.001]
+    stats[:, COL["std"]] = [std, 0.001]
     stats[:, COL["l2"]] = [98.0, 0.5]
     stats[1, COL["zero"]] = round(zero_share * 200) * 48
     return StepView(step=0, names=names, meta=meta, stats=stats)
@@ -183,6 +187,15 @@ def test_an_all_zero_gradient_is_no_evidence_of_a_table() -> None:
     assert [f.tensor for f in found] == ["out_weight"]
 
 
+def test_a_bare_parameter_of_a_module_of_its_own_is_held_to_an_embeddings_convention() -> None:
+    # dense gradient, 3.5x the largest fan-based target: a positional table added to the activations looks the same
+    assert _init_findings(_table_view(zero_share=0.0, module=None, owner="Recommender")) == []
+    found = _init_findings(_table_view(zero_share=0.0, module=None, owner="Recommender", std=3.0))
+    assert [f.tensor for f in found] == ["out_weight"]
+    assert "3x the largest init convention 1 (N(0, 1), as an embedding's" in found[0].message
+    assert "for a parameter of Recommender's own of shape [200, 48]" in found[0].message
+
+
 def test_a_layers_kernel_with_zero_gradient_rows_is_still_a_kernel() -> None:
     # zero rows in a Linear's gradient come from dead units, not look-ups: its class says it is a kernel
     found = _init_findings(_table_view(zero_share=0.2, module="proj"))
@@ -191,11 +204,14 @@ def test_a_layers_kernel_with_zero_gradient_rows_is_still_a_kernel() -> None:
 
 class Stack(nn.Module):
     """Residual blocks whose skip outputs are summed into the head, the output table tied to the input embedding
-    as a bare parameter of the model, read by index for a sampled softmax (as a GRU4Rec-style recommender)."""
+    as a bare parameter of the model drawn from N(0, `scale`^2), read by index for a sampled softmax (as a
+    GRU4Rec-style recommender)."""
 
-    def __init__(self, items: int = 64, d: int = 16) -> None:
+    def __init__(self, items: int = 64, d: int = 16, scale: float = 1.0) -> None:
         super().__init__()
-        self.out_weight = nn.Parameter(torch.randn(items, d))  # registered first: the tied table's name
+        self.out_weight = nn.Parameter(
+            scale * torch.randn(items, d)
+        )  # registered first: the tied table's name
         self.emb = nn.Embedding(items, d)
         self.emb.weight = self.out_weight
         self.blocks = nn.ModuleList(
@@ -213,9 +229,9 @@ class Stack(nn.Module):
 
 def _real_findings(tmp_path: Path, *, fault: str | None) -> dict[str, list[Finding]]:
     """60 steps saved every 10th; `fault`: "detached" (the head reads the blocks' output detached) or "dense"
-    (the table scored against every item, as a kernel is read)."""
+    (the table, drawn from N(0, 16), 4x an embedding's N(0, 1), scored against every item, as a kernel is read)."""
     torch.manual_seed(0)
-    model = Stack()
+    model = Stack(scale=4.0 if fault == "dense" else 1.0)
     head = nn.Linear(16, 16)
     opt = torch.optim.Adam([*model.parameters(), *head.parameters()], lr=1e-2)
     with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
@@ -260,8 +276,10 @@ def test_real_pytorch_a_detached_stack_and_a_table_read_densely_still_warn(tmp_p
 
 class TokenPool(nn.Module):
     """Attention pooling of a set: a learned query [1, 1, 16] and a positional table [1, 8, 16], both bare and drawn
-    from N(0, 1) as token conventions have it; `fault` "bare_kernel" adds a bare [16, 16] kernel drawn from N(0, 1)
-    (4x the largest standard target), "conv" a one-channel `Conv1d(1, 1, 16)` whose kernel is scaled 20x."""
+    from N(0, 1) as token conventions have it; `fault` "table" adds a bare positional table [8, 16] drawn from
+    N(0, 1) to the embeddings (3.5x a [8, 16] kernel's largest fan-based target), "bare_kernel" a bare [16, 16]
+    kernel drawn from N(0, 16) (16x that target, 4x N(0, 1)), "conv" a one-channel `Conv1d(1, 1, 16)` whose kernel
+    is scaled 20x."""
 
     def __init__(self, fault: str | None) -> None:
         super().__init__()
@@ -270,7 +288,8 @@ class TokenPool(nn.Module):
         self.embed = nn.Linear(4, 16)
         self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
         self.head = nn.Linear(16, 3)
-        self.mix = nn.Parameter(torch.randn(16, 16)) if fault == "bare_kernel" else None
+        self.table = nn.Parameter(torch.randn(8, 16)) if fault == "table" else None
+        self.mix = nn.Parameter(4.0 * torch.randn(16, 16)) if fault == "bare_kernel" else None
         self.conv = nn.Conv1d(1, 1, 16) if fault == "conv" else None
         if self.conv is not None:
             with torch.no_grad():
@@ -278,6 +297,8 @@ class TokenPool(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         e = self.embed(x) + self.pos
+        if self.table is not None:
+            e = e + self.table
         pooled = self.attn(self.query.expand(len(x), -1, -1), e, e)[0][:, 0]
         if self.mix is not None:
             pooled = pooled @ self.mix
@@ -311,7 +332,8 @@ def _token_init_findings(tmp_path: Path, fault: str | None) -> list[str]:
 def test_real_pytorch_a_learned_query_and_positional_table_from_randn_are_tokens_not_kernels(
     tmp_path: Path,
 ) -> None:
-    assert _token_init_findings(tmp_path, None) == []
+    assert _token_init_findings(tmp_path / "tokens", None) == []
+    assert _token_init_findings(tmp_path / "table", "table") == []
 
 
 def test_real_pytorch_a_bare_kernel_and_a_one_channel_conv_drawn_too_large_are_still_reported(

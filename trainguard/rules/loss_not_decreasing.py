@@ -25,7 +25,13 @@ within the windows), or, where the loss is too noisy to tell (dropout 0.5 on bat
 heavy-tailed robust loss), a recorded eval loss must say the same (its latest point not
 `stuck_eval_drop` below the best earlier one); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
 first window) in any window is not stuck from the start, and one that went below zero (a policy
-loss, a Gaussian NLL) has no scale for percent changes and is not judged by them.
+loss, a Gaussian NLL) has no scale for percent changes and is not judged by them. A loss above its first value
+alone is not stuck where the run's own eval metric says the model learns (`metric_progress`: an accuracy, an AUC,
+an error rate whose latest record closed 1 - `ignore_below_fraction`, a fifth, of the gap from its first record to
+its best score, by `min_significance` times its record-to-record noise): a self-distillation loss (DINO, BYOL)
+starts low, where teacher and student are one network, and rises as the teacher's target moves, while the features
+improve. The metric does not outweigh a loss still at its first window's level or at chance level (outputs that
+predict nothing, whatever the features score).
 A run that records several losses and no total (`d_loss` and `g_loss` of a GAN) is not judged:
 which of them should go down is not known, and an adversarial loss need not go down at all.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
@@ -41,7 +47,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base, shared, shared_loss
+from trainguard.rules import base, metric_progress, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
@@ -117,7 +123,9 @@ class LossNotDecreasing(base.Rule):
             description="Stay quiet once the best block mean is below this fraction of the first loss (of chance "
             "level ln K when lower; K unknown, of the first `stuck_window_steps` steps' mean when lower): the run "
             "learned, and a plateau then is convergence, not a fault. 0.5 (halved) called a noisy binary task "
-            "converged at its Bayes floor (0.69 -> 0.49) stuck. None reports every plateau (SageMaker).",
+            "converged at its Bayes floor (0.69 -> 0.49) stuck. None reports every plateau (SageMaker). On the stuck "
+            "path, a recorded eval metric that closed 1 - this of the gap from its first record to its best score "
+            "(a fifth) has learned too.",
         )
         stuck_steps: int | None = Field(
             default=150,
@@ -220,6 +228,8 @@ class LossNotDecreasing(base.Rule):
         self.eval_best: float | None = None
         """The lowest eval loss before the latest one."""
         self.eval_last: float | None = None
+        self.metrics = metric_progress.MetricProgress()
+        """The eval-mode quality metrics the run records (the evidence that it learns where its loss says nothing)."""
         self.classes: int | None = None
         """K, the outputs of the last dense layer (chance level ln K), when the catalogue's module classes tell it."""
         self.pairs: int | None = None
@@ -299,6 +309,7 @@ class LossNotDecreasing(base.Rule):
         """Keep the latest eval loss and the lowest before it (train mode only: in eval mode it is the loss judged)."""
         if p.mode != "train" or not view.eval_scalars:
             return
+        self.metrics.push(view)
         x = self.read_eval(view)
         if x is not None and math.isfinite(x):
             if self.eval_last is not None:
@@ -427,8 +438,15 @@ class LossNotDecreasing(base.Rule):
         level = self._chance_level(opening, recent)
         chance = level[0] if level is not None else None
         window = shared_loss.Spread.of(last)
-        # against the first loss, and against the mean of the first window (one batch's loss can be an outlier)
-        at_first = recent > first * (1 - p.stuck_drop) or recent > opening * (1 - p.stuck_drop)
+        # Against the first loss, and against the mean of the first window (one batch's loss can be an outlier).
+        # Where the run's own eval metric closed a fifth of its gap to its best score, the model learns, and a loss
+        # above its first value alone says nothing against it: a self-distillation loss starts low, teacher and
+        # student one network, and rises as the teacher's target moves, while it falls from its first window.
+        # A loss still at its first window's level, or at chance level, stays the judge whatever the metric.
+        progress = self.metrics.learned(1 - learned, p.min_significance)
+        from_first = recent > first * (1 - p.stuck_drop) and progress is None
+        from_opening = recent > opening * (1 - p.stuck_drop)
+        at_first = from_first or from_opening
         # at chance and no longer falling towards it (a slow start passes through chance level on its way down)
         flat = bool(before) and recent >= (1 - p.stuck_drop) * sum(before) / len(before)
         at_chance = chance is not None and abs(recent - chance) <= p.stuck_drop * chance and flat
@@ -448,9 +466,9 @@ class LossNotDecreasing(base.Rule):
         # window's spread holds the init's transient (a learning rate far too high jumps 10x in its first steps).
         unit = window.var
         claims = []
-        if recent > first * (1 - p.stuck_drop):
+        if from_first:
             claims.append((first, f"its first value {base.fmt(first)}", math.sqrt(unit / window.n + unit)))
-        if recent > opening * (1 - p.stuck_drop):
+        if from_opening:
             what = f"its mean over the first {p.stuck_window_steps} steps, {base.fmt(opening)},"
             claims.append((opening, what, math.sqrt(unit / window.n + unit / max(self.opening.n, 1))))
         if at_chance and level is not None:
@@ -495,8 +513,13 @@ class LossNotDecreasing(base.Rule):
             "check that the labels match the inputs (not shuffled apart), that the network has nonlinearities and "
             "the loss takes raw logits (no softmax before CrossEntropyLoss), dropout's p, and the learning rate"
         )
+        if progress is not None:
+            evidence += (
+                f"; {progress.name} moved from {base.fmt(progress.first)} to {base.fmt(progress.last)}, which does not "
+                "outweigh a loss at this level"
+            )
         # The evidence is the bound the mean had to fall below (the reference less `stuck_drop`), quoted as such.
-        if recent > first:
+        if from_first and recent > first:
             bound = first * (1 - p.stuck_drop)
             # the same condition holds for a loss that went up: say so, not "within 2%"
             state = (
@@ -510,7 +533,7 @@ class LossNotDecreasing(base.Rule):
         elif at_first:
             reference, what = (
                 (first, "its first value")
-                if recent > first * (1 - p.stuck_drop)
+                if from_first
                 else (opening, f"its mean over the first {p.stuck_window_steps} steps,")
             )
             bound = reference * (1 - p.stuck_drop)
@@ -544,7 +567,7 @@ class LossNotDecreasing(base.Rule):
             "opening_spread": self.opening.get_state(), "window": self.window.get_state(),
             "window_start": self.window_start, "learned": self.learned, "negative": self.negative,
             "eval_best": self.eval_best, "eval_last": self.eval_last, "lr_low_since": self.lr_low_since,
-            **self.lr.get_state(),
+            "metrics": self.metrics.get_state(), **self.lr.get_state(),
         }  # fmt: skip
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -572,6 +595,7 @@ class LossNotDecreasing(base.Rule):
         self.negative = state.get("negative")
         self.eval_best = state.get("eval_best")
         self.eval_last = state.get("eval_last")
+        self.metrics.set_state(state.get("metrics"))
         self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
         self.lr.set_state(state)
         self.lr_low_since = state.get("lr_low_since")

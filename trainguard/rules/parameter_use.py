@@ -1,7 +1,7 @@
 """How the forward pass uses a parameter, read from the catalogue and the gradients a run records: evidence for the weight rules.
 
 A parameter's catalogue entry says what owns it (`module`, `module_type`) and its shape; its gradient record says
-how the loss reached it. Five readings that the weight rules need so as not to judge design as a fault:
+how the loss reached it. Six readings that the weight rules need so as not to judge design as a fault:
 
 - `read_by_index`: a bare `nn.Parameter` (no `torch.nn` layer with dense kernels owns it) whose gradient at a
   view has whole rows' worth of exactly-zero elements, but not all of them, is a table read by index
@@ -11,6 +11,12 @@ how the loss reached it. Five readings that the weight rules need so as not to j
 - `broadcast_token`: a bare parameter of three or more dimensions with a leading 1 ([1, 1, d], [1, n, d]) is
   shaped to broadcast over the batch: a learned query, a CLS token or a positional table, not a kernel. Read from
   the catalogue alone (shape, owner).
+- `own_parameter`: a bare parameter whose owner's class the catalogue records (an `nn.Parameter` a module of the
+  user's own declares: `SegmentLM.pos`, `GATLayer.att_src`, `LoRALinear.lora_a`) has no class to say what it is: a
+  positional table added to the activations, a learned query, a gate vector, a low-rank factor or a hand-written
+  kernel. Only a `torch.nn` layer's class says "kernel", so such a parameter is held to the widest init convention
+  (an embedding's N(0, 1)), not to fan-based kernel targets. A capture that records no classes (`module_type`
+  None) says nothing either way, and its parameters are read as the kernels they usually are.
 - `GradientReach.skipped`: a parameter that had a gradient at an earlier view and has none recorded now was
   skipped by this step's forward pass (an expert the router sent no tokens, a branch not taken at these
   steps): conditional computation, not a layer left behind.
@@ -89,6 +95,13 @@ def broadcast_token(meta: TensorMeta) -> bool:
     follows the token conventions (N(0, 1) as `nn.Embedding`'s, or N(0, 0.02)). A layer's kernel with one output
     channel (a `Conv1d(1, 1, k)`'s [1, 1, k]) has a class that says it is a kernel."""
     return bare(meta) and len(meta.shape) >= 3 and meta.shape[0] == 1
+
+
+def own_parameter(meta: TensorMeta) -> bool:
+    """Whether a weight is a `bare` parameter of a module whose class the catalogue records (`module_type` set, not
+    a `torch.nn` layer with dense kernels): declared by a module of the user's own, whose role (table, token, gate,
+    kernel) no class tells. Read from the catalogue alone."""
+    return meta.module_type is not None and bare(meta)
 
 
 ZERO_WHEN_INACTIVE = frozenset({"relu", "relu6"})

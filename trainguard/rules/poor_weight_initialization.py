@@ -13,8 +13,13 @@ by index (`parameter_use.read_by_index`: whole rows' worth of its gradient exact
 as in a sampled-softmax output table or one tied to an embedding), judged as the embedding it is. A bare parameter
 shaped to broadcast over the batch (`parameter_use.broadcast_token`: three or more dimensions, the leading one 1, as
 a learned query or CLS token [1, 1, d] or a positional table [1, n, d]) is no kernel and not checked at all: tokens
-start at N(0, 1) or N(0, 0.02) by convention; a bare kernel ([in, out] drawn from randn) still is checked;
-and with `std_ratio_min` set, kernels far below when most of them are (one small layer is
+start at N(0, 1) or N(0, 0.02) by convention. Any other parameter a module of the user's own declares
+(`parameter_use.own_parameter`: a bare parameter whose owner's class is recorded and is no `torch.nn` kernel layer,
+as a positional table [n, d] added to the activations) has no class to say it is a kernel: it is held to the widest
+convention, N(0, 1) (`TOKEN_STD`), where that is above its fan-based target, and is never reported as too small. A
+hand-written kernel drawn from plain randn is then not told from a table drawn the same way; one drawn far beyond
+N(0, 1) still is reported, and a capture without module classes has its bare parameters judged as kernels. And
+with `std_ratio_min` set, kernels far below when most of them are (one small layer is
 usually on purpose); whole kernels that are exactly zero (not a lookup table of one column: a per-row bias,
 zero by convention like any bias), when at least one of them gets no gradient at that view (or none is
 recorded): a zero kernel whose own gradient is not zero moves off zero at the first update (LoRA's B
@@ -46,6 +51,10 @@ NOT_FAN_BASED = shared.LOOKUP_TABLES
 """Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
 UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
 """Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
+TOKEN_STD = 1.0
+"""The largest init convention for a parameter no layer class calls a kernel (`parameter_use.own_parameter`): N(0, 1),
+`nn.Embedding`'s default and the usual draw of positional tables, CLS tokens and learned queries (N(0, 0.02), GPT-2's,
+is the smallest)."""
 RECURRENT = frozenset({"RNN", "GRU", "LSTM", "RNNCell", "GRUCell", "LSTMCell"})
 """Module classes whose hidden-to-hidden matrices (`weight_hh*`) start orthogonal or as the identity."""
 
@@ -250,17 +259,23 @@ class PoorWeightInitialization(base.Rule):
         small: list[
             tuple[float, int, float, float]
         ] = []  # (std / the smallest target, row, std, that target)
+        judged_small = [i for i in checked if not parameter_use.own_parameter(view.meta[i])]
         for i in checked:
             std = float(view.stats[at[i], COL["std"]])
             low, high = std_targets(view.meta[i].shape)
             before = initial[i] is not None
+            own = parameter_use.own_parameter(view.meta[i])
+            if own and high < TOKEN_STD:
+                high = TOKEN_STD  # a table or token drawn from N(0, 1), as an embedding is, is no kernel too large
             if std > p.std_ratio_max * high:
-                out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max, before))
-            elif p.std_ratio_min is not None and std < p.std_ratio_min * low:
+                out.append(self._std_finding(view, i, std, "above", high, p.std_ratio_max, before, own=own))
+            elif p.std_ratio_min is not None and not own and std < p.std_ratio_min * low:
                 small.append((std / low, i, std, low))
-        if small and p.std_ratio_min is not None and len(small) > p.small_share * len(checked):
+        if small and p.std_ratio_min is not None and len(small) > p.small_share * len(judged_small):
             _, i, std, low = min(small)
-            note = f"{len(small)} of {len(checked)} kernels are below it" if len(checked) > 1 else ""
+            note = (
+                f"{len(small)} of {len(judged_small)} kernels are below it" if len(judged_small) > 1 else ""
+            )
             out.append(
                 self._std_finding(view, i, std, "below", low, p.std_ratio_min, initial[i] is not None, note)
             )
@@ -276,10 +291,18 @@ class PoorWeightInitialization(base.Rule):
         ratio: float,
         before: bool,
         note: str = "",
+        *,
+        own: bool = False,
     ) -> base.Finding:
+        what = (
+            f"init convention {base.fmt(target)} (N(0, 1), as an embedding's, or a kernel's fan-based target) for "
+            f"a parameter of {view.meta[i].module_type}'s own of shape"
+            if own
+            else f"standard target {base.fmt(target)} for shape"
+        )
         msg = (
             f"{view.names[i]}: initial std {base.fmt(std)} {_when(before)} is {base.fmt(std / target)}x the "
-            f"{'smallest' if side == 'below' else 'largest'} standard target {base.fmt(target)} for shape "
+            f"{'smallest' if side == 'below' else 'largest'} {what} "
             f"{list(view.meta[i].shape)}, {side} the bound {base.fmt(ratio * target)} (x{base.fmt(ratio)})"
             f"{f' ({note})' if note else ''} "
             f"{self.where(view)}"

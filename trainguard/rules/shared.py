@@ -71,7 +71,9 @@ class KernelPair:
     Lookup tables (the catalogue's module class of the parameter, `LOOKUP_TABLES`) are no kernels:
     a table's gradient is as small as the share of rows a batch uses, whatever the depth; nor are tokens
     shaped to broadcast over the batch (`parameter_use.broadcast_token`: a learned query [1, 1, d], whose
-    gradient is a handful of elements, first in forward order)."""
+    gradient is a handful of elements, first in forward order), nor other parameters a module of the user's own
+    declares (`parameter_use.own_parameter`: a positional table [n, d] added to the activations, first in forward
+    order, whose gradient is the batch's sum over positions, no layer's)."""
 
     def __init__(self) -> None:
         self._names: tuple[str, ...] | None = None
@@ -83,7 +85,8 @@ class KernelPair:
             tables = {
                 m.name
                 for m in view.meta
-                if m.module_type in LOOKUP_TABLES or (m.trainable and parameter_use.broadcast_token(m))
+                if m.module_type in LOOKUP_TABLES
+                or (m.trainable and (parameter_use.broadcast_token(m) or parameter_use.own_parameter(m)))
             }
             kernels = sorted(
                 (view.meta[i].order, int(i))

@@ -1,0 +1,67 @@
+"""`metric_progress` says a model learns from the eval metrics its run records, on evidence.
+
+Hand-made views with only eval scalars, as a run records them every few saved steps: an accuracy that
+climbs a third of the way to 1 in steady steps has learned; the same gain made of swings between records
+(label-sorted batches) has not, nor one under a fifth of the way (a learning rate far too low), nor a
+metric with no best score known (a return above 1) or whose name places no direction; an error rate that
+falls by a fifth towards 0 has. The state survives a round trip. Every margin is wide.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from trainguard.rules.metric_progress import MetricProgress
+from trainguard.rules.step_view import COLUMNS, StepView
+
+
+def _progress(name: str, values: list[float]) -> MetricProgress:
+    progress = MetricProgress()
+    for k, x in enumerate(values):
+        progress.push(StepView(step=25 * (k + 1), names=(), meta=(), stats=np.zeros((0, len(COLUMNS))),
+                               eval_scalars={name: x}))  # fmt: skip
+    return progress
+
+
+def test_a_steady_climb_of_a_third_of_the_way_to_1_has_learned() -> None:
+    found = _progress("val_centroid_accuracy", [0.46, 0.48, 0.51, 0.55, 0.59, 0.63]).learned(0.2, 2.0)
+    assert found is not None
+    assert (found.name, found.first, found.last) == ("val_centroid_accuracy", 0.46, 0.63)
+    assert 0.3 < found.share < 0.33
+
+
+def test_swings_short_gains_and_metrics_without_a_best_score_have_not() -> None:
+    # 0.17 -> 0.40 is 28% of the way, made of swings of 0.25-0.3 between records
+    assert _progress("val_acc", [0.17, 0.17, 0.45, 0.2, 0.5, 0.40]).learned(0.2, 2.0) is None
+    assert _progress("val_acc", [0.17, 0.22, 0.27, 0.32, 0.36, 0.40]).learned(0.2, 2.0) is not None
+    # steady, but 5% of the way: a learning rate far too low
+    assert _progress("val_accuracy", [0.15, 0.16, 0.17, 0.18, 0.19]).learned(0.2, 2.0) is None
+    # an episode return has no best score to measure the way against; a name without a direction is not read
+    assert _progress("episode_return", [10.0, 40.0, 90.0, 160.0]).learned(0.2, 2.0) is None
+    assert _progress("val_centroid_spread", [0.1, 0.4, 0.7, 0.9]).learned(0.2, 2.0) is None
+    # two records give no noise to weigh the gain against
+    assert _progress("val_accuracy", [0.2, 0.9]).learned(0.2, 2.0) is None
+
+
+def test_an_error_rate_that_falls_a_fifth_of_the_way_to_0_has_learned() -> None:
+    assert _progress("val_error", [0.5, 0.45, 0.4, 0.35]).learned(0.2, 2.0) is not None
+    assert _progress("val_error", [0.5, 0.49, 0.48, 0.47]).learned(0.2, 2.0) is None
+
+
+def test_the_state_survives_a_round_trip() -> None:
+    progress = _progress("val_accuracy", [0.46, 0.5, 0.55])
+    again = MetricProgress()
+    again.set_state(json.loads(json.dumps(progress.get_state())))
+    for p in (progress, again):
+        p.push(
+            StepView(
+                step=100,
+                names=(),
+                meta=(),
+                stats=np.zeros((0, len(COLUMNS))),
+                eval_scalars={"val_accuracy": 0.6},
+            )
+        )
+    assert progress.learned(0.2, 2.0) == again.learned(0.2, 2.0) is not None

@@ -1,0 +1,102 @@
+"""How far the quality metrics a run records at evaluation moved from their first record toward their best score.
+
+The evidence that a model learns where its training loss is no measure of it: a self-distillation loss (DINO,
+BYOL) is a cross-entropy against a teacher that moves with the student, so it need not fall while the features
+improve. The run's own held-out metric (`hook.record_scalar("val_acc", ..., mode="eval")`) says whether they do.
+
+Which way a metric should move is read from its name (`metric_against_loss.direction`); its best score from its
+direction and range: 1 for one that should rise and has stayed within [0, 1] (an accuracy, an AUC, a recall), 0 for
+one that should fall and has stayed at or above 0 (an error rate, an MAE). Others (a return, a reward: no best
+known) are not read. A metric has learned when its latest record closed at least `share` of the gap between its
+first record and its best score, by at least `significance` times its record-to-record noise (the standard
+deviation of its successive differences: a steady trend has little, a metric that swings between records has
+much), with three records at least (two differences).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from trainguard.rules import shared_loss
+from trainguard.rules.metric_against_loss import direction
+from trainguard.rules.step_view import StepView
+
+MIN_RECORDS = 3
+"""Records a metric needs before it is read: two successive differences give its noise."""
+
+
+@dataclass(frozen=True)
+class Learned:
+    """A metric that moved towards its best score: its name, first and latest records, the share of the gap to the
+    best score it closed, and its record-to-record noise."""
+
+    name: str
+    first: float
+    last: float
+    share: float
+    noise: float
+
+
+class _Series:
+    """One metric's first, previous and extreme records, their count, and the spread of its successive differences."""
+
+    def __init__(self, state: list[Any] | None = None) -> None:
+        first, last, lo, hi, n, diffs = (
+            state if state and len(state) == 6 else (None, None, math.inf, -math.inf, 0, None)
+        )
+        self.first: float | None = first
+        self.last: float | None = last
+        self.lo, self.hi, self.n = float(lo), float(hi), int(n)
+        self.diffs = shared_loss.Spread()
+        self.diffs.set_state(diffs)
+
+    def push(self, x: float) -> None:
+        if self.last is not None:
+            self.diffs.push(x - self.last)
+        self.first = x if self.first is None else self.first
+        self.last, self.lo, self.hi, self.n = x, min(self.lo, x), max(self.hi, x), self.n + 1
+
+    def best(self, sign: int) -> float | None:
+        if sign > 0 and 0.0 <= self.lo and self.hi <= 1.0:
+            return 1.0
+        if sign < 0 and self.lo >= 0.0:
+            return 0.0
+        return None
+
+    def get_state(self) -> list[Any]:
+        return [self.first, self.last, self.lo, self.hi, self.n, self.diffs.get_state()]
+
+
+class MetricProgress:
+    """The eval-mode quality metrics a run records, each as a series of its records."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, _Series] = {}
+
+    def push(self, view: StepView) -> None:
+        """Read this view's eval-mode scalars whose names say which way they should move."""
+        for name, x in view.eval_scalars.items():
+            if direction(name) and math.isfinite(x):
+                self.series.setdefault(name, _Series()).push(float(x))
+
+    def learned(self, share: float, significance: float) -> Learned | None:
+        """The first metric whose latest record closed `share` of the gap from its first record to its best score,
+        by `significance` times its record-to-record noise; None when none did (or none is recorded)."""
+        for name, s in self.series.items():
+            sign = direction(name)
+            best = s.best(sign)
+            if best is None or s.n < MIN_RECORDS or s.first is None or s.last is None:
+                continue
+            gap, gain = sign * (best - s.first), sign * (s.last - s.first)
+            noise = math.sqrt(s.diffs.var)
+            if gap > 0 and gain >= share * gap and gain >= significance * noise:
+                return Learned(name, s.first, s.last, gain / gap, noise)
+        return None
+
+    def get_state(self) -> dict[str, list[Any]]:
+        return {name: s.get_state() for name, s in self.series.items()}
+
+    def set_state(self, state: dict[str, list[Any]] | None) -> None:
+        self.series = {str(name): _Series(list(v)) for name, v in (state or {}).items()}

@@ -110,11 +110,11 @@ def tab_resnet(run: Run) -> None:
     swa_model = swa_utils.AveragedModel(model) if kind == "swa" else None
     swa_sched = swa_utils.SWALR(opt, swa_lr=0.02, anneal_epochs=2) if kind == "swa" else None
     decay = 1.0 if run.bug == "ema_decay_one" else 0.98
-    ema = (
-        swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(decay))
-        if kind == "ema"
-        else None
-    )
+    ema = None
+    if kind == "ema":  # the weights and the BatchNorm statistics averaged alike
+        ema = swa_utils.AveragedModel(
+            model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(decay), use_buffers=True
+        )
     run.hook.register_module(model)
     run.hook.register_optimizer(opt)
     epoch: list[torch.Tensor] = []

@@ -132,7 +132,7 @@ def catalogue() -> list[Blind6Program]:
         b("U08", "swa_bn_never_updated", swa, "swa_bn_never_updated", "SC",
           "the SWA model's BatchNorm statistics never recomputed after averaging", effect_step=209),
         b("U09", "ema_decay_one", ema, "ema_decay_one", "SC",
-          "the evaluation EMA built with decay 1.0: it never leaves the initial weights"),
+          "the evaluation EMA built with decay 1.0: it keeps the weights of the first step"),
         b("U10", "adagrad_initial_accumulator_huge", ada, "adagrad_initial_accumulator_huge", "VG",
           "Adagrad given initial_accumulator_value=1e4"),
         b("U11", "lbfgs_closure_never_zeroes_grad", lbf, "closure_never_zeroes_grad", "SC",

@@ -30,7 +30,7 @@ SPLITS = {
     "blind3": (third, 28, 12),
     "blind4": (fourth, 30, 14),
     "blind5": (fifth, 30, 14),
-    "blind6": (sixth, 30, 14),
+    "blind6": (sixth, 30, 8),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -48,7 +48,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
            "blind4": "blind4_W15_generated_weights_detached",
-           "blind5": "blind5_V19_fakequant_without_straight_through"}  # fmt: skip
+           "blind5": "blind5_V19_fakequant_without_straight_through",
+           "blind6": "blind6_U14_negatives_labelled_positive"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

@@ -98,14 +98,14 @@ def regions(g: torch.Generator, n: int) -> Pair:
     return x, y + 0.1 * torch.randn(n, generator=g)
 
 
-def community_graph(g: torch.Generator, nodes: int = 200, communities: int = 4) -> tuple[torch.Tensor, ...]:
+def community_graph(g: torch.Generator, nodes: int = 200, communities: int = 8) -> tuple[torch.Tensor, ...]:
     """A stochastic block graph: node features float[nodes, 16] (a noisy community code), its undirected edges
     long[E, 2] (i < j) in random order, and random non-edges long[E, 2] for validation."""
     comm = torch.randint(0, communities, (nodes,), generator=g)
     code = torch.randn(communities, 16, generator=g)
     feats = code[comm] + 1.5 * torch.randn(nodes, 16, generator=g)
     same = comm[:, None] == comm[None, :]
-    p = torch.where(same, torch.tensor(0.12), torch.tensor(0.01))
+    p = torch.where(same, torch.tensor(0.3), torch.tensor(0.005))
     a = torch.rand(nodes, nodes, generator=g) < p
     a = torch.triu(a, 1)
     edges = a.nonzero()

@@ -18,6 +18,7 @@ import pytest
 from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
 from tests.rules.test_batchnorm_small_batch import point_views
+from tests.rules.test_collapsed_lookup import lookup_views
 from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
@@ -202,6 +203,9 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
         )
     ],
     "class_imbalance": [("99:1", {}, lambda: Stream(steps=20, fault=_skewed))],
+    "collapsed_lookup": [
+        ("ids modulo 1", {}, lambda: lookup_views(lambda s: 230 if s < 100 else 1, steps=300))
+    ],
     "stalled_training": [("an hour's pause", {}, lambda: Stream(steps=30, fault=_pause))],
     "optimizer_not_stepping": [("scaler never recovers", {}, _optimizer_stops_stepping)],
     "metric_against_loss": [("accuracy falls", {}, lambda: Stream(steps=400, fault=_accuracy_falls))],

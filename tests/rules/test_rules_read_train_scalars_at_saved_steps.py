@@ -99,3 +99,24 @@ def test_loss_spike_reads_every_step_and_sees_a_spike_between_saved_steps(tmp_pa
         f for seg in source.poll() for v in builder.views(seg, source.catalogue()) for f in rule.update(v)
     ]
     assert [f.step for f in found] == [305]  # step 305 is not saved: at saved steps only it is never seen
+
+
+def test_exploding_tensor_finds_a_nan_loss_the_step_it_is_recorded_with_no_saved_step_after_it(
+    tmp_path: Path,
+) -> None:
+    """A loss scaler skips the optimizer step on non-finite gradients, so the step count stops: the NaN losses
+    all lie between saved steps. Read at saved steps only, the rule would never see one."""
+    uri = f"file://{tmp_path}/nan"
+    with trainguard.Recorder(uri, save_interval=10) as rec:
+        for step in range(14):
+            rec.record_tensor("w", np.ones((1, 2), np.float32), collection="weights")
+            rec.record_scalar("loss", float("nan") if step >= 12 else 1.0)
+            rec.step()
+    run = trainguard.open_run(uri)
+    source = run.source(0)
+    builder = ViewBuilder(0, save_interval=save_interval_of(run.info))
+    views = [v for seg in source.poll() for v in builder.views(seg, source.catalogue())]
+    assert not any(v.saved for v in views if v.step >= 11)
+    rule = registry.get("exploding_tensor")()
+    found = [f for v in views for f in rule.update(v)]
+    assert [f.step for f in found] == [12, 13] and "loss (train scalar) is nan" in found[0].message

@@ -29,6 +29,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("overtraining", Action.NOTIFY),
     ("auc_drop", Action.NOTIFY),
     ("class_imbalance", Action.NOTIFY),
+    ("collapsed_lookup", Action.NOTIFY),
     ("input_scale", Action.NOTIFY),
     ("metric_against_loss", Action.NOTIFY),
     ("optimizer_not_stepping", Action.NOTIFY),

@@ -6,6 +6,13 @@ Statistics are stored as float32, so a float64 tensor with values beyond float32
 3.4e38) arrives with an infinite min or max and no Inf counted: that counts too (on a float64
 numpy run with a learning rate 3000x too high, 43 steps before the first Inf).
 SageMaker Debugger's `only_nan` is supported.
+
+It reads the train scalars of every step (`every_step`), not only of saved steps: a non-finite loss is found
+the step it is recorded. A saved step need not come after it: when the gradients are non-finite a loss scaler
+skips the optimizer step, and the hook's step count stops where the optimizer stopped, so a run whose
+gradients are never unscaled records its NaN losses between saved steps until it ends (a hand-written loss
+scale of 1024 left on the gradients, SGD at lr 0.05: the loss is 1.7 at step 0, 8-36 at step 1, NaN from
+then on, and no saved step after step 0).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ class ExplodingTensor(base.Rule):
         "NaN or infinite values in any tensor or in the loss; names the first tensor in execution order."
     )
     default_severity = Severity.CRITICAL
+    every_step = True
     hint = (
         "lower the learning rate or clip gradients, check the inputs and labels for NaN, and guard log(0), "
         "division by zero and overflow in float16 (use bfloat16 or a loss scaler)"

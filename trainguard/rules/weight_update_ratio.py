@@ -10,7 +10,8 @@ schedule that anneals it (cosine to zero, step decay) makes the steps small on p
 A blow-up needs neither the gate nor the debounce: the weights' total norm multiplying between two
 views (`blow_up_growth`x, or `blow_up_growth_per_step`x per step between close views, and at least
 `blow_up_rate`x per step;
-`shared.WeightBlowUp`) is reported at once. Small updates after a blow-up are its aftermath (dead
+`shared.WeightBlowUp`) is reported at once; the first view's weights are compared with their initial-weights
+record, one update before them, so a first update that multiplies the weights is found at step 0. Small updates after a blow-up are its aftermath (dead
 units pass no gradient), and the low side then says so and asks for a lower learning rate.
 A model whose only trainable kernel is one layer (a linear probe on a frozen encoder, a logistic
 regression) is convex in it: steps too large for it cannot make the loss fall, and a head at its

@@ -78,6 +78,8 @@ class KernelPair:
     def __init__(self) -> None:
         self._names: tuple[str, ...] | None = None
         self._pair: tuple[int, int] | None = None
+        self.ordered: list[tuple[int, int]] = []
+        """(forward order, row) of every kernel the pair was chosen from, in forward order (as of the last call)."""
 
     def __call__(self, view: StepView, rows: np.ndarray) -> tuple[int, int] | None:
         if self._names is not view.names and self._names != view.names:
@@ -88,7 +90,7 @@ class KernelPair:
                 if m.module_type in LOOKUP_TABLES
                 or (m.trainable and (parameter_use.broadcast_token(m) or parameter_use.own_parameter(m)))
             }
-            kernels = sorted(
+            self.ordered = kernels = sorted(
                 (view.meta[i].order, int(i))
                 for i in rows
                 if len(view.meta[i].shape) >= 2

@@ -46,6 +46,16 @@ last residual projection). The second cannot be told from that one output droppe
 says so; a whole block cut off, or a slot that no block's gradient reaches, still warns. Any other still
 parameter at the same view is reported as before.
 
+An optimizer that ends its own steps (`SELF_STOPPING`: L-BFGS returns without a step once its gradient or the
+change of its loss falls below `tolerance_grad` / `tolerance_change`, or its line search finds no decrease) stands still
+when it has converged. Such a standstill gets an info-level notice instead of the warning when the records show a fixed
+point: every watched parameter is updated by such an optimizer (the catalogue's optimizer class, format 2.5), the
+parameters moved at an earlier saved step, and every recorded gradient norm and the loss are bitwise the same at each
+saved step of the standstill (the same weights and the same full batch give the same gradient, and the optimizer makes
+the same decision: nothing left to do). The bug class the standstill finds keeps its warning: gradients that change
+while the weights stand still (an L-BFGS closure that never zeroes them accumulates a growing gradient; mini-batches give
+a new one at every step), a standstill from the start, or an optimizer that steps whenever it has a gradient.
+
 Where the run records the optimizer's parameter groups (format 2.5, `group_rates`), a parameter whose own
 group's learning rate is 0, or below `lowered_lr_fraction` of that group's peak, is not watched (frozen by
 design: a backbone given to the optimizer at lr 0, layer-wise decay down to 0); a finding says how many it
@@ -74,6 +84,8 @@ _FIRST_UNITS = 5
 _ACTIVE = "active"
 _DEAD_PERCENT = 1.0
 """A unit active on fewer than this percent of samples is dead (dead_relu's default `threshold_inactivity`)."""
+SELF_STOPPING = frozenset({"LBFGS"})
+"""Optimizer classes that end a step without moving when they have converged (tolerances, a failed line search)."""
 
 
 class UnchangedTensor(base.Rule):
@@ -139,6 +151,17 @@ class UnchangedTensor(base.Rule):
         """The training step after which no watched parameter has moved (None while something moves)."""
         self.last_step: int | None = None
         self.standstill_reported = False
+        self.moved_once = False
+        """Whether a watched parameter has moved at any saved step so far."""
+        self.fixed_point: tuple[float, ...] | None = None
+        """While standing still: the gradient norms and loss of the standstill's first view, kept while every later view
+        repeats them bitwise (the evidence of a converged self-stopping optimizer); None otherwise."""
+        self.converged_noted = False
+        """Whether the info-level notice of a converged standstill was given."""
+        self.fixed_loss: float | None = None
+        """The loss the standstill's views recorded (all the same while `fixed_point` holds)."""
+        self.fixed_views = 0
+        """Views of the standstill after its first that repeated `fixed_point`."""
         self.stale = StaleGradients()
         self.unused: set[str] = set()
         """Parameters whose gradient was stale at the latest view."""
@@ -195,12 +218,18 @@ class UnchangedTensor(base.Rule):
             self.still_from = None
             return []
         if bool((upd[measured] > 0).any()):
-            self.still_from = None
+            self.still_from, self.moved_once = None, True
             return []
+        self._track_fixed_point(view, rows, starting=self.still_from is None)
         self.still_from = previous if self.still_from is None else self.still_from
         span = view.step - self.still_from
         if p.standstill_steps is None or span < p.standstill_steps or self.standstill_reported:
             return []
+        if self._converged(
+            view, rows
+        ):  # noted once; a gradient that changes later ends the fixed point and warns
+            noted, self.converged_noted = self.converged_noted, True
+            return [] if noted else [self._converged_notice(view, rows, span, lr)]
         self.standstill_reported = True
         msg = (
             f"{view.names[int(rows[0])]}: none of the {len(rows)} trainable tensors changed in the last {span} steps "
@@ -214,6 +243,48 @@ class UnchangedTensor(base.Rule):
         )
         return [self.finding(view, msg, tensor=view.names[int(rows[0])], value=float(span),
                              threshold=float(p.standstill_steps), hint=hint)]  # fmt: skip
+
+    def _track_fixed_point(self, view: StepView, rows: np.ndarray, starting: bool) -> None:
+        """Keep `fixed_point` while the watched parameters' gradient norms and the loss (where a view records it) repeat
+        bitwise view to view; drop it at the first difference."""
+        row_of = self._row_of_name(view)
+        grads = [row_of.get(f"grad/{view.names[int(i)]}") for i in rows]
+        loss = view.scalars.get("loss")
+        now = tuple(float(view.stats[g, COL["l2"]]) for g in grads if g is not None)
+        if starting:
+            self.fixed_point, self.fixed_loss, self.fixed_views = now, loss, 0
+        elif self.fixed_point == now and (loss is None or self.fixed_loss in (None, loss)):
+            self.fixed_views += 1
+            self.fixed_loss = loss if loss is not None else self.fixed_loss
+        else:
+            self.fixed_point = None
+        if None in grads:
+            self.fixed_point = None  # a parameter without a gradient record: no evidence
+
+    def _converged(self, view: StepView, rows: np.ndarray) -> bool:
+        """Whether the standstill is a self-stopping optimizer's fixed point (see the module docstring)."""
+        return (
+            self.moved_once
+            and self.fixed_point is not None
+            and self.fixed_views >= 1
+            and all(view.meta[int(i)].optimizer in SELF_STOPPING for i in rows)
+        )
+
+    def _converged_notice(
+        self, view: StepView, rows: np.ndarray, span: int, lr: float | None
+    ) -> base.Finding:
+        name = view.names[int(rows[0])]
+        optimizer = view.meta[int(rows[0])].optimizer
+        msg = (
+            f"{name}: none of the {len(rows)} trainable tensors changed in the last {span} steps {self.where(view)}"
+            f"{f' at learning rate {base.fmt(lr)}' if lr is not None else ''}, after they moved earlier; their "
+            f"optimizer ({optimizer}) ends a step without moving once it has converged, and the gradients and loss are "
+            f"bitwise the same at each of the last {self.fixed_views + 1} saved steps: a fixed point (it met its "
+            "tolerance_grad / tolerance_change, or its line search finds no decrease), nothing left to do"
+        )
+        hint = "if the loss should still fall, lower tolerance_change / tolerance_grad or restart with a fresh history"
+        found = self.finding(view, msg, tensor=name, value=float(span), hint=hint)
+        return replace(found, severity=Severity.INFO)
 
     def _units(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """The per-unit check of a Tier-1 view: layers with more than `unit_fraction`% of units frozen for `num_steps` views."""
@@ -408,6 +479,11 @@ class UnchangedTensor(base.Rule):
             "still_from": self.still_from,
             "last_step": self.last_step,
             "standstill_reported": self.standstill_reported,
+            "moved_once": self.moved_once,
+            "fixed_point": list(self.fixed_point) if self.fixed_point is not None else None,
+            "fixed_loss": self.fixed_loss,
+            "converged_noted": self.converged_noted,
+            "fixed_views": self.fixed_views,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -424,3 +500,9 @@ class UnchangedTensor(base.Rule):
         self.still_from = state.get("still_from")
         self.last_step = state.get("last_step")
         self.standstill_reported = bool(state.get("standstill_reported", False))
+        self.moved_once = bool(state.get("moved_once", False))
+        fixed = state.get("fixed_point")
+        self.fixed_point = tuple(float(x) for x in fixed) if fixed is not None else None
+        self.fixed_loss = state.get("fixed_loss")
+        self.converged_noted = bool(state.get("converged_noted", False))
+        self.fixed_views = int(state.get("fixed_views", 0))

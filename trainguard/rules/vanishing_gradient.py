@@ -13,6 +13,13 @@ One case needs no gate: a first/last ratio below `severe_ratio_threshold`, below
 healthy network shows (a deep sigmoid net loses about x4 per layer: 6e-4 over six layers, 1e-8
 over ten), counts whatever the loss does, so such a net is reported after 3 saved steps instead
 of waiting for the loss to prove it stuck.
+
+The ratio is judged on the network's depth path: leading Linear or convolution kernels whose output no later kernel
+reads (no later kernel's input width, dim 1, equals their output width, dim 0) are side branches, not its first layer:
+a mixture of experts' router, run first, whose output is the experts' gate values and whose gradient is only what a
+gate passes back (1e-3 of the experts' own under top-1 routing); a depth that vanishes starves the experts' first
+layers as well. The first kernel that a later one reads is the first layer (the first in forward order, as SageMaker
+and AUTOTRAINER take it, whenever it is read, and whenever none is).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from trainguard.rules import base, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
+_BRANCH_TYPES = frozenset({"Linear", "Conv1d", "Conv2d", "Conv3d"})
+"""Module classes whose kernel is [out, in, ...]: one whose out no later kernel takes in is a side branch."""
 
 
 class VanishingGradient(base.Rule):
@@ -79,6 +88,7 @@ class VanishingGradient(base.Rule):
         self.gate = shared_loss.LossGate(self.params)  # type: ignore[arg-type]
         self.kernels = shared.KernelPair()
         self.tables = shared.LookupTables()
+        self._depth: tuple[tuple[str, ...] | None, int] = (None, 0)
 
     def check(self, view: StepView) -> list[base.Finding]:
         self.gate.push(view)
@@ -143,6 +153,7 @@ class VanishingGradient(base.Rule):
         fl = self.kernels(view, rows)
         if fl is None:
             return []
+        fl = (self._depth_first(view, fl), fl[1])
         first, last = float(view.stats[fl[0], COL["l2"]]), float(view.stats[fl[1], COL["l2"]])
         if not 0 < last < math.inf:
             return []
@@ -162,6 +173,25 @@ class VanishingGradient(base.Rule):
             f"({view.names[fl[1]]}, {base.fmt(last)}), below the ratio {base.fmt(bound)} {self.where(view)}{why}"
         )
         return [self.finding(view, msg, tensor=name, value=ratio, threshold=bound)]
+
+    def _depth_first(self, view: StepView, pair: tuple[int, int]) -> int:
+        """The row of the depth path's first kernel: the first kernel in forward order that is not a Linear or
+        convolution whose output width no later kernel takes as its input width; the first kernel of `pair` when that
+        is the last or none is; cached until the view's names change."""
+        if self._depth[0] is not view.names and self._depth[0] != view.names:
+            module_type = {m.name: m.module_type for m in view.meta}
+            kernels = [view.meta[i] for _, i in self.kernels.ordered]
+            first = pair[0]
+            for k, (_, i) in enumerate(self.kernels.ordered):
+                m = kernels[k]
+                branch = module_type.get(m.name.removeprefix("grad/")) in _BRANCH_TYPES and all(
+                    later.shape[1] != m.shape[0] for later in kernels[k + 1 :]
+                )
+                if not branch:
+                    first = i if i != pair[1] else pair[0]
+                    break
+            self._depth = (view.names, first)
+        return self._depth[1]
 
     def get_state(self) -> dict[str, object]:
         return {"gate": self.gate.get_state()}

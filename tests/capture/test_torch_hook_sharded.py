@@ -147,13 +147,13 @@ def test_fsdp1_and_tensor_parallel_shards_merge_to_the_full_tensors_without_a_co
     )
 
 
-def test_sharded_histograms_sum_and_whole_row_unit_vectors_concatenate_others_say_per_shard(
+def test_sharded_histograms_sum_and_unit_vectors_merge_flat_pieces_say_per_shard(
     distributed_runs: Path,
 ) -> None:
     """Histograms (the same fixed log2 bins in every part) merge by adding, exactly, for any sharding; per-unit
-    vectors concatenate where each part holds whole rows (tensor parallelism's column-wise weight, `S(0)`),
-    and where a part holds pieces of every row (its row-wise weight, `S(1)`; FSDP1's flat pieces) the reader
-    refuses to merge them, saying why, and `trainguard inspect` lists them."""
+    vectors merge where each part holds a block: whole rows (tensor parallelism's column-wise weight, `S(0)`) laid
+    side by side, a block of every row's columns (its row-wise weight, `S(1)`) counted over the full width; FSDP1's
+    flat pieces hold neither, so the reader refuses to merge them, saying why, and `trainguard inspect` lists them."""
     run = trainguard.open_run(str(distributed_runs / "tp" / "run"))
     full = [np.load(distributed_runs / "tp" / "truth" / f"step-{s}.npz") for s in range(sharded_loop.STEPS)]
     for name in (*NAMES, *(f"grad/{n}" for n in NAMES)):
@@ -164,25 +164,25 @@ def test_sharded_histograms_sum_and_whole_row_unit_vectors_concatenate_others_sa
         if not name.endswith("2.bias"):  # replicated: each rank writes the whole, nothing to add
             own = run.hists(name, rank=1, merge=False).values
             assert own.sum() < hists.sum(), name  # a part's counts alone are not the whole's
-    # column-wise 0.weight [16, 8]: rows 0-7 on rank 0, 8-15 on rank 1; step 2's shares against step 1's weights
-    assert run.per_shard("0.weight") == {}
-    steps, moved = run.units("0.weight", "moved")
-    assert steps.tolist() == [0, 2] and moved.shape == (2, 16)
-    assert np.isnan(moved[0]).all()  # the first save has no previous copy
-    want = (full[2]["0.weight"] != full[1]["0.weight"]).mean(axis=1)
-    np.testing.assert_allclose(moved[1], want, rtol=1e-6)
-    assert run.units("0.weight", "moved", rank=1, merge=False).values.shape == (2, 8)
-    # row-wise 2.weight [3, 16]: each rank holds 8 columns of every row
-    why = run.per_shard("2.weight")["units"]
-    assert "S(1)" in why
-    with pytest.raises(store_errors.NotMerged, match=r"2\.weight.*merge=False"):
-        run.units("2.weight", "moved")
-    assert run.units("2.weight", "moved", rank=0, merge=False).values.shape == (2, 3)
+    # column-wise 0.weight [16, 8]: rows 0-7 on rank 0, 8-15 on rank 1; row-wise 2.weight [3, 16]: each rank
+    # holds 8 columns of every row. Step 2's shares against step 1's weights, as on the whole tensors
+    for name, rows, part in (("0.weight", 16, (2, 8)), ("2.weight", 3, (2, 3))):
+        assert run.per_shard(name) == {}
+        steps, moved = run.units(name, "moved")
+        assert steps.tolist() == [0, 2] and moved.shape == (2, rows), name
+        assert np.isnan(moved[0]).all()  # the first save has no previous copy
+        want = (full[2][name] != full[1][name]).mean(axis=1)
+        np.testing.assert_allclose(moved[1], want, rtol=1e-6, err_msg=name)
+        assert run.units(name, "moved", rank=1, merge=False).values.shape == part, name
     summary = inspect.summarize(run)
-    assert [r.per_shard_units for r in summary.ranks] == [{"2.weight": why}] * 2
-    assert f"2.weight: per-unit vectors not merged ({why})" in inspect.render_text(summary)
+    assert [r.per_shard_units for r in summary.ranks] == [{}] * 2
+    assert "per-unit vectors not merged" not in inspect.render_text(summary)
     fsdp1 = trainguard.open_run(str(distributed_runs / "fsdp1" / "run"))
-    assert "FlatShard" in fsdp1.per_shard("0.weight")["units"]
+    why = fsdp1.per_shard("0.weight")["units"]
+    assert "FlatShard" in why
+    with pytest.raises(store_errors.NotMerged, match=r"0\.weight.*merge=False"):
+        fsdp1.units("0.weight", "moved")
+    assert f"0.weight: per-unit vectors not merged ({why})" in inspect.render_text(inspect.summarize(fsdp1))
 
 
 def test_an_fsdp1_flat_parameter_is_skipped_with_what_to_do(distributed_runs: Path) -> None:
@@ -430,12 +430,12 @@ def _tier1_seen(
     return ev, {r: o.get("seen", o.get("rows")) for r, o in own.items()}
 
 
-def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_names_the_per_shard_ones(
+def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors(
     distributed_runs: Path, tmp_path: Path
 ) -> None:
     """Tensor parallelism: every sharded tensor's histogram is the full tensor's (summed parts) on its owner and on
-    no other rank; the column-wise weight's `moved` vector is the full weight's rows, the row-wise weight's stays
-    the owner's part and is named per shard with why, in the view and in the evaluator's warnings."""
+    no other rank; both weights' `moved` vectors are the full weights' rows (the column-wise one's parts laid side
+    by side, the row-wise one's counted over the full width), as the reader gives them; nothing is per shard."""
     out = tmp_path / "tp" / "run"  # a copy (the checkpoint written here), with the truth beside it
     shutil.copytree(distributed_runs / "tp", out.parent)
     run = trainguard.open_run(str(out))
@@ -451,32 +451,43 @@ def test_the_evaluator_shows_the_rules_merged_histograms_and_unit_vectors_and_na
             ):  # replicated: whole on each rank, judged there as any whole tensor
                 assert name not in other["hists"], f"rank 1's part of {name} is judged alone"  # type: ignore[operator]
     units = seen[0]["2"]["units"]
-    np.testing.assert_array_equal(units["moved:0.weight"], run.units("0.weight", "moved").values[1])  # type: ignore[index]
-    assert len(units["moved:0.weight"]) == 16  # type: ignore[index,arg-type]
-    assert "moved:0.weight" not in seen[1]["2"]["units"]  # type: ignore[operator]
-    why = run.per_shard("2.weight")["units"]
+    for name, rows in (("0.weight", 16), ("2.weight", 3)):
+        np.testing.assert_array_equal(units[f"moved:{name}"], run.units(name, "moved").values[1])  # type: ignore[index]
+        assert len(units[f"moved:{name}"]) == rows  # type: ignore[index,arg-type]
+        assert f"moved:{name}" not in seen[1]["2"]["units"]  # type: ignore[operator]
+    assert seen[0]["2"]["per_shard"] == {}
+    assert not [w for w in ev.warnings if "judged per shard" in w]
+    assert "per-unit vectors not merged" not in render_report(run, findings=ev.findings)
+
+
+def test_the_evaluator_names_flat_pieces_unit_vectors_per_shard(
+    distributed_runs: Path, tmp_path: Path
+) -> None:
+    """FSDP1's flat pieces hold no block of rows or columns: the owner's view keeps its own piece's `moved` vector
+    and names the tensor per shard with why, in the view, in the evaluator's warning and in the report."""
+    out = tmp_path / "fsdp1" / "run"
+    shutil.copytree(distributed_runs / "fsdp1", out.parent)
+    run = trainguard.open_run(str(out))
+    ev, seen = _tier1_seen(out)
+    why = run.per_shard("0.weight")["units"]
+    assert "FlatShard" in why
+    assert seen[0]["2"]["per_shard"]["0.weight"] == f"rank 0's part only: {why}"  # type: ignore[index]
     np.testing.assert_array_equal(
-        units["moved:2.weight"],  # type: ignore[index]
-        run.units("2.weight", "moved", rank=0, merge=False).values[1],
+        seen[0]["2"]["units"]["moved:0.weight"],  # type: ignore[index]
+        run.units("0.weight", "moved", rank=0, merge=False).values[1],
     )
-    assert seen[0]["2"]["per_shard"] == {"2.weight": f"rank 0's part only: {why}"}
-    warned = (
-        "the per-unit vectors of 1 sharded tensors are judged per shard, not merged "
-        f"(2.weight: rank 0's part only: {why}); their statistics and histograms are the full tensor's"
-    )
-    assert [w for w in ev.warnings if "judged per shard" in w] == [warned]
-    page = render_report(
-        run, findings=ev.findings
-    )  # the report names it too, beside the per-shard finding's note
-    assert "per-unit vectors not merged" in page and f"<code>2.weight</code>: {html.escape(why)}" in page
+    warned = [w for w in ev.warnings if "judged per shard" in w]
+    assert len(warned) == 1 and f"0.weight: rank 0's part only: {why}" in warned[0], ev.warnings
+    page = render_report(run, findings=ev.findings)
+    assert "per-unit vectors not merged" in page and f"<code>0.weight</code>: {html.escape(why)}" in page
 
 
 def test_the_per_unit_rule_says_on_the_sharded_run_what_it_says_on_the_unsharded_one(
     distributed_runs: Path,
 ) -> None:
     """unchanged_tensor's per-unit check on the tensor-parallel run and on the same model trained whole (the same
-    batches, the same rows kept from moving): the same finding on the merged column-wise weight; on the row-wise
-    weight, whose vectors stay per shard, the same finding with the note 'per shard' and why."""
+    batches, the same rows kept from moving): the same finding, word for word, on the merged column-wise weight
+    and on the merged row-wise one."""
     specs = [
         RuleSpec(
             type="unchanged_tensor",
@@ -495,10 +506,7 @@ def test_the_per_unit_rule_says_on_the_sharded_run_what_it_says_on_the_unsharded
     assert set(whole) == {"unchanged_0", "unchanged_2"}, whole  # the frozen rows are found
     assert "2 of 16 units" in whole["unchanged_0"] and "(units 3, 12)" in whole["unchanged_0"]
     assert sharded["unchanged_0"] == whole["unchanged_0"]
-    why = trainguard.open_run(str(distributed_runs / "tp" / "run")).per_shard("2.weight")["units"]
-    assert sharded["unchanged_2"] == whole["unchanged_2"].replace(
-        "2.weight:", f"2.weight (per shard: rank 0's part only: {why}):", 1
-    )
+    assert sharded["unchanged_2"] == whole["unchanged_2"]
 
 
 def test_a_pod_that_holds_part_of_a_tensor_names_its_tier1_data_per_shard(

@@ -78,7 +78,7 @@ def test_histograms_add_and_whole_row_vectors_concatenate_at_the_steps_every_par
         assert got[0].size == 0, offsets
 
 
-def test_per_unit_vectors_of_parts_holding_pieces_of_every_row_say_why_they_stay_per_shard() -> None:
+def test_per_unit_vectors_of_strided_or_flat_pieces_say_why_they_stay_per_shard() -> None:
     def shard(*placements: str, offset: list[int] | None = None) -> run_format.ShardInfo:
         return run_format.ShardInfo(
             global_shape=[4, 4], local_shape=[2, 4], offset=offset, placements=list(placements), of=2
@@ -86,6 +86,37 @@ def test_per_unit_vectors_of_parts_holding_pieces_of_every_row_say_why_they_stay
 
     assert shards.units_per_shard(shard("S(0)", offset=[2, 0])) is None
     assert shards.units_per_shard(shard("R", "S(0)", offset=[0, 0])) is None
-    assert "S(1)" in (shards.units_per_shard(shard("S(1)", offset=[0, 2])) or "")
+    assert shards.units_per_shard(shard("S(1)", offset=[0, 2])) is None  # a block of every row's columns
+    assert "_S(0, 2)" in (shards.units_per_shard(shard("_S(0, 2)", offset=[0, 0])) or "")
     assert "FlatShard" in (shards.units_per_shard(shard("FlatShard(start=3)", offset=[3])) or "")
     assert "offset" in (shards.units_per_shard(shard("S(0)")) or "")
+    activation = shards.units_per_shard(shard("S(0)", offset=[2, 0]), collection="activations")
+    assert "channels" in (activation or "")
+
+
+def test_shares_of_row_blocks_merge_into_the_full_rows_share_exactly() -> None:
+    """A row-wise tensor-parallel weight (`S(1)`): each part holds a block of every row's columns and its share
+    per row is a count over its own width. The full row's share is the counts summed over the full width, as
+    computed on the whole tensor; with a 2-D mesh (`S(0)` and `S(1)`) the parts hold blocks of both."""
+    rng = np.random.default_rng(3)
+    prev = rng.normal(size=(6, 10))
+    now = prev.copy()
+    now[rng.random((6, 10)) < 0.4] += 1.0  # some elements moved
+    moved = (now != prev).mean(axis=1)
+
+    def share(rows: slice, cols: slice) -> np.ndarray:
+        return (now[rows, cols] != prev[rows, cols]).mean(axis=1)[None]  # one Tier-1 step
+
+    left, right = share(slice(0, 6), slice(0, 3)), share(slice(0, 6), slice(3, 10))  # uneven columns
+    steps, got = shards.merge_units([np.array([2])] * 2, [left, right], [0, 0], 6, [3, 7], 10)
+    assert steps.tolist() == [2]
+    np.testing.assert_array_equal(got[0], moved)
+    blocks = [(r, c) for r in (slice(0, 4), slice(4, 6)) for c in (slice(0, 5), slice(5, 10))]
+    got2 = shards.place_units([share(r, c) for r, c in blocks], [r.start for r, _ in blocks], 6, [5] * 4, 10)
+    assert got2 is not None
+    np.testing.assert_array_equal(got2[0], moved)
+    # a missing block of columns, or one counted twice, gives nothing rather than a wrong share
+    assert shards.place_units([left], [0], 6, [3], 10) is None
+    assert shards.place_units([left, left, right], [0, 0, 0], 6, [3, 3, 7], 10) is None
+    nan = shards.place_units([np.full((1, 6), np.nan), right], [0, 0], 6, [3, 7], 10)  # a first save
+    assert nan is not None and np.isnan(nan).all()

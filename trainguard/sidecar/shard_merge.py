@@ -13,8 +13,9 @@ for a part as for the whole (count, NaN, Inf, min, max; the others NaN). Held vi
 
 The Tier-1 data of a merged tensor merge at the steps that have them, as the reader's do (`store/shards`):
 its histograms are the parts' summed (exact), its per-unit vectors laid side by side at the parts' row
-offsets where every part holds whole rows. Where a part holds pieces of every row (`S(1)`, strided or flat
-shards), or for an activation, the owner's view keeps its own part's vectors and names the tensor in
+offsets where every part holds whole rows, or counted over the full width where parts hold blocks of every
+row's columns (`S(1)`: exact too). Where a part holds a strided or flat piece, or for an activation, the
+owner's view keeps its own part's vectors and names the tensor in
 `StepView.per_shard` with why (its rules say "per shard"); so does a tensor judged per part. A histogram
 or vector some part lacks at that step is left out, never one part's shown as the whole's.
 """
@@ -79,11 +80,12 @@ class _Plan:
     per_part: set[str]
     """Tensors with parts on ranks not followed here: judged per part on the exact columns."""
     units_why: dict[str, str] = dataclasses.field(default_factory=dict)
-    """Merged tensors whose per-unit vectors do not lay side by side -> why (the owner's part is judged)."""
-    offsets: dict[str, dict[int, int]] = dataclasses.field(default_factory=dict)
-    """Merged tensors whose per-unit vectors do -> {rank: its part's first row} of the copy-0 parts."""
-    rows: dict[str, int] = dataclasses.field(default_factory=dict)
-    """Those tensors -> the full tensor's rows (dim 0): the length of its per-unit vectors."""
+    """Merged tensors whose per-unit vectors do not merge -> why (the owner's part is judged)."""
+    offsets: dict[str, dict[int, tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    """Merged tensors whose per-unit vectors do -> {rank: (its part's first row, elements of a row it holds)} of
+    the copy-0 parts."""
+    rows: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    """Those tensors -> the full tensor's rows (dim 0: the length of its per-unit vectors) and a row's elements."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +168,11 @@ class ShardMerger:
             if why is not None:
                 plan.units_why[name] = f"rank {owner}'s part only: {why}"
                 return
-        plan.offsets[name] = {r: int(s.offset[0]) for r, _, s in copy0 if s.offset}
-        plan.rows[name] = int(copy0[0][2].global_shape[0]) if copy0[0][2].global_shape else 0
+        plan.offsets[name] = {
+            r: (int(s.offset[0]), shards.row_width(s.local_shape)) for r, _, s in copy0 if s.offset
+        }
+        whole = copy0[0][2].global_shape
+        plan.rows[name] = (int(whole[0]), shards.row_width(whole)) if whole else (0, 1)
 
     @property
     def units_per_shard(self) -> dict[str, str]:
@@ -318,7 +323,7 @@ class ShardMerger:
     def _tier1(self, view: StepView, merged: list[str], parts: Mapping[int, StepView]) -> StepView:
         """The owner's `view` with the full tensors' histograms and per-unit vectors of the `merged` tensors, from
         the parts' views of its step (`shards.add_hists`, `shards.place_units`): exact, or left out where a part
-        lacks them; per-unit vectors that do not lay side by side stay the owner's part, named in `per_shard`."""
+        lacks them; per-unit vectors that do not merge stay the owner's part, named in `per_shard`."""
         if not any(p.hists or p.units for p in parts.values()):
             return view
         hists, units, notes = dict(view.hists), dict(view.units), dict(view.per_shard)
@@ -343,8 +348,9 @@ class ShardMerger:
                 vecs = [p.units.get((kind, name)) for _, p in held]
                 units.pop((kind, name), None)
                 if all(v is not None for v in vecs) and all(r in offsets for r, _ in held):
-                    at = [offsets[r] for r, _ in held]
-                    full = shards.place_units(vecs, at, self._plan.rows.get(name, 0))  # type: ignore[arg-type]
+                    at, widths = zip(*(offsets[r] for r, _ in held))
+                    rows, width = self._plan.rows.get(name, (0, 1))
+                    full = shards.place_units(vecs, at, rows, widths, width)  # type: ignore[arg-type]
                     if full is not None:
                         units[(kind, name)] = full
         return dataclasses.replace(view, hists=hists, units=units, per_shard=notes)

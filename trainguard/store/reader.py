@@ -237,8 +237,9 @@ class Run:
 
     def units(self, name: str, kind: str, *, rank: int = 0, merge: bool = True) -> Series:
         """One tensor's per-unit vectors of `kind` ("moved", "active", "saturated") at its Tier-1 steps: values
-        float64[S, units]. A sharded tensor's parts that hold whole rows are laid side by side into the full
-        tensor's (`shards.merge_units`: exact, at the steps every part has); where they cannot be
+        float64[S, units]. A sharded tensor's parts that hold blocks of it merge into the full tensor's (whole rows
+        laid side by side, blocks of every row's columns counted over the full width: `shards.merge_units`,
+        exact, at the steps every part has); where they cannot be
         (`per_shard` says why) this raises `errors.NotMerged`: read each rank's part with `merge=False`."""
         parts = self._parts(name, rank, held=True) if merge and self.format == "trainguard" else None
         if parts is None:
@@ -251,8 +252,17 @@ class Run:
             )
         read = [self._tier1(name, r, kind) for r, _ in parts]
         offsets = [int(shard.offset[0]) for _, shard in parts]  # type: ignore[index]  # known: per_shard checked
-        units = int(parts[0][1].global_shape[0])
-        return Series(*shards.merge_units([s for s, _ in read], [v for _, v in read], offsets, units))
+        whole = parts[0][1].global_shape
+        return Series(
+            *shards.merge_units(
+                [s for s, _ in read],
+                [v for _, v in read],
+                offsets,
+                int(whole[0]),
+                [shards.row_width(shard.local_shape) for _, shard in parts],
+                shards.row_width(whole),
+            )
+        )
 
     def per_shard(self, name: str, *, rank: int = 0) -> dict[str, str]:
         """What of a sharded tensor cannot be merged into the full tensor's and stays per rank, with why: {"units":

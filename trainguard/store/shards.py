@@ -29,14 +29,18 @@ Tier-1 data merge where that is exact, at the Tier-1 steps every part has:
 - per-unit vectors (a parameter's "moved" share per row of dim 0): a part that holds whole rows
   (every placement `S(0)` or `R`: FSDP2, a column-wise tensor-parallel weight) has its rows'
   shares, exact; they are laid at the part's row offset into the full tensor's vector. A part that
-  holds a share of every row (split along another dim: `S(1)`, a row-wise tensor-parallel weight),
-  a strided shard (`_S`) or a flat piece (FSDP1's `FlatShard`) does not: its vectors stay per
-  rank, and `units_per_shard` says why (the reader and `trainguard inspect` show it).
+  holds a block of every row's columns (`S(1)` or another dim: a row-wise tensor-parallel weight)
+  has each row's share of its own columns, a count over its width: the full row's share is the
+  parts' counts summed over the full width, exact too. A strided shard (`_S`) or a flat piece
+  (FSDP1's `FlatShard`) holds no block of rows or columns: its vectors stay per rank, and
+  `units_per_shard` says why (the reader and `trainguard inspect` show it); so do an activation's
+  (its units are channels, each a share of the samples the parts split).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -100,19 +104,28 @@ def parts(infos: Sequence[tuple[int, run_format.TensorInfo]]) -> tuple[list[int]
 
 def units_per_shard(shard: run_format.ShardInfo, *, collection: str | None = None) -> str | None:
     """Why the per-unit vectors (rows of dim 0) of a tensor sharded as `shard` cannot be merged into the full
-    tensor's, or None when its parts' vectors concatenate exactly (every part holds whole rows at a known offset).
-    An activation's (`collection` "activations") units are its channels (dim 1), each a share of the samples:
-    its parts' vectors are never merged."""
+    tensor's, or None when its parts' vectors merge exactly (every part holds a block: whole rows, or a block of
+    every row's columns, at a known offset). An activation's (`collection` "activations") units are its channels
+    (dim 1), each a share of the samples: its parts' vectors are never merged."""
     if shard.of <= 1:
         return None
     if collection == "activations":
         return "an activation's units are its channels (dim 1), each a share of samples the parts split"
-    odd = [p for p in shard.placements if p not in ("S(0)", "R")]
+    odd = [p for p in shard.placements if not _BLOCK.fullmatch(p)]
     if odd:
-        return f"placed as {', '.join(odd)}: a part holds pieces of the rows, not whole rows"
-    if shard.offset is None or not shard.offset:
+        return f"placed as {', '.join(odd)}: a part holds a strided or flat piece of the tensor, not a block of it"
+    if shard.offset is None or not shard.offset or len(shard.local_shape) != len(shard.global_shape):
         return "the part's offset is unknown"
     return None
+
+
+_BLOCK = re.compile(r"R|S\(\d+\)")
+"""Placements whose parts are blocks of the tensor: replicated, or sharded evenly along one dim."""
+
+
+def row_width(shape: Sequence[int]) -> int:
+    """The elements of one row (dim 0) of a tensor or a part of this shape: its per-unit share's denominator."""
+    return math.prod(shape[1:]) if shape else 1
 
 
 def merge_hists(steps: Sequence[np.ndarray], hists: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,32 +146,60 @@ def add_hists(parts: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def merge_units(
-    steps: Sequence[np.ndarray], vectors: Sequence[np.ndarray], offsets: Sequence[int], units: int
+    steps: Sequence[np.ndarray],
+    vectors: Sequence[np.ndarray],
+    offsets: Sequence[int],
+    units: int,
+    widths: Sequence[int] | None = None,
+    width: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lay the parts' per-unit vectors side by side: part i's `vectors[i]` [n_i, rows_i] (at its Tier-1 `steps[i]`)
-    holds rows `offsets[i]` on of the full tensor's `units` rows. Return the steps every part has and the full
-    vectors float64[S, units]; none when the parts do not cover the rows exactly once (then they cannot merge)."""
+    """Merge the parts' per-unit vectors: part i's `vectors[i]` [n_i, rows_i] (at its Tier-1 `steps[i]`) holds rows
+    `offsets[i]` on of the full tensor's `units` rows, `widths[i]` elements of each (None: whole rows) of `width`.
+    Return the steps every part has and the full vectors float64[S, units] (`place_units`); none when the parts
+    do not cover every row's elements exactly once (then they cannot merge)."""
     every = _common(steps)
     out = place_units(
-        [np.asarray(v)[np.searchsorted(s, every)] for s, v in zip(steps, vectors)], offsets, units
+        [np.asarray(v)[np.searchsorted(s, every)] for s, v in zip(steps, vectors)],
+        offsets,
+        units,
+        widths,
+        width,
     )
     if not steps or out is None:
         return np.zeros(0, np.int64), np.zeros((0, units))
     return every, out
 
 
-def place_units(vectors: Sequence[np.ndarray], offsets: Sequence[int], units: int) -> np.ndarray | None:
+def place_units(
+    vectors: Sequence[np.ndarray],
+    offsets: Sequence[int],
+    units: int,
+    widths: Sequence[int] | None = None,
+    width: int = 1,
+) -> np.ndarray | None:
     """The full tensor's per-unit vectors float64[..., units] from its parts' at the same steps (`vectors[i]`
-    [..., rows_i], holding rows `offsets[i]` on), or None when the parts do not cover the rows exactly once."""
+    [..., rows_i], holding rows `offsets[i]` on, `widths[i]` elements of each of a full row's `width`; None: whole
+    rows), or None when the parts do not cover every row's elements exactly once. A row held whole by one part
+    takes that part's share as it is; a row whose columns several parts hold takes their counts (share x width,
+    an integer) summed over the full width: exact either way. NaN (a first save's) stays NaN."""
+    if widths is None:
+        widths, width = [1] * len(vectors), 1
     covered = np.zeros(units, np.int64)
-    for v, at in zip(vectors, offsets):
-        covered[at : at + v.shape[-1]] += 1
-    if not vectors or not (covered == 1).all():
+    for v, at, w in zip(vectors, offsets, widths):
+        covered[at : at + v.shape[-1]] += w
+    if not vectors or not (covered == width).all():
         return None
     out = np.zeros((*vectors[0].shape[:-1], units))
-    for v, at in zip(vectors, offsets):
-        out[..., at : at + v.shape[-1]] = v
-    return out
+    if all(w == width for w in widths):
+        for v, at in zip(vectors, offsets):
+            out[..., at : at + v.shape[-1]] = v
+        return out
+    for v, at, w in zip(vectors, offsets, widths):
+        out[..., at : at + v.shape[-1]] += np.rint(
+            np.asarray(v, np.float64) * w
+        )  # the part's changed elements
+    merged: np.ndarray = out / width
+    return merged
 
 
 def _common(steps: Sequence[np.ndarray]) -> np.ndarray:

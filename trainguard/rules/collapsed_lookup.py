@@ -28,11 +28,8 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base
+from trainguard.rules import base, shared
 from trainguard.rules.step_view import COL, StepView
-
-TABLES = frozenset({"Embedding", "EmbeddingBag"})
-"""Module classes whose weight is a lookup table read by index (`torch.nn`)."""
 
 _GRAD = "grad/"
 _GRADIENTS = (Collection.GRADIENTS.value,)
@@ -68,28 +65,33 @@ class CollapsedLookup(base.Rule):
         self.streak: dict[str, int] = {}
         """Per table: saved steps in a row with at most one row's worth of non-zero gradient."""
         self.reported: set[str] = set()
+        self._layout: tuple[tuple[str, ...] | None, list[tuple[str, int]]] = (None, [])
+        """The tensor names of the last layout seen and its (table, gradient row) pairs."""
 
     def _learn_tables(self, view: StepView) -> None:
         for m in view.meta:
-            if m.trainable and m.module_type in TABLES and len(m.shape) == 2 and m.shape[0] > 1:
+            if m.trainable and m.module_type in shared.LOOKUP_TABLES and len(m.shape) == 2 and m.shape[0] > 1:
                 self.tables.setdefault(m.name, (int(m.shape[0]), int(m.shape[1])))
 
     def _gradient_rows(self, view: StepView) -> list[tuple[str, int]]:
-        """(table, row of its gradient) for the tables whose gradient this view records."""
-        out = []
-        for i in view.rows(collections=_GRADIENTS).tolist():
-            name = view.names[i]
-            if name.startswith(_GRAD) and name[len(_GRAD) :] in self.tables:
-                out.append((name[len(_GRAD) :], i))
-        return out
+        """(table, row of its gradient) for the tables whose gradient this view records: read from the catalogue
+        once per layout (the tensor names), not at every view."""
+        names, pairs = self._layout
+        if names is not view.names and names != view.names:
+            self._learn_tables(view)
+            pairs = []
+            for i in view.rows(collections=_GRADIENTS).tolist():
+                name = view.names[i]
+                if name.startswith(_GRAD) and name[len(_GRAD) :] in self.tables:
+                    pairs.append((name[len(_GRAD) :], i))
+            self._layout = (view.names, pairs)
+        return pairs
 
     def has_input(self, view: StepView) -> bool:
-        self._learn_tables(view)
         return bool(self._gradient_rows(view))
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: CollapsedLookup.Params = self.params  # type: ignore[assignment]
-        self._learn_tables(view)
         hits: list[tuple[str, float, float]] = []
         for table, i in self._gradient_rows(view):
             row = view.stats[i]

@@ -57,7 +57,6 @@ def test_the_partials_kernel_compiles_with_the_shipped_sizes(x: object, history:
             "BLOCK": CFG.block,
             "CHUNK": CFG.chunk,
             "STAGES": CFG.stages,
-            "UNROLL": CFG.unroll,
         },
         CFG.num_warps,
     )

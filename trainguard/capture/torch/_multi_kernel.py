@@ -85,8 +85,6 @@ class Config:
     num_warps: int
     stages: int | None = None
     """Software-pipelining stages of `_partials_fn`'s block loop (`tl.range`'s `num_stages`); None: Triton's default."""
-    unroll: int | None = None
-    """Unroll factor of that loop (`tl.range`'s `loop_unroll_factor`); None: not unrolled."""
 
 
 @functools.cache
@@ -125,7 +123,6 @@ def _partials_fn(  # type: ignore[no-untyped-def]
     BLOCK: tl.constexpr,
     CHUNK: tl.constexpr,
     STAGES: tl.constexpr,
-    UNROLL: tl.constexpr,
 ):
     """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
 
@@ -190,7 +187,6 @@ def _partials_fn(  # type: ignore[no-untyped-def]
                     end if tail else full_end,
                     BLOCK,
                     num_stages=STAGES,
-                    loop_unroll_factor=UNROLL,
                 ):
                     idx = off + lanes
                     if ALIGNED:
@@ -668,7 +664,6 @@ def launch(
                     cfg.block,
                     cfg.chunk,
                     cfg.stages,
-                    cfg.unroll,
                 ),
                 cfg.num_warps,
             )

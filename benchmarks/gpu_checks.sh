@@ -47,7 +47,7 @@ check "CUDA tests" tests.txt 180 "$PY" -m pytest -q -p no:cacheprovider -W ignor
     tests/capture/test_torch_hook_paths.py tests/capture/test_torch_hook_run.py
 check "sync" sync.txt 60 "$PY" -m benchmarks.hook_gpu_checks sync --steps 20
 check "kernels" kernels.txt 90 "$PY" -m benchmarks.hook_gpu_checks kernels --steps 10
-check "profile" profile.txt 150 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
+check "profile" profile.txt 200 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
     --gpt-steps 100 --gpt1b-steps 40
 exit $failed

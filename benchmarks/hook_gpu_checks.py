@@ -168,17 +168,20 @@ PARTIALS_CASES = (
 """The tensors `multi_stats` is timed on: (what, dtype, sizes, with history)."""
 
 SIZES = (
-    (2048, 131072, 8, 16, 3),
-    (1024, 65536, 4, 8, None),
-    (2048, 131072, 4, 16, None),
-    (2048, 131072, 4, 16, 4),
-    (1024, 131072, 4, 16, 4),
-    (2048, 131072, 8, 16, 4),
-    (2048, 131072, 16, 16, 3),
-    (1024, 131072, 8, 16, 3),
+    (2048, 131072, 8, 16, 3, 16, None),
+    (2048, 131072, 16, 4, 3, 16, 96),
+    (2048, 131072, 32, 4, 3, 16, 96),
+    (2048, 131072, 16, 4, 3, 16, 80),
+    (2048, 131072, 16, 4, 3, 16, None),
+    (2048, 131072, 16, 8, 3, 16, 128),
+    (2048, 131072, 16, 8, 3, 16, 96),
+    (2048, 262144, 16, 4, 3, 16, 96),
+    (2048, 131072, 16, 4, 3, 32, 96),
+    (2048, 262144, 8, 16, 3, 16, None),
 )
 """Kernel sizes tried (`_multi_kernel.Config`): elements per register block, per work item, programs per SM, warps,
-software-pipelining stages of the block loop (None: Triton's default). The first is the shipped configuration;
+software-pipelining stages of the block loop (None: Triton's default), bytes each thread reads per block in the
+row-wise kernel (None: the per-lane kernel), registers per thread (None: the compiler's choice). The first is the shipped configuration;
 it is timed again at the end, and each row's ratio is against the mean of its two timings (a card's clocks
 move while it warms up: the first sizes timed in a run have read up to 25% slow)."""
 
@@ -204,20 +207,20 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
         cases.append((what, xs, prevs, firsts, nbytes))
     print("### multi_stats under each kernel size (CUDA events, median of reps; us and GB/s per tensor set)")
     print(
-        "| block | chunk | programs | warps | stages | "
+        "| block | chunk | programs | warps | stages | registers | "
         + " | ".join(c[0] for c in cases)
         + " | total x shipped |"
     )
-    print("|---|---|---|---|---|" + "---|" * (len(cases) + 1))
+    print("|---|---|---|---|---|---|" + "---|" * (len(cases) + 1))
     failed = 0
     reference: list[torch.Tensor] = []
-    totals: dict[tuple[int, int, int, int, int | None], float] = {}
+    totals: dict[tuple[int, int, int, int, int | None, int | None, int | None], float] = {}
     shipped_totals: list[float] = []
     try:
         for n, sizes in enumerate((*SIZES, SIZES[0])):
-            block, chunk, per_sm, warps, stages = sizes
-            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps, stages)
-            row = f"| {block} | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | "
+            block, chunk, per_sm, warps, stages, row_bytes, regs = sizes
+            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps, stages, row_bytes, regs)
+            row = f"| {block if row_bytes is None else f'{row_bytes} B/thread'} | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | {regs or '-'} | "
             _multi_kernel.config = lambda _device, cfg=cfg: cfg  # type: ignore[assignment,misc]
             cells, total = [], 0.0
             try:
@@ -264,7 +267,7 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
     print(
         f"the shipped sizes timed first and last: {' and '.join(f'{t:.0f}' for t in shipped_totals)} us in all; "
         f"fastest sizes: Config(block={best[0]}, chunk={best[1]}, merge_block=256, programs={best[2]} * sms, "
-        f"num_warps={best[3]}, stages={best[4]}), {totals[best] / base:.2f}x the shipped sizes (the ratios above "
+        f"num_warps={best[3]}, stages={best[4]}, row={best[5]}, max_registers={best[6]}), {totals[best] / base:.2f}x the shipped sizes (the ratios above "
         "are against the mean of the shipped sizes' two timings, the rows before the last against the first alone)\n"
     )
     return failed

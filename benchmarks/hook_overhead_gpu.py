@@ -12,7 +12,8 @@ parameters), trains on 8 sequences of 512 tokens per step with AdamW under bfloa
 records its loss every step. `--models gpt1b` adds the same GPT scaled to ~1B parameters (16 blocks
 of width 2048, 32 heads, vocabulary 32768: 0.94B; 4 sequences of 1024 tokens); two copies, their
 AdamW states and the hook's saved copies are what one 80 GB GPU holds, so each hook configuration
-(save_interval 10 and 1 only) trains in lockstep with a no-hook copy of its own and is compared with
+(save_interval 10 and 1, and 1 with `update_l2`/`distance_l2` estimated from their fixed sample,
+`history_max_fraction` 0) trains in lockstep with a no-hook copy of its own and is compared with
 that one (no noise floor from a second copy). Every configuration of a model trains in lockstep with two no-hook
 copies, `--block` steps at a time in rotating order, each block timed from a device
 synchronisation to the next; "x no hook" is the median over `--reps` of each repetition's ratio to
@@ -138,6 +139,7 @@ class Config:
     save_interval: int | None
     track_updates: bool = True
     tier1_interval: int = 10
+    history_max_fraction: float = 0.10
     seconds: list[float] = field(default_factory=list)
     bytes_per_run: list[int] = field(default_factory=list)
 
@@ -180,6 +182,7 @@ def repetition(model: Model, configs: list[Config], device: torch.device, pack_m
                 save_interval=c.save_interval,
                 track_updates=c.track_updates,
                 tier1_interval=c.tier1_interval,
+                history_max_fraction=c.history_max_fraction,
                 pack_max_numel=pack_max_numel,
             )
             hook.register_module(module)
@@ -212,6 +215,7 @@ def measure(model: Model, device: torch.device, reps: int, pack_max_numel: int) 
     refs: dict[str, list[float]] = {}
     """Per hook configuration, the no-hook seconds of each repetition it is compared with."""
     if model.large:  # each hook configuration beside a no-hook copy of its own
+        ours.append(Config("trainguard, update_l2/distance_l2 sampled", 1, history_max_fraction=0.0))
         base = [Config(f"no hook, beside save_int {c.save_interval}", None) for c in ours]
         for _ in range(reps):
             for b, c in zip(base, ours):

@@ -25,14 +25,20 @@ CFG = kernels.gpu_config(H100_SMS)
 
 
 def compile_for_sm90(
-    fn: object, pointers: dict[str, str], constants: dict[str, object], num_warps: int
+    fn: object,
+    pointers: dict[str, str],
+    constants: dict[str, object],
+    num_warps: int,
+    max_registers: int | None = None,
 ) -> object:
     """`fn` compiled for sm_90: its pointer and int32 arguments typed, its compile-time constants given."""
     names = list(fn.arg_names)  # type: ignore[attr-defined]
     signature = {n: pointers.get(n, "i32") if n not in constants else "constexpr" for n in names}
     consts = {(names.index(n),): v for n, v in constants.items()}
     return triton.compile(
-        ASTSource(fn, signature, consts), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}
+        ASTSource(fn, signature, consts),
+        target=GPUTarget("cuda", 90, 32),
+        options={"num_warps": num_warps, **({"maxnreg": max_registers} if max_registers else {})},
     )
 
 
@@ -54,11 +60,13 @@ def test_the_partials_kernel_compiles_with_the_shipped_sizes(x: object, history:
             "F_DTYPE": x,
             "HISTORY": history,
             "ALIGNED": True,
-            "BLOCK": CFG.block,
+            "LANES": 32 * CFG.num_warps,
+            "ROW": CFG.row * 8 // x.primitive_bitwidth,
             "CHUNK": CFG.chunk,
             "STAGES": CFG.stages,
         },
         CFG.num_warps,
+        CFG.max_registers,
     )
     assert kernel.metadata.num_warps == CFG.num_warps  # type: ignore[attr-defined]
     assert kernel.asm["cubin"]  # type: ignore[attr-defined]  # ptxas assembled it
@@ -83,7 +91,7 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
     moved = compile_for_sm90(
         kernels._moved_compiled,
         {**TABLES, "out_ptr": "*fp64"},
-        {"X_DTYPE": tl.float32, "P_DTYPE": tl.float32, "BLOCK": CFG.block},
+        {"X_DTYPE": tl.float32, "P_DTYPE": tl.float32, "C_DTYPE": tl.float32, "BLOCK": CFG.block},
         CFG.num_warps,
     )
     for kernel in (hist, moved):

@@ -85,6 +85,11 @@ class Config:
     num_warps: int
     stages: int | None = None
     """Software-pipelining stages of `_partials_fn`'s block loop (`tl.range`'s `num_stages`); None: Triton's default."""
+    row: int = 16
+    """Bytes of consecutive elements each thread reads per block of `_partials_fn` (16: one vector load)."""
+    max_registers: int | None = None
+    """Registers per thread the partials kernel may use (ptxas `.maxnreg`), so that more programs fit on a
+    multiprocessor at once; None: as many as the compiler takes."""
 
 
 @functools.cache
@@ -92,7 +97,7 @@ def config(device: torch.device) -> Config:
     """The sizes for `device`: GPU-sized on CUDA; small on the CPU interpreter, which runs each block in numpy."""
     if device.type == "cuda" and not _interpreting(device):
         return gpu_config(torch.cuda.get_device_properties(device).multi_processor_count)
-    return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1)
+    return Config(block=128, chunk=512, merge_block=16, programs=4, num_warps=1, row=16)
 
 
 def gpu_config(sms: int) -> Config:
@@ -102,7 +107,7 @@ def gpu_config(sms: int) -> Config:
     SM, the block loop pipelined in 3 stages: on an H200 (three runs of `benchmarks/hook_gpu_checks.py profile`,
     docs/benchmarks.md) 0.83-0.98x the device time of 1,024-element blocks in 8 warps over 65,536 per item, and
     the 0.94B GPT's overhead 1.008x / 1.143x against 1.014x / 1.167x."""
-    return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3)
+    return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3, row=16)
 
 
 def _interpreting(device: torch.device) -> bool:
@@ -120,21 +125,25 @@ def _partials_fn(  # type: ignore[no-untyped-def]
     F_DTYPE: tl.constexpr,
     HISTORY: tl.constexpr,
     ALIGNED: tl.constexpr,
-    BLOCK: tl.constexpr,
+    LANES: tl.constexpr,
+    ROW: tl.constexpr,
     CHUNK: tl.constexpr,
     STAGES: tl.constexpr,
 ):
-    """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts).
-
-    Each lane (element of the register block) runs Welford's update in float32 over the elements it sees (one
-    per block, values shifted by the item's first element: a constant tensor gives exactly 0, a mean that
-    dwarfs the spread loses nothing); a lane's count after k blocks is k for every lane, so the update
-    multiplies by one reciprocal per block instead of dividing per element, and nothing is reduced across
-    lanes before the item ends. There the lanes' (count, mean, M2) are merged in float64 (Chan), as are the
-    items' rows by `_merge_fn`. An item whose sums overflow float32 with no NaN or Inf among its elements is
-    read again scaled by 2^-72; differences to prev and first above 2^56 are squared scaled, element by element.
-    """
-    lanes = tl.arange(0, BLOCK)
+    """One partial row per work item (`_Layout.static`: numels, then item tensors, then item starts), reading
+    LANES x ROW elements per block, one lane per thread: each lane takes
+    ROW consecutive elements (one vector load of 16 bytes where ROW fills it), reduces them in its own registers
+    (the block's mean and squared deviations, two passes over registers) and merges that into its running
+    (mean, M2) with Chan's formula: one set of accumulators per lane while the bytes in flight grow with ROW.
+    Sum and sum of squares are not accumulated: they follow from the count, mean and M2 in float64 at the
+    item's end. The first pass counts zeros only and takes min and max unmasked; an item whose |x| sum, M2 or
+    mean comes out NaN or infinite (a NaN or Inf among its elements, or float32 overflow) is read again by a
+    careful pass that counts NaN and Inf, leaves NaN out of min and max, and sets the sums as torch's would;
+    if that finds no NaN or Inf, once more scaled by 2^-72. Update and distance come from the first pass,
+    which refreshes prev."""
+    BLOCK: tl.constexpr = LANES * ROW
+    lanes = tl.arange(0, LANES)
+    grid = lanes[:, None] * ROW + tl.arange(0, ROW)[None, :]
     for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
         t = tl.load(static_ptr + n_tensors + item)
         start = tl.load(static_ptr + n_tensors + n_items + item)
@@ -147,12 +156,13 @@ def _partials_fn(  # type: ignore[no-untyped-def]
             p_base = tl.multiple_of(p_base, 16)
             f_base = tl.multiple_of(f_base, 16)
         pivot = tl.load(x_base + start).to(tl.float32)
-        full_end = start + (end - start) // BLOCK * BLOCK
-        scale = tl.cast(1.0, tl.float32)
-        unscale = tl.cast(1.0, tl.float64)
-        again = True
-        # the item's results, set by the loop below (loop-carried, hence defined first)
-        n_acc = tl.cast(0.0, tl.float64)
+        blocks = (end - start) // BLOCK
+        full_end = start + blocks * BLOCK
+        # a lane's count in the partial block: what of its ROW elements lies below the item's end
+        tail_n = tl.minimum(tl.maximum(end - full_end - lanes * ROW, 0), ROW).to(tl.float32)
+        n_l = (blocks * ROW).to(tl.float64) + tail_n.to(tl.float64)
+        n_acc = tl.reduce(n_l, 0, _ADD)
+        # the item's results, set by the passes below (loop-carried, hence defined first)
         mean_acc = tl.cast(0.0, tl.float64)
         m2 = tl.cast(0.0, tl.float64)
         s = tl.cast(0.0, tl.float64)
@@ -165,59 +175,82 @@ def _partials_fn(  # type: ignore[no-untyped-def]
         zero_c = tl.cast(0, tl.int32)
         mn = tl.cast(float("inf"), tl.float32)
         mx = tl.cast(float("-inf"), tl.float32)
-        while again:
-            s_l = tl.full([BLOCK], 0.0, tl.float32)
-            a_l = tl.full([BLOCK], 0.0, tl.float32)
-            q_l = tl.full([BLOCK], 0.0, tl.float32)
-            mean_l = tl.full([BLOCK], 0.0, tl.float32)
-            m2_l = tl.full([BLOCK], 0.0, tl.float32)
-            u_l = tl.full([BLOCK], 0.0, tl.float32)
-            ub_l = tl.full([BLOCK], 0.0, tl.float32)
-            d_l = tl.full([BLOCK], 0.0, tl.float32)
-            db_l = tl.full([BLOCK], 0.0, tl.float32)
-            nan_l = tl.full([BLOCK], 0, tl.int32)
-            inf_l = tl.full([BLOCK], 0, tl.int32)
-            zero_l = tl.full([BLOCK], 0, tl.int32)
-            mn_l = tl.full([BLOCK], float("inf"), tl.float32)
-            mx_l = tl.full([BLOCK], float("-inf"), tl.float32)
-            shift = pivot * scale
-            for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
-                for off in tl.range(
-                    full_end if tail else start,
-                    end if tail else full_end,
-                    BLOCK,
-                    num_stages=STAGES,
-                ):
-                    idx = off + lanes
-                    if ALIGNED:
-                        idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
-                    if tail:
-                        valid = idx < end
-                        raw = tl.load(x_base + idx, mask=valid, other=0.0)
-                    else:  # no mask: vector loads
-                        valid = lanes < BLOCK
-                        raw = tl.load(x_base + idx)
-                    x = raw.to(tl.float32)
-                    is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
-                    nan_l += is_nan.to(tl.int32)
-                    inf_l += (tl.abs(x) == float("inf")).to(tl.int32)
-                    zero_l += ((x == 0.0) & valid).to(tl.int32)
-                    ordered = valid & ~is_nan
-                    mn_l = tl.minimum(mn_l, tl.where(ordered, x, float("inf")))
-                    mx_l = tl.maximum(mx_l, tl.where(ordered, x, float("-inf")))
-                    xs = x * scale
-                    s_l += xs
-                    a_l += tl.abs(xs)
-                    q_l += xs * xs
-                    # Welford per lane: this block is every lane's k-th element, k the same for all of them
-                    inv = 1.0 / ((off - start) // BLOCK + 1).to(tl.float32)
-                    delta = xs - shift - mean_l
-                    moved = mean_l + delta * inv
-                    grown = m2_l + delta * (xs - shift - moved)
-                    mean_l = tl.where(valid, moved, mean_l)
-                    m2_l = tl.where(valid, grown, m2_l)
-                    if HISTORY:  # noqa: SIM102 -- a compile-time test, kept apart from the runtime one
-                        if scale == 1.0:  # the first pass only: it refreshes prev
+        bad = False
+        for careful in tl.static_range(2):
+            scale = tl.cast(1.0, tl.float32)
+            unscale = tl.cast(1.0, tl.float64)
+            again = (careful == 0) | bad
+            while again:
+                a_l = tl.full([LANES], 0.0, tl.float32)
+                mean_l = tl.full([LANES], 0.0, tl.float32)
+                m2_l = tl.full([LANES], 0.0, tl.float32)
+                u_l = tl.full([LANES], 0.0, tl.float32)
+                ub_l = tl.full([LANES], 0.0, tl.float32)
+                d_l = tl.full([LANES], 0.0, tl.float32)
+                db_l = tl.full([LANES], 0.0, tl.float32)
+                nan_l = tl.full([LANES], 0, tl.int32)
+                inf_l = tl.full([LANES], 0, tl.int32)
+                zero_l = tl.full([LANES], 0, tl.int32)
+                mn_l = tl.full([LANES], float("inf"), tl.float32)
+                mx_l = tl.full([LANES], float("-inf"), tl.float32)
+                shift = pivot * scale
+                for tail in tl.static_range(2):  # whole blocks without masks, then the last, partial one
+                    for off in tl.range(
+                        full_end if tail else start,
+                        end if tail else full_end,
+                        BLOCK,
+                        num_stages=STAGES,
+                    ):
+                        idx = off + grid
+                        if ALIGNED:
+                            idx = tl.max_contiguous(tl.multiple_of(idx, [ROW, ROW]), [1, ROW])
+                        if tail:
+                            valid = idx < end
+                            raw = tl.load(x_base + idx, mask=valid, other=0.0)
+                        else:  # no mask: vector loads
+                            raw = tl.load(x_base + idx)
+                        x = raw.to(tl.float32)
+                        xs = x
+                        if careful:
+                            xs = x * scale
+                            is_nan = x != x  # noqa: PLR0124 -- NaN alone is unequal to itself
+                            nan_l += tl.reduce(is_nan.to(tl.int32), 1, _ADD)
+                            inf_l += tl.reduce((tl.abs(x) == float("inf")).to(tl.int32), 1, _ADD)
+                            ordered = ~is_nan
+                            if tail:
+                                ordered = ordered & valid
+                            lo = tl.where(ordered, x, float("inf"))
+                            hi = tl.where(ordered, x, float("-inf"))
+                        elif tail:
+                            lo = tl.where(valid, x, float("inf"))
+                            hi = tl.where(valid, x, float("-inf"))
+                        else:  # no NaN here, or the careful pass reads the item again
+                            lo = x
+                            hi = x
+                        mn_l = tl.minimum(mn_l, tl.reduce(lo, 1, _MIN))
+                        mx_l = tl.maximum(mx_l, tl.reduce(hi, 1, _MAX))
+                        if tail:
+                            zero_l += tl.reduce(((x == 0.0) & valid).to(tl.int32), 1, _ADD)
+                        else:
+                            zero_l += tl.reduce((x == 0.0).to(tl.int32), 1, _ADD)
+                        a_l += tl.reduce(tl.abs(xs), 1, _ADD)
+                        # the lane's ROW values (shifted by the item's first element): their mean and squared
+                        # deviations, then Chan's merge into the lane's running (mean, M2) over k earlier blocks
+                        k = ((off - start) // BLOCK).to(tl.float32)
+                        if tail:
+                            y = tl.where(valid, xs - shift, 0.0)
+                            b_mean = tl.reduce(y, 1, _ADD) / tl.maximum(tail_n, 1.0)
+                            dev = tl.where(valid, y - b_mean[:, None], 0.0)
+                            frac = tail_n / tl.maximum(k * ROW + tail_n, 1.0)
+                        else:
+                            y = xs - shift
+                            b_mean = tl.reduce(y, 1, _ADD) * (1.0 / ROW)
+                            dev = y - b_mean[:, None]
+                            frac = 1.0 / (k + 1.0)
+                        delta = b_mean - mean_l
+                        mean_l += delta * frac
+                        m2_l += tl.reduce(dev * dev, 1, _ADD) + delta * delta * (k * ROW) * frac
+                        if HISTORY and not careful:  # the first pass only: it refreshes prev
                             if tail:
                                 prev = tl.load(p_base + idx, mask=valid, other=0.0)
                                 first = tl.load(f_base + idx, mask=valid, other=0.0)
@@ -227,46 +260,60 @@ def _partials_fn(  # type: ignore[no-untyped-def]
                             du = x - prev.to(tl.float32)
                             big_u = tl.abs(du) > 72057594037927936.0  # squared in float32 only below 2^56
                             du = tl.where(big_u, du * 2.0**-72, du)
-                            u_l += tl.where(big_u, 0.0, du * du)
-                            ub_l += tl.where(big_u, du * du, 0.0)
+                            u_l += tl.reduce(tl.where(big_u, 0.0, du * du), 1, _ADD)
+                            ub_l += tl.reduce(tl.where(big_u, du * du, 0.0), 1, _ADD)
                             dd = x - first.to(tl.float32)
                             big_d = tl.abs(dd) > 72057594037927936.0
                             dd = tl.where(big_d, dd * 2.0**-72, dd)
-                            d_l += tl.where(big_d, 0.0, dd * dd)
-                            db_l += tl.where(big_d, dd * dd, 0.0)
+                            d_l += tl.reduce(tl.where(big_d, 0.0, dd * dd), 1, _ADD)
+                            db_l += tl.reduce(tl.where(big_d, dd * dd, 0.0), 1, _ADD)
                             if tail:
                                 tl.store(p_base + idx, raw.to(P_DTYPE), mask=valid)
                             else:
                                 tl.store(p_base + idx, raw.to(P_DTYPE))
-            nan_c = tl.reduce(nan_l, 0, _ADD)
-            inf_c = tl.reduce(inf_l, 0, _ADD)
-            zero_c = tl.reduce(zero_l, 0, _ADD)
-            mn = tl.reduce(mn_l, 0, _MIN)
-            mx = tl.reduce(mx_l, 0, _MAX)
-            unscale2 = unscale * unscale
-            s = tl.reduce(s_l.to(tl.float64), 0, _ADD) * unscale
-            a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
-            q = tl.reduce(q_l.to(tl.float64), 0, _ADD) * unscale2
-            # the lanes' (count, mean, M2) merged at once (Chan over a group), in float64; a lane's count is
-            # one per whole block, one more in the partial block for the lanes below its end (made here, not
-            # kept live through the loop)
-            n_l = ((full_end - start) // BLOCK + (lanes < end - full_end).to(tl.int64)).to(tl.float64)
-            n_acc = tl.reduce(n_l, 0, _ADD)
-            lane_mean = mean_l.to(tl.float64)
-            y_mean = tl.reduce(n_l * lane_mean, 0, _ADD) / tl.maximum(n_acc, 1.0)
-            spread = n_l * (lane_mean - y_mean) * (lane_mean - y_mean)
-            m2 = (tl.reduce(m2_l.to(tl.float64), 0, _ADD) + tl.reduce(spread, 0, _ADD)) * unscale2
-            mean_acc = pivot.to(tl.float64) + y_mean * unscale
-            if scale == 1.0:
-                big2 = tl.cast(2.0**144, tl.float64)
-                u = tl.reduce(u_l.to(tl.float64), 0, _ADD) + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
-                d = tl.reduce(d_l.to(tl.float64), 0, _ADD) + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
-            # float32 overflow with finite elements (|x| near 2^64 or above): read the item again, scaled
-            # (update and distance are kept from the first pass, which scaled them element by element)
-            total = a + q + m2
-            again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
-            scale = tl.cast(2.0**-72, tl.float32)
-            unscale = tl.cast(4722366482869645213696.0, tl.float64)
+                nan_c = tl.reduce(nan_l, 0, _ADD)
+                inf_c = tl.reduce(inf_l, 0, _ADD)
+                zero_c = tl.reduce(zero_l, 0, _ADD)
+                mn = tl.reduce(mn_l, 0, _MIN)
+                mx = tl.reduce(mx_l, 0, _MAX)
+                a = tl.reduce(a_l.to(tl.float64), 0, _ADD) * unscale
+                # the lanes' (count, mean, M2) merged at once (Chan over a group), in float64
+                lane_mean = mean_l.to(tl.float64)
+                y_mean = tl.reduce(n_l * lane_mean, 0, _ADD) / tl.maximum(n_acc, 1.0)
+                spread = n_l * (lane_mean - y_mean) * (lane_mean - y_mean)
+                m2 = (tl.reduce(m2_l.to(tl.float64), 0, _ADD) + tl.reduce(spread, 0, _ADD)) * (
+                    unscale * unscale
+                )
+                mean_acc = pivot.to(tl.float64) + y_mean * unscale
+                total = a + m2 + tl.abs(mean_acc)
+                if careful:
+                    # float32 overflow with finite elements (|x| near 2^64 or above): once more, scaled
+                    again = (nan_c + inf_c == 0) & ~(tl.abs(total) < float("inf")) & (scale == 1.0)
+                    scale = tl.cast(2.0**-72, tl.float32)
+                    unscale = tl.cast(4722366482869645213696.0, tl.float64)
+                else:
+                    bad = ~(tl.abs(total) < float("inf"))
+                    again = False
+                    if HISTORY:
+                        big2 = tl.cast(2.0**144, tl.float64)
+                        u = (
+                            tl.reduce(u_l.to(tl.float64), 0, _ADD)
+                            + tl.reduce(ub_l.to(tl.float64), 0, _ADD) * big2
+                        )
+                        d = (
+                            tl.reduce(d_l.to(tl.float64), 0, _ADD)
+                            + tl.reduce(db_l.to(tl.float64), 0, _ADD) * big2
+                        )
+        # sums from (count, mean, M2); with NaN or Inf among the elements, what torch's sums give
+        s = n_acc * mean_acc
+        q = m2 + n_acc * mean_acc * mean_acc
+        pos_inf = mx == float("inf")
+        neg_inf = mn == float("-inf")
+        s = tl.where(
+            pos_inf, tl.where(neg_inf, float("nan"), float("inf")), tl.where(neg_inf, float("-inf"), s)
+        )
+        s = tl.where(nan_c > 0, float("nan"), s)
+        q = tl.where(nan_c > 0, float("nan"), tl.where(inf_c > 0, float("inf"), q))
         row = part_ptr + item
         tl.store(row, n_acc)
         tl.store(row + n_items, nan_c.to(tl.float64))
@@ -421,11 +468,13 @@ def _moved_fn(  # type: ignore[no-untyped-def]
     n_tensors,
     X_DTYPE: tl.constexpr,
     P_DTYPE: tl.constexpr,
+    C_DTYPE: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     """out[row] = the share of the row's elements that differ from prev's (`_MovedLayout.static`: each tensor's
-    row length, then its first row [T + 1], then each row's tensor [R]); each program takes rows pid, pid +
-    grid, ..., compares in float64 (exact for every dtype; NaN differs from everything) and counts per lane."""
+        row length, then its first row [T + 1], then each row's tensor [R]); each program takes rows pid, pid +
+        grid, ..., compares in C_DTYPE (float32 where neither dtype is float64: exact, as every float16, bfloat16 and
+    float32 value is one; NaN differs from everything) and counts per lane."""
     lanes = tl.arange(0, BLOCK)
     for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
         t = tl.load(static_ptr + 2 * n_tensors + 1 + row)
@@ -436,8 +485,8 @@ def _moved_fn(  # type: ignore[no-untyped-def]
         acc = tl.full([BLOCK], 0, tl.int32)
         for off in range(0, length, BLOCK):
             valid = off + lanes < length
-            x = tl.load(x_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
-            prev = tl.load(p_base + first + off + lanes, mask=valid, other=0.0).to(tl.float64)
+            x = tl.load(x_base + first + off + lanes, mask=valid, other=0.0).to(C_DTYPE)
+            prev = tl.load(p_base + first + off + lanes, mask=valid, other=0.0).to(C_DTYPE)
             acc += ((x != prev) & valid).to(tl.int32)
         tl.store(out_ptr + row, tl.reduce(acc, 0, _ADD).to(tl.float64) / length.to(tl.float64))
 
@@ -468,16 +517,24 @@ pointer arguments' 16-byte alignment and the compile-time constants (the two cou
 
 
 def _launch(
-    fn: JITFunction | InterpretedFunction, grid: int, args: tuple[object, ...], num_warps: int
+    fn: JITFunction | InterpretedFunction,
+    grid: int,
+    args: tuple[object, ...],
+    num_warps: int,
+    max_registers: int | None = None,
 ) -> None:
-    """`fn[(grid,)](*args, num_warps=num_warps)`: the first time through `JITFunction.run`, which compiles the
+    """`fn[(grid,)](*args, **options)`: the first time through `JITFunction.run`, which compiles the
     kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
     arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
     tensor counts (int32 range), then the compile-time constants, in the kernel's order. A Triton whose
-    compiled kernels refuse this launch (before launching) turns direct launches off for the process."""
+    compiled kernels refuse this launch (before launching) turns direct launches off for the process.
+    `max_registers` caps the registers per thread (ptxas `.maxnreg`) of the compiled kernel."""
+    options: dict[str, int] = {"num_warps": num_warps}
+    if max_registers is not None:
+        options["maxnreg"] = max_registers
     global _DIRECT
     if not _DIRECT or isinstance(fn, InterpretedFunction):
-        fn[(grid,)](*args, num_warps=num_warps)
+        fn[(grid,)](*args, **options)
         return
     a, b, c = args[0], args[1], args[2]
     assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor)
@@ -485,6 +542,7 @@ def _launch(
         fn,
         torch.cuda.current_device(),
         num_warps,
+        max_registers,
         a.data_ptr() % 16 == 0,
         b.data_ptr() % 16 == 0,
         c.data_ptr() % 16 == 0,
@@ -492,7 +550,7 @@ def _launch(
     )
     kernel = _kernels.get(key)
     if kernel is None:
-        kernel = fn[(grid,)](*args, num_warps=num_warps)
+        kernel = fn[(grid,)](*args, **options)
         if kernel is not None:
             _kernels[key] = kernel
         return
@@ -504,7 +562,7 @@ def _launch(
             "trainguard: launching compiled Triton kernels directly failed (%s); launching through Triton",
             err,
         )
-        fn[(grid,)](*args, num_warps=num_warps)
+        fn[(grid,)](*args, **options)
 
 
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
@@ -661,11 +719,13 @@ def launch(
                     _TL_DTYPES[firsts[0].dtype] if history else x_dtype,
                     history,
                     all(address % 16 == 0 for address in addresses),
-                    cfg.block,
+                    32 * cfg.num_warps,
+                    max(1, cfg.row // xs[0].element_size()),
                     cfg.chunk,
                     cfg.stages,
                 ),
                 cfg.num_warps,
+                cfg.max_registers,
             )
         _launch(
             merge_kernel, len(xs), (lay.static, lay.partials, out, lay.n_items, len(xs), cfg.merge_block), 1
@@ -719,6 +779,7 @@ def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.T
                 len(xs),
                 _TL_DTYPES[xs[0].dtype],
                 _TL_DTYPES[prevs[0].dtype],
+                tl.float64 if torch.float64 in (xs[0].dtype, prevs[0].dtype) else tl.float32,
                 cfg.block,
             ),
             cfg.num_warps,

@@ -209,6 +209,25 @@ def test_overfit_fires_at_the_first_eval_point_whose_gap_is_above_single_point_r
     assert first(run(Overfit({"single_point_ratio": 3.5}), Stream(fault=overfitting))).step == 450
 
 
+def test_overfit_weighs_the_validation_loss_against_every_steps_training_loss() -> None:
+    # batches of 8 under heavy dropout, an eval point every 25 steps: the batches on saved steps between
+    # two eval points (100, 110, 120) happen to be easy ones at 0.15 while every step's mean is 0.4; the val loss
+    # 0.65 sits 8% above its best 0.6, a normal gap against 0.4 and 333% "above" the three easy batches
+    def batch(s: int) -> float:
+        easy = s % 10 == 0 and s >= 100
+        return 0.15 if easy else 0.8 - 0.4 * min(s, 100) / 100 + 0.05 * math.sin(1.7 * s)
+
+    views = []
+    for s in range(150):
+        views.append(StepView(step=s, scalars={"loss": batch(s)}, saved=s % 10 == 0))
+        if s % 25 == 24:  # the eval point lands between saved steps
+            val = 0.9 - 0.3 * min(s, 100) / 100 + (0.05 if s > 100 else 0.0)
+            views.append(StepView(step=s, eval_scalars={"loss": val}, saved=s % 10 == 0))
+    assert run(Overfit(), views) == []
+    found = run(Overfit(), [v for v in views if v.saved or v.eval_scalars])  # the saved steps' losses only
+    assert found[0].step == 124 and "above 300% at once" in found[0].message
+
+
 def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:
     def gap(d: StepData) -> None:
         if d.eval_scalars:

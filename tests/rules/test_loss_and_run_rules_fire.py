@@ -209,6 +209,25 @@ def test_overfit_fires_at_the_first_eval_point_whose_gap_is_above_single_point_r
     assert first(run(Overfit({"single_point_ratio": 3.5}), Stream(fault=overfitting))).step == 450
 
 
+def test_overfit_weighs_the_validation_loss_against_every_steps_training_loss() -> None:
+    # batches of 8 under heavy dropout, an eval point every 25 steps: the batches on saved steps between
+    # two eval points (100, 110, 120) happen to be easy ones at 0.15 while every step's mean is 0.4; the val loss
+    # 0.65 sits 8% above its best 0.6, a normal gap against 0.4 and 333% "above" the three easy batches
+    def batch(s: int) -> float:
+        easy = s % 10 == 0 and s >= 100
+        return 0.15 if easy else 0.8 - 0.4 * min(s, 100) / 100 + 0.05 * math.sin(1.7 * s)
+
+    views = []
+    for s in range(150):
+        views.append(StepView(step=s, scalars={"loss": batch(s)}, saved=s % 10 == 0))
+        if s % 25 == 24:  # the eval point lands between saved steps
+            val = 0.9 - 0.3 * min(s, 100) / 100 + (0.05 if s > 100 else 0.0)
+            views.append(StepView(step=s, eval_scalars={"loss": val}, saved=s % 10 == 0))
+    assert run(Overfit(), views) == []
+    found = run(Overfit(), [v for v in views if v.saved or v.eval_scalars])  # the saved steps' losses only
+    assert found[0].step == 124 and "above 300% at once" in found[0].message
+
+
 def test_overfit_stays_quiet_on_a_steady_generalisation_gap() -> None:
     def gap(d: StepData) -> None:
         if d.eval_scalars:
@@ -521,7 +540,7 @@ def test_diverging_loss_judges_a_fall_the_same_wherever_zero_lies() -> None:
 
     found = run(DivergingLoss(), (v for v in Stream(steps=300, fault=shifted) if v.step % 10 == 0))
     assert found[0].step == 140 and found[0].message.startswith(
-        "loss: falling without bound, -3.75 -> -5.75 -> -7.75 (means over 50-step windows, 150 steps), 3x as far "
+        "loss: falling without bound, -3.75 -> -5.75 -> -7.75 (means of 10-step medians over 50-step windows, 150 steps), 3x as far "
         "below the first loss -2.95"
     )
 
@@ -531,7 +550,7 @@ def test_diverging_loss_judges_a_fall_the_same_wherever_zero_lies() -> None:
 
     found = run(DivergingLoss(), Stream(steps=300, fault=flat_then_falling))
     assert found[0].step == 199 and found[0].message.startswith(
-        "loss: falling without bound, 0.5 -> -0.725 -> -3.23 (means over 50-step windows, 150 steps), 3.73 below the "
+        "loss: falling without bound, 0.5 -> -0.725 -> -3.23 (means of 10-step medians over 50-step windows, 150 steps), 3.73 below the "
         "first loss 0.5, which it had not left before"
     )
     # a healthy Gaussian NLL trained with Adam (the realistic suite's heteroscedastic regression, seed 0, every 10th
@@ -569,6 +588,47 @@ def test_diverging_loss_leaves_a_rise_within_the_batch_noise_alone() -> None:
     assert found[0].step == 290 and found[0].message.startswith(
         "loss: growing steadily, 0.304 -> 0.46 -> 0.724"
     )
+
+
+def _every_step(losses: Callable[[int], float], steps: int) -> list[StepView]:
+    """The loss recorded at every step, the other records at every 10th (format 2.4)."""
+    return [StepView(step=s, scalars={"loss": losses(s)}, saved=s % 10 == 0) for s in range(steps)]
+
+
+def test_diverging_loss_reads_every_steps_loss_not_a_sample_of_it() -> None:
+    # a heavy-tailed batch loss (a regression with batches of 64): flat at every step, while the losses that
+    # fall on saved steps rise 4.5 -> 7.2 -> 20 by chance, as five of them a window may
+    heavy = (2.0, 5.0, 40.0, 8.0, 3.0, 15.0, 6.0, 25.0, 4.0)
+    saved = (
+        [4.5] * 15 + [4.0, 5.0, 4.0, 6.0, 3.5] + [5.0, 9.0, 6.0, 8.0, 8.0] + [15.0, 24.0, 18.0, 22.0, 20.5]
+    )
+
+    def sampled(s: int) -> float:
+        return saved[min(s // 10, len(saved) - 1)] if s % 10 == 0 else heavy[s % 10 - 1]
+
+    views = _every_step(sampled, 300)
+    assert run(DivergingLoss(), [v for v in views if v.saved])[0].message.startswith("loss: growing steadily")
+    assert run(DivergingLoss(), views) == []
+
+
+def test_diverging_loss_finds_a_growing_loss_through_its_spikes() -> None:
+    # an IRNN whose learning rate is too high: the loss grows 2% a step, with two batches near 5e4 on the way;
+    # each part of a window is read by its median, so two batches do not decide a window
+    def irnn(s: int) -> float:
+        return {1: 5e4, 80: 3.5e4}.get(s, 1.3 * 1.02 ** max(s - 50, 0) * (1 + 0.1 * math.sin(1.7 * s)))
+
+    found = run(DivergingLoss(), _every_step(irnn, 300))
+    assert found[0].step == 149 and found[0].message.startswith("loss: growing steadily")
+
+
+def test_diverging_loss_leaves_a_likelihood_settling_at_its_floor_alone() -> None:
+    # a Gaussian NLL under Adam settling at -1.5: its window means -0.09 -> -0.47 -> -0.76 shrink by 0.75 a
+    # window, within keep_pace (0.7) of running away, and twice as far below the first loss as the first 50
+    # steps went; the parts' spread about their trend shows the drops shrink steadily, not by chance
+    def settling(s: int) -> float:
+        return -1.5 + 1.7 * math.exp(-s / 174) + 0.01 * math.sin(1.7 * s)
+
+    assert run(DivergingLoss(), _every_step(settling, 400)) == []
 
 
 def test_diverging_loss_leaves_losses_with_a_floor_and_noise_near_zero_alone() -> None:

@@ -1,6 +1,11 @@
 """`diverging_loss`: a finite training loss running away, downwards below zero or steadily upwards.
 
-The loss is averaged over windows of `window_steps` training steps. Over the last three windows:
+It reads the loss of every step (`every_step`), where it is recorded (format 2.4), else of saved steps. Each
+window of `window_steps` training steps is cut into `parts` parts (10 steps each); a part is read by the median
+of its losses and the window by the mean of its parts: a loss sampled at saved steps only (five batches a
+window) rises 4x by chance where it is heavy-tailed, and a mean of every step's loss is decided by the
+one batch at 5e4 among losses of 3. Where the loss is recorded at saved steps only, a part holds one loss and
+the window is the mean of those. Over the last three windows:
 - falling without bound: every window below the one before, the last one negative and at least
   `growth` times as far below the run's first loss as the first of the three and as any loss in the
   run's first window, and the fall not slowing down (the last drop at least `keep_pace` of the one
@@ -13,15 +18,19 @@ The loss is averaged over windows of `window_steps` training steps. Over the las
   first (floored at `floor_fraction` of the first loss, so noise on a loss near 0 is no growth), and
   the rise not slowing down: steps that are too large and getting larger (a warmup that never
   stops) before anything turns non-finite.
-Either way the last window's mean must differ from the first's by `min_significance` standard
-errors, estimated from the spread of the losses within the two windows: a noisy loss (batches of 8
-saved every 10th step, five losses a window) rises 2x over three windows by chance.
+Either way the last window's level must differ from the first's by `min_significance` standard
+errors, estimated from the spread of the parts within the two windows (batch means: neighbouring losses are
+not independent, a part's median is nearly so): a noisy loss rises 2x over three windows by chance. And the
+last window's change must not be smaller than the one before by as many standard errors of the parts' noise
+about their own trend: a likelihood settling at its floor falls by 0.75 as much each window, within
+`keep_pace` of running away but steadily slowing, not by chance.
 A run that records several losses and no total (a GAN's `d_loss` and `g_loss`) is not judged.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from pydantic import Field
@@ -37,6 +46,7 @@ class DivergingLoss(base.Rule):
     default_action = Action.NOTIFY
     needs = "training loss"
     training_views_only = True
+    every_step = True
     summary = (
         "A finite training loss falling without bound below zero, or growing steadily by a large factor."
     )
@@ -57,15 +67,23 @@ class DivergingLoss(base.Rule):
             description="The last window's change must be at least this share of the one before: a loss "
             "approaching a floor (or a ceiling) slows down; one running away does not.",
         )
+        parts: int = Field(
+            default=5,
+            ge=1,
+            description="Parts of equal length a window is cut into by step: a window mean's standard error is "
+            "read from the spread of its parts' means, which holds for a loss recorded at every step (neighbouring "
+            "losses are not independent: a trend within the window, momentum) and at every tenth step alike.",
+        )
         floor_fraction: float = Field(default=0.1, ge=0, le=1, description=shared_loss.LOSS_FLOOR_DOC)
         min_significance: float = Field(
             default=2.0,
             ge=0,
-            description="Standard errors (from the spread of the losses within the windows) by which the last "
-            "window's mean must differ from the first's. On the calibration seeds of the detection benchmarks a "
-            "healthy run with batches of 8 saved every 10th step rose 2x over three windows at 1.7, harmless faults "
-            "at 1.2-1.6, runaway losses at 2.6 or more. Windows of one loss each (a save interval as long as the "
-            "window) have no spread and are not judged by it.",
+            description="Standard errors (from the spread of the parts within the windows) by which the last "
+            "window must differ from the first's, and by which a slowing change makes the loss settling, not running "
+            "away. With one loss a part (saved every 10th step), on the calibration seeds of the detection benchmarks a "
+            "healthy run with batches of 8 rose 2x over three windows at 1.7, harmless faults at 1.2-1.6, runaway "
+            "losses at 2.6 or more. Windows of one part (a save interval as long as the window) have no spread and "
+            "are not judged by it.",
         )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
@@ -75,11 +93,10 @@ class DivergingLoss(base.Rule):
         super().__init__(*args, **kwargs)
         p: DivergingLoss.Params = self.params  # type: ignore[assignment]
         self.read = shared_loss.LossReader(name=p.loss_name, single=True)
-        self.sum = 0.0
-        self.sq = 0.0
-        self.n = 0
+        self.parts: list[list[float]] = [[] for _ in range(p.parts)]
+        """Per part of the window: its losses minus `shift` (no cancellation at 1e5)."""
         self.shift = 0.0
-        """The window's first loss: sums are taken of the losses minus it (no cancellation at 1e5)."""
+        """The window's first loss."""
         self.start: int | None = None
         self.last_step: int | None = None
         self.first: float | None = None
@@ -90,6 +107,9 @@ class DivergingLoss(base.Rule):
         """Means of the last three complete windows, oldest first."""
         self.errors: list[float] = []
         """The squared standard errors of those means (0 for a window of one loss)."""
+        self.noise: list[float | None] = []
+        """The squared standard errors of those means from the parts' spread about their own trend (None for
+        fewer than three parts): the noise left when the loss's steady movement within the window is set aside."""
 
     def has_input(self, view: StepView) -> bool:
         return self.read(view) is not None
@@ -105,21 +125,22 @@ class DivergingLoss(base.Rule):
             self.scale = max(self.scale, abs(loss - self.first))
         if self.start is None:
             self.start, self.shift = view.step, loss
-        d = loss - self.shift
-        self.sum += d
-        self.sq += d * d  # inf beyond float range, where `**` would raise
-        self.n += 1
+        part = min((view.step - self.start) * p.parts // p.window_steps, p.parts - 1)
+        self.parts[part].append(loss - self.shift)
         gap = shared.steps_since(self.last_step, view.step)
         self.last_step = view.step
         if view.step + gap < self.start + p.window_steps:
             return []
-        mean = self.sum / self.n
-        var = max(self.sq / self.n - mean * mean, 0.0) * self.n / (self.n - 1) if self.n > 1 else 0.0
+        # batch means: the parts' means are nearly independent where neighbouring losses are not (a trend, momentum)
+        parts = [statistics.median(losses) for losses in self.parts if losses]
+        mean = math.fsum(parts) / len(parts)
+        var = math.fsum((x - mean) ** 2 for x in parts) / (len(parts) - 1) if len(parts) > 1 else 0.0
         if not math.isfinite(var):
             var = 0.0  # losses beyond float range have no usable spread: their growth alone decides
         self.means = [*self.means[-2:], self.shift + mean]
-        self.errors = [*self.errors[-2:], var / self.n]
-        self.sum, self.sq, self.n, self.start = 0.0, 0.0, 0, None
+        self.errors = [*self.errors[-2:], var / len(parts)]
+        self.noise = [*self.noise[-2:], _trend_free_error(parts)]
+        self.parts, self.start = [[] for _ in range(p.parts)], None
         if len(self.means) < 3:
             return []
         m1, m2, m3 = self.means
@@ -139,7 +160,10 @@ class DivergingLoss(base.Rule):
         )
         if not (falling or rising):
             return []
+        if self._slowing(m1, m2, m3, p.min_significance):
+            return []
         span = 3 * p.window_steps
+        per_part = f"means of {base.fmt(p.window_steps / p.parts)}-step medians" if p.parts > 1 else "medians"
         if falling:
             ratio = (first - m3) / went if went > 0 else math.inf
             how_far = (
@@ -149,8 +173,8 @@ class DivergingLoss(base.Rule):
                 else f"{base.fmt(first - m3)} below the first loss {base.fmt(first)}, which it had not left before"
             )
             msg = (
-                f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps), {how_far} and not slowing down {self.where(view)}"
+                f"loss: falling without bound, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} ({per_part} "
+                f"over {p.window_steps}-step windows, {span} steps), {how_far} and not slowing down {self.where(view)}"
             )
             hint = (
                 "a loss with no lower bound: check that nll_loss gets log-probabilities (log_softmax) and that the "
@@ -159,38 +183,66 @@ class DivergingLoss(base.Rule):
         else:
             ratio = abs(m3 / m1)
             msg = (
-                f"loss: growing steadily, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} (means over "
-                f"{p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x (at least {base.fmt(p.growth)}x) "
+                f"loss: growing steadily, {base.fmt(m1)} -> {base.fmt(m2)} -> {base.fmt(m3)} ({per_part} "
+                f"over {p.window_steps}-step windows, {span} steps), {base.fmt(ratio)}x (at least {base.fmt(p.growth)}x) "
                 "and not slowing down "
                 f"{self.where(view)}"
             )
             hint = "the steps are too large and growing: check the learning-rate schedule (a warmup that never ends), lower the learning rate, clip gradients"
         return [self.finding(view, msg, tensor="loss", value=ratio, threshold=p.growth, hint=hint)]
 
+    def _slowing(self, m1: float, m2: float, m3: float, significance: float) -> bool:
+        """Whether the last window's change is smaller than the one before by `significance` standard errors of
+        the parts' noise about their trend: a loss settling at a floor (a Gaussian likelihood under Adam) whose
+        drops shrink steadily, not by chance. Windows of fewer than three parts, or parts on a straight line,
+        have no such noise and are not judged by it."""
+        if any(e is None for e in self.noise):
+            return False
+        e1, e2, e3 = (e or 0.0 for e in self.noise)
+        slowdown = abs(m2 - m1) - abs(m3 - m2)  # both changes run the same way here
+        return slowdown >= significance * math.sqrt(e1 + 4 * e2 + e3)  # the error of m1 - 2 m2 + m3
+
     def get_state(self) -> dict[str, Any]:
         return {
-            "sum": self.sum,
-            "sq": self.sq,
+            "parts": self.parts,
             "shift": self.shift,
-            "n": self.n,
             "start": self.start,
             "last": self.last_step,
             "means": self.means,
             "errors": self.errors,
+            "noise": self.noise,
             "first": self.first,
             "first_step": self.first_step,
             "scale": self.scale,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.sum = float(state.get("sum", 0.0))
-        self.sq = float(state.get("sq", 0.0))
+        p: DivergingLoss.Params = self.params  # type: ignore[assignment]
+        self.parts = [[float(x) for x in part] for part in state.get("parts", [])]
+        if len(self.parts) != p.parts:  # a state of another cut: the window starts again
+            self.parts, state = [[] for _ in range(p.parts)], {**state, "start": None}
         self.shift = float(state.get("shift", 0.0))
-        self.n = int(state.get("n", 0))
         self.start = state.get("start")
         self.last_step = state.get("last")
         self.means = [float(x) for x in state.get("means", [])]
         self.errors = [float(x) for x in state.get("errors", [0.0] * len(self.means))]
+        self.noise = [None if x is None else float(x) for x in state.get("noise", [None] * len(self.means))]
         self.first = None if state.get("first") is None else float(state["first"])
         self.first_step = int(state.get("first_step", 0))
         self.scale = float(state.get("scale", 0.0))
+
+
+def _trend_free_error(parts: list[float]) -> float | None:
+    """The squared standard error of the mean of `parts` (a window's part medians, in order) from their residuals
+    about a straight line through them; None for fewer than three parts (no residual left) or parts on a line."""
+    k = len(parts)
+    if k < 3:
+        return None
+    x0 = (k - 1) / 2
+    mean = math.fsum(parts) / k
+    sxx = math.fsum((i - x0) ** 2 for i in range(k))
+    slope = math.fsum((i - x0) * (y - mean) for i, y in enumerate(parts)) / sxx
+    resid = math.fsum((y - mean - slope * (i - x0)) ** 2 for i, y in enumerate(parts)) / (k - 2)
+    if not math.isfinite(resid) or resid <= (1e-9 * max(abs(y) for y in parts)) ** 2:
+        return None  # parts on a straight line but for float rounding: no noise to judge by
+    return resid / k

@@ -3,6 +3,10 @@
 At each eval point (a view with an eval-mode loss) the gap (val - train) / train is computed
 against the mean training loss since the previous eval point (SageMaker's Overfit, with
 `patience` and `ratio_threshold`); the divisor is floored at a tenth of the first training loss.
+The training loss of every step is read (`every_step`), where it is recorded (format 2.4): at an eval
+point every 25 steps, the saved steps between two eval points are two or three batches, and two easy
+batches of 8 (0.2 and 0.11) put a healthy run's val loss 0.70 "348% above" the training loss, which is 0.41
+over those 25 steps (72%).
 A steady gap is the normal generalisation gap, so by default it counts only while the validation
 loss is also `val_rise_percent` above its best and the training loss below what it was then;
 `patience` consecutive eval points are needed, or one whose gap is above `single_point_ratio`
@@ -41,6 +45,7 @@ class Overfit(base.Rule):
     category = RuleCategory.GENERALISATION
     default_action = Action.NOTIFY
     needs = "eval loss"
+    every_step = True
     summary = (
         "Validation loss well above the training loss for `patience` eval points (or once far above it), worsening "
         "while training improves."

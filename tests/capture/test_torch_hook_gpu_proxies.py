@@ -317,6 +317,16 @@ def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Meas
     assert grows <= 2 * (runs[6].activations - runs[2].activations)
 
 
+def test_sampled_history_sums_its_group_without_segment_reduce(runs: dict[int, Measured]) -> None:
+    # PyTorch's CUDA segment_reduce sums each segment in one thread (54 ms a step for a 0.94B GPT's samples on
+    # an H200): on CUDA the group's weighted squared differences go through `multi_stats` instead
+    for m in runs.values():
+        for ops in m.per_saved_step:
+            names = [op.name for op in ops]
+            assert not [n for n in names if "segment_reduce" in n], names
+            assert "trainguard.multi_stats.default" in names
+
+
 TIER1_OPS_PER_ACTIVATION = 10
 """A Tier-1 saved step's ops per captured activation: its `multi_stats` and `multi_hist` ops with the histograms'
 buffer, the histogram fix-up (`fix_bins`: four in-place ops on the bins) and the per-unit vector's three (flags,

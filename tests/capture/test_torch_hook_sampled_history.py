@@ -39,6 +39,24 @@ def test_the_sample_is_fixed_by_name_and_size_stratified_and_its_weights_sum_to_
     np.testing.assert_array_equal(_sampled.sample_index("b", 1000)[0], np.arange(1000))
 
 
+def test_the_group_sums_of_cuda_and_of_the_cpu_agree() -> None:
+    # CUDA sums a group's weighted squared differences with `multi_stats` (its sum of squares over one slice per
+    # tensor), the CPU with `segment_reduce`: the same estimates, here both run on CPU tensors
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(n, generator=g) for n in (N, 5000, 777)]
+    names = ["a", "b", "c"]
+    both = [_sampled.SampledHistory(names, xs, multi=multi) for multi in (False, True)]
+    for h in both:
+        h.estimate(xs)
+    for _ in range(3):
+        for x in xs:
+            x += 0.01 * torch.randn(x.shape, generator=g)
+            x[::97] = 0.0  # some elements move far, some not at all
+        got = [h.estimate(xs) for h in both]
+        assert got[1].shape == (3, 2) and got[1].dtype == torch.float64
+        np.testing.assert_allclose(got[1].numpy(), got[0].numpy(), rtol=1e-5)
+
+
 def test_the_estimate_is_unbiased_within_the_standard_error_of_its_sample() -> None:
     # iid Gaussian updates: the estimate's relative standard deviation is sqrt(2/|S|)
     g = torch.Generator().manual_seed(0)

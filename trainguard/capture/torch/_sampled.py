@@ -21,6 +21,8 @@ import zlib
 import numpy as np
 import torch
 
+from trainguard.capture.torch import _multi, device_stats
+
 SAMPLE_SHARE = 64
 """A sampled tensor keeps one element in this many ..."""
 MIN_SAMPLE = 4096
@@ -82,13 +84,16 @@ class SampledHistory:
     and distance.
 
     Per saved step (`estimate`): one gather per tensor (`torch.take` into its place of a preallocated buffer:
-    no full-size temporary, no allocation), then six ops for the group whatever its size: the two
-    differences, their weighted squares, one segment sum, the float64 result and the refresh of prev_S.
+    no full-size temporary, no allocation), then a handful of ops for the group whatever its size: the two
+    differences, their weighting, the per-tensor sums of squares, the refresh of prev_S. On CUDA the sums are
+    one `multi_stats` over the differences' per-tensor slices (its sum of squares, with the differences
+    scaled by the square roots of the weights): PyTorch's CUDA `segment_reduce` sums each segment in one
+    thread, which took 54 ms a step for a 0.94B GPT's samples on an H200. On the CPU, one `segment_reduce`.
     Memory: prev_S and first_S (float32), the gather buffer (the tensors' dtype), the differences
     (2 x float32), indices (int64) and weights (float32): about 28 bytes per sampled element.
     """
 
-    def __init__(self, names: list[str], xs: list[torch.Tensor]) -> None:
+    def __init__(self, names: list[str], xs: list[torch.Tensor], multi: bool | None = None) -> None:
         device = xs[0].device
         picks = [sample_index(name, x.numel()) for name, x in zip(names, xs)]
         self.sizes = [len(i) for i, _ in picks]
@@ -101,6 +106,13 @@ class SampledHistory:
         starts = np.cumsum([0, *self.sizes[:-1]]).tolist()
         self.slices = [self.cur.narrow(0, a, n) for a, n in zip(starts, self.sizes)]
         self.diff = torch.empty(2, total, dtype=torch.float32, device=device)
+        self.multi = device.type == "cuda" if multi is None else multi
+        """Sums through `multi_stats` (by default on CUDA): the weights' square roots scale the differences,
+        each of which has a slice per tensor, and the sums land in `sums`."""
+        if self.multi:
+            self.weight.sqrt_()
+            self.parts = [self.diff[r].narrow(0, a, n) for r in range(2) for a, n in zip(starts, self.sizes)]
+            self.sums = torch.empty(len(self.parts), _multi.WIDTH, dtype=torch.float64, device=device)
         self.prev: torch.Tensor | None = None
         self.first: torch.Tensor | None = None
 
@@ -121,13 +133,19 @@ class SampledHistory:
             return torch.stack([torch.full_like(dist, torch.nan), dist], 1)
         torch.sub(self.cur, self.prev, out=self.diff[0])
         torch.sub(self.cur, self.first, out=self.diff[1])
+        self.prev.copy_(self.cur)
+        if self.multi:
+            self.diff.mul_(self.weight)
+            torch.ops.trainguard.multi_stats(self.parts, [], [], self.sums)
+            return self.sums[:, device_stats.SQ].view(2, -1).t()
         self.diff.square_().mul_(self.weight)
         sums = torch.segment_reduce(self.diff, "sum", lengths=self.lengths, axis=1, unsafe=True)
-        self.prev.copy_(self.cur)
         return sums.t().to(torch.float64)
 
     def nbytes(self) -> int:
         """Device bytes held: copies, gather buffer, differences, indices and weights."""
         held = [*self.index, self.weight, self.lengths, self.cur, self.diff]
+        if self.multi:
+            held.append(self.sums)
         held += [t for t in (self.prev, self.first) if t is not None]
         return sum(t.numel() * t.element_size() for t in held)

@@ -216,7 +216,7 @@ def measure(model: Model, device: torch.device, reps: int, pack_max_numel: int) 
     """Per hook configuration, the no-hook seconds of each repetition it is compared with."""
     if model.large:  # each hook configuration beside a no-hook copy of its own
         ours.append(Config("trainguard, update_l2/distance_l2 sampled", 1, history_max_fraction=0.0))
-        base = [Config(f"no hook, beside save_int {c.save_interval}", None) for c in ours]
+        base = [Config(f"no hook, beside '{c.label}' at save_int {c.save_interval}", None) for c in ours]
         for _ in range(reps):
             for b, c in zip(base, ours):
                 repetition(model, [b, c], device, pack_max_numel)

@@ -169,21 +169,20 @@ PARTIALS_CASES = (
 
 SIZES = (
     (2048, 131072, 8, 16, 3, 16, None),
-    (2048, 131072, 16, 4, 3, 16, 96),
     (2048, 131072, 32, 4, 3, 16, 96),
-    (2048, 131072, 16, 4, 3, 16, 80),
-    (2048, 131072, 16, 4, 3, 16, None),
+    (2048, 131072, 32, 4, 3, 16, None),
+    (2048, 262144, 32, 4, 3, 16, 96),
     (2048, 131072, 16, 8, 3, 16, 128),
-    (2048, 131072, 16, 8, 3, 16, 96),
-    (2048, 262144, 16, 4, 3, 16, 96),
-    (2048, 131072, 16, 4, 3, 32, 96),
     (2048, 262144, 8, 16, 3, 16, None),
+    (2048, 131072, 8, 16, 3, 32, None),
 )
-"""Kernel sizes tried (`_multi_kernel.Config`): elements per register block, per work item, programs per SM, warps,
-software-pipelining stages of the block loop (None: Triton's default), bytes each thread reads per block in the
-row-wise kernel (None: the per-lane kernel), registers per thread (None: the compiler's choice). The first is the shipped configuration;
-it is timed again at the end, and each row's ratio is against the mean of its two timings (a card's clocks
-move while it warms up: the first sizes timed in a run have read up to 25% slow)."""
+"""Kernel sizes tried (`_multi_kernel.Config`): elements per block of the histogram and moved kernels, elements per
+work item, programs per SM, warps, software-pipelining stages of the partials kernel's block loop (None: Triton's
+default), bytes each thread reads per block, registers per thread (None: the compiler's choice). The first is the
+shipped configuration; it is timed again at the end, and each row's ratio is against the mean of its two timings
+(a card's clocks move while it warms up: the first sizes timed in a run have read up to 25% slow). The others:
+what the last GPU run left open (docs/benchmarks.md): several small programs per SM under a register cap, longer
+items, two vectors per thread."""
 
 
 def compare_sizes(device: torch.device, reps: int = 20) -> int:
@@ -207,7 +206,7 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
         cases.append((what, xs, prevs, firsts, nbytes))
     print("### multi_stats under each kernel size (CUDA events, median of reps; us and GB/s per tensor set)")
     print(
-        "| block | chunk | programs | warps | stages | registers | "
+        "| row | chunk | programs | warps | stages | registers | "
         + " | ".join(c[0] for c in cases)
         + " | total x shipped |"
     )
@@ -220,7 +219,7 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
         for n, sizes in enumerate((*SIZES, SIZES[0])):
             block, chunk, per_sm, warps, stages, row_bytes, regs = sizes
             cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps, stages, row_bytes, regs)
-            row = f"| {block if row_bytes is None else f'{row_bytes} B/thread'} | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | {regs or '-'} | "
+            row = f"| {row_bytes} B/thread | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | {regs or '-'} | "
             _multi_kernel.config = lambda _device, cfg=cfg: cfg  # type: ignore[assignment,misc]
             cells, total = [], 0.0
             try:

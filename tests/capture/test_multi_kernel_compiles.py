@@ -101,4 +101,6 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
 def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
     assert CFG.chunk % CFG.block == 0
     assert CFG.block % (32 * CFG.num_warps) == 0  # whole elements per thread
+    for itemsize in (2, 4, 8):  # the partials kernel's block, a 16-byte row per thread, divides an item
+        assert CFG.chunk % (32 * CFG.num_warps * (CFG.row // itemsize)) == 0
     assert CFG.programs == 8 * H100_SMS

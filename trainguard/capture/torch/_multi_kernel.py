@@ -6,21 +6,23 @@ table of addresses: each program takes items pid, pid + grid, ... and writes one
 moments per item, in fixed places (no atomics: the same inputs give bitwise the same rows). The
 second (`_merge_fn`) folds each tensor's partial rows, in order, into its row of `out`.
 
-Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each
-lane of a register block (BLOCK elements) keeps float32 accumulators over the item's blocks: NaN,
-Inf and zero counts (int32), min, max, sums of x, |x|, x^2, squared update and distance, and
-Welford's running mean and squared deviations of the values it reads, shifted by the item's first
-element (a constant tensor gives exactly 0). Nothing is reduced across lanes inside the loop: at
-the item's end the lanes' (count, mean, M2) are merged in float64 with Chan's formula, and the
-items' rows in float64 by the merge launch (Chan again): never sum(x^2) - sum(x)^2 / n, which loses
-everything when the mean dwarfs the spread. On an H200 this per-lane form took 0.63-0.74x the time
-of a block-wise two-pass variant (a reduction across the block per 1,024 elements) on the same
-tensors, which it replaced (docs/benchmarks.md). Overflow: an item whose float32 sums overflow with
-no NaN or Inf among its elements (|x| near 2^64) is read again scaled by 2^-72; update and distance
-differences above 2^56 are squared scaled, element by element (the first pass already refreshed
-prev). NaN makes min, max and every sum NaN, as torch's reductions do; any NaN or Inf makes the
-deviation sum NaN, as `reduce_large` gives. Whole blocks are read without masks (vector loads where
-every address is 16-byte aligned); the last, partial block of an item with masks.
+Numerics. Elements are upcast to float32 in registers, as `device_stats.as_float32` does. Each thread
+is a lane: per block it reads `Config.row` bytes of consecutive elements (one 16-byte vector load), takes
+their mean and squared deviations in registers (shifted by the item's first element: a constant tensor
+gives exactly 0) and merges them into its float32 running mean and M2 with Chan's formula; it also keeps
+the zero count, min, max, the |x| sum and, with history, the squared update and distance. Nothing is
+reduced across lanes inside the loop: at the item's end the lanes' (count, mean, M2) are merged in
+float64 (Chan), as are the items' rows by the merge launch: never sum(x^2) - sum(x)^2 / n, which loses
+everything when the mean dwarfs the spread. Sum and sum of squares are derived in float64 (n * mean,
+M2 + n * mean^2). The first pass counts neither NaN nor Inf and takes min and max unmasked; an item whose
+|x| sum, M2 or mean is not finite (a NaN or Inf among its elements, or float32 overflow) is read again by
+a careful pass that counts them, leaves NaN out of min and max and sets the sums as torch's are (NaN with
+a NaN, +-Inf with infinities of one sign, NaN with both); if that pass finds no NaN or Inf, the item is
+read once more scaled by 2^-72. Update and distance come from the first pass, which refreshes prev;
+differences above 2^56 are squared scaled, element by element. On an H200 this kernel took 0.75x the
+time of the per-lane Welford kernel it replaced (docs/benchmarks.md). Whole blocks are read without
+masks (vector loads where every address is 16-byte aligned); the last, partial block of an item with
+masks.
 
 Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's elements are binned by
 their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
@@ -75,9 +77,9 @@ class Config:
     """Sizes of the work: elements per register block and per work item, and the grid's bound."""
 
     block: int
-    """Elements reduced at once in registers (a power of two)."""
+    """Elements the histogram and moved kernels reduce at once in registers (a power of two)."""
     chunk: int
-    """Elements per work item, a multiple of `block`: a partial row each."""
+    """Elements per work item, a multiple of `block` and of the partials kernel's block: a partial row each."""
     merge_block: int
     """Partial rows folded at once by `_merge` (a power of two)."""
     programs: int
@@ -103,10 +105,11 @@ def config(device: torch.device) -> Config:
 def gpu_config(sms: int) -> Config:
     """The sizes for a CUDA device with `sms` multiprocessors.
 
-    2,048-element blocks in 16 warps (4 elements per thread, 128 registers), 131,072 per item, 8 programs per
-    SM, the block loop pipelined in 3 stages: on an H200 (three runs of `benchmarks/hook_gpu_checks.py profile`,
-    docs/benchmarks.md) 0.83-0.98x the device time of 1,024-element blocks in 8 warps over 65,536 per item, and
-    the 0.94B GPT's overhead 1.008x / 1.143x against 1.014x / 1.167x."""
+    The partials kernel: 16 warps, a 16-byte row per thread per block, 131,072 elements per item, 8 programs per
+    SM, the block loop pipelined in 3 stages (on an H200, `benchmarks/hook_gpu_checks.py profile`,
+    docs/benchmarks.md: 0.75x the device time of the per-lane kernel before it with its best sizes, and the
+    0.94B GPT's overhead 1.006x / 1.095x against 1.008x / 1.143x). The histogram and moved kernels: 2,048-element
+    blocks in the same warps."""
     return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3, row=16)
 
 

@@ -12,6 +12,7 @@
 #   kernels.txt   CUDA kernels the hook adds per saved step, Tier-0 and Tier-1 apart (torch.profiler)
 #   profile.txt   multi_stats under each kernel size on the same tensors; single steps timed plain and
 #                 hooked; where a saved step's host and device time goes
+#   profile_large.txt  the 0.94B GPT's plain, Tier-0 and Tier-1 steps timed and their kernels by device time
 #   overhead.md   the overhead table: GPT 110M and 0.94B, no hook vs save_interval 10 and every step
 # The script goes on after a failing check; its exit status is the number of checks that failed.
 set -u
@@ -48,6 +49,7 @@ check "CUDA tests" tests.txt 180 "$PY" -m pytest -q -p no:cacheprovider -W ignor
 check "sync" sync.txt 60 "$PY" -m benchmarks.hook_gpu_checks sync --steps 20
 check "kernels" kernels.txt 90 "$PY" -m benchmarks.hook_gpu_checks kernels --steps 10
 check "profile" profile.txt 200 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
+check "profile, 0.94B GPT" profile_large.txt 120 "$PY" -m benchmarks.hook_gpu_checks profile-large --steps 6
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
-    --gpt-steps 100 --gpt1b-steps 40
+    --gpt-steps 100 --gpt1b-steps 30
 exit $failed

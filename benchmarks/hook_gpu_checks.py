@@ -3,6 +3,7 @@
     python -m benchmarks.hook_gpu_checks sync [--steps 20]      # no host sync in steady state
     python -m benchmarks.hook_gpu_checks kernels [--steps 10]   # kernels the hook adds per saved step
     python -m benchmarks.hook_gpu_checks profile [--steps 10]   # where a saved step's time goes
+    python -m benchmarks.hook_gpu_checks profile-large          # the same for the 0.94B GPT, kernels only
 
 Both train the GPU benchmark's 110M-parameter GPT (`hook_overhead_gpu.gpt`: AdamW, bf16 autocast)
 with the hook at save_interval 1, the loss recorded every step. `sync` first runs `--steps` steps
@@ -21,8 +22,9 @@ prints where the hooked steps' host time goes (cProfile, the hook's own function
 by device time (torch.profiler); it starts by timing `multi_stats` on the same tensors under each of
 `SIZES` (elements per register block and per work item, programs, warps: the shipped ones first),
 so that one run says which sizes fit the card, and the host time of one call with compiled kernels
-launched directly and through `JITFunction.run`. `sync` and `kernels` exit non-zero on failure,
-`profile` when a size's rows disagree with the shipped sizes'.
+launched directly and through `JITFunction.run`. `profile-large` times and profiles the 0.94B GPT's
+steps (`hook_overhead_gpu.GPT1B`), which the device paces, a plain step's kernels beside the saved steps'.
+`sync` and `kernels` exit non-zero on failure, `profile` when a size's rows disagree with the shipped sizes'.
 """
 
 from __future__ import annotations
@@ -37,14 +39,15 @@ from collections import Counter
 import torch
 
 import trainguard.torch as tg
-from benchmarks.hook_overhead_gpu import gpt
+from benchmarks.hook_overhead_gpu import GPT1B, gpt
 
 KERNELS_PER_SAVED_STEP_MAX = 40
 """The bound of the design note: ~4 multi-tensor launches and their cleanups, one per activation, a few more."""
 
 
-def _model(device: torch.device, hooked: bool) -> tuple[tg.Hook | None, object]:
-    module, opt, step = gpt(device)
+def _model(device: torch.device, hooked: bool, large: bool = False) -> tuple[tg.Hook | None, object]:
+    """The 110M GPT (`large`: the 0.94B one) with its training step, hooked at save_interval 1 or not."""
+    module, opt, step = gpt(device, **(GPT1B if large else {}))
     hook = None
     if hooked:
         hook = tg.Hook(f"file://{tempfile.mkdtemp(prefix='tg-gpu-check-')}/run", save_interval=1)
@@ -297,21 +300,39 @@ def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
     )
 
 
-def check_profile(device: torch.device, steps: int) -> int:
+def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
     """`multi_stats` timed under each kernel size, single steps timed plain and hooked (Tier-0 and Tier-1 apart),
-    then one of each profiled."""
-    failed = compare_sizes(device)
-    compare_launch_host_time(device)
+    then one of each profiled: host time (cProfile) and kernels by device time (torch.profiler). `large`: the
+    0.94B GPT, paced by the device, without the sizes and the host profile, and with a plain step's kernels
+    beside the saved steps' (what the hook adds is their difference)."""
+    failed = 0
+    if not large:
+        failed = compare_sizes(device)
+        compare_launch_host_time(device)
     import cProfile
     import io
     import pstats
 
     from torch.profiler import ProfilerActivity, profile
 
-    _, plain_step = _model(device, hooked=False)
+    def kernels(title: str, hook: tg.Hook | None, step: object) -> None:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            _run(hook, step, 1)
+            torch.cuda.synchronize()
+        print(f"\n### {title}: kernels by device time (torch.profiler, the whole step)")
+        print(
+            prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
+        )
+
+    _, plain_step = _model(device, hooked=False, large=large)
     _run(None, plain_step, 5)
     plain = statistics.median(_timed_step(None, plain_step) for _ in range(steps))
-    hook, hooked = _model(device, hooked=True)
+    if large:
+        kernels("plain step", None, plain_step)
+        del plain_step
+        torch.cuda.empty_cache()
+    hook, hooked = _model(device, hooked=True, large=large)
     assert hook is not None
     _run(hook, hooked, 5)
     times: dict[bool, list[float]] = {False: [], True: []}
@@ -326,33 +347,25 @@ def check_profile(device: torch.device, steps: int) -> int:
             if v
         )
     )
-    while _tier1(hook):
-        _run(hook, hooked, 1)
     for t in (False, True):
-        while _tier1(hook) != t:
-            _run(hook, hooked, 1)
-        torch.cuda.synchronize()
-        cpu = cProfile.Profile()
-        cpu.enable()
-        _run(hook, hooked, 1)
-        cpu.disable()
-        torch.cuda.synchronize()
-        text = io.StringIO()
-        stats = pstats.Stats(cpu, stream=text)
-        stats.sort_stats("tottime").print_stats(12)
-        stats.sort_stats("tottime").print_stats("trainguard", 25)
-        print(f"\n### Tier-{int(t)} saved step: host time by function (cProfile, trainguard's own)")
-        print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
-        while _tier1(hook) != t:
-            _run(hook, hooked, 1)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            _run(hook, hooked, 1)
+        if not large:
+            while _tier1(hook) != t:
+                _run(hook, hooked, 1)
             torch.cuda.synchronize()
-        print(f"\n### Tier-{int(t)} saved step: kernels by device time (torch.profiler, the whole step)")
-        print(
-            prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
-        )
+            cpu = cProfile.Profile()
+            cpu.enable()
+            _run(hook, hooked, 1)
+            cpu.disable()
+            torch.cuda.synchronize()
+            text = io.StringIO()
+            stats = pstats.Stats(cpu, stream=text)
+            stats.sort_stats("tottime").print_stats(12)
+            stats.sort_stats("tottime").print_stats("trainguard", 25)
+            print(f"\n### Tier-{int(t)} saved step: host time by function (cProfile, trainguard's own)")
+            print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
+        while _tier1(hook) != t:
+            _run(hook, hooked, 1)
+        kernels(f"Tier-{int(t)} saved step", hook, hooked)
     errors = list(hook.errors)
     hook.close()
     if errors:
@@ -362,7 +375,7 @@ def check_profile(device: torch.device, steps: int) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("check", choices=("sync", "kernels", "profile"))
+    ap.add_argument("check", choices=("sync", "kernels", "profile", "profile-large"))
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
@@ -371,8 +384,8 @@ def main() -> int:
         raise SystemExit("no CUDA device: these checks need a GPU")
     if args.check == "sync":
         return check_sync(device, args.steps or 20)
-    if args.check == "profile":
-        return check_profile(device, args.steps or 10)
+    if args.check in ("profile", "profile-large"):
+        return check_profile(device, args.steps or 10, large=args.check == "profile-large")
     return check_kernels(device, args.steps or 10)
 
 

@@ -170,6 +170,10 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+GPT1B = {"width": 2048, "layers": 16, "seq": 1024, "batch": 4, "vocab": 32768}
+"""The ~1B-parameter GPT's sizes (`gpt`): 0.94B parameters."""
+
+
 def repetition(model: Model, configs: list[Config], device: torch.device, pack_max_numel: int) -> None:
     trainers = []
     for c in configs:
@@ -288,7 +292,7 @@ def main() -> int:
     def gpt1b_build(d: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
         if args.small:
             return gpt(d, width=128, layers=2, seq=64, batch=2, vocab=1024)
-        return gpt(d, width=2048, layers=16, seq=1024, batch=4, vocab=32768)
+        return gpt(d, **GPT1B)
 
     available = {
         "mlp": Model("MLP 32-256-256-10, batch 64, SGD", mlp, args.mlp_steps, 50),

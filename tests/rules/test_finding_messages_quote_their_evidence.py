@@ -155,6 +155,11 @@ def _adam_eps_one(d: StepData) -> None:
         d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 1e-3
 
 
+def _adagrad_rate(d: StepData) -> None:
+    if d.step == 0:  # the group's rate, written once: the stream's SGD-sized steps are a sliver of it
+        d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 0.05
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -181,6 +186,13 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     ],
     "eps_dominates_gradient": [
         ("Adam eps=1", {}, lambda: Stream(steps=60, optimizer="Adam", fault=_adam_eps_one))
+    ],
+    "negligible_step": [
+        (
+            "Adagrad accumulator 1e4",
+            {},
+            lambda: _every(10, Stream(steps=60, optimizer="Adagrad", fault=_adagrad_rate)),
+        )
     ],
     "diverging_loss": [
         ("growing", {}, lambda: Stream(steps=400, fault=_loss_growing)),

@@ -171,6 +171,9 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         lambda d: d.scalars.update({"group/0.0/eps": 1.0, "group/0.0/lr": 1e-3}) if d.step == 0 else None,
         optimizer="Adam",
     ),
+    "adagrad_steps_a_sliver_of_its_rate": _stream(  # the stream's SGD-sized steps against Adagrad's lr 0.05
+        lambda d: d.scalars.update({"group/0.0/lr": 0.05}) if d.step == 0 else None, optimizer="Adagrad"
+    ),
     "batchnorm_on_batches_of_two": lambda: point_views(2, steps=600),
     "accuracy_falls_as_the_loss_falls": _stream(
         lambda d: d.eval_scalars.update(val_acc=0.8 - 0.7 * d.step / 600) if d.step % 25 == 0 else None

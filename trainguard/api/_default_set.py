@@ -18,6 +18,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("saturated_activation", Action.NOTIFY),
     ("eps_dominates_gradient", Action.NOTIFY),
     ("gradient_not_applied", Action.NOTIFY),
+    ("negligible_step", Action.NOTIFY),
     ("poor_weight_initialization", Action.NOTIFY),
     ("unchanged_tensor", Action.NOTIFY),
     ("weight_update_ratio", Action.NOTIFY),

@@ -19,6 +19,7 @@ from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
 from tests.rules.test_batchnorm_small_batch import point_views
 from tests.rules.test_collapsed_lookup import lookup_views
+from tests.rules.test_gradient_cut import cut_views
 from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
@@ -187,6 +188,7 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     "eps_dominates_gradient": [
         ("Adam eps=1", {}, lambda: Stream(steps=60, optimizer="Adam", fault=_adam_eps_one))
     ],
+    "gradient_cut": [("fake quantisation without an estimator", {}, cut_views)],
     "negligible_step": [
         (
             "Adagrad accumulator 1e4",

@@ -12,6 +12,7 @@ from trainguard.api.enums import Action
 DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("exploding_tensor", Action.STOP),
     ("exploding_gradient", Action.NOTIFY),
+    ("gradient_cut", Action.NOTIFY),
     ("vanishing_gradient", Action.NOTIFY),
     ("batchnorm_small_batch", Action.NOTIFY),
     ("dead_relu", Action.NOTIFY),

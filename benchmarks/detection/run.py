@@ -74,6 +74,8 @@ RULE_CATEGORY = {
     "optimizer_not_stepping": "SC",
     "gradient_not_applied": "SC",  # parameters with gradients that no optimizer updates
     "eps_dominates_gradient": "SC",  # an adaptive optimizer stepping as SGD at lr/eps: slow, not unstable
+    "gradient_cut": "VG",  # no kernel gets a gradient: the gradient vanishes before the kernels, entirely
+    "negligible_step": "VG",  # steps a vanishing fraction of lr from the start: the updates vanish, as VG's do
     "metric_against_loss": "SC",  # the objective optimises something else than the metric the run records
     "collapsed_lookup": "SC",  # an embedding table read through one row: the model learns nothing from those ids
     "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch

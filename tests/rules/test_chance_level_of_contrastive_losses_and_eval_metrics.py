@@ -120,10 +120,24 @@ def test_an_accuracy_that_never_changes_at_chance_while_the_loss_falls_is_not_th
     # eval points every 50 steps: windows of 4 records (50-200, 250-400), confirmed at the next record
     assert found[0].step == 450 and found[0].tensor == "val_teacher_accuracy"
     assert found[0].message.startswith(
-        "the eval metric 'val_teacher_accuracy' read exactly 0.125 at all 8 of its records in steps 50-450, at "
-        "chance level 1/10 = 0.1"
+        "the eval metric 'val_teacher_accuracy' read exactly 0.125 at all 8 of its records in steps 50-450, "
+        "0.0278 of the way from chance level 1/10 = 0.1 to 1"
     )
     assert "rebinds the loop variable" in (found[0].hint or "")
+
+
+def test_an_accuracy_frozen_after_the_first_steps_short_of_half_way_is_not_the_trained_model() -> None:
+    # an EMA built with decay 1.0 keeps the weights of its first update: on an easy task that model already scores
+    # well above chance (0.46 for 10 classes: 0.4 of the way to 1), and never changes while the loss falls
+    found = run(
+        MetricAgainstLoss(), views(metric_run("val_accuracy", lambda s: 0.46, slowly_falling), steps=500)
+    )
+    assert found[0].step == 450 and "read exactly 0.46 at all 8 of its records" in found[0].message
+    # past half-way (0.6 for 10 classes: 0.56 of the way) a still score may be a converged model's: not judged
+    assert (
+        run(MetricAgainstLoss(), views(metric_run("val_accuracy", lambda s: 0.6, slowly_falling), steps=500))
+        == []
+    )
 
 
 def test_an_accuracy_that_stays_put_for_a_few_records_saturated_or_above_chance_is_not_frozen() -> None:

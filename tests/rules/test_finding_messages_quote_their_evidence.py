@@ -19,6 +19,7 @@ from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
 from tests.rules.test_batchnorm_small_batch import point_views
 from tests.rules.test_collapsed_lookup import lookup_views
+from tests.rules.test_gradient_cut import cut_views
 from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
 from trainguard.api._default_set import DEFAULT_SET
 from trainguard.rules import registry
@@ -155,6 +156,11 @@ def _adam_eps_one(d: StepData) -> None:
         d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 1e-3
 
 
+def _adagrad_rate(d: StepData) -> None:
+    if d.step == 0:  # the group's rate, written once: the stream's SGD-sized steps are a sliver of it
+        d.scalars[f"{GROUP_PREFIX}0.0/lr"] = 0.05
+
+
 def _every(n: int, views: Iterable[StepView]) -> list[StepView]:
     return [v for v in views if v.step % n == 0]
 
@@ -181,6 +187,14 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     ],
     "eps_dominates_gradient": [
         ("Adam eps=1", {}, lambda: Stream(steps=60, optimizer="Adam", fault=_adam_eps_one))
+    ],
+    "gradient_cut": [("fake quantisation without an estimator", {}, cut_views)],
+    "negligible_step": [
+        (
+            "Adagrad accumulator 1e4",
+            {},
+            lambda: _every(10, Stream(steps=60, optimizer="Adagrad", fault=_adagrad_rate)),
+        )
     ],
     "diverging_loss": [
         ("growing", {}, lambda: Stream(steps=400, fault=_loss_growing)),

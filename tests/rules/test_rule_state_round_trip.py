@@ -14,6 +14,7 @@ import pytest
 from tests.rules.streams import StepData, Stream
 from tests.rules.test_batchnorm_small_batch import point_views
 from tests.rules.test_collapsed_lookup import lookup_views
+from tests.rules.test_gradient_cut import cut_views
 from trainguard.rules import registry
 from trainguard.rules.base import Rule
 from trainguard.rules.step_view import COL, StepView
@@ -171,6 +172,10 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
         lambda d: d.scalars.update({"group/0.0/eps": 1.0, "group/0.0/lr": 1e-3}) if d.step == 0 else None,
         optimizer="Adam",
     ),
+    "adagrad_steps_a_sliver_of_its_rate": _stream(  # the stream's SGD-sized steps against Adagrad's lr 0.05
+        lambda d: d.scalars.update({"group/0.0/lr": 0.05}) if d.step == 0 else None, optimizer="Adagrad"
+    ),
+    "kernels_cut_off_from_the_loss": cut_views,
     "batchnorm_on_batches_of_two": lambda: point_views(2, steps=600),
     "accuracy_falls_as_the_loss_falls": _stream(
         lambda d: d.eval_scalars.update(val_acc=0.8 - 0.7 * d.step / 600) if d.step % 25 == 0 else None

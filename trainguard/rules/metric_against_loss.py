@@ -29,10 +29,10 @@ stopping, and metrics recorded a few times. Reported once per run.
 
 A second reading needs no worsening: an accuracy (its chance level 1/K for the K outputs of the last dense layer:
 `trainguard.rules.chance`) that reads exactly the same value at every record of both windows, within
-`frozen_band` of the way from chance to 1 (an untrained model's score), while the loss fell by
+`frozen_band` of the way from chance to 1 (an untrained model's score, or one frozen after its first steps), while the loss fell by
 `loss_significance` standard errors. A model that trains changes its held-out predictions; one whose score does
 not move by a single example is not the model that trains (an EMA teacher whose update rebinds a name instead of
-writing the teacher's tensors in place, a stale copy evaluated). An accuracy frozen at its best (1) or well above
+writing the teacher's tensors in place, an EMA built with decay 1.0, a stale copy evaluated). An accuracy frozen at its best (1) or well above
 chance (a saturated language model's 0.82) is not judged, nor an R² (one clipped at 0 reads 0 however its model
 changes: `overfit` judges an R² at chance).
 """
@@ -177,17 +177,19 @@ class MetricAgainstLoss(base.Rule):
             "bound by chance.",
         )
         frozen_band: float | None = Field(
-            default=0.25,
+            default=0.5,
             ge=0,
             lt=1,
             description="The frozen-metric reading: an accuracy (chance level 1/K) that reads exactly the same value "
             "at every record of its first and latest windows, at most this fraction of the way from chance to 1, "
             "while the loss fell (`loss_significance`). An untrained model's accuracy scatters around 1/K with the "
             "classes its argmax happens to favour: a 4-class MLP's at initialisation read 0.15-0.38 over torch seeds "
-            "0-5 (bound 0.44). On the detection benchmarks' healthy runs an accuracy near chance changed within 3 eval "
-            "records (a mean teacher's at 0.25-0.28 for its first 2-3), and the accuracies that stayed exactly put "
-            "were saturated (1; a language model's 0.82, far above its 1/K); 8 identical records at chance came from "
-            "a teacher that never moved. None: off.",
+            "0-5; a model frozen after its first step scores more on an easy task (an EMA built with decay 1.0 kept "
+            "a tabular ResNet's weights after one step: 0.43-0.56 for 4 classes, 0.24-0.41 of the way). On the "
+            "detection benchmarks' healthy runs an accuracy near chance changed within 3 eval records (a mean "
+            "teacher's at 0.25-0.28 for its first 2-3), and no accuracy below 1 stayed exactly put while the loss "
+            "fell (none even at a band of 0.99); the half-way bound keeps a saturated model's accuracy (a language "
+            "model's 0.82, 0.8 of the way from its 1/K) out. None: off.",
         )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
@@ -294,7 +296,8 @@ class MetricAgainstLoss(base.Rule):
         records = len(w.first) + len(w.latest)
         msg = (
             f"the {mode} metric {name!r} read exactly {base.fmt(value)} at all {records} of its records in steps "
-            f"{w.first[0][0]}-{w.latest[-1][0]}, at chance level 1/{self.classes} = {base.fmt(level)}, while the training loss fell from "
+            f"{w.first[0][0]}-{w.latest[-1][0]}, {base.fmt((value - level) / (1 - level))} of the way from chance level "
+            f"1/{self.classes} = {base.fmt(level)} to 1, while the training loss fell from "
             f"{base.fmt(l1)} to {base.fmt(l2)} ({base.fmt(zl)} standard errors) {self.where(view)}: the model it "
             "evaluates does not change, so it is not the model that trains"
         )

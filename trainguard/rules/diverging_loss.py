@@ -123,7 +123,8 @@ class DivergingLoss(base.Rule):
             self.first, self.first_step = loss, view.step
         if view.step < self.first_step + p.window_steps:
             self.scale = max(self.scale, abs(loss - self.first))
-        if self.start is None:
+        if self.start is None or view.step < self.start:  # a first window, or the run went back (a resume)
+            self.parts = [[] for _ in range(p.parts)]
             self.start, self.shift = view.step, loss
         part = min((view.step - self.start) * p.parts // p.window_steps, p.parts - 1)
         self.parts[part].append(loss - self.shift)

@@ -221,7 +221,9 @@ def compare_sizes(device: torch.device, reps: int = 20) -> int:
     try:
         for n, sizes in enumerate((*SIZES, SIZES[0])):
             block, chunk, per_sm, warps, stages, row_bytes, regs = sizes
-            cfg = _multi_kernel.Config(block, chunk, 256, per_sm * sms, warps, stages, row_bytes, regs)
+            cfg = _multi_kernel.Config(
+                block, chunk, 256, per_sm * sms, warps, stages, row=row_bytes, max_registers=regs
+            )
             row = f"| {row_bytes} B/thread | {chunk} | {per_sm} x SMs | {warps} | {stages or '-'} | {regs or '-'} | "
             _multi_kernel.config = lambda _device, cfg=cfg: cfg  # type: ignore[assignment,misc]
             cells, total = [], 0.0

@@ -81,7 +81,8 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
         {**TABLES, "part_ptr": "*i32"},
         {
             "X_DTYPE": tl.bfloat16,
-            "BLOCK": CFG.block,
+            "ALIGNED": True,
+            "BLOCK": CFG.hist_block or CFG.block,
             "CHUNK": CFG.chunk,
             "BINS": run_format.HIST_BINS,
             "LOW": 127 + run_format.HIST_MIN_EXPONENT - 1,  # as `_multi.multi_hist` launches it
@@ -99,7 +100,7 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
 
 
 def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
-    assert CFG.chunk % CFG.block == 0
+    assert CFG.chunk % CFG.block == 0 and CFG.chunk % (CFG.hist_block or CFG.block) == 0
     assert CFG.block % (32 * CFG.num_warps) == 0  # whole elements per thread
     for itemsize in (2, 4, 8):  # the partials kernel's block, a 16-byte row per thread, divides an item
         assert CFG.chunk % (32 * CFG.num_warps * (CFG.row // itemsize)) == 0

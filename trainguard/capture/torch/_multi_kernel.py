@@ -89,6 +89,8 @@ class Config:
     """Software-pipelining stages of `_partials_fn`'s block loop (`tl.range`'s `num_stages`); None: Triton's default."""
     row: int = 16
     """Bytes of consecutive elements each thread reads per block of `_partials_fn` (16: one vector load)."""
+    hist_block: int | None = None
+    """Elements per `tl.histogram` of the histogram kernel (a power of two dividing `chunk`); None: `block`."""
     max_registers: int | None = None
     """Registers per thread the partials kernel may use (ptxas `.maxnreg`), so that more programs fit on a
     multiprocessor at once; None: as many as the compiler takes."""
@@ -110,7 +112,16 @@ def gpu_config(sms: int) -> Config:
     docs/benchmarks.md: 0.75x the device time of the per-lane kernel before it with its best sizes, and the
     0.94B GPT's overhead 1.006x / 1.095x against 1.008x / 1.143x). The histogram and moved kernels: 2,048-element
     blocks in the same warps."""
-    return Config(block=2048, chunk=131072, merge_block=256, programs=8 * sms, num_warps=16, stages=3, row=16)
+    return Config(
+        block=2048,
+        chunk=131072,
+        merge_block=256,
+        programs=8 * sms,
+        num_warps=16,
+        stages=3,
+        row=16,
+        hist_block=8192,
+    )
 
 
 def _interpreting(device: torch.device) -> bool:
@@ -415,6 +426,7 @@ def _hist_partials_fn(  # type: ignore[no-untyped-def]
     n_items,
     n_tensors,
     X_DTYPE: tl.constexpr,
+    ALIGNED: tl.constexpr,
     BLOCK: tl.constexpr,
     CHUNK: tl.constexpr,
     BINS: tl.constexpr,
@@ -424,7 +436,9 @@ def _hist_partials_fn(  # type: ignore[no-untyped-def]
 
     An element's bin is its float32 exponent less LOW, clamped to 1..BINS-1, as
     `device_stats._exponent_bins` gives; elements past the item's end count in bin 0, which the merge
-    empties.
+    empties. Whole blocks are read without masks (vector loads where every address is 16-byte aligned),
+    the last, partial block of an item with masks; each `tl.histogram` (a shared-memory pass between two
+    barriers) takes a whole block.
     """
     lanes = tl.arange(0, BLOCK)
     bins = tl.arange(0, BINS)
@@ -433,8 +447,18 @@ def _hist_partials_fn(  # type: ignore[no-untyped-def]
         start = tl.load(static_ptr + n_tensors + n_items + item)
         end = tl.minimum(start + CHUNK, tl.load(static_ptr + t))
         x_base = tl.load(table_ptr + t).to(tl.pointer_type(X_DTYPE))
+        if ALIGNED:
+            x_base = tl.multiple_of(x_base, 16)
+        full_end = start + (end - start) // BLOCK * BLOCK
         acc = tl.full([BINS], 0, tl.int32)
-        for off in range(start, end, BLOCK):
+        for off in range(start, full_end, BLOCK):
+            idx = off + lanes
+            if ALIGNED:
+                idx = tl.max_contiguous(tl.multiple_of(idx, BLOCK), BLOCK)
+            x = tl.load(x_base + idx).to(tl.float32)
+            exponent = (x.to(tl.int32, bitcast=True) >> 23) & 0xFF
+            acc += tl.histogram(tl.minimum(tl.maximum(exponent - LOW, 1), BINS - 1), BINS)
+        for off in range(full_end, end, BLOCK):  # at most once: the partial block
             idx = off + lanes
             valid = idx < end
             x = tl.load(x_base + idx, mask=valid, other=0.0).to(tl.float32)
@@ -753,7 +777,8 @@ def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low:
                     lay.n_items,
                     len(xs),
                     _TL_DTYPES[xs[0].dtype],
-                    cfg.block,
+                    all(x.data_ptr() % 16 == 0 for x in xs),
+                    cfg.hist_block or cfg.block,
                     cfg.chunk,
                     bins,
                     low,

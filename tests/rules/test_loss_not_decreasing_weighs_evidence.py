@@ -108,16 +108,16 @@ def test_a_loss_below_zero_has_no_scale_for_percent_changes() -> None:
 
 
 def with_metric(
-    train: Callable[[int], float], metric: Callable[[int], float] | None
+    train: Callable[[int], float], metric: Callable[[int], float] | None, name: str = "val_accuracy"
 ) -> Callable[[StepData], None]:
-    """A fault that sets the training loss to train(step) and records an eval accuracy metric(step) every 25 steps
-    (no eval loss; none at all when metric is None)."""
+    """A fault that sets the training loss to train(step) and records an eval metric `name` = metric(step) every 25
+    steps (no eval loss; none at all when metric is None)."""
 
     def fault(d: StepData) -> None:
         d.scalars["loss"] = train(d.step)
         d.eval_scalars.clear()
         if metric is not None and d.step and d.step % 25 == 0:
-            d.eval_scalars["val_accuracy"] = metric(d.step)
+            d.eval_scalars[name] = metric(d.step)
 
     return fault
 
@@ -172,3 +172,36 @@ def test_an_improving_metric_does_not_outweigh_a_loss_at_its_first_level_or_at_c
         "val_accuracy moved from 0.52 to 0.64, which does not outweigh a loss at this level"
         in found[0].message
     )
+
+
+def vq_vae(step: int) -> float:
+    """A VQ-VAE's total loss (reconstruction + codebook + commitment terms): flat at 0.65 for 25 steps, up to 2.0 by
+    step 75 as the encoder's outputs spread and the codebook terms grow, then down 0.01 a step: 1.53 over steps
+    100-150, twice its first window's mean (0.82)."""
+    level = 0.65 + 1.35 * min(max(step - 25, 0), 50) / 50 - 0.01 * max(step - 75, 0)
+    return level * (1 + 0.02 * noise(step))
+
+
+def reconstruction_r2(step: int) -> float:
+    """The run's held-out R^2 of the reconstruction: 0.2, 0.35, 0.5 at steps 50, 100, 150."""
+    return 0.05 + 0.003 * step
+
+
+def test_a_loss_that_rose_far_above_its_first_window_while_its_r2_rises_has_learned() -> None:
+    assert run(LossNotDecreasing(), views(with_metric(vq_vae, reconstruction_r2, "val_r2"), steps=200)) == []
+    # without the metric the same loss rose from the start, and the finding says so (not "within 2%")
+    found = run(LossNotDecreasing(), views(with_metric(vq_vae, None), steps=200))
+    assert found[0].step == 150 and "the loss rose instead of falling" in found[0].message
+    assert "within 2%" not in found[0].message
+
+
+def test_a_loss_that_rose_above_its_first_window_is_not_called_within_2_percent_of_it() -> None:
+    # one outlier batch at step 0 (1.6) puts the first value above the rest: the window 100-150 (1.5) is below it,
+    # and 1.34x the first window's mean (1.12: the outlier and 1.0 at steps 10-40); the finding quotes that, not
+    # "still within 2%"
+    def outlier_then_rise(step: int) -> float:
+        return 1.6 if step == 0 else (1.0 + 0.5 * min(max(step - 50, 0), 50) / 50) * (1 + 0.005 * noise(step))
+
+    found = run(LossNotDecreasing(), views(with_metric(outlier_then_rise, None), steps=200))
+    assert found[0].step == 150 and "the loss rose instead of falling" in found[0].message
+    assert "x its mean over the first 50 steps" in found[0].message and "within 2%" not in found[0].message

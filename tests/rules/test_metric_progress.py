@@ -50,6 +50,17 @@ def test_an_error_rate_that_falls_a_fifth_of_the_way_to_0_has_learned() -> None:
     assert _progress("val_error", [0.5, 0.49, 0.48, 0.47]).learned(0.2, 2.0) is None
 
 
+def test_a_coefficient_of_determination_is_read_from_below_0_with_1_its_best_score() -> None:
+    # a regressor's held-out R^2 starts below 0 (its outputs further from the targets than their mean): -2 -> 0.4 is
+    # 80% of the way to 1, however it is spelled
+    for name in ("val_r2", "val_r_squared", "explained_variance"):
+        found = _progress(name, [-2.0, -1.2, -0.5, 0.1, 0.4]).learned(0.2, 2.0)
+        assert found is not None and 0.79 < found.share < 0.81, name
+    # an accuracy below 0 is no accuracy: no best score known; a name with an error token is not an R^2
+    assert _progress("val_accuracy", [-2.0, -1.2, -0.5, 0.1, 0.4]).learned(0.2, 2.0) is None
+    assert _progress("val_r2_error", [-2.0, -1.2, -0.5, 0.1, 0.4]).learned(0.2, 2.0) is None
+
+
 def test_the_state_survives_a_round_trip() -> None:
     progress = _progress("val_accuracy", [0.46, 0.5, 0.55])
     again = MetricProgress()

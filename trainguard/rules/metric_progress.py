@@ -6,8 +6,10 @@ improve. The run's own held-out metric (`hook.record_scalar("val_acc", ..., mode
 
 Which way a metric should move is read from its name (`metric_against_loss.direction`); its best score from its
 direction and range: 1 for one that should rise and has stayed within [0, 1] (an accuracy, an AUC, a recall), 0 for
-one that should fall and has stayed at or above 0 (an error rate, an MAE). Others (a return, a reward: no best
-known) are not read. A metric has learned when its latest record closed at least `share` of the gap between its
+one that should fall and has stayed at or above 0 (an error rate, an MAE). A coefficient of determination (`r2`,
+`r_squared`, `explained_variance`) should rise and has 1 for its best score however far below 0 it starts: a
+regressor's held-out R^2 begins negative (its untrained outputs are further from the targets than their mean) and
+is at most 1. Others (a return, a reward: no best known) are not read. A metric has learned when its latest record closed at least `share` of the gap between its
 first record and its best score, by at least `significance` times its record-to-record noise (the standard
 deviation of its successive differences: a steady trend has little, a metric that swings between records has
 much), with three records at least (two differences).
@@ -16,12 +18,23 @@ much), with three records at least (two differences).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from trainguard.rules import shared_loss
-from trainguard.rules.metric_against_loss import direction
+from trainguard.rules.metric_against_loss import LOWER, direction
 from trainguard.rules.step_view import StepView
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def determination(name: str) -> bool:
+    """Whether a metric's name says it is a coefficient of determination (R^2, explained variance): at most 1, with
+    no lower bound."""
+    tokens = set(_TOKEN.findall(name.lower()))
+    return bool(tokens & {"r2", "rsquared", "explained"}) or {"r", "squared"} <= tokens
+
 
 MIN_RECORDS = 3
 """Records a metric needs before it is read: two successive differences give its noise."""
@@ -37,6 +50,15 @@ class Learned:
     last: float
     share: float
     noise: float
+
+
+def _sign(name: str) -> int:
+    """+1 for a metric that should rise, -1 for one that should fall, 0 not known: as `direction` reads its name, and
+    +1 for a coefficient of determination whatever spelling it has (`r_squared`)."""
+    low = name.lower()
+    return direction(name) or int(
+        determination(low) and "loss" not in low and not set(_TOKEN.findall(low)) & LOWER
+    )
 
 
 class _Series:
@@ -58,8 +80,8 @@ class _Series:
         self.first = x if self.first is None else self.first
         self.last, self.lo, self.hi, self.n = x, min(self.lo, x), max(self.hi, x), self.n + 1
 
-    def best(self, sign: int) -> float | None:
-        if sign > 0 and 0.0 <= self.lo and self.hi <= 1.0:
+    def best(self, sign: int, unbounded_below: bool = False) -> float | None:
+        if sign > 0 and (unbounded_below or 0.0 <= self.lo) and self.hi <= 1.0:
             return 1.0
         if sign < 0 and self.lo >= 0.0:
             return 0.0
@@ -78,15 +100,15 @@ class MetricProgress:
     def push(self, view: StepView) -> None:
         """Read this view's eval-mode scalars whose names say which way they should move."""
         for name, x in view.eval_scalars.items():
-            if direction(name) and math.isfinite(x):
+            if _sign(name) and math.isfinite(x):
                 self.series.setdefault(name, _Series()).push(float(x))
 
     def learned(self, share: float, significance: float) -> Learned | None:
         """The first metric whose latest record closed `share` of the gap from its first record to its best score,
         by `significance` times its record-to-record noise; None when none did (or none is recorded)."""
         for name, s in self.series.items():
-            sign = direction(name)
-            best = s.best(sign)
+            sign = _sign(name)
+            best = s.best(sign, determination(name))
             if best is None or s.n < MIN_RECORDS or s.first is None or s.last is None:
                 continue
             gap, gain = sign * (best - s.first), sign * (s.last - s.first)

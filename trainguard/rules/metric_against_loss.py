@@ -264,10 +264,11 @@ class MetricAgainstLoss(base.Rule):
         for key in fresh:
             found = None
             if zl >= p.loss_significance:
+                # the chance-level readings first: an AUC below 0.5 says more than "it got worse"
                 found = (
-                    self._judge(view, key, (l1, l2, zl), p)
+                    self._chance(view, key, (l1, l2, zl), p)
+                    or self._judge(view, key, (l1, l2, zl), p)
                     or self._frozen(view, key, (l1, l2, zl), p)
-                    or self._chance(view, key, (l1, l2, zl), p)
                 )
             self.streak[key] = self.streak.get(key, 0) + 1 if found is not None else 0
             if found is not None and self.streak[key] >= p.confirm:

@@ -77,6 +77,7 @@ RULE_CATEGORY = {
     "gradient_cut": "VG",  # no kernel gets a gradient: the gradient vanishes before the kernels, entirely
     "negligible_step": "VG",  # steps a vanishing fraction of lr from the start: the updates vanish, as VG's do
     "metric_against_loss": "SC",  # the objective optimises something else than the metric the run records
+    "accuracy_gap": "OF",  # a held-out accuracy far below what the training cross-entropy guarantees: leak/memorised
     "collapsed_lookup": "SC",  # an embedding table read through one row: the model learns nothing from those ids
     "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch
 }

@@ -18,6 +18,7 @@ import pytest
 from tests.rules.streams import StepData, Stream, run
 from tests.rules.test_auc_counts import _stream as auc_stream
 from tests.rules.test_batchnorm_small_batch import point_views
+from tests.rules.test_chance_level_readings_and_accuracy_gap import leak_views
 from tests.rules.test_collapsed_lookup import lookup_views
 from tests.rules.test_gradient_cut import cut_views
 from tests.rules.test_runaway_gradients_and_dead_outputs import _never_zeroed, tagger_views
@@ -33,6 +34,16 @@ def _nan_from_relu(d: StepData) -> None:
     if d.step >= 300:
         for name in ["act/relu1", "act/relu2", *GRADS, "fc0.weight", "fc3.weight"]:
             d.set(name, nan=5, l2=math.nan, mean=math.nan)
+
+
+def _r2_at_chance(d: StepData) -> None:
+    if d.step % 25 == 0:
+        d.eval_scalars["val_r2"] = 0.01 * (d.step % 2)
+
+
+def _auc_below_chance(d: StepData) -> None:
+    if d.step % 25 == 0:
+        d.eval_scalars["val_auc"] = 0.5 - 0.3 * d.step / 400
 
 
 def _accuracy_falls(d: StepData) -> None:
@@ -222,7 +233,12 @@ SCENARIOS: dict[str, list[tuple[str, dict[str, object], Callable[[], Iterable[St
     ],
     "stalled_training": [("an hour's pause", {}, lambda: Stream(steps=30, fault=_pause))],
     "optimizer_not_stepping": [("scaler never recovers", {}, _optimizer_stops_stepping)],
-    "metric_against_loss": [("accuracy falls", {}, lambda: Stream(steps=400, fault=_accuracy_falls))],
+    "metric_against_loss": [
+        ("accuracy falls", {}, lambda: Stream(steps=400, fault=_accuracy_falls)),
+        ("r2 at chance", {}, lambda: Stream(steps=400, fault=_r2_at_chance)),
+        ("auc below chance", {}, lambda: Stream(steps=400, fault=_auc_below_chance)),
+    ],
+    "accuracy_gap": [("leak", {}, leak_views)],
     "input_scale": [
         ("uint8 wrap", {}, lambda: Stream(inputs=True, fault=_inputs(300, mean=1.2, std=1.6))),
         (

@@ -13,6 +13,7 @@ import pytest
 
 from tests.rules.streams import StepData, Stream
 from tests.rules.test_batchnorm_small_batch import point_views
+from tests.rules.test_chance_level_readings_and_accuracy_gap import leak_views
 from tests.rules.test_collapsed_lookup import lookup_views
 from tests.rules.test_gradient_cut import cut_views
 from trainguard.rules import registry
@@ -180,6 +181,7 @@ FAULTS: dict[str, Callable[[], list[StepView]]] = {
     "accuracy_falls_as_the_loss_falls": _stream(
         lambda d: d.eval_scalars.update(val_acc=0.8 - 0.7 * d.step / 600) if d.step % 25 == 0 else None
     ),
+    "held_out_accuracy_far_below_the_training_fit": lambda: leak_views(600),
     "ids_collapse_to_one_embedding_row": lambda: lookup_views(lambda s: 230 if s < 300 else 1, steps=600),
     "predictions_lose_their_signal": lambda: _predictions(tied=False),
     "tied_prediction_scores": lambda: _predictions(tied=True),

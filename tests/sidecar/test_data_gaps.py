@@ -180,9 +180,10 @@ def test_the_verdict_table_puts_what_matters_first_and_quiet_folds_the_rest(
     assert "NoIssuesFound" not in "\n".join(lines)
     # the quiet rules are one line, which tells the rules that never got their data apart
     quiet = (
-        "15 rules checked, no issues; 11 not checked: batchnorm_small_batch (no BatchNorm layers and batched "
+        "15 rules checked, no issues; 12 not checked: batchnorm_small_batch (no BatchNorm layers and batched "
         "activations or inputs recorded), eps_dominates_gradient (no optimizer eps recorded), negligible_step (no "
-        "optimizer learning rate recorded), overfit (no eval"
+        "optimizer learning rate recorded), accuracy_gap (no eval accuracy (a scalar named like val_acc, "
+        "val_accuracy, top1) recorded), overfit (no eval"
     )
     assert any(line.startswith(quiet) for line in lines), lines
     full = verdict_table({"a": _status("NoIssuesFound"), "b": _status("IssuesFound", "warning"),

@@ -27,6 +27,7 @@ DEFAULT_SET: tuple[tuple[str, Action], ...] = (
     ("loss_not_decreasing", Action.NOTIFY),
     ("loss_spike", Action.NOTIFY),
     ("oscillating_loss", Action.NOTIFY),
+    ("accuracy_gap", Action.NOTIFY),
     ("overfit", Action.NOTIFY),
     ("overtraining", Action.NOTIFY),
     ("auc_drop", Action.NOTIFY),

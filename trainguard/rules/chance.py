@@ -2,8 +2,11 @@
 
 An accuracy (`val_acc`, `val_token_accuracy`, `top1`, ...) scores 1/K at chance, K the outputs of the last dense
 layer; an R² (`val_r2`) scores 0, predicting the mean. Both are 1 at best, so "near chance" is a fraction of the
-way from chance to 1. Other metrics (AUC, hits@k, recall@k, F1) have a chance level that depends on what the
-run does not record (candidates per query, class frequencies) and are not placed.
+way from chance to 1. Other metrics (hits@k, recall@k, F1, the area under a precision-recall curve) have a chance
+level that depends on what the run does not record (candidates per query, class frequencies) and are not placed by
+`chance_level`. The area under the ROC curve (`val_auc`, `auroc`) is 0.5 at chance whatever the class frequencies
+(a random score ranks a positive above a negative half of the time), 0 for a ranking that is exactly reversed:
+`ranking_chance_level` places it for the readings that use it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,19 @@ def chance_level(name: str, classes: int | None) -> float | None:
     if tokens & ACCURACY:
         return 1.0 / classes if classes and classes >= 2 else None
     return 0.0 if tokens & R2 else None
+
+
+ROC_AUC = frozenset({"auc", "auroc", "rocauc"})
+"""Name tokens of an area under the ROC curve: chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
+
+
+def ranking_chance_level(name: str, classes: int | None) -> float | None:
+    """`chance_level`, and 0.5 for an area under the ROC curve; None for a name containing `loss` or `pr`."""
+    level = chance_level(name, classes)
+    if level is not None:
+        return level
+    tokens = set(_TOKEN.findall(name.lower()))
+    return 0.5 if tokens & ROC_AUC and not tokens & {"loss", "pr", "auprc", "prauc"} else None
 
 
 def is_placed(name: str) -> bool:

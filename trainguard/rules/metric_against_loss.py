@@ -34,7 +34,19 @@ A second reading needs no worsening: an accuracy (its chance level 1/K for the K
 not move by a single example is not the model that trains (an EMA teacher whose update rebinds a name instead of
 writing the teacher's tensors in place, an EMA built with decay 1.0, a stale copy evaluated). An accuracy frozen at its best (1) or well above
 chance (a saturated language model's 0.82) is not judged, nor an R² (one clipped at 0 reads 0 however its model
-changes: `overfit` judges an R² at chance).
+changes: the chance-level reading below judges it).
+
+Two chance-level readings need no worsening either (`chance_band`), on the metrics whose chance level does not
+depend on what the run leaves unrecorded: an R² (0, predicting the mean) and an area under the ROC curve (0.5, a
+random ranking; `chance.ranking_chance_level`). Such a metric at most `chance_band` of the way from chance to 1 at
+every record of both windows, its latest window not significantly above its first (a slow start rises), while
+the loss fell by `loss_significance` standard errors: what the loss optimises does not carry to held-out data at
+all (a KL term multiplied by the dataset size, so the posterior stays at its prior; coordinates in pixel units
+that a Fourier-feature network fits on its training pixels and nowhere between them). And a ROC AUC whose latest window lies below 0.5 by
+`metric_significance` standard errors of its spread and by `min_worsening` of the way to 0, while the loss fell:
+the model ranks the negatives above the positives (a pairwise loss with its positive and negative swapped). Its
+first window need not be better: an AUC that starts at chance and falls is judged against chance, not against a
+first window whose spread holds the fall itself.
 """
 
 from __future__ import annotations
@@ -191,6 +203,19 @@ class MetricAgainstLoss(base.Rule):
             "fell (none even at a band of 0.99); the half-way bound keeps a saturated model's accuracy (a language "
             "model's 0.82, 0.8 of the way from its 1/K) out. None: off.",
         )
+        chance_band: float | None = Field(
+            default=0.1,
+            ge=0,
+            lt=1,
+            description="The chance-level readings, on an R² (chance level 0) or an area under the ROC curve "
+            "(0.5): every record of the metric's first and latest windows at most this fraction of the way from "
+            "chance to 1 while the loss fell (`loss_significance`); or, for a ROC AUC, its latest window below 0.5 "
+            "by `metric_significance` standard errors and `min_worsening` of the way to 0. On the detection "
+            "benchmarks' healthy runs the R² and AUCs closest to chance reached 0.13 of the way within their first 8 "
+            "eval records (a mixture of experts whose R² read 0 at its first 2, then rose significantly), and no "
+            "healthy AUC averaged below 0.497 over 4 records; the bugs found sit at 0-0.06 of the way, or at "
+            "AUC 0.18-0.22. None: off.",
+        )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the only scalar named *loss*."
         )
@@ -239,7 +264,12 @@ class MetricAgainstLoss(base.Rule):
         for key in fresh:
             found = None
             if zl >= p.loss_significance:
-                found = self._judge(view, key, (l1, l2, zl), p) or self._frozen(view, key, (l1, l2, zl), p)
+                # the chance-level readings first: an AUC below 0.5 says more than "it got worse"
+                found = (
+                    self._chance(view, key, (l1, l2, zl), p)
+                    or self._judge(view, key, (l1, l2, zl), p)
+                    or self._frozen(view, key, (l1, l2, zl), p)
+                )
             self.streak[key] = self.streak.get(key, 0) + 1 if found is not None else 0
             if found is not None and self.streak[key] >= p.confirm:
                 self.reported = True
@@ -308,6 +338,59 @@ class MetricAgainstLoss(base.Rule):
             "an optimizer built on another copy of the parameters"
         )
         return self.finding(view, msg, tensor=name, value=value, threshold=level, hint=hint)
+
+    def _chance(
+        self, view: StepView, key: str, loss: tuple[float, float, float], p: MetricAgainstLoss.Params
+    ) -> base.Finding | None:
+        """The chance-level readings (see the module docstring): an R² or ROC AUC at its chance level at every
+        record of both windows, or a ROC AUC whose latest window lies significantly below 0.5."""
+        w = self.metrics[key]
+        mode, _, name = key.partition(":")
+        plain = chance.chance_level(name, self.classes)
+        level = chance.ranking_chance_level(name, self.classes)
+        if p.chance_band is None or level is None or not self._apart(w, p):
+            return None
+        if plain is not None and plain > 0:
+            return None  # an accuracy: its argmax scatters around 1/K (the frozen reading judges it)
+        auc = plain is None
+        l1, l2, zl = loss
+        m2, e2 = _mean_err(w.latest)
+        fell = f"while the training loss fell from {base.fmt(l1)} to {base.fmt(l2)} ({base.fmt(zl)} standard errors)"
+        if auc:  # a ROC AUC: below 0.5 the scores rank the classes the wrong way round
+            zb = -_z(level, 0.0, m2, e2)
+            share = (level - m2) / level
+            if zb >= p.metric_significance and share >= p.min_worsening:
+                msg = (
+                    f"the {mode} metric {name!r} (an area under the ROC curve, 0.5 at chance) averaged "
+                    f"{base.fmt(m2)} over its latest {len(w.latest)} records (steps {w.latest[0][0]}-"
+                    f"{w.latest[-1][0]}), {base.fmt(zb)} standard errors and {base.fmt(100 * share)}% of the way "
+                    f"below chance (at least {base.fmt(100 * p.min_worsening)}%), {fell} {self.where(view)}: "
+                    "the model learns to rank the negatives above the positives"
+                )
+                hint = (
+                    "check which side of each pair or label is the positive one: a seen and an unseen item swapped "
+                    "in a pairwise (BPR) loss, labels inverted, or a score whose sign the metric reads the other way"
+                )
+                return self.finding(view, msg, tensor=name, value=m2, threshold=level, hint=hint)
+        rows = (*w.first, *w.latest)
+        top = level + p.chance_band * (1 - level)
+        m1, e1 = _mean_err(w.first)
+        if any(x > top for _, x in rows) or _z(m1, e1, m2, e2) >= p.metric_significance:
+            return None  # above the band once, or leaving chance (a slow start rises significantly)
+        msg = (
+            f"the {mode} metric {name!r} stayed at or below {base.fmt(top)}, {base.fmt(p.chance_band)} of the way "
+            f"from its chance level {base.fmt(level)} to 1, at all {len(rows)} records of its first and latest "
+            f"windows (steps {w.first[0][0]}-{w.latest[-1][0]}; at most {base.fmt(max(x for _, x in rows))}, "
+            f"{base.fmt(m2)} over the latest {len(w.latest)}), not significantly above its first window, {fell} "
+            f"{self.where(view)}: what the loss optimises does not carry to the held-out data at all"
+        )
+        hint = (
+            "check that the held-out data go through the same model and features as the training batches (inputs "
+            "scaled differently, inputs or targets paired differently), that the loss's "
+            "terms are weighted as meant (a KL or penalty scaled by the dataset size swamps the fit), and that the "
+            "labels or pairs the loss reads are the ones the metric scores"
+        )
+        return self.finding(view, msg, tensor=name, value=m2, threshold=top, hint=hint)
 
     def get_state(self) -> dict[str, Any]:
         return {

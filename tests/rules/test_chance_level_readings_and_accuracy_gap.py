@@ -1,0 +1,133 @@
+"""A held-out metric read against its chance level and against what the training loss guarantees.
+
+`metric_against_loss`'s chance-level readings: an R² (chance 0) or a ROC AUC (chance 0.5) that never leaves chance
+while the training loss falls (what the loss optimises does not carry to held-out data: a KL term scaled by the
+dataset size, coordinates the model cannot fit), and a ROC AUC significantly below 0.5 (a pairwise loss with its
+positive and negative swapped). `accuracy_gap`: an eval accuracy far below 1 - loss / ln 2, the training accuracy
+a cross-entropy guarantees (a causal mask inverted, targets left in the inputs). Each beside the healthy runs it
+must leave alone: a slow start, an AUC that rises, a classifier that generalises, a loss that is no cross-entropy.
+Every margin is wide: no verdict depends on float rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from tests.rules.streams import run
+from tests.rules.test_chance_level_of_contrastive_losses_and_eval_metrics import metric_run, views
+from tests.rules.test_metric_against_loss import views as metric_views
+from trainguard.rules import chance
+from trainguard.rules.accuracy_gap import AccuracyGap
+from trainguard.rules.metric_against_loss import MetricAgainstLoss
+from trainguard.rules.step_view import StepView
+
+
+def test_an_roc_auc_is_placed_at_one_half_and_a_precision_recall_auc_is_not() -> None:
+    assert [chance.ranking_chance_level(n, 10) for n in ("val_auc", "auroc", "val_r2", "val_acc")] == [
+        0.5,
+        0.5,
+        0.0,
+        0.1,
+    ]
+    assert [
+        chance.ranking_chance_level(n, 10) for n in ("val_pr_auc", "val_auprc", "auc_loss", "val_f1")
+    ] == [None] * 4
+    assert chance.chance_level("val_auc", 10) is None  # the readings that place AUC ask for it by name
+
+
+def test_an_r2_that_never_leaves_zero_while_the_loss_falls_is_reported() -> None:
+    found = run(MetricAgainstLoss(), metric_views(lambda t, r: 0.0, name="val_r2"))
+    # records every 25 steps: first window 25-100, latest 125-200 at step 200, 150-225 at 225 (confirmed)
+    assert [f.step for f in found] == [225] and found[0].tensor == "val_r2"
+    assert found[0].message.startswith(
+        "the eval metric 'val_r2' stayed at or below 0.1, 0.1 of the way from its chance level 0 to 1, at all 8 "
+        "records of its first and latest windows (steps 25-225; at most 0, 0 over the latest 4)"
+    )
+    assert "a KL or penalty scaled by the dataset size" in (found[0].hint or "")
+    assert run(MetricAgainstLoss({"chance_band": None}), metric_views(lambda t, r: 0.0, name="val_r2")) == []
+
+
+def test_an_r2_that_starts_at_zero_and_rises_is_a_slow_start() -> None:
+    # clipped at 0 for 100 steps, then rising by 0.0004 a step: still inside the band at the first check (0.04 at
+    # step 200), but its latest window lies significantly above the first
+    def slow(t: int, r: np.random.Generator) -> float:
+        return max(0.0, (t - 100) * 4e-4)
+
+    assert run(MetricAgainstLoss(), metric_views(slow, name="val_r2")) == []
+    # nor does an R² at 0 beside a loss that does not fall
+    flat = metric_views(lambda t, r: 0.0, name="val_r2", loss=lambda t, r: 1.0 + float(r.normal(0, 0.03)))
+    assert run(MetricAgainstLoss(), flat) == []
+
+
+def test_an_roc_auc_below_one_half_ranks_the_pairs_the_wrong_way() -> None:
+    def swapped(t: int, r: np.random.Generator) -> float:
+        return 0.2 + 0.3 * math.exp(-t / 40) + float(r.normal(0, 0.003))
+
+    found = run(MetricAgainstLoss(), metric_views(swapped, name="val_auc"))
+    assert [f.step for f in found] == [225] and found[0].threshold == 0.5
+    assert "(an area under the ROC curve, 0.5 at chance) averaged 0.2" in found[0].message
+    assert "learns to rank the negatives above the positives" in found[0].message
+    assert "seen and an unseen item swapped" in (found[0].hint or "")
+
+
+def test_an_roc_auc_that_rises_from_one_half_is_learning() -> None:
+    def rising(t: int, r: np.random.Generator) -> float:
+        return 0.8 - 0.3 * math.exp(-t / 60) + float(r.normal(0, 0.01))
+
+    assert run(MetricAgainstLoss(), metric_views(rising, name="val_auc")) == []
+
+
+def test_an_roc_auc_at_one_half_while_the_loss_falls_never_left_chance() -> None:
+    def noise(t: int, r: np.random.Generator) -> float:
+        return 0.5 + float(r.normal(0, 0.01))
+
+    found = run(MetricAgainstLoss(), metric_views(noise, name="val_auc"))
+    assert [f.step for f in found] == [
+        225
+    ] and "stayed at or below 0.55, 0.1 of the way from its chance level 0.5 to 1" in found[0].message
+
+
+def leaking(step: int) -> float:
+    """A cross-entropy from ln 10 down to 0.05 (a model that reads its answer from its inputs)."""
+    return 2.25 * math.exp(-step / 30) + 0.05
+
+
+def leak_views(steps: int = 500) -> list[StepView]:
+    """A classifier over 10 classes whose cross-entropy falls to 0.05 while its eval accuracy stays near 0.2."""
+    return list(views(metric_run("val_accuracy", lambda s: 0.2 + 0.01 * math.sin(s), leaking), steps=steps))
+
+
+def test_an_accuracy_far_below_what_the_training_cross_entropy_guarantees_is_a_leak() -> None:
+    found = run(AccuracyGap(), leak_views())
+    # eval points every 50 steps: 4 records span 150 steps from step 200 on, confirmed at the next record
+    assert [f.step for f in found] == [250] and found[0].tensor == "val_accuracy"
+    assert found[0].value is not None and 0.18 < found[0].value < 0.21
+    assert found[0].threshold is not None and found[0].threshold > 0.85  # 1 - 0.068 / ln 2 over steps 100-250
+    assert found[0].message.startswith(
+        "the eval accuracy 'val_accuracy' averaged 0.192 over its latest 4 records (steps 100-250)"
+    )
+    assert "which means a training accuracy of at least 1 - loss / ln 2 = 0.902" in found[0].message
+    assert "causal attention mask inverted" in (found[0].hint or "")
+
+
+def test_an_accuracy_close_to_what_the_loss_guarantees_is_a_generalisation_gap() -> None:
+    healthy = metric_run("val_accuracy", lambda s: 0.9 + 0.005 * math.sin(s), leaking)
+    assert run(AccuracyGap(), views(healthy, steps=500)) == []
+    # a loss that never falls below ln 2 guarantees nothing
+    slow = metric_run("val_accuracy", lambda s: 0.2, lambda s: 0.7 + 1.6 * math.exp(-s / 30))
+    assert run(AccuracyGap(), views(slow, steps=500)) == []
+
+
+def shifted(loss: Callable[[int], float], by: float) -> Callable[[int], float]:
+    return lambda s: loss(s) + by
+
+
+def test_a_loss_that_is_no_cross_entropy_is_not_read_as_one() -> None:
+    # a squared error on one-hot targets starts near 1/K, far below ln 10; a cosine loss goes below 0
+    mse = metric_run("val_accuracy", lambda s: 0.2, lambda s: 0.09 * math.exp(-s / 30) + 0.001)
+    cosine = metric_run("val_accuracy", lambda s: 0.2, shifted(leaking, -0.9))
+    assert run(AccuracyGap(), views(mse, steps=500)) == []
+    assert run(AccuracyGap(), views(cosine, steps=500)) == []

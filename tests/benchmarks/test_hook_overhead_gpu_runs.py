@@ -31,10 +31,13 @@ def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook(
         ("trainguard, no Tier-1 steps", "1"),
     ]
     # the large model: each hook configuration beside a no-hook copy of its own (two copies fit a GPU)
+    # (and with update/distance sampled: the estimate a model gets whose copies exceed its device's bound)
     assert [(label.strip(), si) for label, si, _, _ in rows[12:]] == [
-        ("no hook, beside save_int 10", "-"),
-        ("no hook, beside save_int 1", "-"),
+        ("no hook, beside 'trainguard' at save_int 10", "-"),
+        ("no hook, beside 'trainguard' at save_int 1", "-"),
+        ("no hook, beside 'trainguard, update_l2/distance_l2 sampled' at save_int 1", "-"),
         ("trainguard", "10"),
         ("trainguard", "1"),
+        ("trainguard, update_l2/distance_l2 sampled", "1"),
     ]
-    assert len(rows) == 16 and all(float(ratio) > 0 for *_, ratio in rows)
+    assert len(rows) == 18 and all(float(ratio) > 0 for *_, ratio in rows)

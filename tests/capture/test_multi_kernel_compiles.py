@@ -60,8 +60,7 @@ def test_the_partials_kernel_compiles_with_the_shipped_sizes(x: object, history:
             "F_DTYPE": x,
             "HISTORY": history,
             "ALIGNED": True,
-            "LANES": 32 * CFG.num_warps,
-            "ROW": CFG.row * 8 // x.primitive_bitwidth,
+            **dict(zip(("LANES", "ROW"), kernels.partials_block(CFG, x.primitive_bitwidth // 8))),
             "CHUNK": CFG.chunk,
             "STAGES": CFG.stages,
         },
@@ -103,5 +102,6 @@ def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
     assert CFG.chunk % CFG.block == 0 and CFG.chunk % (CFG.hist_block or CFG.block) == 0
     assert CFG.block % (32 * CFG.num_warps) == 0  # whole elements per thread
     for itemsize in (2, 4, 8):  # the partials kernel's block, a 16-byte row per thread, divides an item
-        assert CFG.chunk % (32 * CFG.num_warps * (CFG.row // itemsize)) == 0
+        lanes, row = kernels.partials_block(CFG, itemsize)
+        assert CFG.chunk % (lanes * row) == 0
     assert CFG.programs == 8 * H100_SMS

@@ -124,6 +124,11 @@ def gpu_config(sms: int) -> Config:
     )
 
 
+def partials_block(cfg: Config, itemsize: int) -> tuple[int, int]:
+    """`_partials_fn`'s (LANES, ROW) for elements of `itemsize` bytes: a lane per thread, `cfg.row` bytes a lane."""
+    return 32 * cfg.num_warps, max(1, cfg.row // itemsize)
+
+
 def _interpreting(device: torch.device) -> bool:
     return device.type == "cpu" or _LIBRARY_INTERPRETED
 
@@ -550,18 +555,15 @@ def _launch(
     num_warps: int,
     max_registers: int | None = None,
 ) -> None:
-    """`fn[(grid,)](*args, **options)`: the first time through `JITFunction.run`, which compiles the
+    """`fn[(grid,)](*args, num_warps=num_warps)` (and `maxnreg`): the first time through `JITFunction.run`, which compiles the
     kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
     arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
     tensor counts (int32 range), then the compile-time constants, in the kernel's order. A Triton whose
     compiled kernels refuse this launch (before launching) turns direct launches off for the process.
     `max_registers` caps the registers per thread (ptxas `.maxnreg`) of the compiled kernel."""
-    options: dict[str, int] = {"num_warps": num_warps}
-    if max_registers is not None:
-        options["maxnreg"] = max_registers
     global _DIRECT
     if not _DIRECT or isinstance(fn, InterpretedFunction):
-        fn[(grid,)](*args, **options)
+        fn[(grid,)](*args, **_options(num_warps, max_registers))
         return
     a, b, c = args[0], args[1], args[2]
     assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor)
@@ -577,7 +579,7 @@ def _launch(
     )
     kernel = _kernels.get(key)
     if kernel is None:
-        kernel = fn[(grid,)](*args, **options)
+        kernel = fn[(grid,)](*args, **_options(num_warps, max_registers))
         if kernel is not None:
             _kernels[key] = kernel
         return
@@ -589,7 +591,16 @@ def _launch(
             "trainguard: launching compiled Triton kernels directly failed (%s); launching through Triton",
             err,
         )
-        fn[(grid,)](*args, **options)
+        fn[(grid,)](*args, **_options(num_warps, max_registers))
+
+
+def _options(num_warps: int, max_registers: int | None) -> dict[str, int]:
+    """Triton's launch options (compilation ones included) for a launch through `JITFunction.run`."""
+    return (
+        {"num_warps": num_warps}
+        if max_registers is None
+        else {"num_warps": num_warps, "maxnreg": max_registers}
+    )
 
 
 def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
@@ -746,8 +757,7 @@ def launch(
                     _TL_DTYPES[firsts[0].dtype] if history else x_dtype,
                     history,
                     all(address % 16 == 0 for address in addresses),
-                    32 * cfg.num_warps,
-                    max(1, cfg.row // xs[0].element_size()),
+                    *partials_block(cfg, xs[0].element_size()),
                     cfg.chunk,
                     cfg.stages,
                 ),

@@ -17,7 +17,10 @@ the hook and without it, one step at a time, and prints the difference per saved
 steps (bounded) apart from Tier-1 ones (every `tier1_interval`-th saved step: histograms and
 per-unit vectors), with the kernels the hook adds most (the CPU proxies bound the
 ops the hook dispatches: tests/capture/test_torch_hook_gpu_proxies.py). `profile` times single
-steps from a device synchronisation to the next, plain and hooked, Tier-0 and Tier-1 apart, and
+steps from a device synchronisation to the next, plain and hooked, Tier-0 steps, Tier-1 steps and
+the steps right after a Tier-1 one (which deliver its results) apart, each with its host time (until
+the step's Python returns) beside its wall time and with the device memory segments the caching
+allocator added, over four Tier-1 cycles at least, and
 prints where the hooked steps' host time goes (cProfile, the hook's own functions) and the kernels
 by device time (torch.profiler); it starts by timing `multi_stats` on the same tensors under each of
 `SIZES` (elements per register block and per work item, programs, warps: the shipped ones first),
@@ -150,12 +153,28 @@ def check_kernels(device: torch.device, steps: int) -> int:
     return 0 if ok else 1
 
 
-def _timed_step(hook: tg.Hook | None, step: object) -> float:
+def _timed_step(hook: tg.Hook | None, step: object) -> tuple[float, float]:
+    """(host ms, wall ms) of one step from a device synchronisation: host until the step's Python returns (its
+    kernels enqueued), wall until the device has run them too."""
     torch.cuda.synchronize()
     started = time.perf_counter()
     _run(hook, step, 1)
+    host = time.perf_counter()
     torch.cuda.synchronize()
-    return 1000 * (time.perf_counter() - started)
+    return 1000 * (host - started), 1000 * (time.perf_counter() - started)
+
+
+def _step_kind(hook: tg.Hook, after_tier1: bool) -> str:
+    """How a hooked step at save_interval 1 is classed: the step after a Tier-1 one delivers that step's larger
+    results (its copy is polled then), so it is timed apart."""
+    return "Tier-1" if _tier1(hook) else "after Tier-1" if after_tier1 else "Tier-0"
+
+
+def _median_ms(samples: list[tuple[float, float]]) -> str:
+    return (
+        f"{statistics.median(w for _, w in samples):.2f} ms "
+        f"(host {statistics.median(h for h, _ in samples):.2f}; median of {len(samples)})"
+    )
 
 
 PARTIALS_CASES = (
@@ -303,8 +322,8 @@ def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
 
 
 def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
-    """`multi_stats` timed under each kernel size, single steps timed plain and hooked (Tier-0 and Tier-1 apart),
-    then one of each profiled: host time (cProfile) and kernels by device time (torch.profiler). `large`: the
+    """`multi_stats` timed under each kernel size, single steps timed plain and hooked (Tier-0, Tier-1 and the
+    step after a Tier-1 one apart, wall and host time), then one of each profiled: host time (cProfile) and kernels by device time (torch.profiler). `large`: the
     0.94B GPT, paced by the device, without the sizes and the host profile, and with a plain step's kernels
     beside the saved steps' (what the hook adds is their difference)."""
     failed = 0
@@ -329,7 +348,7 @@ def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
 
     _, plain_step = _model(device, hooked=False, large=large)
     _run(None, plain_step, 5)
-    plain = statistics.median(_timed_step(None, plain_step) for _ in range(steps))
+    plain = [_timed_step(None, plain_step) for _ in range(steps)]
     if large:
         kernels("plain step", None, plain_step)
         del plain_step
@@ -337,22 +356,27 @@ def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
     hook, hooked = _model(device, hooked=True, large=large)
     assert hook is not None
     _run(hook, hooked, 5)
-    times: dict[bool, list[float]] = {False: [], True: []}
-    for _ in range(max(steps, 2 * hook._plan.config.tier1_interval)):
-        tier1 = _tier1(hook)
-        times[tier1].append(_timed_step(hook, hooked))
+    # whole Tier-1 cycles, at least 4, so that a Tier-1 step and the one after it have more than two samples
+    times: dict[str, list[tuple[float, float]]] = {"Tier-0": [], "Tier-1": [], "after Tier-1": []}
+    segments = torch.cuda.memory_stats(device).get("segment.all.allocated", 0)
+    after_tier1 = False
+    for _ in range(max(steps, 4 * hook._plan.config.tier1_interval)):
+        kind = _step_kind(hook, after_tier1)
+        times[kind].append(_timed_step(hook, hooked))
+        after_tier1 = kind == "Tier-1"
+    grown = torch.cuda.memory_stats(device).get("segment.all.allocated", 0) - segments
     print(
-        f"single steps at save_interval 1, each from a synchronisation to the next: plain {plain:.2f} ms; "
-        + "; ".join(
-            f"Tier-{int(t)} saved step {statistics.median(v):.2f} ms (median of {len(v)})"
-            for t, v in times.items()
-            if v
-        )
+        "single steps at save_interval 1, each from a synchronisation to the next (wall; host: until the step's "
+        f"Python returned): plain {_median_ms(plain)}; "
+        + "; ".join(f"{k} saved step {_median_ms(v)}" for k, v in times.items() if v)
+        + f"; device memory segments the caching allocator added over the hooked steps: {grown}"
     )
-    for t in (False, True):
+    for kind in ("Tier-0", "Tier-1", "after Tier-1"):
+        while _tier1(hook) != (kind != "Tier-0"):
+            _run(hook, hooked, 1)
+        if kind == "after Tier-1":
+            _run(hook, hooked, 1)  # the Tier-1 step whose results the next one delivers
         if not large:
-            while _tier1(hook) != t:
-                _run(hook, hooked, 1)
             torch.cuda.synchronize()
             cpu = cProfile.Profile()
             cpu.enable()
@@ -363,11 +387,15 @@ def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
             stats = pstats.Stats(cpu, stream=text)
             stats.sort_stats("tottime").print_stats(12)
             stats.sort_stats("tottime").print_stats("trainguard", 25)
-            print(f"\n### Tier-{int(t)} saved step: host time by function (cProfile, trainguard's own)")
+            print(f"\n### {kind} saved step: host time by function (cProfile, trainguard's own)")
             print("\n".join(line for line in text.getvalue().splitlines() if line.strip()))
-        while _tier1(hook) != t:
-            _run(hook, hooked, 1)
-        kernels(f"Tier-{int(t)} saved step", hook, hooked)
+            continue  # the profiled step was this kind's: the kernels are taken from the next such step
+        kernels(f"{kind} saved step", hook, hooked)
+    if not large:
+        for kind in ("Tier-0", "Tier-1"):
+            while _tier1(hook) != (kind == "Tier-1"):
+                _run(hook, hooked, 1)
+            kernels(f"{kind} saved step", hook, hooked)
     errors = list(hook.errors)
     hook.close()
     if errors:

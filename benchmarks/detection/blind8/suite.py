@@ -1,4 +1,4 @@
-"""What `run.py --suite blind8` trains: the eighth blind split's 28 healthy programs and 18 bugs, and how the
+"""What `run.py --suite blind8` trains: the eighth blind split's 28 healthy programs and 19 bugs, and how the
 ground truth is set.
 
 Each program was written from a one-line brief (a typical training script in a setting the seven earlier splits did
@@ -111,7 +111,8 @@ def catalogue() -> list[Blind8Program]:
         b("P03", "subpixel_channels_reshaped_by_view", sr, "subpixel_channels_reshaped_by_view", "SC",
           "the sub-pixel channels rearranged by view(n, 1, 2h, 2w) instead of pixel_shuffle"),
         b("P04", "bias_terms_left_in_network", svdd, "bias_terms_left_in_network", "SC",
-          "the Deep SVDD network built with bias terms, which lets it map every input onto the centre"),
+          "the Deep SVDD network built with bias terms, which lets it map every input onto the centre",
+          harmless=True),
         b("P05", "normal_class_selected_with_anomaly_label", svdd, "normal_class_selected_with_anomaly_label", "SC",
           "the one-class training set selected with label 1 (the anomalies) instead of 0"),
         b("P06", "centre_at_origin", svdd, "centre_at_origin", "SC",
@@ -121,15 +122,13 @@ def catalogue() -> list[Blind8Program]:
         b("P08", "pointer_log_softmax_over_batch", ptr, "pointer_log_softmax_over_batch", "SC",
           "the pointer's log-softmax taken over the batch dimension instead of the positions"),
         b("P09", "pointed_positions_masked_with_zero", ptr, "pointed_positions_masked_with_zero", "SC",
-          "positions already pointed to masked with 0 instead of -inf"),
+          "positions already pointed to masked with 0 instead of -inf", harmless=True),
         b("P10", "interaction_index_skill_plus_answer", dkt, "interaction_index_skill_plus_answer", "SC",
           "the (skill, answer) one-hot index written skill + answer instead of skill + answer x skills"),
         b("P11", "prediction_read_at_current_skill", dkt, "prediction_read_at_current_skill", "SC",
           "the next answer's prediction read at the current exercise's skill instead of the next one's"),
         b("P12", "euler_step_without_dt", ode, "euler_step_without_dt", "EG",
           "the Euler update written h + f(h), without the step size"),
-        b("P19", "field_evaluated_at_initial_state", ode, "field_evaluated_at_initial_state", "SC",
-          "every Euler step evaluates the vector field at the initial state instead of the current one"),
         b("P13", "observations_compared_one_step_late", ode, "observations_compared_one_step_late", "SC",
           "the integrated states compared with the observations one time step later"),
         b("P14", "param_groups_from_one_generator", dcn, "param_groups_from_one_generator", "SC",
@@ -142,5 +141,7 @@ def catalogue() -> list[Blind8Program]:
           "SAM's ascent step never subtracted before the base optimizer's step"),
         b("P18", "lookahead_interpolation_backwards", look, "lookahead_interpolation_backwards", "SC",
           "Lookahead's slow weights moved by alpha (slow - fast) instead of alpha (fast - slow)"),
+        b("P19", "field_evaluated_at_initial_state", ode, "field_evaluated_at_initial_state", "SC",
+          "every Euler step evaluates the vector field at the initial state instead of the current one"),
     ]  # fmt: skip
     return healthy + bugs

@@ -1,0 +1,34 @@
+"""The eighth blind split of the detection benchmark (`benchmarks/detection/blind8/`) is trained by the
+runner with its own scripts (its declarations, a run through the hook, the oracle's labels: `test_blind_splits.py`).
+
+No rule is built or run here: the split stays unscored until the end of the rule work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from benchmarks.detection import run
+from benchmarks.detection.blind8 import smoke, suite
+
+BY_NAME = {p.name: p for p in suite.catalogue()}
+
+
+def test_runner_trains_a_program_of_this_split_with_its_scripts(tmp_path: Path) -> None:
+    # the split's programs subclass the first split's: the runner must not hand them to an earlier split's scripts
+    prog = replace(BY_NAME["blind8_P16_raw_counts_without_log_transform"], steps=3)
+    truth = run._train_one((prog, 0, str(tmp_path)))
+    assert truth.program == prog.name and len(truth.losses) == 3
+    # raw counts up to about 1e5 through the cross layers give logits far beyond any a log-scaled input gives
+    assert all(math.isfinite(x) and x > 100 for x in truth.losses)
+    twin = run._train_one((replace(BY_NAME[prog.twin or ""], steps=3), 0, str(tmp_path / "twin")))
+    assert max(twin.losses) < 5
+
+
+def test_smoke_runner_runs_this_split(capsys: pytest.CaptureFixture[str]) -> None:
+    assert smoke.main(["--steps", "3", "--programs", "deep_svdd_adam"]) == 0
+    assert "blind8_deep_svdd_adam" in capsys.readouterr().out

@@ -182,6 +182,13 @@ class StepWriter:
             parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
             units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
             hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
+            # a block per group's op: numpy views of one conversion, no per-tensor device work
+            for hist_ids, _ in pending.hist_blocks:
+                block = next(host).astype(np.float32).reshape(len(hist_ids), -1)
+                hists.update(zip(hist_ids, block))
+            for keys, lengths, _ in pending.unit_blocks:
+                flat = next(host).astype(np.float32)
+                units.update(zip(keys, np.split(flat, np.cumsum(lengths[:-1]))))
             estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
             ids, stats = pending.host_ids, pending.host_stats
             nonfinite: bool | None = (
@@ -238,11 +245,13 @@ class StepWriter:
 
 
 def _results(pending: Pending | None, scalars: list[ScalarValue]) -> list[Result]:
-    """A step's results in the order `_write_host` reads them: row parts, Tier-1 vectors, histograms, scalars."""
+    """A step's results in the order `_write_host` reads them: row parts, Tier-1 vectors, histograms, their blocks,
+    sampled estimates, scalars."""
     results: list[Result] = []
     if pending is not None:
         results += pending.parts
         results += list(pending.units.values()) + list(pending.hists.values())
+        results += [b for _, b in pending.hist_blocks] + [b for _, _, b in pending.unit_blocks]
         results += [e for _, e in pending.estimates]
     results += [v.reshape(-1)[:1] for _, _, v in scalars if isinstance(v, torch.Tensor)]
     return results

@@ -97,17 +97,26 @@ def _(
 
 
 def reduce_group(
-    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+    xs: list[torch.Tensor],
+    prevs: list[torch.Tensor],
+    firsts: list[torch.Tensor],
+    out: torch.Tensor,
+    *,
+    checked: bool = False,
 ) -> None:
     """`multi_stats`, called straight where nothing watches the dispatcher, else through it.
 
     A torch op call costs tens of microseconds of host time before the kernel is reached; the hook
     makes a dozen or more per saved step, on a host that often paces the GPU. Real tensors with no
     dispatch mode active (no FakeTensorMode, no tracing, no recording mode) go to the implementation
-    directly; anything else gets the registered op, a single node as before.
+    directly; anything else gets the registered op, a single node as before. `checked`: the caller
+    made the group so that every tensor has xs[0]'s dtype and device, is contiguous, and each prev
+    and first matches its tensor (`_multi_path`: one group per layout, whose copies are remade when a
+    parameter's size, dtype or device changes), so the direct call skips the per-tensor checks (a loop
+    over every tensor, prev and first at each saved step); the op itself always checks.
     """
     if _unwatched(xs, out):
-        _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device))
+        _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device), per_tensor=not checked)
     else:
         torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
 
@@ -144,8 +153,9 @@ def _run(
     out: torch.Tensor,
     *,
     kernel: bool,
+    per_tensor: bool = True,
 ) -> None:
-    _check(xs, prevs, firsts, out)
+    _check(xs, prevs, firsts, out, per_tensor=per_tensor)
     if kernel:
         from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
 
@@ -303,9 +313,15 @@ def _hist_reference(xs: list[torch.Tensor], out: torch.Tensor) -> None:
 
 
 def _check(
-    xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor], out: torch.Tensor
+    xs: list[torch.Tensor],
+    prevs: list[torch.Tensor],
+    firsts: list[torch.Tensor],
+    out: torch.Tensor,
+    *,
+    per_tensor: bool = True,
 ) -> None:
-    """Refuse arguments the op does not define, saying what the caller must send instead (no host reads)."""
+    """Refuse arguments the op does not define, saying what the caller must send instead (no host reads);
+    `per_tensor` False: xs[0] and `out` only (`reduce_group`'s `checked`)."""
     if not xs:
         raise ValueError("multi_stats needs at least one tensor in xs")
     if len(prevs) != len(firsts) or (prevs and len(prevs) != len(xs)):
@@ -321,8 +337,9 @@ def _check(
         )
     if not out.is_contiguous():
         raise ValueError("multi_stats writes into a contiguous out (a row slice of a contiguous buffer)")
-    _check_inputs(xs, device, "multi_stats")
-    if prevs:  # the kernel writes prev and reads first in place: their sizes are checked, element for element
+    _check_inputs(xs if per_tensor else xs[:1], device, "multi_stats")
+    # the kernel writes prev and reads first in place: their sizes are checked, element for element
+    if prevs and per_tensor:
         kinds = (dtype, torch.float32)
         for i, (x, p, f) in enumerate(zip(xs, prevs, firsts)):
             n = x.numel()

@@ -12,7 +12,8 @@ Every op writes its rows into the device's `_finalize.ResultBuffer`, so a
 saved step allocates nothing and its results leave in one copy per device. Rows without a
 previous copy get their NaN update/distance on the host (`Pending.nan_update`). On Tier-1 steps
 each group's histograms take one `multi_hist` op and its parameters' per-unit "moved" shares one
-`multi_moved` op; the activations' per-unit vectors keep the torch ops of `device_stats`.
+`multi_moved` op, each result one block of the step (`Pending.hist_blocks`, `unit_blocks`: split per tensor on the
+host, not as a device view per tensor); the activations' per-unit vectors keep the torch ops of `device_stats`.
 """
 
 from __future__ import annotations
@@ -129,20 +130,19 @@ class MultiPath:
                 h.fresh = False
         else:
             prevs = firsts = []
-        _multi.reduce_group(xs, prevs, firsts, rows)
+        _multi.reduce_group(xs, prevs, firsts, rows, checked=True)  # grouped by device and dtype, contiguous
         if (
             tier1
         ):  # the group's histograms: one more op, and the zero/NaN/Inf fix-up on the group's rows at once
             hists = torch.empty(len(xs), run_format.HIST_BINS, dtype=torch.float64, device=xs[0].device)
             _multi.hist_group(xs, hists)
             device_stats.fix_bins(hists, rows)
-            for i, tid in enumerate(ids):
-                self.saved.hists[tid] = hists[i]
+            self.saved.hist_blocks.append((ids, hists))  # one result for the group: split on the host
         self._rows.add(ids, xs, rows, fresh)
 
     def _moved(self, ids: list[int], xs: list[torch.Tensor], histories: list[device_stats._History]) -> None:
         """The per-unit "moved" shares of a group's tracked parameters with units: one `multi_moved` op for those
-        with a previous copy (views of its rows, tensor after tensor); NaN for those without one yet."""
+        with a previous copy (one block, tensor after tensor); NaN for those without one yet."""
         read: list[tuple[int, torch.Tensor, torch.Tensor]] = []
         for tid, x, h in zip(ids, xs, histories):
             if device_stats.unit_count(x):
@@ -152,12 +152,11 @@ class MultiPath:
                     read.append((tid, x, h.prev))
         if not read:
             return
-        shares = torch.empty(sum(x.shape[0] for _, x, _ in read), dtype=torch.float64, device=xs[0].device)
+        lengths = [x.shape[0] for _, x, _ in read]
+        shares = torch.empty(sum(lengths), dtype=torch.float64, device=xs[0].device)
         _multi.moved_group([x for _, x, _ in read], [prev for _, _, prev in read], shares)
-        start = 0
-        for tid, x, _ in read:
-            self.saved.units[(MOVED, tid)] = shares[start : start + x.shape[0]]
-            start += x.shape[0]
+        keys = [(MOVED, tid) for tid, _, _ in read]
+        self.saved.unit_blocks.append((keys, lengths, shares))  # split on the host
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
         """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change
@@ -264,6 +263,8 @@ class MultiPath:
             nan_update=rows.nan_update,
             nan_distance=rows.nan_distance,
             estimates=estimates,
+            hist_blocks=saved.hist_blocks,
+            unit_blocks=saved.unit_blocks,
         )
         saved.reset()
         return pending

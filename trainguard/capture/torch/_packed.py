@@ -155,6 +155,8 @@ class PackedPath:
             unit_inputs=saved.unit_inputs,
             tier1=tier1,
             estimates=estimates,
+            hist_blocks=saved.hist_blocks,  # activations the multi-tensor path read before the path changed
+            unit_blocks=saved.unit_blocks,
         )
         self._staged = None
         saved.reset()

@@ -26,6 +26,10 @@ Result = torch.Tensor | np.ndarray
 """A per-unit vector or histogram: a device tensor (its host copy still to come), or a host array from the C kernel."""
 HostUnits = dict[tuple[str, int], np.ndarray]
 HostHists = dict[int, np.ndarray]
+HistBlock = tuple[list[int], torch.Tensor]
+"""Histograms of several tensors in one device tensor: their ids and float64 [len(ids), HIST_BINS] rows, in order."""
+UnitBlock = tuple[list[tuple[str, int]], list[int], torch.Tensor]
+"""Per-unit vectors of several tensors in one flat device tensor: their keys, lengths, and the vectors end to end."""
 ScalarValue = tuple[int, int, float | torch.Tensor]
 """(step, tensor id, value) of a scalar waiting for its step's copy."""
 
@@ -80,6 +84,10 @@ class Pending:
     estimates: list[tuple[list[int], torch.Tensor]] = field(default_factory=list)
     """Sampled update/distance (`CapturePlan.sampled_estimates`): tensor ids and float64 [T, 2] squared estimates,
     which replace those tensors' update_l2 and distance_l2 when the step is written."""
+    hist_blocks: list[HistBlock] = field(default_factory=list)
+    """Histograms a group's one op wrote together (`_multi_path`): one result each, split into `hists` on the host."""
+    unit_blocks: list[UnitBlock] = field(default_factory=list)
+    """Per-unit vectors a group's one op wrote together, likewise split into `units` on the host."""
 
 
 class Path(Protocol):
@@ -118,6 +126,8 @@ class SavedStep:
         self.units: dict[tuple[str, int], Result] = {}
         self.unit_inputs: list[tuple[int, str, torch.Tensor]] = []
         self.hists: dict[int, Result] = {}
+        self.hist_blocks: list[HistBlock] = []
+        self.unit_blocks: list[UnitBlock] = []
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
         """Read one activation in its forward hook: now (a later in-place op may change it), or as a copy."""
@@ -193,6 +203,8 @@ class SavedStep:
         self.units = {}
         self.unit_inputs = []
         self.hists = {}
+        self.hist_blocks = []
+        self.unit_blocks = []
 
 
 class Scalars:

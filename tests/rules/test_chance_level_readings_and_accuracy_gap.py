@@ -57,9 +57,47 @@ def test_an_r2_that_starts_at_zero_and_rises_is_a_slow_start() -> None:
         return max(0.0, (t - 100) * 4e-4)
 
     assert run(MetricAgainstLoss(), metric_views(slow, name="val_r2")) == []
-    # nor does an R² at 0 beside a loss that does not fall
-    flat = metric_views(lambda t, r: 0.0, name="val_r2", loss=lambda t, r: 1.0 + float(r.normal(0, 0.03)))
-    assert run(MetricAgainstLoss(), flat) == []
+    # beside a loss that does not fall either
+    flat = lambda t, r: 1.0 + float(r.normal(0, 0.03))
+    assert run(MetricAgainstLoss(), metric_views(slow, name="val_r2", loss=flat)) == []
+
+
+def flat_after_its_first_steps(t: int, r: np.random.Generator) -> float:
+    """A loss that falls by a third in its first 10 steps (a bias fits the target's mean), then stays put."""
+    return 0.15 + 0.05 * math.exp(-t / 3) + float(r.normal(0, 0.01))
+
+
+def test_a_held_out_r2_at_zero_beside_a_loss_that_stopped_falling_at_once_learned_nothing() -> None:
+    # random features redrawn at every forward pass: the loss falls in a few steps as the output bias fits the
+    # mean, too early for a loss that stays flat to count as stuck, and the held-out R² never leaves 0
+    found = run(
+        MetricAgainstLoss(), metric_views(lambda t, r: 0.0, name="val_r2", loss=flat_after_its_first_steps)
+    )
+    assert [f.step for f in found] == [225] and found[0].tensor == "val_r2"
+    assert "under the 3 of a fall" in found[0].message
+    assert (
+        "the model learned nothing that carries to held-out data beyond its first steps (a constant, the target's "
+        "mean), and its loss has stopped falling"
+    ) in found[0].message
+    assert "redrawn at each forward pass" in (found[0].hint or "")
+    # a held-out AUC at 0.5 beside such a loss: the same reading
+    noise = lambda t, r: 0.5 + float(r.normal(0, 0.01))
+    auc = run(MetricAgainstLoss(), metric_views(noise, name="val_auc", loss=flat_after_its_first_steps))
+    assert [f.step for f in auc] == [225] and "learned nothing" in auc[0].message
+
+
+def test_without_a_fall_only_a_held_out_metric_is_read_against_chance() -> None:
+    # a training R² recorded beside the loss scores the batches the loss was just taken on: at 0 while a slow
+    # start lasts, and no held-out evidence
+    train = metric_views(lambda t, r: 0.0, name="r2", mode="train", loss=flat_after_its_first_steps)
+    assert run(MetricAgainstLoss(), train) == []
+    assert (
+        run(
+            MetricAgainstLoss({"chance_band": None}),
+            metric_views(lambda t, r: 0.0, name="val_r2", loss=flat_after_its_first_steps),
+        )
+        == []
+    )
 
 
 def test_an_roc_auc_below_one_half_ranks_the_pairs_the_wrong_way() -> None:

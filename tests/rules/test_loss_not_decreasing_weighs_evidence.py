@@ -76,6 +76,39 @@ def test_a_noisy_loss_without_an_eval_loss_waits_for_the_blocks() -> None:
     assert [f.step for f in found][:1] == [490] and "4 blocks in a row" in found[0].message
 
 
+def held_out_error(name: str, val: Callable[[int], float]) -> Callable[[StepData], None]:
+    """The noisy, slowly falling training loss with a held-out error metric `name` = val(step) and no eval loss."""
+
+    def fault(d: StepData) -> None:
+        d.scalars["loss"] = slow_and_noisy(d.step)
+        if d.eval_scalars:
+            d.eval_scalars.clear()
+            d.eval_scalars[name] = val(d.step)
+
+    return fault
+
+
+def test_a_held_out_error_stands_in_for_an_eval_loss_the_run_does_not_record() -> None:
+    # a prediction broadcast against its target: a Huber loss too noisy to tell, and the held-out MAE flat
+    found = run(LossNotDecreasing(), views(held_out_error("val_mae", lambda s: 0.62)))
+    assert found[0].step == 150 and (
+        "cannot tell that alone, and the held-out error 'val_mae' 0.62 is not 1% below its best earlier eval point 0.62"
+        in found[0].message
+    )
+    # the same loss beside a held-out error that falls 4.5% by step 150 is a slow learner
+    assert (
+        run(LossNotDecreasing(), views(held_out_error("val_rmse", lambda s: 0.62 * (1 - 0.0003 * s)))) == []
+    )
+    # a metric whose name does not say lower is better stands in for nothing
+    assert (
+        run(
+            LossNotDecreasing(),
+            views(held_out_error("val_spread", lambda s: 0.62)),
+        )
+        == []
+    )
+
+
 def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() -> None:
     def fell_and_rose(step: int) -> float:
         """2.3 -> 1.9 by step 60, back up to 2.28 by step 150 (a regulariser's weight ramped up)."""

@@ -23,7 +23,9 @@ The stuck path weighs evidence, not a curve: the window must sit above the bound
 `min_significance` standard errors of the batch noise (estimated from the spread of the losses
 within the windows), or, where the loss is too noisy to tell (dropout 0.5 on batches of 8, a
 heavy-tailed robust loss), a recorded eval loss must say the same (its latest point not
-`stuck_eval_drop` below the best earlier one); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
+`stuck_eval_drop` below the best earlier one; a run that records no eval loss has a held-out error metric, a name
+that says lower is better such as MAE, RMSE, an error rate, stand in for it: a prediction broadcast against its
+target leaves a Huber loss too noisy to tell and the held-out MAE flat to 0.1%); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
 first window) in any window is not stuck from the start, and one that went below zero (a policy
 loss, a Gaussian NLL) has no scale for percent changes and is not judged by them. A loss above its first value
 alone is not stuck where the run's own eval metric says the model learns (`metric_progress`: an accuracy, an AUC,
@@ -51,6 +53,7 @@ from pydantic import Field, field_validator
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, metric_progress, shared, shared_loss
+from trainguard.rules.metric_against_loss import direction
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
@@ -183,7 +186,8 @@ class LossNotDecreasing(base.Rule):
             "fixed set without dropout or batch noise, so a smaller fall than `stuck_drop` counts: on the realistic "
             "suite's noisy-loss programs (calibration seeds) the point at step 149 of a healthy slow learner (dropout "
             "0.5 on batches of 8) was 1.8-2.6% below the best before it, that of runs that learn nothing (a learning "
-            "rate 1000x too small, hidden units dead from the start) 0.2% or above it.",
+            "rate 1000x too small, hidden units dead from the start) 0.2% or above it. A run without an eval loss has "
+            "a held-out error metric (a name that says lower is better: MAE, RMSE, an error rate) read the same way.",
         )
         collapsed_lr_fraction: float | None = shared.lowered_lr_fraction(
             1e-3,
@@ -231,6 +235,10 @@ class LossNotDecreasing(base.Rule):
         self.eval_best: float | None = None
         """The lowest eval loss before the latest one."""
         self.eval_last: float | None = None
+        self.eval_error: str | None = None
+        """The held-out error metric (MAE, RMSE, error rate, ...) that stands in for an eval loss the run does not record."""
+        self.eval_is_loss = False
+        """An eval loss has been read: no error metric stands in for it."""
         self.metrics = metric_progress.MetricProgress()
         """The eval-mode quality metrics the run records (the evidence that it learns where its loss says nothing)."""
         self.classes: int | None = None
@@ -314,6 +322,13 @@ class LossNotDecreasing(base.Rule):
             return
         self.metrics.push(view)
         x = self.read_eval(view)
+        if x is not None and not self.eval_is_loss:
+            # an eval loss outranks an error metric read before it: its points are not comparable with the metric's
+            self.eval_is_loss, self.eval_error, self.eval_best, self.eval_last = True, None, None, None
+        elif x is None and not self.eval_is_loss:
+            if self.eval_error is None:
+                self.eval_error = min((n for n in view.eval_scalars if direction(n) < 0), default=None)
+            x = view.eval_scalars.get(self.eval_error) if self.eval_error is not None else None
         if x is not None and math.isfinite(x):
             if self.eval_last is not None:
                 self.eval_best = (
@@ -513,7 +528,8 @@ class LossNotDecreasing(base.Rule):
             )
         else:
             evidence = (
-                f"; the batch noise (standard error {base.fmt(noise)}) cannot tell that alone, and the eval loss "
+                f"; the batch noise (standard error {base.fmt(noise)}) cannot tell that alone, and the "
+                f"{'eval loss' if self.eval_error is None else f'held-out error {self.eval_error!r}'} "
                 f"{base.fmt(self.eval_last)} is not {base.fmt(100 * p.stuck_eval_drop)}% below its best earlier eval "
                 f"point {base.fmt(self.eval_best)}"
             )
@@ -575,6 +591,7 @@ class LossNotDecreasing(base.Rule):
             "opening_spread": self.opening.get_state(), "window": self.window.get_state(),
             "window_start": self.window_start, "learned": self.learned, "negative": self.negative,
             "eval_best": self.eval_best, "eval_last": self.eval_last, "lr_low_since": self.lr_low_since,
+            "eval_error": self.eval_error, "eval_is_loss": self.eval_is_loss,
             "metrics": self.metrics.get_state(), **self.lr.get_state(),
         }  # fmt: skip
 
@@ -603,6 +620,8 @@ class LossNotDecreasing(base.Rule):
         self.negative = state.get("negative")
         self.eval_best = state.get("eval_best")
         self.eval_last = state.get("eval_last")
+        self.eval_error = state.get("eval_error")
+        self.eval_is_loss = bool(state.get("eval_is_loss", False))
         self.metrics.set_state(state.get("metrics"))
         self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
         self.lr.set_state(state)

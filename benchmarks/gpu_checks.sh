@@ -13,6 +13,8 @@
 #   profile.txt   multi_stats under each kernel size on the same tensors; single steps timed plain and
 #                 hooked; where a saved step's host and device time goes
 #   profile_large.txt  the 0.94B GPT's plain, Tier-0 and Tier-1 steps timed and their kernels by device time
+#   host_time.txt the CPU proxy of the hook's host time per saved step (benchmarks/hook_host_time.py), on
+#                 this machine's host: to set beside the profile's host times of the same steps
 #   overhead.md   the overhead table: GPT 110M and 0.94B, no hook vs save_interval 10 and every step
 # The script goes on after a failing check; its exit status is the number of checks that failed.
 set -u
@@ -50,6 +52,7 @@ check "sync" sync.txt 60 "$PY" -m benchmarks.hook_gpu_checks sync --steps 20
 check "kernels" kernels.txt 90 "$PY" -m benchmarks.hook_gpu_checks kernels --steps 10
 check "profile" profile.txt 200 "$PY" -m benchmarks.hook_gpu_checks profile --steps 10
 check "profile, 0.94B GPT" profile_large.txt 120 "$PY" -m benchmarks.hook_gpu_checks profile-large --steps 6
+check "host time" host_time.txt 90 "$PY" -m benchmarks.hook_host_time --reps 3
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
     --gpt-steps 100 --gpt1b-steps 30
 exit $failed

@@ -192,6 +192,35 @@ def test_dead_relu_between_tier1_steps_reports_a_layer_whose_zero_count_proves_m
     assert "at least 0.5% would be non-zero" in f.message
 
 
+def squeeze_bottleneck_dies(d: StepData) -> None:
+    """act/relu1 as a squeeze-excitation bottleneck (3 outputs a sample, beside conv layers of 64 x 16 x 16) that dies
+    for good at step 300."""
+    for name in ("act/relu0", "act/relu2"):
+        d.set(name, count=64 * 16 * 16 * 64.0, zero=0.6 * 64 * 16 * 16 * 64)
+    d.set("act/relu1", count=3 * 64.0, zero=3 * 64.0 if d.step >= 300 else 0.0)
+    key = ("active", "act/relu1")
+    if d.step >= 300 and key in d.units:
+        d.units[key][:] = 0.0
+
+
+def test_dead_relu_judges_a_tiny_dead_side_branch_by_the_loss() -> None:
+    # 0.01% of the watched ReLU outputs, dead while the loss keeps falling: no consequence shows, no report
+    assert run(DeadRelu(), Stream(fault=squeeze_bottleneck_dies)) == []
+    # the same layer with no floor on its share is reported as a layer killed by a large step is, at once
+    found = run(DeadRelu({"severe_min_share": 0.0}), Stream(fault=squeeze_bottleneck_dies))
+    assert found and found[0].tensor == "act/relu1" and 300 <= found[0].step <= 310
+
+    def and_the_loss_stalls(d: StepData) -> None:
+        squeeze_bottleneck_dies(d)
+        if d.step >= 300:
+            d.scalars["loss"] = 1.0
+
+    f = first(
+        run(DeadRelu(), Stream(fault=and_the_loss_stalls))
+    )  # with the loss not improving, it is reported
+    assert f.tensor == "act/relu1" and "while the loss is not improving" in f.message
+
+
 def test_dead_relu_zero_bound_ignores_activations_whose_inactive_outputs_are_not_zero() -> None:
     def killed(d: StepData) -> None:
         d.set("act/tanh1", zero=0.999 * d.cols["act/tanh1"][COL["count"]])

@@ -203,6 +203,23 @@ def test_vanishing_gradient_severe_ratio_stays_quiet_on_a_deep_but_healthy_sigmo
     assert run(VanishingGradient(), Stream(steps=300, fault=four_sigmoid_layers)) == []
 
 
+def test_vanishing_gradient_severe_ratio_reads_a_last_layer_that_grew_as_no_vanishing() -> None:
+    # a graph network summing its neighbours: the head's gradient grows 2000x over training while the first layer's
+    # keeps its level, so their ratio falls below the severe bound with nothing vanished
+    def head_grows(d: StepData) -> None:
+        d.scale("grad/fc3.weight", 2000.0 ** min(d.step / 200, 1.0))
+
+    assert run(VanishingGradient(), Stream(steps=300, fault=head_grows)) == []
+
+    def first_shrinks(
+        d: StepData,
+    ) -> None:  # the same fall of the ratio, the first layer's gradient shrinking
+        d.scale("grad/fc0.weight", 2000.0 ** -min(d.step / 200, 1.0))
+
+    f = first(run(VanishingGradient(), Stream(steps=300, fault=first_shrinks)))
+    assert f.tensor == "grad/fc0.weight" and "the loss need not stall" in f.message
+
+
 def test_vanishing_gradient_severe_ratio_ignores_an_all_zero_first_gradient() -> None:
     def detached(d: StepData) -> None:
         d.scale("grad/fc0.weight", 0.0)  # not vanished: not connected (all_zero reports it)

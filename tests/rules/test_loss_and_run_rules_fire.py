@@ -336,6 +336,19 @@ def test_loss_spike_without_a_gradient_spike_gives_the_data_hint() -> None:
     assert "co-spike" not in f.message and "corrupt data" in f.message
 
 
+def test_loss_spike_does_not_take_a_steady_climb_for_a_spike() -> None:
+    # a total loss that climbs 5% a step by design (a VQ-VAE's codebook terms): every step of the climb sits far above
+    # the lagging rolling median, yet none jumps against the steps right before it
+    def climb(d: StepData) -> None:
+        d.scalars["loss"] *= 1.05 ** max(d.step - 450, 0)
+
+    assert run(LossSpike(), Stream(fault=climb)) == []
+    judged = run(
+        LossSpike({"climb_steps": None}), Stream(fault=climb)
+    )  # judged against the rolling median alone
+    assert judged and all(f.step > 450 for f in judged)
+
+
 def test_loss_spike_does_not_read_a_loss_scale_where_the_loss_is_missing() -> None:
     # a hand-written fp16 loss scaler: `loss_scale` at every step, `loss` dropped at a step where it overflowed
     def scaler(d: StepData) -> None:

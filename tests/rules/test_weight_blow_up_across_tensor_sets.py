@@ -9,6 +9,8 @@ growth is measured from it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,30 @@ def test_views_of_other_weights_are_not_compared() -> None:
         stats=other.stats,
     )
     assert rule.update(renamed) == []
+
+
+def _steps(rule: WeightUpdateRatio, losses: list[float], l2: tuple[float, float]) -> list:  # type: ignore[type-arg]
+    """Feed a saved view at step 0 (weights at norm l2[0], loss losses[0]), every step's loss in between, and a saved
+    view at step len(losses) - 1 (norm l2[1]); return the findings."""
+    last = len(losses) - 1
+    found = rule.update(replace(_view(0, l2[0], initial=False), scalars={"loss": losses[0]}))
+    for t in range(1, last):
+        found += rule.update(StepView(step=t, scalars={"loss": losses[t]}, saved=False))
+    return found + rule.update(replace(_view(last, l2[1], initial=False), scalars={"loss": losses[last]}))
+
+
+def test_weights_that_grow_while_every_steps_loss_falls_are_no_blow_up() -> None:
+    # full-batch training (a PINN under Rprop): the weights grow 4x in 10 steps while the loss falls at every one of
+    # them, 0.038 -> 0.016: no step overshot, so none was too large
+    falling = [0.038 * 0.917**t for t in range(11)]
+    assert _steps(WeightUpdateRatio(), falling, (2.0, 8.0)) == []
+    # the same growth and the same fall over the 10 steps, one step's loss rising on the way: a blow-up
+    rising = [*falling[:5], falling[4] * 1.3, *falling[6:]]
+    assert [f.step for f in _steps(WeightUpdateRatio(), rising, (2.0, 8.0))] == [10]
+    # every step's loss unrecorded (saved steps only): nothing tells the steps were not too large
+    saved_only = WeightUpdateRatio()
+    found = saved_only.update(replace(_view(0, 2.0, initial=False), scalars={"loss": falling[0]}))
+    assert found == [] and [
+        f.step
+        for f in saved_only.update(replace(_view(10, 8.0, initial=False), scalars={"loss": falling[10]}))
+    ] == [10]

@@ -16,7 +16,10 @@ A step whose zero counts prove nothing is skipped, not counted as healthy: the b
 Above `severe_layer` percent dead units (a layer killed by a diverging step: 99-100%) a layer is
 reported at once. Between `threshold_layer` and `severe_layer` it is a soft symptom, reported only
 while the training loss is not improving (the loss gate): a small dense layer of a healthy CNN under
-Adam loses half its units while the loss keeps falling. The hint names the input scale first when
+Adam loses half its units while the loss keeps falling. A severely dead layer that produces under
+`severe_min_share` percent of the watched ReLU outputs is judged by the gate too: a squeeze-excitation bottleneck of 3
+units dies in healthy SE-CNNs, and its death shows in nothing the run records (the excitation becomes a constant that
+the next layer's bias absorbs). The hint names the input scale first when
 the dead layer is the first ReLU-family activation in forward order (inputs far from unit scale).
 Once at the start, a ReLU after the last dense layer of a K-class classifier (its first loss near
 ln K, K from the catalogue's module classes) is reported: it clips the logits at 0.
@@ -81,6 +84,17 @@ class DeadRelu(base.Rule):
             "PyTorch suite every bug that kills ReLUs (a learning rate 20x too high, a loss summed over the batch, "
             "gradients accumulated without zero_grad) leaves 99-100% dead; healthy runs reach 53-56% (a 32-unit "
             "dense layer of a CNN under Adam) while their loss still falls.",
+        )
+        severe_min_share: float = Field(
+            default=1.0,
+            ge=0,
+            le=100,
+            description="A layer past `severe_layer` skips the loss gate only when it produces at least this percent "
+            "of the ReLU outputs the rule watches (per sample, summed over the layers it reads). A squeeze-excitation "
+            "bottleneck of 3 units fed by pooled channel means is on for every sample or for none, and dies in "
+            "healthy SE-CNNs (0.06-0.13% of the outputs) with no consequence the loss shows: the excitation then "
+            "scales the channels by a constant. The dead layers of the development splits' faults that skipped the "
+            "gate produced 12.5-50% of them.",
         )
         check_output_activation: bool = Field(
             default=True,
@@ -157,10 +171,22 @@ class DeadRelu(base.Rule):
         hint = "remove the activation after the output layer: the loss takes raw logits"
         return self.finding(view, msg, tensor=name, hint=hint)
 
-    def _reportable(self, dead_percent: float) -> bool:
-        """A layer this dead is reported now: past `severe_layer`, or past `threshold_layer` with the gate open."""
+    def _reportable(self, dead_percent: float, share: float) -> bool:
+        """A layer this dead is reported now: past `severe_layer` while it produces at least `severe_min_share` of the
+        watched ReLU outputs (`share`, percent), or past `threshold_layer` with the gate open."""
         p: DeadRelu.Params = self.params  # type: ignore[assignment]
-        return dead_percent > p.severe_layer or (dead_percent > p.threshold_layer and self.gate.open)
+        if dead_percent > p.severe_layer and share >= p.severe_min_share:
+            return True
+        return dead_percent > p.threshold_layer and self.gate.open
+
+    def _share(self, view: StepView, name: str) -> float:
+        """The percent of the watched ReLU outputs (per sample: the rows' element counts) that activation `name`
+        produces; 100 when the view does not tell (no count for it): the layer is then judged as before."""
+        rows = self._relu_rows(view)
+        count = view.stats[rows, COL["count"]] if len(rows) else np.zeros(0)
+        total = float(np.nansum(count))
+        own = [float(count[k]) for k, i in enumerate(rows) if view.names[int(i)] == name]
+        return 100.0 * own[0] / total if own and total > 0 and math.isfinite(own[0]) else 100.0
 
     def _hint(self, view: StepView, name: str) -> str | None:
         """The input-scale hint when `name` is the first ReLU-family activation in forward order, else the rule's."""
@@ -246,8 +272,9 @@ class DeadRelu(base.Rule):
                 continue
             n = int(np.count_nonzero(active * 100.0 < p.threshold_inactivity))
             dead = 100.0 * n / active.size
-            if self._reportable(dead):
-                note = "" if dead > p.severe_layer else self.gate.note
+            share = self._share(view, name)
+            if self._reportable(dead, share):
+                note = "" if dead > p.severe_layer and share >= p.severe_min_share else self.gate.note
                 msg = (
                     f"{name}{shared.per_shard(view, name)}: {n} of {active.size} units ({base.fmt(dead)}%) are active on fewer than "
                     f"{base.fmt(p.threshold_inactivity)}% of samples, above the threshold {base.fmt(p.threshold_layer)}% "
@@ -262,14 +289,16 @@ class DeadRelu(base.Rule):
         out = []
         severe = self._bound(p.severe_layer)
         for i, nonzero in self._proved:
-            if nonzero >= severe and not self.gate.open:
-                continue  # proved past threshold_layer, not past severe_layer: a soft symptom while the loss improves
             name = view.names[i]
+            gated = nonzero >= severe or self._share(view, name) < p.severe_min_share
+            if gated and not self.gate.open:
+                continue  # proved past threshold_layer only, or a layer too small to matter: judged by the loss gate
             msg = (
                 f"{name}: {base.fmt(nonzero * 100)}% of its outputs are non-zero, so more than "
                 f"{base.fmt(p.threshold_layer)}% of its units are active on fewer than "
                 f"{base.fmt(p.threshold_inactivity)}% of samples (were fewer dead, at least "
                 f"{base.fmt(self._bound() * 100)}% would be non-zero) {self.where(view)}"
+                f"{self.gate.note if gated else ''}"
             )
             out.append(
                 self.finding(

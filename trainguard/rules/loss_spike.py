@@ -11,6 +11,14 @@ adversarial loss rises whenever the other player improves (a healthy GAN's discr
 by 10-15% a step for several steps, 6-9 robust standard deviations of its own earlier levels and
 step-to-step jumps), so a jump of one of them is no evidence of a fault. Name the loss with
 `loss_name` to watch it anyway.
+
+A spike is a jump against the noise of the steps right before it, not a climb that the lagging rolling median
+trails. While the loss climbs, a rise as significant as a spike (the median of the last `climb_steps` losses above
+the median of the `climb_steps` before them by `z_threshold` standard errors of that difference, the noise read from
+the step-to-step changes of those steps) is not judged here: every step of a steady climb sits far above a median of
+earlier levels. A climbing loss is `diverging_loss`'s and `loss_not_decreasing`'s to judge; a total loss that climbs
+by design (a VQ-VAE's codebook and commitment terms, 2-5% a step over 30 steps while its held-out score rises)
+is no spike.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from trainguard.rules import base, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
+_MEDIAN_SE = 1.2533
+"""The standard error of a median of n normal values is about this times sigma / sqrt(n) (sqrt(pi / 2))."""
 
 
 class LossSpike(base.Rule):
@@ -73,6 +83,14 @@ class LossSpike(base.Rule):
             description="The spike must also exceed the rolling median by this fraction of the first loss: a loss "
             "near zero (an easy task) jumps by large factors without meaning anything.",
         )
+        climb_steps: int | None = Field(
+            default=10,
+            ge=3,
+            description="A loss whose median over the last this many steps rose above the median of the as many "
+            "before them by `z_threshold` standard errors is climbing, not spiking, and is not judged (healthy VQ-VAEs "
+            "whose total loss climbs by design: 6.8 or more standard errors at every step the rolling median flagged; the "
+            "first spikes of the development splits' faults: at most 5.1). None: every step is judged.",
+        )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -102,12 +120,30 @@ class LossSpike(base.Rule):
                 if len(self.loss_window) >= p.min_history
                 else None
             )
+            if spike is not None and self._climbing(p):
+                spike = None
             self.loss_window.push(x)
             if spike is not None and loss - math.exp(spike[1]) > p.min_jump_fraction * self.first:
                 found.append(self._finding(view, loss, spike, g, p))
         if g is not None:
             self.grad_window.push(g)
         return found
+
+    def _climbing(self, p: Params) -> bool:
+        """Whether the log losses before this one climb: the median of the last `climb_steps` above the median of the
+        `climb_steps` before them by more than `z_threshold` standard errors. A median of n values with noise s has a
+        standard error of about 1.2533 s / sqrt(n); step-to-step changes have a noise of sqrt(2) s, so the difference
+        of the two medians has one of 1.2533 d / sqrt(n), d the robust scale of the changes."""
+        n = p.climb_steps
+        if n is None or len(self.loss_window) < 2 * n:
+            return False
+        recent = self.loss_window.array()[-2 * n :]
+        rise = float(np.median(recent[n:]) - np.median(recent[:n]))
+        if rise <= 0:
+            return False
+        changes = np.diff(recent)
+        d = max(shared.MAD_TO_SIGMA * float(np.median(np.abs(changes - np.median(changes)))), p.min_scale)
+        return rise > p.z_threshold * _MEDIAN_SE * d / math.sqrt(n)
 
     def _finding(
         self, view: StepView, loss: float, spike: tuple[float, float], g: float | None, p: Params

@@ -272,7 +272,7 @@ class DeadRelu(base.Rule):
                 continue
             n = int(np.count_nonzero(active * 100.0 < p.threshold_inactivity))
             dead = 100.0 * n / active.size
-            share = self._share(view, name)
+            share = self._share(view, name) if dead > p.severe_layer else 100.0  # asked only where it decides
             if self._reportable(dead, share):
                 note = "" if dead > p.severe_layer and share >= p.severe_min_share else self.gate.note
                 msg = (

@@ -60,6 +60,15 @@ Where the run records the optimizer's parameter groups (format 2.5, `group_rates
 group's learning rate is 0, or below `lowered_lr_fraction` of that group's peak, is not watched (frozen by
 design: a backbone given to the optimizer at lr 0, layer-wise decay down to 0); a finding says how many it
 left out, and no watched parameter left means no standstill.
+
+A warning says what the gradient record shows about the parameters it names (`gradient_evidence`), with a hint to
+match: no gradient recorded for them while another parameter has one (the backward pass does not reach them: a
+`.detach()` between them and the loss); a gradient exactly zero in every element beside a tanh or sigmoid whose every
+output sits at its bound (a saturated activation passes back nothing: inputs far too large); every recorded gradient
+exactly zero, the output layer's included (an operation between the output and the loss with a zero derivative: a
+ReLU or clamp on the output with every input below zero, round, argmax); or a non-zero gradient the optimizer does not
+apply. A run that records no gradients says none of these, and the standstill's hint (the order zero_grad, backward,
+step) stands.
 """
 
 from __future__ import annotations
@@ -84,6 +93,9 @@ _FIRST_UNITS = 5
 _ACTIVE = "active"
 _DEAD_PERCENT = 1.0
 """A unit active on fewer than this percent of samples is dead (dead_relu's default `threshold_inactivity`)."""
+BOUNDED = {"tanh": 1.0, "sigmoid": 1.0, "hardtanh": 1.0, "softsign": 1.0}
+"""Activations with outputs bounded by this magnitude: one whose every output sits at the bound (mean |output| equal
+to it, as float32 rounds a tanh of an input above 9) is saturated in every element and passes back no gradient."""
 SELF_STOPPING = frozenset({"LBFGS"})
 """Optimizer classes that end a step without moving when they have converged (tolerances, a failed line search)."""
 
@@ -231,12 +243,13 @@ class UnchangedTensor(base.Rule):
             noted, self.converged_noted = self.converged_noted, True
             return [] if noted else [self._converged_notice(view, rows, span, lr)]
         self.standstill_reported = True
+        why, why_hint = gradient_evidence(view, [view.names[int(i)] for i in rows])
         msg = (
             f"{view.names[int(rows[0])]}: none of the {len(rows)} trainable tensors changed in the last {span} steps "
             f"{self.where(view)}{f' at learning rate {base.fmt(lr)}' if lr is not None else ''}: the optimizer steps "
-            "and nothing moves"
+            f"and nothing moves{why}"
         )
-        hint = (
+        hint = why_hint or (
             "check the order zero_grad(), backward(), step() (zero_grad between backward and step throws the "
             "gradients away) and that the optimizer holds the model's parameters (one built before a layer was "
             "replaced holds the old one)"
@@ -417,14 +430,19 @@ class UnchangedTensor(base.Rule):
         k = unexplained[0]
         i = int(rows[k])
         name = view.names[i]
+        evidence, hint = gradient_evidence(view, [view.names[int(rows[j])] for j in unexplained])
         msg = (
             f"{name}: parameter unchanged for {int(streak[k])} saved steps in a row (limit {p.num_steps}; "
             f"||dW|| {base.fmt(upd[k])}, "
             f"||W|| {base.fmt(view.stats[i, COL['l2']])}) while other layers train {self.where(view)} "
             f"({hit.size} of {len(rows)} trainable tensors"
-            f"{f'; {self.at_rest} more whose group learning rate is 0 are not watched' if self.at_rest else ''})"
+            f"{f'; {self.at_rest} more whose group learning rate is 0 are not watched' if self.at_rest else ''}){evidence}"
         )
-        return [self.finding(view, msg, tensor=name, value=float(streak[k]), threshold=float(p.num_steps))]
+        return [
+            self.finding(
+                view, msg, tensor=name, value=float(streak[k]), threshold=float(p.num_steps), hint=hint
+            )
+        ]
 
     def _by_design(self, view: StepView, name: str) -> str | None:
         """What in the gradient record explains a still parameter without a fault, or None (`parameter_use`)."""
@@ -506,3 +524,103 @@ class UnchangedTensor(base.Rule):
         self.fixed_loss = state.get("fixed_loss")
         self.converged_noted = bool(state.get("converged_noted", False))
         self.fixed_views = int(state.get("fixed_views", 0))
+
+
+_CUT_HINT = (
+    "find what stops the backward pass before these parameters: a .detach() or .data between them and the loss, a "
+    "tensor rebuilt outside autograd (.item(), numpy, torch.tensor(...)), or a layer the forward pass does not use; "
+    "a part frozen on purpose belongs in no optimizer group, or in one with learning rate 0"
+)
+_SATURATED_HINT = (
+    "the inputs of the saturated activation are far too large: check what feeds it (a recurrence or product that "
+    "grows at every step, inputs not normalised, a scale applied twice)"
+)
+_ZERO_OUTPUT_HINT = (
+    "look at what lies between the model's output and the loss: a ReLU or clamp on the output (a signed target needs "
+    "none), round, argmax or a comparison; each passes back a zero gradient"
+)
+
+
+def gradient_evidence(view: StepView, names: list[str]) -> tuple[str, str | None]:
+    """What the gradient record says about the still parameters `names` at this view, as a clause for the finding's
+    message and a hint in place of the rule's own (None: keep it); ("", None) where the view records no gradient, or
+    none of the readings below holds for all of them.
+
+    - None of them has a gradient recorded while another parameter has a non-zero one: the backward pass does not
+      reach them (a `.detach()` between them and the loss).
+    - Each one's gradient is exactly zero in every element: beside a bounded activation (tanh, sigmoid) whose every
+      output sits at its bound, at or after them in forward order, the saturation passes back nothing; with no
+      non-zero gradient anywhere in the view, the output layer's included, an operation between the output and the
+      loss has a zero derivative (a ReLU or clamp on the output with every input below zero, round, argmax);
+      otherwise something between them and the loss has one.
+    - Each one's gradient is non-zero: the optimizer does not apply it.
+    """
+    row = {n: k for k, n in enumerate(view.names)}
+    grads = [k for k, n in enumerate(view.names) if n.startswith(parameter_use.GRAD_PREFIX)]
+    if not grads or not names:
+        return "", None
+    stats = view.stats
+    l2, count, zero = COL["l2"], COL["count"], COL["zero"]
+    own = [row.get(parameter_use.GRAD_PREFIX + n) for n in names]
+    mine = [g for g in own if g is not None]
+    live = [k for k in grads if k not in mine and np.isfinite(stats[k, l2]) and stats[k, l2] > 0]
+    one = len(names) == 1
+    they, zeroed = ("it", "its gradient is") if one else ("them", "their gradients are")
+    clause: str
+    hint: str | None = None
+    if not mine:
+        if not live:
+            return "", None
+        other = view.names[live[0]].removeprefix(parameter_use.GRAD_PREFIX)
+        clause = (
+            f"; no gradient is recorded for {they} while {other} has one (l2 {base.fmt(float(stats[live[0], l2]))}): "
+            f"the backward pass does not reach {they}"
+        )
+        return clause, _CUT_HINT
+    if len(mine) < len(own):
+        return "", None  # some with a gradient record, some without: no one reading for all
+    if not all(stats[g, count] > 0 and stats[g, zero] == stats[g, count] for g in mine):
+        if not all(np.isfinite(stats[g, l2]) and stats[g, l2] > 0 for g in mine):
+            return "", None
+        clause = (
+            f"; {'its' if one else 'their'} gradient is not zero (l2 {base.fmt(float(stats[mine[0], l2]))}"
+            f"{'' if one else f' for {names[0]}'}): the optimizer does not apply it"
+        )
+        return clause, None
+    saturated = _saturated_after(view, names)
+    if saturated is not None:
+        clause = (
+            f"; {zeroed} exactly zero in every element, with {saturated[0]} ({saturated[1]}) saturated in every "
+            "element (each output at its bound): a saturated activation passes back no gradient"
+        )
+        hint = _SATURATED_HINT
+    elif not live:
+        clause = (
+            f"; {zeroed} exactly zero in every element, as is every recorded gradient, the output layer's included: "
+            "the loss reaches the model's output through an operation whose derivative is zero there"
+        )
+        hint = _ZERO_OUTPUT_HINT
+    else:
+        clause = (
+            f"; {zeroed} exactly zero in every element while other parameters get one: something between {they} and "
+            "the loss has a zero derivative"
+        )
+    return clause, hint
+
+
+def _saturated_after(view: StepView, names: list[str]) -> tuple[str, str] | None:
+    """A recorded bounded activation (`BOUNDED`) whose every output sits at its bound (mean |output| equal to it), at
+    or after the first of parameters `names` in forward order where the catalogue gives orders: (name, kind)."""
+    row = {n: k for k, n in enumerate(view.names)}
+    orders = [o for n in names if (k := row.get(n)) is not None and (o := view.meta[k].order) is not None]
+    first = min(orders) if orders else None
+    acts = Collection.ACTIVATIONS.value
+    for k, m in enumerate(view.meta):
+        bound = BOUNDED.get(m.activation or "")
+        if m.collection != acts or bound is None or view.stats[k, COL["count"]] <= 0:
+            continue
+        if first is not None and m.order is not None and m.order < first:
+            continue
+        if view.stats[k, COL["abs_mean"]] >= bound:
+            return view.names[k], str(m.activation)
+    return None

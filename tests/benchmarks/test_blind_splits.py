@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind8/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind9/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -25,6 +25,7 @@ from benchmarks.detection.blind5 import suite as fifth
 from benchmarks.detection.blind6 import suite as sixth
 from benchmarks.detection.blind7 import suite as seventh
 from benchmarks.detection.blind8 import suite as eighth
+from benchmarks.detection.blind9 import suite as ninth
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -35,6 +36,7 @@ SPLITS = {
     "blind6": (sixth, 30, 8),
     "blind7": (seventh, 28, 16),
     "blind8": (eighth, 28, 17),
+    "blind9": (ninth, 28, 9),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -46,11 +48,12 @@ EARLIER = {
     "blind6": [first, second, third, fourth, fifth],
     "blind7": [first, second, third, fourth, fifth, sixth],
     "blind8": [first, second, third, fourth, fifth, sixth, seventh],
+    "blind9": [first, second, third, fourth, fifth, sixth, seventh, eighth],
 }
 HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
            "blind3": "blind3_mdn_inverse_problem", "blind4": "blind4_hypernet_sine_tasks",
            "blind5": "blind5_fakequant_mlp_lion", "blind6": "blind6_segmentation_ce_dice",
-           "blind7": "blind7_cox_survival_adam", "blind8": "blind8_deep_svdd_adam"}  # fmt: skip
+           "blind7": "blind7_cox_survival_adam", "blind8": "blind8_deep_svdd_adam", "blind9": "blind9_protonet_5way_adam"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -58,7 +61,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind5": "blind5_V19_fakequant_without_straight_through",
            "blind6": "blind6_U14_negatives_labelled_positive",
            "blind7": "blind7_T13_seen_and_unseen_swapped",
-           "blind8": "blind8_P18_lookahead_interpolation_backwards"}  # fmt: skip
+           "blind8": "blind8_P18_lookahead_interpolation_backwards",
+           "blind9": "blind9_Q06_distances_not_negated"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

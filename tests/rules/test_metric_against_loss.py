@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.rules.streams import run
-from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction
+from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction, t_bound
 from trainguard.rules.step_view import StepView
 
 STEPS = 300
@@ -143,3 +143,42 @@ def test_a_restored_rule_reports_as_the_one_that_ran_on() -> None:
     again = MetricAgainstLoss()
     again.load_state_dict(first.state_dict())
     assert [f.to_dict() for f in run(again, seen[150:])] == [f.to_dict() for f in whole]
+
+
+def ranks(t: int, r: np.random.Generator) -> float:
+    """A held-out accuracy highest at its first record and lower from then on (targets given as ranks instead of
+    the sorting permutation: 0.28-0.32 at the first record, 0.15-0.21 after), a fall inside the first window."""
+    return (0.30 if t == 25 else 0.21 - 0.05 * t / STEPS) + float(r.normal(0, 0.01))
+
+
+def test_a_held_out_metric_below_its_first_record_is_reported_by_the_first_record_reading() -> None:
+    found = run(MetricAgainstLoss(), views(ranks))
+    assert len(found) == 1
+    assert "'val_acc', which by its name should rise, read 0.293 at its first record" in found[0].message
+    assert "at its first record (step 25)" in found[0].message
+    assert "the loss is not optimising what the metric measures" in found[0].message
+    # the two-window reading, tried first, does not see it: the fall lies inside the first window
+    assert "over its first 4 records" not in found[0].message
+
+
+def test_the_first_record_reading_spares_slips_noise_and_training_metrics() -> None:
+    # a healthy model whose held-out accuracy slips 7% below its first record as it overfits
+    assert (
+        run(MetricAgainstLoss(), views(lambda t, r: 0.30 if t == 25 else 0.28 + float(r.normal(0, 0.01))))
+        == []
+    )
+    # 25% below the first record, but inside the latest window's own spread
+    assert (
+        run(MetricAgainstLoss(), views(lambda t, r: 0.30 if t == 25 else float(r.normal(0.22, 0.08)))) == []
+    )
+    # a training-mode metric: one batch's score is no baseline
+    assert run(MetricAgainstLoss(), views(ranks, mode="train")) == []
+    # an eval return of pure noise whose first record is a high draw: the spread of a few later records is itself
+    # noisy, and the bound is a t statistic's (the highest of these seeds' first records lies 2.1 spreads above the mean)
+    for seed in range(40):
+        noise = views(lambda t, r: float(r.normal(0.5, 0.1)), name="return", seed=seed)
+        assert [f for f in run(MetricAgainstLoss(), noise) if "at its first record" in f.message] == [], seed
+
+
+def test_the_first_record_bound_is_a_t_statistics_for_the_records_the_spread_comes_from() -> None:
+    assert t_bound(3.0, 4) > 5.9 and t_bound(3.0, 6) > 4.7 and t_bound(3.0, 1000) < 3.01

@@ -94,3 +94,32 @@ def test_weights_that_grow_while_every_steps_loss_falls_are_no_blow_up() -> None
         f.step
         for f in saved_only.update(replace(_view(10, 8.0, initial=False), scalars={"loss": falling[10]}))
     ] == [10]
+
+
+def _two_windows(window: list[float]) -> list:  # type: ignore[type-arg]
+    """Saved views at steps 0 (weights at norm 2), 10 (2.2) and 20 (5.5: 2.5x in 10 steps); every step's loss in
+    between, minibatch noise around 0.5 for steps 1-10 (the median change of log(loss) from step to step 0.095),
+    then `window` for steps 11-20; return the findings."""
+    before = [0.50, 0.55, 0.47, 0.53, 0.49, 0.56, 0.48, 0.52, 0.50, 0.54]
+    rule, found = WeightUpdateRatio(), []
+    for step, loss in enumerate([0.52, *before, *window]):
+        if step % 10:
+            found += rule.update(StepView(step=step, scalars={"loss": loss}, saved=False))
+        else:
+            l2 = {0: 2.0, 10: 2.2, 20: 5.5}[step]
+            found += rule.update(replace(_view(step, l2, initial=False), scalars={"loss": loss}))
+    return found
+
+
+def test_a_growth_the_loss_does_not_see_beyond_its_noise_is_no_blow_up() -> None:
+    # a noisy loss on its plateau, every step's within its noise (the highest climb 0.04 in log, under 2 x 0.095),
+    # while the weights' norm grows 2.5x in 10 steps (Rprop growing one entry the loss does not depend on)
+    held = [0.50, 0.49, 0.51, 0.50, 0.49, 0.50, 0.51, 0.49, 0.50, 0.50]
+    assert _two_windows(held) == []
+    # the same growth while the loss climbs back for five steps, 0.38 -> 0.70 (0.61 in log, 6x its noise): the steps
+    # overshoot, a blow-up
+    overshoot = [0.48, 0.45, 0.42, 0.40, 0.38, 0.40, 0.45, 0.52, 0.60, 0.70]
+    assert [f.step for f in _two_windows(overshoot)] == [20]
+    # a jump above the previous window's level at the first step after the view is a climb as well
+    jumped = [0.80, 0.79, 0.81, 0.80, 0.79, 0.80, 0.81, 0.79, 0.80, 0.80]
+    assert [f.step for f in _two_windows(jumped)] == [20]

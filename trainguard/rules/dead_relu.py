@@ -125,7 +125,7 @@ class DeadRelu(base.Rule):
             description="The output bias gradient's norm must be above this fraction of the kernel gradient's for "
             "exact zeros in it to mean dead outputs: a loss invariant to shifting each output (distances between "
             "embeddings) leaves the bias only rounding residues (the ninth blind split's prototypical networks: "
-            "2e-7 of the kernel's; clamped logits and trained heads: 0.1-1).",
+            "6e-8 to 6e-7 of the kernel's; clamped logits and trained heads: 0.03-1).",
         )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)

@@ -88,7 +88,13 @@ def _row(n: float, *, l2: float, zero: float = 0.0, nan: float = 0.0) -> np.ndar
 
 
 def tagger_views(
-    steps: int = 200, *, dead: int = 4, from_step: int = 10, kernel_rows: bool = True, every: int = 10
+    steps: int = 200,
+    *,
+    dead: int = 4,
+    from_step: int = 10,
+    kernel_rows: bool = True,
+    every: int = 10,
+    bias_l2: float = 0.02,
 ) -> list[StepView]:
     """Saved views of a two-layer tagger (Linear 8->16, ReLU, Linear 16->6) whose logits are clamped at zero from
     `from_step` on: `dead` output units get no gradient, their bias entries and (with `kernel_rows`) their kernel
@@ -113,7 +119,7 @@ def tagger_views(
         stats = np.stack([
             _row(HIDDEN * FAN_IN, l2=4.0), _row(HIDDEN, l2=0.1), _row(OUTPUTS * HIDDEN, l2=2.0), _row(OUTPUTS, l2=0.1),
             _row(HIDDEN * FAN_IN, l2=0.3, zero=3), _row(HIDDEN, l2=0.05),
-            _row(OUTPUTS * HIDDEN, l2=0.2, zero=(k * HIDDEN if kernel_rows else 0) + 2), _row(OUTPUTS, l2=0.02, zero=k),
+            _row(OUTPUTS * HIDDEN, l2=0.2, zero=(k * HIDDEN if kernel_rows else 0) + 2), _row(OUTPUTS, l2=bias_l2, zero=k),
         ])  # fmt: skip
         views.append(StepView(step=t, names=tuple(m.name for m in meta), meta=meta, stats=stats,
                               scalars={"loss": 0.7 * math.exp(-t / 300)}))  # fmt: skip
@@ -151,3 +157,22 @@ def test_dead_relu_counts_dead_output_views_in_a_row() -> None:
     found = run(DeadRelu(), broken)
     assert found and found[0].step == 90  # 70, 80, 90 are the first three in a row
     assert run(DeadRelu({"output_dead_views": None}), views) == []
+
+
+def test_dead_relu_takes_outputs_without_gradient_from_the_first_step_as_unread_heads() -> None:
+    # one head per task: the other task's outputs get no gradient from the first step on, before any clip could act
+    assert run(DeadRelu(), tagger_views(dead=2, from_step=0)) == []
+    # a clip that kills more units later is still reported, beyond the unread ones
+    views = tagger_views(dead=2, from_step=0)[:5] + tagger_views(dead=4, from_step=0)[5:]
+    found = run(DeadRelu(), views)
+    assert found and found[0].step == 70  # 50, 60 and 70
+    assert (
+        "4 of 6 output units" in found[0].message
+        and "2 of them since the first saved step" in found[0].message
+    )
+
+
+def test_dead_relu_leaves_an_output_bias_that_a_shift_invariant_loss_gives_only_rounding_residues() -> None:
+    # squared distances between embeddings do not change when one output is shifted: the bias gradient sums to zero
+    assert run(DeadRelu(), tagger_views(bias_l2=1e-9)) == []
+    assert run(DeadRelu({"shift_invariant_ratio": 0.0}), tagger_views(bias_l2=1e-9))

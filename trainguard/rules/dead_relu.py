@@ -31,7 +31,15 @@ When the output layer's bias gradient has k exact zeros (0 < k < units) and its 
 least k rows' worth, at `output_dead_views` saved views in a row, k output units are dead. Both
 counts are exact, so noise cannot produce them together: a loss whose per-unit gradient can sum to 0
 by chance (an L1 loss's signs balancing over an even batch) zeroes a bias entry now and then, never
-the kernel row with it.
+the kernel row with it. Two settings produce the counts without a clip, and are told apart:
+- outputs the loss never reads (one head per task of a multi-task or continual learner, outputs masked out of
+  the loss) get exactly zero gradient from the first saved step on, while a clip needs the unit's outputs to
+  have fallen below the bound for every sample, which an untrained layer's outputs have not: the units dead at
+  the first saved view are taken as unread, and only units dead beyond that count are reported;
+- a loss that does not change when one output is shifted by a constant (squared distances between embeddings,
+  as in prototypical networks) gives the output bias a gradient that sums to zero: its entries are rounding
+  residues, some exactly zero, and the kernel's zeros come from dead inputs, not whole rows. The reading needs
+  the bias gradient's norm above `shift_invariant_ratio` of the kernel gradient's.
 """
 
 from __future__ import annotations
@@ -111,6 +119,14 @@ class DeadRelu(base.Rule):
             "30 views, a ReLU module on the logits at 13-40 of 40, nll_loss on raw logits at 2 of 40 (never two in a "
             "row). None: off.",
         )
+        shift_invariant_ratio: float = Field(
+            default=1e-4,
+            ge=0,
+            description="The output bias gradient's norm must be above this fraction of the kernel gradient's for "
+            "exact zeros in it to mean dead outputs: a loss invariant to shifting each output (distances between "
+            "embeddings) leaves the bias only rounding residues (the ninth blind split's prototypical networks: "
+            "6e-8 to 6e-7 of the kernel's; clamped logits and trained heads: 0.03-1).",
+        )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)
 
@@ -126,6 +142,9 @@ class DeadRelu(base.Rule):
         self.dead_outputs = 0
         """Saved views in a row at which some output units got exactly zero gradient."""
         self._dead_output: base.Finding | None = None
+        self.unread: int | None = None
+        """Output units without gradient at the first saved view with the output layer's gradients: not read by
+        the loss (one head per task, masked outputs), since no clip has acted on an untrained layer yet."""
 
     def _relu_rows(self, view: StepView) -> np.ndarray:
         """The watched activation rows whose inactive outputs are exactly zero (cached per row set)."""
@@ -217,7 +236,11 @@ class DeadRelu(base.Rule):
         units, dead = int(st[bias, COL["count"]]), int(st[bias, COL["zero"]])
         finite = not st[[kernel, bias], COL["nan"]].any() and not st[[kernel, bias], COL["inf"]].any()
         per_unit = st[kernel, COL["count"]] / max(units, 1)
-        if not (finite and 0 < dead < units and st[kernel, COL["zero"]] >= dead * per_unit):
+        rows = finite and 0 < dead < units and st[kernel, COL["zero"]] >= dead * per_unit
+        if self.unread is None:
+            self.unread = dead if rows else 0
+        moved = st[bias, COL["l2"]] > p.shift_invariant_ratio * st[kernel, COL["l2"]]
+        if not (rows and moved and dead > self.unread):
             self.dead_outputs = 0
             return None
         self.dead_outputs += 1
@@ -226,7 +249,9 @@ class DeadRelu(base.Rule):
         name = view.names[bias]
         msg = (
             f"{name}: {dead} of {units} output units got exactly zero gradient (their bias entry and whole kernel row) "
-            f"at {self.dead_outputs} saved steps in a row {self.where(view)} while the others learn: those outputs "
+            f"at {self.dead_outputs} saved steps in a row {self.where(view)}"
+            f"{f' ({self.unread} of them since the first saved step: not read by the loss)' if self.unread else ''}"
+            " while the others learn: those outputs "
             "are clipped for every sample (a clamp or ReLU applied to the outputs) and can no longer move"
         )
         hint = (
@@ -317,12 +342,15 @@ class DeadRelu(base.Rule):
             "gate": self.gate.get_state(),
             "output_checked": self.output_checked,
             "dead_outputs": self.dead_outputs,
+            "unread": self.unread,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.gate.set_state(state.get("gate", {}))
         self.output_checked = bool(state.get("output_checked", False))
         self.dead_outputs = int(state.get("dead_outputs", 0))
+        unread = state.get("unread")
+        self.unread = None if unread is None else int(unread)
 
 
 def output_gradients(view: StepView) -> tuple[int, int] | None:

@@ -182,3 +182,40 @@ def test_the_first_record_reading_spares_slips_noise_and_training_metrics() -> N
 
 def test_the_first_record_bound_is_a_t_statistics_for_the_records_the_spread_comes_from() -> None:
     assert t_bound(3.0, 4) > 5.9 and t_bound(3.0, 6) > 4.7 and t_bound(3.0, 1000) < 3.01
+
+
+def fitted(t: int, rng: np.random.Generator) -> float:
+    """A loss fitted almost perfectly: 3.3 at the start, about 0.002 (0.06%) from step 150 on."""
+    return 3.3 * np.exp(-t / 20) + 0.002 * (1 + 0.3 * float(rng.normal()))
+
+
+def off_by_one(t: int, r: np.random.Generator) -> float:
+    """A held-out exact match scored on other labels than the loss reads (an end index one past the span's):
+    0-0.06 at every record."""
+    return float(abs(r.normal(0, 0.02)))
+
+
+def test_a_held_out_share_near_zero_beside_an_almost_perfect_fit_is_reported_by_the_fit_reading() -> None:
+    found = run(MetricAgainstLoss(), views(off_by_one, name="val_exact_match", loss=fitted))
+    assert len(found) == 1
+    assert (
+        "'val_exact_match' (a share of examples scored right, 1 at best) stayed at or below 0.1"
+        in found[0].message
+    )
+    assert "the fit does not carry to what the metric scores" in found[0].message
+
+
+def test_the_fit_reading_spares_a_loss_not_fitted_a_rising_share_other_metrics_and_training_metrics() -> None:
+    # the loss falls to a quarter of its start, not to 1%: a hard task's held-out share may sit near 0 a while
+    assert run(MetricAgainstLoss(), views(off_by_one, name="val_exact_match")) == []
+    # a held-out share that leaves the band as the model learns
+    rising = views(
+        lambda t, r: 0.4 * t / STEPS + float(abs(r.normal(0, 0.01))), name="val_exact_match", loss=fitted
+    )
+    assert run(MetricAgainstLoss(), rising) == []
+    # a return is no share of examples (0 is not its worst), nor is a training-mode share (the fitted batches')
+    assert run(MetricAgainstLoss(), views(off_by_one, name="val_return", loss=fitted)) == []
+    assert run(MetricAgainstLoss(), views(off_by_one, name="exact_match", mode="train", loss=fitted)) == []
+    # off
+    quiet = MetricAgainstLoss(params={"fit_share": None})
+    assert run(quiet, views(off_by_one, name="val_exact_match", loss=fitted)) == []

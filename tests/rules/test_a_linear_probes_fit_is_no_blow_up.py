@@ -26,22 +26,7 @@ def probe_findings(tmp_path: Path, *, spread: float, lr: float, fit_loss_ratio: 
         p.requires_grad_(False)
     model = nn.Sequential(encoder, nn.Linear(64, 5))
     opt = torch.optim.SGD(model[1].parameters(), lr=lr, momentum=0.9)
-    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
-        hook.register_module(model)
-        hook.register_optimizer(opt)
-        for _ in range(30):
-            y = torch.randint(0, 5, (64,))
-            loss = nn.functional.cross_entropy(model(centres[y] + torch.randn(64, 20)), y)
-            opt.zero_grad()
-            loss.backward()
-            hook.record_scalar("loss", loss)
-            opt.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    rule = WeightUpdateRatio({"fit_loss_ratio": fit_loss_ratio})
-    return [
-        f for seg in source.poll() for v in builder.views(seg, source.catalogue()) for f in rule.update(v)
-    ]
+    return _train_and_judge(tmp_path, model, opt, centres, batch=64, fit_loss_ratio=fit_loss_ratio)
 
 
 def test_a_probe_whose_head_grows_while_its_loss_falls_is_quiet(tmp_path: Path) -> None:
@@ -84,22 +69,7 @@ def cosine_head_findings(tmp_path: Path, fit_loss_ratio: float | None = 0.75) ->
     centres = torch.randn(24, 32) * 2.0
     model = CosineHead()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
-    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
-        hook.register_module(model)
-        hook.register_optimizer(opt)
-        for _ in range(30):
-            y = torch.randint(0, 24, (128,))
-            loss = nn.functional.cross_entropy(model(centres[y] + torch.randn(128, 32)), y)
-            opt.zero_grad()
-            loss.backward()
-            hook.record_scalar("loss", loss)
-            opt.step()
-    source = trainguard.open_run(f"file://{tmp_path}").source(0)
-    builder = ViewBuilder(rank=0)
-    rule = WeightUpdateRatio({"fit_loss_ratio": fit_loss_ratio})
-    return [
-        f for seg in source.poll() for v in builder.views(seg, source.catalogue()) for f in rule.update(v)
-    ]
+    return _train_and_judge(tmp_path, model, opt, centres, batch=128, fit_loss_ratio=fit_loss_ratio)
 
 
 def test_normalised_class_centres_growing_while_the_loss_falls_are_no_blow_up(tmp_path: Path) -> None:
@@ -110,3 +80,33 @@ def test_normalised_class_centres_growing_while_the_loss_falls_are_no_blow_up(tm
         tmp_path / "as_any", fit_loss_ratio=None
     )  # the loss not consulted: a blow-up
     assert [f.step for f in found] == [10] and "weight:" in found[0].message
+
+
+def _train_and_judge(
+    tmp_path: Path,
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    centres: torch.Tensor,
+    *,
+    batch: int,
+    fit_loss_ratio: float | None,
+) -> list:  # type: ignore[type-arg]
+    """Train `model` 30 steps on Gaussian classes around `centres` (unit noise) through the hook, saved every 10th;
+    return weight_update_ratio's findings on the run."""
+    classes, dim = centres.shape
+    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(30):
+            y = torch.randint(0, classes, (batch,))
+            loss = nn.functional.cross_entropy(model(centres[y] + torch.randn(batch, dim)), y)
+            opt.zero_grad()
+            loss.backward()
+            hook.record_scalar("loss", loss)
+            opt.step()
+    source = trainguard.open_run(f"file://{tmp_path}").source(0)
+    builder = ViewBuilder(rank=0)
+    rule = WeightUpdateRatio({"fit_loss_ratio": fit_loss_ratio})
+    return [
+        f for seg in source.poll() for v in builder.views(seg, source.catalogue()) for f in rule.update(v)
+    ]

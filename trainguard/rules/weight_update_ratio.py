@@ -135,12 +135,12 @@ class WeightUpdateRatio(base.Rule):
         self.blow_up = shared.WeightBlowUp(
             p.blow_up_growth or math.inf, p.blow_up_growth_per_step, p.blow_up_rate
         )
-        self.loss = shared_loss.LossReader()
+        self.step_loss = shared_loss.LossReader()
+        """Reads the training loss at every view, saved or not (format 2.4 records it at every step)."""
         self.last_loss: float | None = None
         """The latest training loss read, at this view or before it."""
         self.weights_loss: float | None = None
         """`last_loss` as it was at the latest view with weights."""
-        self.step_loss = shared_loss.LossReader()
         self.window: list[float] = []
         """Every step's training loss since the latest view with weights (this view's included once read)."""
         self.prev_window: list[float] = []
@@ -171,10 +171,9 @@ class WeightUpdateRatio(base.Rule):
         self.gate.push(view)
         self.lr.push(view)
         self.groups.push(view)
-        at = self._read_step_loss(view)
-        loss = self.loss(view)
-        if loss is not None and math.isfinite(loss):
-            self.last_loss = loss
+        at = self._read_step_loss(view)  # this view's finite loss, read once for both uses
+        if at is not None:
+            self.last_loss = at
         rows = self.rows(view, default_collections=_WEIGHTS, trainable=True)
         seen, prev_l2 = self.blow_up.seen, self.blow_up.l2
         growth = self.blow_up.push(view, rows) if p.blow_up_growth is not None else None

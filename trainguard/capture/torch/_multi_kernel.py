@@ -110,8 +110,8 @@ def gpu_config(sms: int) -> Config:
     The partials kernel: 16 warps, a 16-byte row per thread per block, 131,072 elements per item, 8 programs per
     SM, the block loop pipelined in 3 stages (on an H200, `benchmarks/hook_gpu_checks.py profile`,
     docs/benchmarks.md: 0.75x the device time of the per-lane kernel before it with its best sizes, and the
-    0.94B GPT's overhead 1.006x / 1.095x against 1.008x / 1.143x). The histogram and moved kernels: 2,048-element
-    blocks in the same warps."""
+    0.94B GPT's overhead 1.006x / 1.095x against 1.008x / 1.143x). The moved kernel: 2,048-element blocks in the same
+    warps; the histogram kernel: whole 8,192-element blocks per `tl.histogram` (`hist_block`)."""
     return Config(
         block=2048,
         chunk=131072,

@@ -190,21 +190,21 @@ PARTIALS_CASES = (
 """The tensors `multi_stats` is timed on: (what, dtype, sizes, with history)."""
 
 SIZES = (
+    (2048, 131072, 16, 8, 6, 16, 128),
     (2048, 131072, 8, 16, 3, 16, None),
-    (2048, 131072, 32, 4, 3, 16, 96),
-    (2048, 131072, 32, 4, 3, 16, None),
-    (2048, 262144, 32, 4, 3, 16, 96),
-    (2048, 131072, 16, 8, 3, 16, 128),
-    (2048, 262144, 8, 16, 3, 16, None),
-    (2048, 131072, 8, 16, 3, 32, None),
+    (2048, 131072, 16, 8, 4, 16, 128),
+    (2048, 131072, 16, 8, 8, 16, 128),
+    (2048, 131072, 32, 4, 6, 16, 96),
+    (2048, 131072, 8, 16, 8, 16, None),
+    (2048, 262144, 16, 8, 6, 16, 128),
 )
 """Kernel sizes tried (`_multi_kernel.Config`): elements per block of the histogram and moved kernels, elements per
 work item, programs per SM, warps, software-pipelining stages of the partials kernel's block loop (None: Triton's
 default), bytes each thread reads per block, registers per thread (None: the compiler's choice). The first is the
 shipped configuration; it is timed again at the end, and each row's ratio is against the mean of its two timings
 (a card's clocks move while it warms up: the first sizes timed in a run have read up to 25% slow). The others:
-what the last GPU run left open (docs/benchmarks.md): several small programs per SM under a register cap, longer
-items, two vectors per thread."""
+the 16-warp, 3-stage sizes shipped before, fewer and more stages (bytes in flight), five 4-warp programs per SM,
+16 warps with 8 stages, longer items."""
 
 
 def compare_sizes(device: torch.device, reps: int = 20) -> int:

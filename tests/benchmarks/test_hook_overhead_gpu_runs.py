@@ -1,4 +1,5 @@
-"""The GPU overhead benchmark runs end to end (on CPU, with its small model), so it is ready when a GPU is."""
+"""The GPU overhead benchmark runs end to end (on CPU, with its small model), so it is ready when a GPU is; the GPU
+checks time the kernel sizes the hook ships first."""
 
 from __future__ import annotations
 
@@ -41,3 +42,23 @@ def test_the_gpu_benchmark_prints_a_table_per_model_with_ratios_against_no_hook(
         ("trainguard, update_l2/distance_l2 sampled", "1"),
     ]
     assert len(rows) == 18 and all(float(ratio) > 0 for *_, ratio in rows)
+
+
+def test_the_gpu_checks_time_the_shipped_kernel_sizes_first() -> None:
+    """`hook_gpu_checks profile` compares every size with its first row: that row is what the hook ships."""
+    from benchmarks.hook_gpu_checks import SIZES
+    from trainguard.capture.torch import _multi_kernel
+
+    sms = 132
+    cfg = _multi_kernel.gpu_config(sms)
+    block, chunk, per_sm, warps, stages, row, registers = SIZES[0]
+    assert (block, chunk, per_sm * sms, warps, stages, row, registers) == (
+        cfg.block,
+        cfg.chunk,
+        cfg.programs,
+        cfg.num_warps,
+        cfg.stages,
+        cfg.row,
+        cfg.max_registers,
+    )
+    assert len(set(SIZES)) == len(SIZES)

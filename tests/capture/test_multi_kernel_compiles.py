@@ -22,6 +22,8 @@ from trainguard.store import run_format
 
 H100_SMS = 132
 CFG = kernels.gpu_config(H100_SMS)
+TIER1_WARPS = CFG.tier1_warps or CFG.num_warps
+"""The histogram and moved kernels' warps."""
 
 
 def compile_for_sm90(
@@ -86,22 +88,24 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
             "BINS": run_format.HIST_BINS,
             "LOW": 127 + run_format.HIST_MIN_EXPONENT - 1,  # as `_multi.multi_hist` launches it
         },
-        CFG.num_warps,
+        TIER1_WARPS,
     )
     moved = compile_for_sm90(
         kernels._moved_compiled,
         {**TABLES, "out_ptr": "*fp64"},
         {"X_DTYPE": tl.float32, "P_DTYPE": tl.float32, "C_DTYPE": tl.float32, "BLOCK": CFG.block},
-        CFG.num_warps,
+        TIER1_WARPS,
     )
     for kernel in (hist, moved):
-        assert kernel.metadata.num_warps == CFG.num_warps  # type: ignore[attr-defined]
+        assert kernel.metadata.num_warps == TIER1_WARPS  # type: ignore[attr-defined]
 
 
 def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
     assert CFG.chunk % CFG.block == 0 and CFG.chunk % (CFG.hist_block or CFG.block) == 0
-    assert CFG.block % (32 * CFG.num_warps) == 0  # whole elements per thread
+    assert CFG.block % (32 * TIER1_WARPS) == 0  # whole elements per thread of the moved kernel
     for itemsize in (2, 4, 8):  # the partials kernel's block, a 16-byte row per thread, divides an item
         lanes, row = kernels.partials_block(CFG, itemsize)
         assert CFG.chunk % (lanes * row) == 0
-    assert CFG.programs == 8 * H100_SMS
+    assert CFG.programs == 16 * H100_SMS
+    # two partials programs fit a multiprocessor's 65,536 registers at once
+    assert CFG.max_registers is not None and 2 * 32 * CFG.num_warps * CFG.max_registers <= 65536

@@ -94,6 +94,8 @@ class Config:
     max_registers: int | None = None
     """Registers per thread the partials kernel may use (ptxas `.maxnreg`), so that more programs fit on a
     multiprocessor at once; None: as many as the compiler takes."""
+    tier1_warps: int | None = None
+    """Warps of the histogram and moved kernels (Tier-1 steps); None: `num_warps`."""
 
 
 @functools.cache
@@ -107,20 +109,25 @@ def config(device: torch.device) -> Config:
 def gpu_config(sms: int) -> Config:
     """The sizes for a CUDA device with `sms` multiprocessors.
 
-    The partials kernel: 16 warps, a 16-byte row per thread per block, 131,072 elements per item, 8 programs per
-    SM, the block loop pipelined in 3 stages (on an H200, `benchmarks/hook_gpu_checks.py profile`,
-    docs/benchmarks.md: 0.75x the device time of the per-lane kernel before it with its best sizes, and the
-    0.94B GPT's overhead 1.006x / 1.095x against 1.008x / 1.143x). The moved kernel: 2,048-element blocks in the same
-    warps; the histogram kernel: whole 8,192-element blocks per `tl.histogram` (`hist_block`)."""
+    The partials kernel: 8 warps capped at 128 registers per thread (two programs per SM), a 16-byte row per
+    thread per block, 131,072 elements per item, 16 programs per SM, the block loop pipelined in 6 stages (its
+    loads go through shared memory, so the stages hold bytes in flight without registers). On an H200
+    (`benchmarks/hook_gpu_checks.py profile`, docs/benchmarks.md): 0.72-0.91x the device time of the 16-warp,
+    3-stage sizes before it, which kept one program of 128 registers per thread on each SM with 16 KB in
+    flight, and the 0.94B GPT at every step 1.081x / 1.086x against 1.090x / 1.093x. The moved kernel: 2,048-element
+    blocks in 16 warps; the histogram kernel: whole 8,192-element blocks per `tl.histogram` (`hist_block`) in
+    16 warps (`tier1_warps`)."""
     return Config(
         block=2048,
         chunk=131072,
         merge_block=256,
-        programs=8 * sms,
-        num_warps=16,
-        stages=3,
+        programs=16 * sms,
+        num_warps=8,
+        stages=6,
         row=16,
         hist_block=8192,
+        max_registers=128,
+        tier1_warps=16,
     )
 
 
@@ -793,7 +800,7 @@ def launch_histograms(xs: list[torch.Tensor], out: torch.Tensor, bins: int, low:
                     bins,
                     low,
                 ),
-                cfg.num_warps,
+                cfg.tier1_warps or cfg.num_warps,
             )
         _launch(merge_kernel, len(xs), (lay.static, lay.hist_partials, out, lay.n_items, len(xs), bins), 1)
 
@@ -820,5 +827,5 @@ def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.T
                 tl.float64 if torch.float64 in (xs[0].dtype, prevs[0].dtype) else tl.float32,
                 cfg.block,
             ),
-            cfg.num_warps,
+            cfg.tier1_warps or cfg.num_warps,
         )

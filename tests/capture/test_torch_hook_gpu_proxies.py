@@ -33,7 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import trainguard
 import trainguard.torch as tg
-from trainguard.capture.torch import _recording, device_stats
+from trainguard.capture.torch import _multi_path, _recording, device_stats
 from trainguard.capture.torch._multi_path import MultiPath
 from trainguard.capture.torch._transfer import Marker, PinnedStaging, Transfer
 
@@ -314,7 +314,26 @@ def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Meas
     grows = len(_group_ops(runs[6].per_saved_step[0], runs[6])) - len(
         _group_ops(runs[2].per_saved_step[0], runs[2])
     )
-    assert grows <= 2 * (runs[6].activations - runs[2].activations)
+    # the activations of a Tier-0 step are read in one op per group when the forward returns: no op per block
+    assert grows == 0, [
+        (layers, [op.name for op in _group_ops(m.per_saved_step[0], m)]) for layers, m in runs.items()
+    ]
+
+
+def test_activations_over_the_holding_bound_are_read_in_their_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # with room for no byte, each activation is reduced where its hook kept it: one op per activation again
+    monkeypatch.setattr(_multi_path, "DEFER_MAX_BYTES", 1)
+    runs = {layers: measure(tmp_path / str(layers), layers, cycles=1) for layers in (2, 6)}
+    for m in runs.values():
+        assert m.hook is not None and m.hook.errors == []
+    names = {layers: [op.name for op in m.per_saved_step[0]] for layers, m in runs.items()}
+    added = runs[6].activations - runs[2].activations
+    assert (
+        names[6].count("trainguard.multi_stats.default") - names[2].count("trainguard.multi_stats.default")
+        == added
+    ), names
 
 
 def test_sampled_history_sums_its_group_without_segment_reduce(runs: dict[int, Measured]) -> None:
@@ -347,7 +366,7 @@ def test_a_tier1_step_adds_ops_per_activation_and_none_per_parameter(tmp_path: P
     assert grows <= TIER1_OPS_PER_ACTIVATION * added, grows
 
 
-def test_a_float_input_adds_one_op_per_saved_step_and_token_ids_none(
+def test_a_float_input_is_read_in_the_activations_op_and_token_ids_never(
     runs: dict[int, Measured], tmp_path: Path
 ) -> None:
     for m in runs.values():
@@ -360,8 +379,13 @@ def test_a_float_input_adds_one_op_per_saved_step_and_token_ids_none(
         list(floats.hook._inputs._tids) == ["input/patches"]
         and None not in floats.hook._inputs._tids.values()
     )
+    # kept with the activations of its dtype until the forward returns: read in their one op, no op of its own
     plain = len(_group_ops(runs[2].per_saved_step[0], runs[2]))
-    assert {len(_group_ops(ops, floats)) for ops in floats.per_saved_step} == {plain + 1}
+    assert {len(_group_ops(ops, floats)) for ops in floats.per_saved_step} == {plain}
+    run = trainguard.open_run(floats.hook.config.out if floats.hook.config else "")
+    assert list(run.series("input/patches", "count").steps) == list(
+        range(0, SAVE_INTERVAL * (2 + CYCLES), SAVE_INTERVAL)
+    )
 
 
 def test_a_step_that_is_not_saved_adds_no_op(runs: dict[int, Measured]) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
 import trainguard
 import trainguard.torch as tg
@@ -59,3 +61,64 @@ def test_the_multi_tensor_path_writes_what_the_packed_path_writes(
         for k, v in want.items():
             other = back[ids[k]] if isinstance(k, int) else (k[0], back[ids[k[1]]])
             np.testing.assert_allclose(got[other], v, rtol=1e-6, atol=1e-7, equal_nan=True, err_msg=str(k))
+
+
+class _ScaledInPlace(nn.Module):
+    """The GELU's output is doubled in place after its forward hook has seen it, from training forward `since` on:
+    what a later read would see is no longer what the GELU returned (its backward needs its input only)."""
+
+    def __init__(self, since: int) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.gelu, self.fc2 = nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 3)
+        self.since, self.calls = since, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.gelu(self.fc1(x))
+        if self.calls >= self.since:
+            h.mul_(2.0)
+        self.calls += 1
+        return self.fc2(h)
+
+
+@pytest.mark.parametrize(("since", "lost"), [(0, []), (5, [6])], ids=["from-the-start", "from-step-5"])
+def test_an_activation_changed_in_place_after_its_hook_is_read_as_its_module_returned_it(
+    file_uri: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    since: int,
+    lost: list[int],
+) -> None:
+    # the multi-tensor path keeps a Tier-0 step's activations for one op at the forward's end only once a saved
+    # step showed them unchanged there: one changed from the start is read in its hook at every step; one that
+    # starts changing later loses that one saved step (logged) and is read in its hook from then on
+    runs = {}
+    for name, interpret in (("packed", False), ("multi", True)):
+        monkeypatch.setenv("TRITON_INTERPRET", "1" if interpret else "0")
+        uri = f"{file_uri}-{name}"
+        with tg.Hook(
+            uri, save_interval=2, tier1_interval=10**6, native_stats=False, stats_worker=False
+        ) as hook:
+            model = _ScaledInPlace(since)
+            opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            hook.register_module(model)
+            hook.register_optimizer(opt)
+            g = torch.Generator().manual_seed(1)
+            for _ in range(12):
+                opt.zero_grad()
+                loss = model(torch.randn(32, 8, generator=g)).square().mean()
+                loss.backward()
+                opt.step()
+                hook.record_scalar("loss", loss)
+        assert hook.errors == [] and hook.skipped_steps == 0
+        runs[name] = trainguard.open_run(uri)
+    assert type(hook._paths.current) is MultiPath
+    packed, multi = runs["packed"], runs["multi"]
+    for col in ("mean", "max", "l2"):
+        want, got = packed.series("act/gelu", col), multi.series("act/gelu", col)
+        assert list(want.steps) == list(range(0, 12, 2))
+        assert list(got.steps) == [s for s in want.steps if s not in lost], col
+        keep = [i for i, s in enumerate(want.steps) if s not in lost]
+        np.testing.assert_allclose(got.values, want.values[keep], rtol=2e-5, atol=1e-7, err_msg=col)
+    warned = [r.getMessage() for r in caplog.records if "changed in place" in r.getMessage()]
+    assert len(warned) == len(lost) and all("act/gelu" in w for w in warned), warned

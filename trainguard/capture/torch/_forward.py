@@ -2,7 +2,8 @@
 
 Any hook on a module sends every call of it down torch's slow path (~8 us a training step on the
 benchmark's CPU, more than the rest of the hook costs on a step not saved). So the activation
-forward hooks are there for saved iterations only (`arm`), the registered modules' forward
+forward hooks, and the registered modules' forward hooks that tell their forward returned (the
+activations kept until then are read), are there for saved iterations only (`arm`), the registered modules' forward
 pre-hook, which tells that an iteration started, for the iterations that need it (`watch`; the
 hook decides which), and the pre-hooks that number the modules in the first training forward
 (`CapturePlan.module_order`) until that forward is over (`finish_order`). What the hooks do is
@@ -35,10 +36,14 @@ class ForwardHooks:
         *,
         on_forward: RootPreHook,
         on_activation: Callable[[Activation], ForwardHook],
+        on_forward_end: ForwardHook,
     ) -> None:
         self.plan = plan
         self._on_forward = on_forward
         self._on_activation = on_activation
+        self._on_forward_end = on_forward_end
+        self.end_handles: list[RemovableHandle] = []
+        """The registered modules' forward hooks, installed with the activation hooks (`arm`)."""
         self.roots: list[nn.Module] = []
         """The registered modules: their training forward starts an iteration (the hook's `_on_forward`)."""
         self.root_handles: list[RemovableHandle] = []
@@ -73,6 +78,11 @@ class ForwardHooks:
             elif not on and act.handle is not None:
                 act.handle.remove()
                 act.handle = None
+        for h in self.end_handles:
+            h.remove()
+        self.end_handles = (
+            [m.register_forward_hook(self._eager(self._on_forward_end)) for m in self.roots] if on else []
+        )
 
     def watch(self, on: bool) -> None:
         """Install (or remove) the forward pre-hook of every registered module."""

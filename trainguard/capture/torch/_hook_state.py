@@ -107,7 +107,10 @@ class HookState:
         """Train scalars since the last counted step beyond which the hook may be blind: twice the most a step had."""
         self._plan = CapturePlan(config, pack_max_numel=pack_max_numel, kernel=self._native)
         self._forward = ForwardHooks(
-            self._plan, on_forward=self._on_forward, on_activation=self._activation_hook
+            self._plan,
+            on_forward=self._on_forward,
+            on_activation=self._activation_hook,
+            on_forward_end=self._on_forward_end,
         )
         self._inputs = Inputs() if config is not None and config.wants("inputs") else None
         """The registered modules' inputs read on saved steps (`input/<arg>`), when the collection is captured."""
@@ -302,6 +305,11 @@ class HookState:
             self._capture_activation(act, output)
 
         return hook
+
+    @fail_open("reading the activations kept until the forward's end")
+    def _on_forward_end(self, module: nn.Module, inputs: object, output: object) -> None:
+        if module.training and self.is_saved_step() and self._skipped != self.step and self.enabled:
+            self._paths.forward_done()
 
     @fail_open("capturing act/{0.name}")
     def _capture_activation(self, act: Activation, output: object) -> None:

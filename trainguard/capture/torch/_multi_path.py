@@ -2,9 +2,15 @@
 
 Chosen (`_paths.Paths.choose`) when every captured parameter lies on a device where the op
 `trainguard::multi_stats` (`_multi`) runs its kernel (`runs_on`: CUDA with Triton; the CPU under
-Triton's interpreter, for tests; fake CUDA tensors, for the CPU proxies of the hook's cost). Each
-captured activation is reduced in its forward hook with one op, read where it lies (no copy); the
-optimizer's pre-hook reduces every gradient of a (device, dtype) group with one op, its post-hook
+Triton's interpreter, for tests; fake CUDA tensors, for the CPU proxies of the hook's cost). The
+captured activations are read where they lie (no copy), on a Tier-0 step all of one (device, dtype)
+with one op when the registered module's forward returns (`flush_activations`): each forward hook
+only keeps its output, up to `DEFER_MAX_BYTES` per group (then the group is reduced at once). An
+output changed in place after its forward hook would be read changed, so an activation is kept
+only once a saved step has shown it unchanged at the forward's end (read in its hook that time, its
+version noted); one found changed later is dropped from that step (logged) and read in its hook
+from then on. On Tier-1 steps the kept group's histograms take one more op; each activation's per-unit
+vector is taken in its hook (torch ops). The optimizer's pre-hook reduces every gradient of a (device, dtype) group with one op, its post-hook
 every parameter of a group with one op (the tracked ones with their previous and first copies,
 which the op refreshes). The parameters' groups are made once per layout (`_ParamGroup`) and the
 gradients read inline, so a saved step's host work grows with the groups, not with the parameters.
@@ -19,7 +25,9 @@ host, not as a device view per tensor); the activations' per-unit vectors keep t
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import logging
+import weakref
+from dataclasses import dataclass, field
 
 import torch
 
@@ -29,6 +37,13 @@ from trainguard.capture.torch._plan import CapturePlan, Param
 from trainguard.capture.torch._step import Pending, SavedStep, Scalars
 from trainguard.store import run_format, writer
 from trainguard.store.stats import MOVED
+
+log = logging.getLogger(__name__)
+
+DEFER_MAX_BYTES = 256 * 2**20
+"""Activation bytes of one (device, dtype) group a Tier-0 forward may keep for its one op at the forward's end:
+above it the group kept so far is reduced at once, so that the extra memory the hook holds (outputs autograd
+would have freed, as under activation checkpointing) stays below this."""
 
 
 def runs_on(device: torch.device) -> bool:
@@ -74,6 +89,17 @@ class _Rows:
 
 
 @dataclass
+class _Kept:
+    """Activations of one (device, dtype) kept for one op at the forward's end: ids, outputs, their versions."""
+
+    tier1: bool
+    ids: list[int] = field(default_factory=list)
+    xs: list[torch.Tensor] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+    nbytes: int = 0
+
+
+@dataclass
 class _ParamGroup:
     """The parameters of one (device, dtype, tracked) group of a layout, as `MultiPath.complete` reads them."""
 
@@ -109,6 +135,13 @@ class MultiPath:
         self._groups: list[_ParamGroup] = []
         self._groups_of: object = None
         """The layout (`CapturePlan.placement`, by identity) `_groups` were made for."""
+        self._kept: dict[tuple[torch.device, torch.dtype], _Kept] = {}
+        """Activations kept for one op per group at the forward's end (`flush_activations`)."""
+        self._keepable: dict[int, bool] = {}
+        """Per activation id: seen unchanged at a forward's end (kept from then on), or changed in place (read in
+        its hook); absent: not yet seen, read in its hook and watched (`_watched`)."""
+        self._watched: list[tuple[int, weakref.ReferenceType[torch.Tensor], int]] = []
+        """Activations read in their hook this step whose outputs' versions `flush_activations` compares."""
 
     def _reduce(
         self,
@@ -159,8 +192,9 @@ class MultiPath:
         self.saved.unit_blocks.append((keys, lengths, shares))  # split on the host
 
     def add_activation(self, tid: int, kind: str, output: torch.Tensor, tier1: bool) -> None:
-        """Reduce one activation in its forward hook, where it lies (one op; a later in-place op cannot change
-        what it read: the op is ordered before it on the device)."""
+        """An activation in its forward hook, read where it lies: kept for its group's op at the forward's end
+        when it is known to stay unchanged until then, else reduced here with one op (a later
+        in-place op cannot change what that read: the op is ordered before it on the device)."""
         x = output.detach()
         if tier1:
             unit = device_stats.unit_vector(x, kind)
@@ -169,7 +203,55 @@ class MultiPath:
         if x.is_sparse or not runs_on(x.device):
             self.saved.reduce_now(tid, x, tier1)  # rare: torch ops where the op has no kernel
             return
-        self._reduce([tid], [x if x.is_contiguous() else x.contiguous()], None, tier1)
+        if not x.is_contiguous():
+            self._reduce([tid], [x.contiguous()], None, tier1)
+            return
+        keepable = self._keepable.get(tid)
+        if not keepable:
+            self._reduce([tid], [x], None, tier1)
+            if keepable is None:
+                self._watched.append((tid, weakref.ref(output), output._version))
+            return
+        kept = self._kept.get((x.device, x.dtype))
+        if kept is None:
+            kept = self._kept[(x.device, x.dtype)] = _Kept(tier1)
+        kept.ids.append(tid)
+        kept.xs.append(x)
+        kept.versions.append(x._version)
+        kept.nbytes += x.numel() * x.element_size()
+        if kept.nbytes >= DEFER_MAX_BYTES:
+            self._reduce_kept(kept)
+
+    def flush_activations(self) -> None:
+        """The registered module's forward returned (or the step goes on without that): reduce the activations
+        kept, one op per group, and note which activations read in their hooks stayed unchanged until now."""
+        for tid, ref, version in self._watched:
+            out = ref()
+            self._keepable[tid] = out is None or out._version == version
+        self._watched = []
+        for kept in self._kept.values():
+            if kept.ids:
+                self._reduce_kept(kept)
+        self._kept = {}
+
+    def _reduce_kept(self, kept: _Kept) -> None:
+        """One op over the activations kept in `kept` that are unchanged since their hooks; those changed in place
+        are dropped from this step (their values are gone) and read in their hooks from now on."""
+        ids, xs = kept.ids, kept.xs
+        changed = [i for i, (x, v) in enumerate(zip(xs, kept.versions)) if x._version != v]
+        if changed:
+            for i in changed:
+                self._keepable[ids[i]] = False
+                log.warning(
+                    "trainguard: %s was changed in place after its forward hook; this saved step has no "
+                    "statistics of it, and it is read in its hook from now on",
+                    self._writer.info(ids[i]).name,
+                )
+            keep = [i for i in range(len(ids)) if i not in changed]
+            ids, xs = [ids[i] for i in keep], [xs[i] for i in keep]
+        if ids:
+            self._reduce(ids, xs, None, kept.tier1)
+        kept.ids, kept.xs, kept.versions, kept.nbytes = [], [], [], 0
 
     def stage(self, step: int) -> bool:
         """Optimizer pre-hook of saved step `step`: one op per (device, dtype) group of gradients."""
@@ -294,8 +376,10 @@ class MultiPath:
         return out
 
     def skip(self) -> None:
-        """Forget what the saved step in progress reduced: it is not sent (`Hook._skip`)."""
+        """Forget what the saved step in progress reduced or kept: it is not sent (`Hook._skip`)."""
         self._rows = _Rows()
+        self._kept = {}
+        self._watched = []
         for b in self.step_writer.buffers.values():
             b.reset()
         self.saved.reset()

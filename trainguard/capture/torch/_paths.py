@@ -104,11 +104,17 @@ class Paths:
         else:
             self.saved.add_activation(tid, kind, output, tier1)
 
+    def forward_done(self) -> None:
+        """A registered module's training forward of a saved step returned: the activations kept are read."""
+        self.multi.flush_activations()
+
     def stage(self, step: int) -> None:
         """Stage saved step `step` on the current path. The kernel's path goes first without looking at the
         plan (that keeps it cheap: it checks its parameters when it reads them); any other step has the
         choice checked first (`choose`). A step the path declines goes the packed way. The first saved step
-        after a registration reads the new parameters' initial weights first (`read_initial`)."""
+        after a registration reads the new parameters' initial weights first (`read_initial`). Activations the
+        multi-tensor path kept and still holds (no registered module's forward returned) are reduced first."""
+        self.multi.flush_activations()
         if self.initial.seen != len(self.plan.params):  # `InitialWeights.due`, inline: asked every saved step
             self.read_initial()
         kernel = self.kernel

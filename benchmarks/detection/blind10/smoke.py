@@ -1,21 +1,18 @@
-"""`python -m benchmarks.detection.blind10.smoke`: the tenth blind split run without any rule, by the second
-split's smoke runner (`blind2.smoke`; `--steps N` through the real hook, `--full` with an inert hook and each bug
-next to its twin, `--seeds`, `--programs`).
+"""`python -m benchmarks.detection.blind10.smoke`: the tenth split's smoke runs, no rule involved.
+
+`main` is the second split's runner (`blind2.smoke.main`) bound to this split: `--steps N` trains each program N
+steps through the real hook, `--full` trains it to the end with an inert hook, each bug after its twin (`--seeds`,
+`--programs` narrow the runs).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
+from functools import partial
 
 from benchmarks.detection.blind2 import smoke
 from benchmarks.detection.blind10 import suite
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the smoke checks given by `argv` on this split."""
-    return smoke.main(argv, split=suite, doc=__doc__ or "")
-
+main = partial(smoke.main, split=suite, doc=__doc__ or "")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

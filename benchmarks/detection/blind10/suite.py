@@ -1,37 +1,31 @@
-"""What `run.py --suite blind10` trains: the tenth blind split's healthy programs and bugs, and how the ground
-truth is set.
+"""The tenth blind split as `run.py --suite blind10` sees it: which script trains each workload, the 28 healthy
+programs and 17 bugs with their labels, and the runner and oracle they go through.
 
-Each program was written from a one-line brief (a typical training script in a setting the nine earlier splits did
-not cover; a reported mistake none of them used) without the rules, their documents or any score, and the split
-was frozen before it was scored. The mechanics are all imported: `train` binds this split's `SCRIPTS` to the first
-split's runner (`blind.suite.train`), `label` is the first split's oracle label, the declarations are the second
-split's, and `split_of` gives even seeds to calibration and odd ones to the report. A bug names its twin, its
-category and the step it acts from; the bugs the smoke runs found harmless against their twins (README.md) are
-declared `harmless` (`should_stop=False`), so they count neither as misses nor as false alarms.
+Nothing here is this split's own machinery. Training is `blind.suite.train` over `SCRIPTS`, the harm labels are
+`blind.suite.label`'s (each bug against its fixed twin, seed by seed), the declarations come from
+`blind2.suite.declare_healthy` and `declare_bug`, and seeds split by parity (`blind.suite.split_of`: even ones
+calibrate, odd ones report). The programs were written from one-line briefs with the rules, their documents and
+every score left unread, and were committed before anything scored them. Each bug says which twin it breaks, its
+category and the step it acts from; a bug found harmless in the smoke runs would be declared `harmless` (none was:
+README.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from benchmarks.detection.blind import suite as blind
-from benchmarks.detection.blind.harness import Run
 from benchmarks.detection.blind2 import suite as second
 from benchmarks.detection.blind10 import learning, sequences, vision
 
-SCRIPTS: dict[str, Callable[[Run], None]] = {
-    "depth": vision.depth, "keypoints": vision.keypoints, "counting": vision.counting,
-    "sasrec": sequences.sasrec, "tpp": sequences.tpp,
-    "maml": learning.maml, "fedavg": learning.fedavg,
-}  # fmt: skip
-"""The script of each workload."""
-PREFIX, CATEGORIES, split_of = "blind10_", blind.CATEGORIES, blind.split_of
+PREFIX = "blind10_"
+SCRIPTS = {"depth": vision.depth, "keypoints": vision.keypoints, "counting": vision.counting,
+           "sasrec": sequences.sasrec, "tpp": sequences.tpp, "maml": learning.maml, "fedavg": learning.fedavg}  # fmt: skip
+"""Workload name -> the script that trains it."""
+CATEGORIES, split_of, label = blind.CATEGORIES, blind.split_of, blind.label
 train = partial(blind.train, scripts=SCRIPTS)
-"""`blind.suite.train` with this split's scripts: one program and seed through the hook into `out` (None: inert)."""
-label = blind.label
-"""The oracle's harm label and visible step of each bug run (`blind.suite.label`)."""
+"""One program and seed through the hook into `out` (None: an inert hook), by the first split's runner."""
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,12 @@ class MultiPath:
         self._keepable: dict[int, bool] = {}
         """Per activation id: seen unchanged at a forward's end (kept from then on), or changed in place (read in
         its hook); absent: not yet seen, read in its hook and watched (`_watched`)."""
+        self._grad_groups: list[tuple[tuple[torch.device, torch.dtype], list[int], list[torch.Tensor]]] = []
+        self._grad_others: list[Param] = []
+        self._grads_defined = 0
+        """Gradients `stage` defined so far: a new one makes `_group_grads` run again."""
+        self._grads_of: object = None
+        """The layout and defined count `_grad_groups` were made for."""
         self._watched: list[tuple[int, weakref.ReferenceType[torch.Tensor], int]] = []
         """Activations read in their hook this step whose outputs' versions `flush_activations` compares."""
 
@@ -257,20 +263,38 @@ class MultiPath:
         """Optimizer pre-hook of saved step `step`: one op per (device, dtype) group of gradients."""
         plan = self.plan
         tier1 = plan.tier1(step)
+        if self._grads_of != (plan.placement, self._grads_defined):
+            self._grad_groups, self._grad_others = self._group_grads()
         groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], bool]] = {}
         with torch.no_grad():
-            for p in plan.grad_params:
-                tid = p.grad_tid
-                if tid is not None and not (p.sharded or p.grad_skipped):
-                    # defined and plain: read inline, no call per parameter (the usual case, every saved step)
-                    grad = p.source.grad
-                    if grad is None or not grad.numel() or not p.source.requires_grad:  # frozen now: stale
+            for key, ids, sources in self._grad_groups:
+                # defined and plain: read inline, no call per parameter (the usual case, every saved step); a
+                # gradient has its parameter's device and dtype (autograd and the `.grad` setter see to it)
+                tids: list[int] = []
+                grads: list[torch.Tensor] = []
+                for tid, source in zip(ids, sources):
+                    grad = source.grad
+                    if grad is None or not source.requires_grad or not grad.numel():  # frozen now: stale
                         continue
+                    tids.append(tid)
+                    grads.append(grad if grad.is_contiguous() else grad.contiguous())
+                if not runs_on(key[0]):
+                    for tid, grad in zip(tids, grads):
+                        self.saved.reduce_now(tid, grad, tier1)
+                    continue
+                group = groups.get(key)
+                if group is None:
+                    groups[key] = (tids, grads, True)
                 else:
-                    got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
-                    if got is None:
-                        continue
-                    tid, grad = got
+                    group[0].extend(tids)
+                    group[1].extend(grads)
+            for p in self._grad_others:
+                got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
+                if p.grad_tid is not None and not (p.sharded or p.grad_skipped):
+                    self._grads_defined += 1  # defined and plain now: read inline from the next saved step on
+                if got is None:
+                    continue
+                tid, grad = got
                 key = (grad.device, grad.dtype)
                 group = groups.get(key)
                 if group is None:
@@ -281,9 +305,28 @@ class MultiPath:
                 group[0].append(tid)
                 group[1].append(grad if grad.is_contiguous() else grad.contiguous())
             for ids, xs, served in groups.values():
-                if served:
+                if served and ids:
                     self._reduce(ids, xs, None, tier1)
         return True
+
+    def _group_grads(
+        self,
+    ) -> tuple[list[tuple[tuple[torch.device, torch.dtype], list[int], list[torch.Tensor]]], list[Param]]:
+        """The parameters whose gradients `stage` reads inline (defined, plain, readable), in (device, dtype) groups
+        of (ids, parameters), and the others (`CapturePlan.gradient` each time); made once per layout and
+        again when a gradient is defined."""
+        plan = self.plan
+        plain: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor]]] = {}
+        others: list[Param] = []
+        for p in plan.grad_params:
+            if p.grad_tid is not None and not (p.sharded or p.grad_skipped):
+                ids, sources = plain.setdefault((p.source.device, p.source.dtype), ([], []))
+                ids.append(p.grad_tid)
+                sources.append(p.source)
+            else:
+                others.append(p)
+        self._grads_of = (plan.placement, self._grads_defined)
+        return [(key, ids, sources) for key, (ids, sources) in plain.items()], others
 
     def read_initial(self, got: list[tuple[int, torch.Tensor]]) -> None:
         """Read parameters (record id, tensor) before the update, as their initial-weights records

@@ -2,8 +2,8 @@
 
 Any hook on a module sends every call of it down torch's slow path (~8 us a training step on the
 benchmark's CPU, more than the rest of the hook costs on a step not saved). So the activation
-forward hooks, and the registered modules' forward hooks that tell their forward returned (the
-activations kept until then are read), are there for saved iterations only (`arm`), the registered modules' forward
+forward hooks, and the registered modules' forward hooks that tell their forward returned (on the
+GPU path, which reads the activations kept until then), are there for saved iterations only (`arm`), the registered modules' forward
 pre-hook, which tells that an iteration started, for the iterations that need it (`watch`; the
 hook decides which), and the pre-hooks that number the modules in the first training forward
 (`CapturePlan.module_order`) until that forward is over (`finish_order`). What the hooks do is
@@ -67,9 +67,10 @@ class ForwardHooks:
             if name in owners and name not in order:
                 self.order_handles.append(m.register_forward_pre_hook(self._eager(self._note_order(name))))
 
-    def arm(self, on: bool, *, force: bool = False) -> None:
-        """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps)."""
-        if on == self.armed and not force:
+    def arm(self, on: bool, *, ends: bool = False, force: bool = False) -> None:
+        """Install activation hooks for a saved iteration, remove them otherwise (no cost on other steps); with
+        `ends`, the registered modules' forward hooks too (the path keeps activations until the forward returns)."""
+        if on == self.armed and (on and ends) == bool(self.end_handles) and not force:
             return
         self.armed = on
         for act in self.plan.activations:
@@ -81,7 +82,9 @@ class ForwardHooks:
         for h in self.end_handles:
             h.remove()
         self.end_handles = (
-            [m.register_forward_hook(self._eager(self._on_forward_end)) for m in self.roots] if on else []
+            [m.register_forward_hook(self._eager(self._on_forward_end)) for m in self.roots]
+            if on and ends
+            else []
         )
 
     def watch(self, on: bool) -> None:

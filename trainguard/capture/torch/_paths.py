@@ -104,6 +104,11 @@ class Paths:
         else:
             self.saved.add_activation(tid, kind, output, tier1)
 
+    @property
+    def keeps_activations(self) -> bool:
+        """The current path keeps a saved step's activations until the registered module's forward returns."""
+        return self.current is self.multi
+
     def forward_done(self) -> None:
         """A registered module's training forward of a saved step returned: the activations kept are read."""
         self.multi.flush_activations()

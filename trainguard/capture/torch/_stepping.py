@@ -123,7 +123,7 @@ class Stepping(HookState):
         """The optimizer's post-hook around a saved step: complete it, arm what the next iteration needs."""
         if self.is_saved_step(step) and self._skipped != step:
             self._pending = self._paths.complete(step, optimizer)
-        self._forward.arm(self.is_saved_step())
+        self._forward.arm(self.is_saved_step(), ends=self._paths.keeps_activations)
         self._forward.watch(self._needs_forward(self.step))
 
     def _count_scalars(self) -> None:

@@ -81,7 +81,8 @@ class Hook(Stepping, Recording):
         assert self._writer is not None
         self._forward.add(module, self._plan.add_module(module, self._writer))
         self._paths.choose()  # the path for the tensors as they are now; each saved step checks it again
-        self._forward.arm(self.is_saved_step(), force=True)  # new modules: what this step needs
+        # new modules: what this step needs
+        self._forward.arm(self.is_saved_step(), ends=self._paths.keeps_activations, force=True)
         self._captures.clear()
         if self._any_step is None:
             self._any_step = register_optimizer_step_post_hook(self._on_any_step)

@@ -418,11 +418,15 @@ class MultiPath:
             )
         return out
 
+    def release(self) -> None:
+        """Capture stopped: let go of the outputs kept for the forward's end (nothing else is touched)."""
+        self._kept = {}
+        self._watched = []
+
     def skip(self) -> None:
         """Forget what the saved step in progress reduced or kept: it is not sent (`Hook._skip`)."""
         self._rows = _Rows()
-        self._kept = {}
-        self._watched = []
+        self.release()
         for b in self.step_writer.buffers.values():
             b.reset()
         self.saved.reset()

@@ -174,8 +174,9 @@ class Paths:
 
     def drop(self) -> None:
         """Capture failed: forget the staged step and stop the worker (what it still holds is dropped; what it
-        wrote stays)."""
+        wrote stays), and the activations the multi-tensor path kept (their memory goes back)."""
         self.packed.drop()
+        self.multi.release()
         if self.worker is not None:
             self.worker.stop()
 

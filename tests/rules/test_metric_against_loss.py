@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.rules.streams import run
-from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction, t_bound
+from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction, is_share, t_bound
 from trainguard.rules.step_view import StepView
 
 STEPS = 300
@@ -53,6 +53,16 @@ def test_names_say_which_way_a_metric_should_move() -> None:
     assert [
         direction(n) for n in ("q_mean", "val_mae_score", "val_loss", "loss_scale", "group/0.0/lr", "kl")
     ] == [0] * 6
+
+
+def test_a_cutoff_metric_is_read_only_with_its_cutoff() -> None:
+    # PCK, the hit rate at k, the depth accuracy within 1.25**k: shares of examples scored right that should rise
+    named = ("val_pck", "val_hr5", "HR10", "val_delta1", "delta2")
+    assert [direction(n) for n in named] == [1] * 5
+    assert all(is_share(n) for n in named)
+    # without a cutoff `hr` may be an hour and `delta` any difference: neither is judged
+    assert [direction(n) for n in ("val_hr", "samples_per_hr", "delta", "weight_delta")] == [0] * 4
+    assert not any(is_share(n) for n in ("val_hr", "delta", "val_return", "val_count_score"))
 
 
 def test_an_accuracy_that_falls_as_the_loss_falls_is_reported_once() -> None:
@@ -219,3 +229,34 @@ def test_the_fit_reading_spares_a_loss_not_fitted_a_rising_share_other_metrics_a
     # off
     quiet = MetricAgainstLoss(params={"fit_share": None})
     assert run(quiet, views(off_by_one, name="val_exact_match", loss=fitted)) == []
+
+
+def never(t: int, r: np.random.Generator) -> float:
+    """A held-out share that never scores one example right (a depth network whose scale the loss leaves free)."""
+    return 0.0
+
+
+def test_a_held_out_share_at_zero_at_every_record_beside_a_falling_loss_is_reported() -> None:
+    # the loss falls to a fifth of its start, far from the fit reading's 1%
+    found = run(MetricAgainstLoss(), views(never, name="val_delta1"))
+    assert len(found) == 1
+    assert (
+        "'val_delta1' (a share of examples scored right, 1 at best) read exactly 0 at all" in found[0].message
+    )
+    assert "not one held-out example scored right" in found[0].message
+
+
+def test_the_never_right_reading_spares_a_slow_start_a_flat_loss_other_metrics_and_training_metrics() -> None:
+    # 0 at the first 4 records (a whole first window, as a CTC recogniser's exact match), then it starts to score
+    slow = views(lambda t, r: 0.0 if t <= 100 else 0.2 + float(abs(r.normal(0, 0.01))), name="val_pck")
+    assert run(MetricAgainstLoss(), slow) == []
+    # a loss that does not fall: nothing is judged
+    assert (
+        run(MetricAgainstLoss(), views(never, name="val_pck", loss=lambda t, r: 1 + float(r.normal(0, 0.03))))
+        == []
+    )
+    # a return is no share of examples, a training-mode share scores the batches only
+    assert run(MetricAgainstLoss(), views(never, name="val_return")) == []
+    assert run(MetricAgainstLoss(), views(never, name="hr5", mode="train")) == []
+    # off
+    assert run(MetricAgainstLoss(params={"never_right": False}), views(never, name="val_pck")) == []

@@ -3,14 +3,15 @@
 Chosen (`_paths.Paths.choose`) when every captured parameter lies on a device where the op
 `trainguard::multi_stats` (`_multi`) runs its kernel (`runs_on`: CUDA with Triton; the CPU under
 Triton's interpreter, for tests; fake CUDA tensors, for the CPU proxies of the hook's cost). The
-captured activations are read where they lie (no copy), on a Tier-0 step all of one (device, dtype)
-with one op when the registered module's forward returns (`flush_activations`): each forward hook
-only keeps its output, up to `DEFER_MAX_BYTES` per group (then the group is reduced at once). An
-output changed in place after its forward hook would be read changed, so an activation is kept
-only once a saved step has shown it unchanged at the forward's end (read in its hook that time, its
-version noted); one found changed later is dropped from that step (logged) and read in its hook
-from then on. On Tier-1 steps the kept group's histograms take one more op; each activation's per-unit
-vector is taken in its hook (torch ops). The optimizer's pre-hook reduces every gradient of a (device, dtype) group with one op, its post-hook
+captured activations are read where they lie (no copy), all of one (device, dtype) with one op when
+the registered module's forward returns (`flush_activations`): each forward hook only keeps its
+output, up to `DEFER_MAX_BYTES` per group (then the group kept so far is reduced at once). An output
+changed in place after its forward hook would be read changed, so an activation is kept only once a
+saved step has shown it unchanged at the forward's end (read in its hook that time, its version
+noted); one found changed later is dropped from that step (logged) and read in its hook from then
+on. On Tier-1 steps the kept group's histograms take one more op; each activation's per-unit vector
+is taken in its hook (torch ops). The optimizer's pre-hook reduces every gradient of a (device,
+dtype) group with one op (the plain parameters grouped once per layout), its post-hook
 every parameter of a group with one op (the tracked ones with their previous and first copies,
 which the op refreshes). The parameters' groups are made once per layout (`_ParamGroup`) and the
 gradients read inline, so a saved step's host work grows with the groups, not with the parameters.
@@ -41,7 +42,7 @@ from trainguard.store.stats import MOVED
 log = logging.getLogger(__name__)
 
 DEFER_MAX_BYTES = 256 * 2**20
-"""Activation bytes of one (device, dtype) group a Tier-0 forward may keep for its one op at the forward's end:
+"""Activation bytes of one (device, dtype) group a saved step's forward may keep for its one op at the forward's end:
 above it the group kept so far is reduced at once, so that the extra memory the hook holds (outputs autograd
 would have freed, as under activation checkpointing) stays below this."""
 

@@ -167,6 +167,7 @@ def _tokens(low: str) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def is_share(name: str) -> bool:
     """Whether the metric `name` is a share of examples scored right (0 at worst, 1 at best)."""
     return bool(_tokens(name.lower()) & SHARES)

@@ -587,3 +587,33 @@ def test_unchanged_tensor_leaves_rows_behind_dead_units_to_dead_relu() -> None:
     assert run(UnchangedTensor(), Stream(steps=300, fault=dead)) == []
     f = first(run(UnchangedTensor(), Stream(steps=300, fault=mask)))  # the same rows behind live units
     assert (f.step, f.tensor) == (120, "fc1.weight") and "32 of 64 units (50%" in f.message
+
+
+def _missing_as_nan(d: StepData) -> None:
+    """A batch with missing values written as NaN, which the model fills: nothing downstream is non-finite."""
+    d.set("input/x", nan=700)
+
+
+def test_exploding_tensor_notes_nan_an_input_carries_alone_once_and_stays_quiet() -> None:
+    found = run(ExplodingTensor(), Stream(steps=200, inputs=True, fault=_missing_as_nan))
+    assert [(f.tensor, f.severity, f.step) for f in found] == [("input/x", Severity.INFO, 0)]
+    assert "missing values written as NaN" in found[0].message
+    # switched off, the input is reported as any non-finite tensor
+    off = first(
+        run(
+            ExplodingTensor({"inputs_carry_nan": False}), Stream(steps=30, inputs=True, fault=_missing_as_nan)
+        )
+    )
+    assert (off.tensor, off.severity) == ("input/x", Severity.CRITICAL)
+
+
+def test_exploding_tensor_names_the_input_when_its_nan_reaches_the_model() -> None:
+    def unfilled(d: StepData) -> None:
+        _missing_as_nan(d)
+        if d.step >= 100:  # the fill is dropped: the NaN flows into the first layer
+            d.set("act/relu0", nan=3, l2=math.nan, mean=math.nan)
+
+    found = run(ExplodingTensor(), Stream(steps=200, inputs=True, fault=unfilled))
+    critical = [f for f in found if f.severity == Severity.CRITICAL]
+    assert (critical[0].step, critical[0].tensor) == (100, "input/x")
+    assert "1 more tensors after it" in critical[0].message

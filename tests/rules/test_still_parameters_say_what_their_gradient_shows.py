@@ -83,3 +83,39 @@ def test_a_layer_the_optimizer_does_not_hold_has_a_gradient(tmp_path: Path) -> N
     assert first.tensor == "trunk.0.weight"
     assert "its gradient is not zero" in first.message
     assert "the optimizer does not apply it" in first.message
+
+
+class Shift(nn.Module):
+    """A learned scalar added to every logit (as a GE2E speaker loss's similarity bias)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.b = nn.Parameter(torch.tensor(5.0))
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits + self.b
+
+
+def test_a_bias_the_softmax_cancels_is_noted_not_reported(tmp_path: Path) -> None:
+    # the cross-entropy does not depend on a scalar added to every logit: its gradient is a rounding residue
+    # (exactly zero but for float32 rounding) and plain SGD cannot move it
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 10), Shift())
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with tg.Hook(f"file://{tmp_path}", save_interval=10) as hook:
+        hook.register_module(model)
+        hook.register_optimizer(opt)
+        for _ in range(60):
+            x = torch.randn(100, 8) * 2
+            loss = F.cross_entropy(model(x), (x[:, :3] > 0).long().sum(1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            hook.record_scalar("loss", loss)
+    found = run(UnchangedTensor(), stored_views(tmp_path))
+    assert [(f.tensor, f.severity.value) for f in found] == [("1.b", "info")], found
+    assert "is a rounding residue" in found[0].message
+    assert "the loss does not depend on it" in found[0].message
+    # with the reading off, the same record is a parameter the optimizer does not apply
+    off = run(UnchangedTensor({"residue_ratio": 0.0}), stored_views(tmp_path))
+    assert off and off[0].severity.value == "warning" and "the optimizer does not apply it" in off[0].message

@@ -7,6 +7,15 @@ Statistics are stored as float32, so a float64 tensor with values beyond float32
 numpy run with a learning rate 3000x too high, 43 steps before the first Inf).
 SageMaker Debugger's `only_nan` is supported.
 
+Missing values are often written as NaN in the data a model is fed (a time series with gaps, a table with
+empty cells) and filled or masked inside the model. A NaN in an input or label that reaches nothing else of
+the step (no activation, gradient or parameter, nor the loss, is non-finite) is that encoding, not a
+divergence: it is noted once per tensor at info level (`inputs_carry_nan`), and the rule stays quiet until
+something downstream turns non-finite, which it then reports naming the input first. On the detection
+benchmarks (2-core x86-64 VM) a GRU-D model fed series with 50% of values missing as NaN read 730-4,800 NaN
+in `input/values` at every saved step with every other tensor and the loss finite; the same program with the
+NaN left unfilled turns its activations and loss NaN at step 0.
+
 It reads the train scalars of every step (`every_step`), not only of saved steps: a non-finite loss is found
 the step it is recorded. A saved step need not come after it: when the gradients are non-finite a loss scaler
 skips the optimizer step, and the hook's step count stops where the optimizer stopped, so a run whose
@@ -18,6 +27,8 @@ then on, and no saved step after step 0).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -27,6 +38,7 @@ from trainguard.rules import base
 from trainguard.rules.step_view import COL, StepView, TensorMeta
 
 _PARAMS = (Collection.WEIGHTS.value, Collection.BIASES.value)
+_DATA = (Collection.INPUTS.value, Collection.LABELS.value)
 _NO_ORDER = 1 << 30
 _NAN, _INF = COL["nan"], COL["inf"]
 _MIN, _MAX = COL["min"], COL["max"]
@@ -79,12 +91,21 @@ class ExplodingTensor(base.Rule):
         only_nan: bool = Field(
             default=False, description="SageMaker's only_nan: report NaN only, ignore +/-Inf."
         )
+        inputs_carry_nan: bool = Field(
+            default=True,
+            description="NaN or Inf in an input or label that nothing downstream shares (every activation, "
+            "gradient, parameter and the loss finite) is missing values encoded as NaN: noted once per tensor "
+            "at info level, not reported. False: reported as any other non-finite tensor.",
+        )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self._order_names: tuple[str, ...] | None = None
         self._ordered = np.zeros(0, np.int64)
         self._forward = np.zeros(0, bool)
+        self._data = np.zeros(0, bool)
+        self._noted: set[str] = set()
+        """Inputs and labels noted as carrying NaN that nothing downstream shares."""
 
     def _rows_in_execution_order(self, view: StepView) -> tuple[np.ndarray, np.ndarray]:
         """Return the watched rows sorted by `execution_key`, and which of them belong to the forward pass."""
@@ -94,6 +115,7 @@ class ExplodingTensor(base.Rule):
             keys = sorted((execution_key(view.meta[i], int(i)), int(i)) for i in rows)
             self._ordered = np.asarray([i for _, i in keys], dtype=np.int64)
             self._forward = np.asarray([k[0] == 0 for k, _ in keys], dtype=bool)
+            self._data = np.asarray([view.meta[i].collection in _DATA for _, i in keys], dtype=bool)
         return self._ordered, self._forward
 
     def _scalar_hit(self, view: StepView, only_nan: bool) -> tuple[str, str, float] | None:
@@ -134,6 +156,8 @@ class ExplodingTensor(base.Rule):
             return [self.finding(view, msg, tensor=key, value=v, threshold=0.0)]
         if not hit.size:
             return []
+        if scalar is None and p.inputs_carry_nan and self._data[hit].all():
+            return self._note_data(view, rows[hit])
         first = int(rows[hit[0]])
         name = view.names[first]
         n_nan, n_inf = stats[first, _NAN], stats[first, _INF]
@@ -153,3 +177,30 @@ class ExplodingTensor(base.Rule):
         )
         value = float(n_nan if only_nan else (n_nan + n_inf) or math.inf)
         return [self.finding(view, msg, tensor=name, value=value, threshold=0.0)]
+
+    def _note_data(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
+        """Inputs or labels non-finite while nothing downstream is: missing values encoded as NaN. An info finding
+        the first time a tensor shows it, nothing after."""
+        out = []
+        for i in rows:
+            name = view.names[int(i)]
+            if name in self._noted:
+                continue
+            self._noted.add(name)
+            stats = view.stats[int(i)]
+            msg = (
+                f"{name}: {base.fmt(stats[_NAN])} NaN and {base.fmt(stats[_INF])} Inf values of "
+                f"{base.fmt(stats[COL['count']])} {self.where(view)}, while every activation, gradient and "
+                "parameter and the loss are finite: missing values written as NaN that the model fills or masks "
+                "(noted once; reported if anything downstream turns non-finite)"
+            )
+            hint = "if the data should have no missing values, check how it is read and cleaned"
+            found = self.finding(view, msg, tensor=name, hint=hint, value=float(stats[_NAN] + stats[_INF]))
+            out.append(replace(found, severity=Severity.INFO))
+        return out
+
+    def get_state(self) -> dict[str, Any]:
+        return {"noted": sorted(self._noted)}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._noted = set(state.get("noted", []))

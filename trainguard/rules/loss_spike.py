@@ -19,17 +19,24 @@ the step-to-step changes of those steps) is not judged here: every step of a ste
 earlier levels. A climbing loss is `diverging_loss`'s and `loss_not_decreasing`'s to judge; a total loss that climbs
 by design (a VQ-VAE's codebook and commitment terms, 2-5% a step over 30 steps while its held-out score rises)
 is no spike.
+
+A spike is judged `absorb_steps` steps after it, on what followed it. A loss that stayed up (the median of those
+steps still `z_threshold` / 2 robust standard deviations above the rolling median) is reported as a spike. One that
+came back at once was absorbed: a batch far harder than the rest (a fitted interatomic potential's rare close-contact
+configuration, 20-900x the median loss, back to its level at the next step, its run healthy) did no lasting harm, and
+is noted at info level, unless it is the second absorbed spike within `window` steps: spikes that recur are reported.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from trainguard.api.enums import Action, Collection, RuleCategory
+from trainguard.api.enums import Action, Collection, RuleCategory, Severity
 from trainguard.rules import base, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView
 
@@ -92,6 +99,16 @@ class LossSpike(base.Rule):
             "first spikes of the development splits' faults: at most 5.1). None: every step is judged.",
         )
 
+        absorb_steps: int | None = Field(
+            default=3,
+            ge=1,
+            description="Steps after a spike that decide whether the loss absorbed it: their median back within "
+            "`z_threshold` / 2 robust standard deviations of the rolling median. An absorbed spike is noted at info "
+            "level unless another was absorbed within `window` steps before it (healthy force-field fits: a rare "
+            "close-contact batch 20-900x the median, back at the next step; the development splits' spike faults "
+            "either stayed up or were found by other rules first). None: every spike is reported at once.",
+        )
+
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         p: LossSpike.Params = self.params  # type: ignore[assignment]
@@ -99,6 +116,12 @@ class LossSpike(base.Rule):
         self.loss_window = shared.Window(p.window)
         self.grad_window = shared.Window(p.window)
         self.first: float | None = None
+        self.pending: list[Any] | None = None
+        """The spike waiting for its `absorb_steps`: [step, loss, z, log median, scale, co-spike z or None]."""
+        self.after: list[float] = []
+        """The log losses since the pending spike."""
+        self.absorbed_at: int | None = None
+        """The step of the last spike the loss absorbed."""
 
     def has_input(self, view: StepView) -> bool:
         return self.read(view) is not None
@@ -120,14 +143,52 @@ class LossSpike(base.Rule):
                 if len(self.loss_window) >= p.min_history
                 else None
             )
-            if spike is not None and self._climbing(p):
-                spike = None
+            if spike is not None and (self._climbing(p) or self.pending is not None):
+                spike = None  # a climb is not a spike; the steps after a pending spike are its own
+            if self.pending is not None:
+                self.after.append(x)
+                if len(self.after) >= (p.absorb_steps or 0):
+                    found += self._settle(view, p)
             self.loss_window.push(x)
             if spike is not None and loss - math.exp(spike[1]) > p.min_jump_fraction * self.first:
-                found.append(self._finding(view, loss, spike, g, p))
+                co = self._cospike(g, p)
+                if p.absorb_steps is None:
+                    found.append(self._finding(view, view.step, loss, spike, co, p))
+                else:
+                    z, med = spike
+                    self.pending, self.after = [view.step, loss, z, med, (x - med) / z, co], []
         if g is not None:
             self.grad_window.push(g)
         return found
+
+    def _cospike(self, g: float | None, p: Params) -> float | None:
+        """The gradient norm's robust z at a spike, when it spiked too."""
+        if g is None or len(self.grad_window) < p.min_history:
+            return None
+        co = self.grad_window.spike(g, threshold=p.grad_z_threshold, min_scale=0.1)
+        return co[0] if co else None
+
+    def _settle(self, view: StepView, p: Params) -> list[base.Finding]:
+        """Judge the pending spike on the `absorb_steps` steps after it: reported if the loss stayed up or spikes
+        recur, noted at info level if it was absorbed."""
+        assert self.pending is not None
+        step, loss, z, med, scale, co = self.pending
+        self.pending = None
+        after = float(np.median(self.after)) - med
+        if after > p.z_threshold / 2 * scale:
+            return [self._finding(view, step, loss, (z, med), co, p)]
+        since, self.absorbed_at = self.absorbed_at, step
+        back = (
+            f"; the loss came back at once (the median of the next {len(self.after)} steps "
+            f"{base.fmt(math.exp(med + after))}, within {base.fmt(p.z_threshold / 2)} robust standard deviations)"
+        )
+        if since is not None and step - since <= p.window:
+            recur = f"{back}, the second such spike since step {since}: spikes recur"
+            return [self._finding(view, step, loss, (z, med), co, p, recur)]
+        found = self._finding(
+            view, step, loss, (z, med), co, p, f"{back}: a batch far harder than the rest, absorbed"
+        )
+        return [replace(found, severity=Severity.INFO)]
 
     def _climbing(self, p: Params) -> bool:
         """Whether the log losses before this one climb: the median of the last `climb_steps` above the median of the
@@ -146,18 +207,24 @@ class LossSpike(base.Rule):
         return rise > p.z_threshold * _MEDIAN_SE * d / math.sqrt(n)
 
     def _finding(
-        self, view: StepView, loss: float, spike: tuple[float, float], g: float | None, p: Params
+        self,
+        view: StepView,
+        step: int,
+        loss: float,
+        spike: tuple[float, float],
+        co: float | None,
+        p: Params,
+        after: str = "",
     ) -> base.Finding:
+        """The spike at `step` (judged at `view`), with what followed it (`after`)."""
         z, med = spike
-        co = None
-        if g is not None and len(self.grad_window) >= p.min_history:
-            co = self.grad_window.spike(g, threshold=p.grad_z_threshold, min_scale=0.1)
-        also = f", with a gradient-norm co-spike (z {base.fmt(co[0])})" if co else ""
+        also = f", with a gradient-norm co-spike (z {base.fmt(co)})" if co is not None else ""
+        where = self.where(view) if step == view.step else f"at step {step} (judged {self.where(view)})"
         msg = (
             f"loss {base.fmt(loss)} is {base.fmt(loss / math.exp(med))}x its rolling median {base.fmt(math.exp(med))} "
-            f"(robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) {self.where(view)}{also}"
+            f"(robust z {base.fmt(z)} > {base.fmt(p.z_threshold)}) {where}{also}{after}"
         )
-        hint = self.cospike_hint if co else None
+        hint = self.cospike_hint if co is not None else None
         return self.finding(view, msg, tensor="loss", value=z, threshold=p.z_threshold, hint=hint)
 
     def get_state(self) -> dict[str, Any]:
@@ -165,9 +232,15 @@ class LossSpike(base.Rule):
             "loss": self.loss_window.get_state(),
             "grad": self.grad_window.get_state(),
             "first": self.first,
+            "pending": self.pending,
+            "after": self.after,
+            "absorbed_at": self.absorbed_at,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.loss_window.set_state(state.get("loss", []))
         self.grad_window.set_state(state.get("grad", []))
         self.first = state.get("first")
+        self.pending = state.get("pending")
+        self.after = [float(x) for x in state.get("after", [])]
+        self.absorbed_at = state.get("absorbed_at")

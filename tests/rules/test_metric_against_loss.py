@@ -205,12 +205,16 @@ def off_by_one(t: int, r: np.random.Generator) -> float:
     return float(abs(r.normal(0, 0.02)))
 
 
-def test_a_held_out_share_near_zero_beside_an_almost_perfect_fit_is_reported_by_the_fit_reading() -> None:
-    found = run(MetricAgainstLoss(), views(off_by_one, name="val_exact_match", loss=fitted))
+@pytest.mark.parametrize("name", ["val_exact_match", "val_topic_purity"])
+def test_a_held_out_share_near_zero_beside_an_almost_perfect_fit_is_reported_by_the_fit_reading(
+    name: str,
+) -> None:
+    # an exact match scored on other labels than the loss reads; a skip-gram model whose negatives' scores enter
+    # log sigma without their minus sign (loss 4.2 -> 0.002) while its neighbours' topic purity stays at 0.03-0.04
+    found = run(MetricAgainstLoss(), views(off_by_one, name=name, loss=fitted))
     assert len(found) == 1
     assert (
-        "'val_exact_match' (a share of examples scored right, 1 at best) stayed at or below 0.1"
-        in found[0].message
+        f"'{name}' (a share of examples scored right, 1 at best) stayed at or below 0.1" in found[0].message
     )
     assert "the fit does not carry to what the metric scores" in found[0].message
 

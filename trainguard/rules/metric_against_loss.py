@@ -110,7 +110,7 @@ HIGHER = frozenset(
     {
         "acc", "accuracy", "auc", "auroc", "auprc", "f1", "iou", "miou", "dice", "score", "skill", "reward",
         "rewards", "return", "returns", "success", "recall", "precision", "hits", "r2", "exact", "bleu",
-        "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck",
+        "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck", "purity",
     }
 )  # fmt: skip
 """Name tokens of metrics that should rise (a trailing number is dropped: `hits10`, `recall5`)."""
@@ -140,6 +140,7 @@ SHARES = frozenset(
         "top5",
         "success",
         "pck",
+        "purity",
         "hr",
         "delta",
     }

@@ -188,7 +188,10 @@ class StepWriter:
                 hists.update(zip(hist_ids, block))
             for keys, lengths, _ in pending.unit_blocks:
                 flat = next(host).astype(np.float32)
-                units.update(zip(keys, np.split(flat, np.cumsum(lengths[:-1]))))
+                start = 0
+                for key, n in zip(keys, lengths):  # views, as `np.split` gives, without its Python overhead
+                    units[key] = flat[start : start + n]
+                    start += n
             estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
             ids, stats = pending.host_ids, pending.host_stats
             nonfinite: bool | None = (

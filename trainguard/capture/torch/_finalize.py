@@ -98,8 +98,9 @@ class StepWriter:
         self._side: dict[torch.device, ResultBuffer] = {}
         """Each device's buffer for what is sent without a step (scalars alone, prediction counts): never
         the step's, whose rows of the step in progress may not have left yet."""
-        self._ids: tuple[list[int], np.ndarray] | None = None
-        """The last saved step's tensor ids, and as written: usually the same every step."""
+        self._arrays: dict[str, tuple[list[int], np.ndarray]] = {}
+        """The last saved step's lists of ids, sizes and NaN rows by name, and their arrays (`_array`): usually the
+        same every step."""
 
     def buffer(self, device: torch.device, *, side: bool = False) -> ResultBuffer:
         """The result buffer of `device` for saved steps (`side`: for what is sent without one), made on first
@@ -200,9 +201,9 @@ class StepWriter:
             if pending.ids:
                 raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
                 if pending.nan_update or pending.nan_distance:
-                    raw[pending.nan_update, device_stats.UPD] = np.nan
-                    raw[pending.nan_distance, device_stats.DIST] = np.nan
-                finished = device_stats.finish(raw, np.asarray(pending.counts))
+                    raw[self._array("nan_update", pending.nan_update, np.intp), device_stats.UPD] = np.nan
+                    raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = np.nan
+                finished = device_stats.finish(raw, self._array("counts", pending.counts, np.int64))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
@@ -231,7 +232,7 @@ class StepWriter:
         if ids and stats is not None:
             self._writer.write_step(
                 step,
-                self._ids_array(ids),
+                self._array("ids", ids, np.int32),
                 stats,
                 wall_time=time.time(),
                 units=units or None,
@@ -239,12 +240,14 @@ class StepWriter:
                 nonfinite=nonfinite,
             )
 
-    def _ids_array(self, ids: list[int]) -> np.ndarray:
-        """The step's tensor ids as written: the last step's array when they are the same (usually: every saved
-        step reduces its tensors in the same order), so the writer need not compare them."""
-        if self._ids is None or self._ids[0] != ids:
-            self._ids = (ids, np.asarray(ids, np.int32))
-        return self._ids[1]
+    def _array(self, name: str, values: list[int], dtype: type[np.generic]) -> np.ndarray:
+        """`values` (a step's tensor ids, sizes or NaN rows, by `name`) as an array: the last step's when they are the
+        same (usually: every saved step reduces its tensors in the same order), so the writer need not compare
+        the ids, and a saved step converts no list of hundreds of ints. The caller does not change the array."""
+        seen = self._arrays.get(name)
+        if seen is None or seen[0] != values:
+            seen = self._arrays[name] = (list(values), np.asarray(values, dtype))  # a copy: a list may be reused
+        return seen[1]
 
 
 def _results(pending: Pending | None, scalars: list[ScalarValue]) -> list[Result]:

@@ -139,7 +139,7 @@ def _unwatched(xs: list[torch.Tensor], out: torch.Tensor, *, plain: bool = False
     stack."""
     if _get_current_dispatch_mode() is not None or torch.compiler.is_compiling():
         return False
-    return type(out) is torch.Tensor and (plain or all(type(x) in PLAIN for x in xs))
+    return type(out) is torch.Tensor and (plain or all(map(PLAIN.__contains__, map(type, xs))))
 
 
 PLAIN = (torch.Tensor, torch.nn.Parameter)

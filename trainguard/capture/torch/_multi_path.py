@@ -132,6 +132,8 @@ class _GradGroup:
     sources: list[torch.Tensor]
     """The parameters (the objects: a gradient is read from `.grad` at each step), requiring a gradient and not
     empty."""
+    counts: list[int]
+    """Their sizes: their gradients' (the layout's, as `refresh` compares them)."""
     served: bool
     """`runs_on(device)`: the op reads their gradients; else torch ops, one at a time."""
 
@@ -302,7 +304,7 @@ class MultiPath:
         tier1 = plan.tier1(step)
         if self._grads_of != (plan.placement, self._grads_defined):
             self._grad_groups, self._grad_others = self._group_grads()
-        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], bool]] = {}
+        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], list[int], bool]] = {}
         with torch.no_grad():
             for g in self._grad_groups:
                 # defined and plain: read inline, no call per parameter (the usual case, every saved step); a
@@ -310,9 +312,10 @@ class MultiPath:
                 # it), so the group's frozen and empty parameters are left out once per layout (`_group_grads`)
                 read = [s.grad for s in g.sources]
                 if all(map(_is_tensor, read)):
-                    tids, grads = g.ids, cast("list[torch.Tensor]", read)
+                    tids, grads, counts = g.ids, cast("list[torch.Tensor]", read), g.counts
                 else:  # a parameter without a gradient this step
                     tids = [tid for tid, grad in zip(g.ids, read) if grad is not None]
+                    counts = [n for n, grad in zip(g.counts, read) if grad is not None]
                     grads = [grad for grad in read if grad is not None]
                 if not all(map(_contiguous, grads)):
                     grads = [grad if grad.is_contiguous() else grad.contiguous() for grad in grads]
@@ -322,10 +325,11 @@ class MultiPath:
                     continue
                 group = groups.get(g.key)
                 if group is None:
-                    groups[g.key] = (list(tids), grads, True)
+                    groups[g.key] = (list(tids), grads, list(counts), True)
                 else:
                     group[0].extend(tids)
                     group[1].extend(grads)
+                    group[2].extend(counts)
             for p in self._grad_others:
                 got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
                 if p.grad_tid is not None and not (p.sharded or p.grad_skipped):
@@ -336,15 +340,16 @@ class MultiPath:
                 key = (grad.device, grad.dtype)
                 group = groups.get(key)
                 if group is None:
-                    group = groups[key] = ([], [], runs_on(grad.device))
-                if not group[2]:
+                    group = groups[key] = ([], [], [], runs_on(grad.device))
+                if not group[3]:
                     self.saved.reduce_now(tid, grad, tier1)
                     continue
                 group[0].append(tid)
                 group[1].append(grad if grad.is_contiguous() else grad.contiguous())
-            for ids, xs, served in groups.values():
+                group[2].append(grad.numel())
+            for ids, xs, counts, served in groups.values():
                 if served and ids:
-                    self._reduce(ids, xs, None, tier1)
+                    self._reduce(ids, xs, None, tier1, counts=counts)
         return True
 
     def _group_grads(self) -> tuple[list[_GradGroup], list[Param]]:
@@ -361,10 +366,11 @@ class MultiPath:
                 key = (source.device, source.dtype)
                 g = plain.get(key)
                 if g is None:
-                    g = plain[key] = _GradGroup(key, [], [], runs_on(source.device))
+                    g = plain[key] = _GradGroup(key, [], [], [], runs_on(source.device))
                 if source.requires_grad and source.numel():  # frozen now: a gradient it holds is stale
                     g.ids.append(p.grad_tid)
                     g.sources.append(source)
+                    g.counts.append(source.numel())
             else:
                 others.append(p)
         self._grads_of = (plan.placement, self._grads_defined)

@@ -202,7 +202,9 @@ class StepWriter:
                 raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
                 if pending.nan_update or pending.nan_distance:
                     raw[self._array("nan_update", pending.nan_update, np.intp), device_stats.UPD] = np.nan
-                    raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = np.nan
+                    raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = (
+                        np.nan
+                    )
                 finished = device_stats.finish(raw, self._array("counts", pending.counts, np.int64))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
@@ -246,7 +248,10 @@ class StepWriter:
         the ids, and a saved step converts no list of hundreds of ints. The caller does not change the array."""
         seen = self._arrays.get(name)
         if seen is None or seen[0] != values:
-            seen = self._arrays[name] = (list(values), np.asarray(values, dtype))  # a copy: a list may be reused
+            seen = self._arrays[name] = (
+                list(values),
+                np.asarray(values, dtype),
+            )  # a copy: a list may be reused
         return seen[1]
 
 

@@ -304,7 +304,9 @@ class MultiPath:
         tier1 = plan.tier1(step)
         if self._grads_of != (plan.placement, self._grads_defined):
             self._grad_groups, self._grad_others = self._group_grads()
-        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], list[int], bool]] = {}
+        groups: dict[
+            tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], list[int], bool]
+        ] = {}
         with torch.no_grad():
             for g in self._grad_groups:
                 # defined and plain: read inline, no call per parameter (the usual case, every saved step); a

@@ -120,6 +120,33 @@ class _ParamGroup:
     plain: bool
     """Every parameter is a plain `torch.Tensor` or `nn.Parameter` (`_multi.reduce_group`'s `plain`): the objects
     are the layout's, and an object's type does not change."""
+    copies: _Copies | None = None
+    """The tracked parameters' histories as the last saved step read them (made again when one is new)."""
+
+
+@dataclass(eq=False)
+class _Copies:
+    """A tracked group's histories and their previous and first copies in order, kept while the histories are the
+    same objects (the op refreshes a previous copy in place)."""
+
+    histories: list[device_stats._History]
+    prevs: list[torch.Tensor]
+    firsts: list[torch.Tensor]
+    fresh: bool
+    """Some history has not been read yet (`_History.fresh`): its update is NaN once."""
+
+    @staticmethod
+    def of(histories: list[device_stats._History]) -> _Copies:
+        return _Copies(
+            histories,
+            [h.prev for h in histories],
+            [h.first for h in histories],
+            any(h.fresh for h in histories),
+        )
+
+
+_NOT_FRESH: list[bool] = []
+"""`_Rows.add`'s `fresh` when no row of a tracked group is fresh: no NaN update to mark."""
 
 
 @dataclass
@@ -183,7 +210,7 @@ class MultiPath:
         self,
         ids: list[int],
         xs: list[torch.Tensor],
-        histories: list[device_stats._History] | None,
+        histories: list[device_stats._History] | _Copies | None,
         tier1: bool,
         *,
         counts: list[int] | None = None,
@@ -196,14 +223,15 @@ class MultiPath:
         rows = self.step_writer.buffer(device).rows(len(xs))
         fresh = None
         if histories is not None:
-            fresh = [h.fresh for h in histories]
+            copies = histories if isinstance(histories, _Copies) else _Copies.of(histories)
+            fresh = [h.fresh for h in copies.histories] if copies.fresh else _NOT_FRESH
             if tier1:  # the "moved" share compares with the previous copy: before the op refreshes it
-                self._moved(ids, xs, histories)
-            prevs = [h.prev for h in histories]
-            firsts = [h.first for h in histories]
-            if True in fresh:
-                for h in histories:
+                self._moved(ids, xs, copies.histories)
+            prevs, firsts = copies.prevs, copies.firsts
+            if copies.fresh:
+                for h in copies.histories:
                     h.fresh = False
+                copies.fresh = False
         else:
             prevs = firsts = []
         # grouped by device and dtype, contiguous
@@ -245,7 +273,8 @@ class MultiPath:
             unit = device_stats.unit_vector(x, kind)
             if unit is not None:
                 self.saved.units[(unit[0], tid)] = unit[1]
-        if x.is_sparse or not runs_on(x.device):
+        device = x.device
+        if x.is_sparse or not runs_on(device):
             self.saved.reduce_now(tid, x, tier1)  # rare: torch ops where the op has no kernel
             return
         if not x.is_contiguous():
@@ -257,13 +286,14 @@ class MultiPath:
             if keepable is None:
                 self._watched.append((tid, weakref.ref(output), output._version))
             return
-        kept = self._kept.get((x.device, x.dtype))
+        key = (device, x.dtype)
+        kept = self._kept.get(key)
         if kept is None:
-            kept = self._kept[(x.device, x.dtype)] = _Kept(tier1)
+            kept = self._kept[key] = _Kept(tier1)
         kept.ids.append(tid)
         kept.xs.append(x)
         kept.versions.append(x._version)
-        kept.nbytes += x.numel() * x.element_size()
+        kept.nbytes += x.nbytes
         if kept.nbytes >= DEFER_MAX_BYTES:
             self._reduce_kept(kept)
 
@@ -414,16 +444,18 @@ class MultiPath:
                     continue
                 if g.xs is None:
                     xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
-                histories = None
+                copies = None
                 if tracked:
                     got = [p.history for p in params]
-                    if not all(got):  # a parameter's first saved step (a `_History` is always true)
-                        for p in params:
-                            if p.history is None:
-                                p.history = device_stats.new_history(p.param)
-                        got = [p.history for p in params]
-                    histories = cast("list[device_stats._History]", got)
-                self._reduce(g.ids, xs, histories, tier1, counts=g.counts, plain=g.plain)
+                    copies = g.copies
+                    if copies is None or not all(map(operator.is_, got, copies.histories)):
+                        if not all(got):  # a parameter's first saved step (a `_History` is always true)
+                            for p in params:
+                                if p.history is None:
+                                    p.history = device_stats.new_history(p.param)
+                            got = [p.history for p in params]
+                        copies = g.copies = _Copies.of(cast("list[device_stats._History]", got))
+                self._reduce(g.ids, xs, copies, tier1, counts=g.counts, plain=g.plain)
             estimates = plan.sampled_estimates()
         self.scalars.add_lr(step, optimizer)
         rows, self._rows = self._rows, _Rows()

@@ -25,6 +25,9 @@ from trainguard.store import run_format, writer
 
 RAW = len(device_stats.RAW_COLUMNS)
 
+_MAX_VIEWS = 256
+"""Row views a `ResultBuffer` keeps for the next saved steps (a step takes a few: one per group)."""
+
 
 class ResultBuffer:
     """One device's float64 buffer for a saved step's results: allocated once (grown when a step needs more),
@@ -39,6 +42,10 @@ class ResultBuffer:
         self._reserved: dict[int, tuple[torch.Tensor, int]] = {}
         """id of each view `rows` gave in this step -> (the view, its offset in the current buffer). By identity,
         not data address: fake tensors (the CPU proxies) have none."""
+        self._views: dict[tuple[int, int], torch.Tensor] = {}
+        """The views of the current buffer `rows` made, by (offset, rows): a saved step reserves the same rows as
+        the one before (its groups are the layout's), so it takes the same views, not a slice and a view each.
+        The step before has left the buffer by then (its rows are overwritten either way)."""
 
     def _ensure(self, numel: int) -> torch.Tensor:
         b = self._buffer
@@ -54,9 +61,14 @@ class ResultBuffer:
         """Reserve float64 [count, RAW] rows after those reserved so far in this step (a contiguous view)."""
         start, self._used = self._used, self._used + count * RAW
         buffer = self._ensure(self._used)
-        view = buffer[start : self._used].view(count, RAW)
         if buffer is not self._reserved_in:
             self._reserved, self._reserved_in = {}, buffer  # grown: the earlier rows will be copied over
+            self._views = {}
+        view = self._views.get((start, count))
+        if view is None:
+            if len(self._views) >= _MAX_VIEWS:
+                self._views = {}  # layouts that keep changing: start again rather than grow
+            view = self._views[(start, count)] = buffer[start : self._used].view(count, RAW)
         self._reserved[id(view)] = (view, start)
         return view
 

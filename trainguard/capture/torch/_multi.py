@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+from types import ModuleType
 
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -51,6 +52,15 @@ def _triton_installed() -> bool:
     except (ImportError, OSError, RuntimeError):  # absent, or a build that cannot load here
         return False
     return True
+
+
+@functools.cache
+def _kernels() -> ModuleType:
+    """`_multi_kernel`, imported on the first launch (it imports Triton), then at the cost of a cached call: an
+    import statement in a function runs the import system's Python each time, at every op of a saved step."""
+    from trainguard.capture.torch import _multi_kernel
+
+    return _multi_kernel
 
 
 def _interpreting() -> bool:
@@ -164,11 +174,10 @@ def _run(
 ) -> None:
     _check(xs, prevs, firsts, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
+        kernels = _kernels()  # Triton is imported here, on first use
         # checked: each copy has its tensor's dtype, so one dtype across prevs and across firsts
-        if _multi_kernel.supports(xs, prevs if per_tensor else [], firsts if per_tensor else []):
-            _multi_kernel.launch(xs, prevs, firsts, out)
+        if kernels.supports(xs, prevs if per_tensor else [], firsts if per_tensor else []):
+            kernels.launch(xs, prevs, firsts, out)
             return
     _reference(xs, prevs, firsts, out)
 
@@ -206,12 +215,9 @@ def _(xs: list[torch.Tensor], out: torch.Tensor) -> None:
 def _run_hist(xs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool, per_tensor: bool = True) -> None:
     _check_hist(xs, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
-        if _multi_kernel.supports(xs, [], []):
-            _multi_kernel.launch_histograms(
-                xs, out, run_format.HIST_BINS, 127 + run_format.HIST_MIN_EXPONENT - 1
-            )
+        kernels = _kernels()  # Triton is imported here, on first use
+        if kernels.supports(xs, [], []):
+            kernels.launch_histograms(xs, out, run_format.HIST_BINS, 127 + run_format.HIST_MIN_EXPONENT - 1)
             return
     _hist_reference(xs, out)
 
@@ -267,10 +273,9 @@ def _run_moved(
 ) -> None:
     _check_moved(xs, prevs, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
-        if _multi_kernel.supports(xs, prevs if per_tensor else [], []):  # checked: one dtype across prevs
-            _multi_kernel.launch_moved(xs, prevs, out)
+        kernels = _kernels()  # Triton is imported here, on first use
+        if kernels.supports(xs, prevs if per_tensor else [], []):  # checked: one dtype across prevs
+            kernels.launch_moved(xs, prevs, out)
             return
     _moved_reference(xs, prevs, out)
 

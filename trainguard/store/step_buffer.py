@@ -117,9 +117,9 @@ class StepBuffer:
             if units or hists:
                 b.tier1_steps.append(int(step))
                 for k, v in (units or {}).items():
-                    b.units.setdefault(k, []).append(np.asarray(v, np.float32))
+                    b.units.setdefault(k, []).append(_as(v, _FLOAT32))
                 for k2, h in (hists or {}).items():
-                    b.hists.setdefault(k2, []).append(np.asarray(h, np.float32))
+                    b.hists.setdefault(k2, []).append(_as(h, _FLOAT32))
             self.last_step = int(step)
             if not self._nonfinite_sent and (
                 b.stats[-1][:, _NONFINITE_COLUMNS].any() if nonfinite is None else nonfinite
@@ -262,8 +262,10 @@ class StepBuffer:
             scalar_ids=np.asarray(b.scalar_ids, np.int32),
             scalar_values=np.asarray(b.scalar_values, np.float64),
             tier1_steps=np.asarray(b.tier1_steps, np.int64),
-            units={k: np.stack(v) for k, v in b.units.items() if len(v) == len(b.tier1_steps)},
-            hists={k: np.stack(v) for k, v in b.hists.items() if len(v) == len(b.tier1_steps)},
+            # `np.array` stacks a list of same-shaped arrays as `np.stack` does, at a third of its cost: a segment of
+            # Tier-1 steps stacks one list per tensor and per unit vector
+            units={k: np.array(v) for k, v in b.units.items() if len(v) == len(b.tier1_steps)},
+            hists={k: np.array(v) for k, v in b.hists.items() if len(v) == len(b.tier1_steps)},
             catalogue_version=max(self.catalogue.version, 0),
             extra=extra,
         )

@@ -25,6 +25,9 @@ from trainguard.store import run_format, writer
 
 RAW = len(device_stats.RAW_COLUMNS)
 
+_MAX_VIEWS = 256
+"""Row views a `ResultBuffer` keeps for the next saved steps (a step takes a few: one per group)."""
+
 
 class ResultBuffer:
     """One device's float64 buffer for a saved step's results: allocated once (grown when a step needs more),
@@ -39,6 +42,10 @@ class ResultBuffer:
         self._reserved: dict[int, tuple[torch.Tensor, int]] = {}
         """id of each view `rows` gave in this step -> (the view, its offset in the current buffer). By identity,
         not data address: fake tensors (the CPU proxies) have none."""
+        self._views: dict[tuple[int, int], torch.Tensor] = {}
+        """The views of the current buffer `rows` made, by (offset, rows): a saved step reserves the same rows as
+        the one before (its groups are the layout's), so it takes the same views, not a slice and a view each.
+        The step before has left the buffer by then (its rows are overwritten either way)."""
 
     def _ensure(self, numel: int) -> torch.Tensor:
         b = self._buffer
@@ -54,9 +61,14 @@ class ResultBuffer:
         """Reserve float64 [count, RAW] rows after those reserved so far in this step (a contiguous view)."""
         start, self._used = self._used, self._used + count * RAW
         buffer = self._ensure(self._used)
-        view = buffer[start : self._used].view(count, RAW)
         if buffer is not self._reserved_in:
             self._reserved, self._reserved_in = {}, buffer  # grown: the earlier rows will be copied over
+            self._views = {}
+        view = self._views.get((start, count))
+        if view is None:
+            if len(self._views) >= _MAX_VIEWS:
+                self._views = {}  # layouts that keep changing: start again rather than grow
+            view = self._views[(start, count)] = buffer[start : self._used].view(count, RAW)
         self._reserved[id(view)] = (view, start)
         return view
 
@@ -98,8 +110,9 @@ class StepWriter:
         self._side: dict[torch.device, ResultBuffer] = {}
         """Each device's buffer for what is sent without a step (scalars alone, prediction counts): never
         the step's, whose rows of the step in progress may not have left yet."""
-        self._ids: tuple[list[int], np.ndarray] | None = None
-        """The last saved step's tensor ids, and as written: usually the same every step."""
+        self._arrays: dict[str, tuple[list[int], np.ndarray]] = {}
+        """The last saved step's lists of ids, sizes and NaN rows by name, and their arrays (`_array`): usually the
+        same every step."""
 
     def buffer(self, device: torch.device, *, side: bool = False) -> ResultBuffer:
         """The result buffer of `device` for saved steps (`side`: for what is sent without one), made on first
@@ -188,7 +201,10 @@ class StepWriter:
                 hists.update(zip(hist_ids, block))
             for keys, lengths, _ in pending.unit_blocks:
                 flat = next(host).astype(np.float32)
-                units.update(zip(keys, np.split(flat, np.cumsum(lengths[:-1]))))
+                start = 0
+                for key, n in zip(keys, lengths):  # views, as `np.split` gives, without its Python overhead
+                    units[key] = flat[start : start + n]
+                    start += n
             estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
             ids, stats = pending.host_ids, pending.host_stats
             nonfinite: bool | None = (
@@ -197,9 +213,11 @@ class StepWriter:
             if pending.ids:
                 raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
                 if pending.nan_update or pending.nan_distance:
-                    raw[pending.nan_update, device_stats.UPD] = np.nan
-                    raw[pending.nan_distance, device_stats.DIST] = np.nan
-                finished = device_stats.finish(raw, np.asarray(pending.counts))
+                    raw[self._array("nan_update", pending.nan_update, np.intp), device_stats.UPD] = np.nan
+                    raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = (
+                        np.nan
+                    )
+                finished = device_stats.finish(raw, self._array("counts", pending.counts, np.int64))
                 ids = ids + pending.ids
                 stats = finished if stats is None else np.concatenate([stats, finished])
                 nonfinite = None
@@ -228,7 +246,7 @@ class StepWriter:
         if ids and stats is not None:
             self._writer.write_step(
                 step,
-                self._ids_array(ids),
+                self._array("ids", ids, np.int32),
                 stats,
                 wall_time=time.time(),
                 units=units or None,
@@ -236,12 +254,17 @@ class StepWriter:
                 nonfinite=nonfinite,
             )
 
-    def _ids_array(self, ids: list[int]) -> np.ndarray:
-        """The step's tensor ids as written: the last step's array when they are the same (usually: every saved
-        step reduces its tensors in the same order), so the writer need not compare them."""
-        if self._ids is None or self._ids[0] != ids:
-            self._ids = (ids, np.asarray(ids, np.int32))
-        return self._ids[1]
+    def _array(self, name: str, values: list[int], dtype: type[np.generic]) -> np.ndarray:
+        """`values` (a step's tensor ids, sizes or NaN rows, by `name`) as an array: the last step's when they are the
+        same (usually: every saved step reduces its tensors in the same order), so the writer need not compare
+        the ids, and a saved step converts no list of hundreds of ints. The caller does not change the array."""
+        seen = self._arrays.get(name)
+        if seen is None or seen[0] != values:
+            seen = self._arrays[name] = (
+                list(values),
+                np.asarray(values, dtype),
+            )  # a copy: a list may be reused
+        return seen[1]
 
 
 def _results(pending: Pending | None, scalars: list[ScalarValue]) -> list[Result]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+from types import ModuleType
 
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -51,6 +52,15 @@ def _triton_installed() -> bool:
     except (ImportError, OSError, RuntimeError):  # absent, or a build that cannot load here
         return False
     return True
+
+
+@functools.cache
+def _kernels() -> ModuleType:
+    """`_multi_kernel`, imported on the first launch (it imports Triton), then at the cost of a cached call: an
+    import statement in a function runs the import system's Python each time, at every op of a saved step."""
+    from trainguard.capture.torch import _multi_kernel
+
+    return _multi_kernel
 
 
 def _interpreting() -> bool:
@@ -103,6 +113,7 @@ def reduce_group(
     out: torch.Tensor,
     *,
     checked: bool = False,
+    plain: bool = False,
 ) -> None:
     """`multi_stats`, called straight where nothing watches the dispatcher, else through it.
 
@@ -111,32 +122,38 @@ def reduce_group(
     dispatch mode active (no FakeTensorMode, no tracing, no recording mode) go to the implementation
     directly; anything else gets the registered op, a single node as before. `checked`: the caller
     made the group so that every tensor has xs[0]'s dtype and device, is contiguous, and each prev
-    and first matches its tensor (`_multi_path`: one group per layout, whose copies are remade when a
-    parameter's size, dtype or device changes), so the direct call skips the per-tensor checks (a loop
-    over every tensor, prev and first at each saved step); the op itself always checks.
+    and first is a contiguous copy of its tensor, in its dtype (`_multi_path`: one group per layout, whose copies
+    are remade when a parameter's size, dtype or device changes), so the direct call skips the per-tensor
+    checks (a loop over every tensor, prev and first at each saved step); the op itself always checks. `plain`: the caller
+    knows every x is a plain `torch.Tensor` or `nn.Parameter` (`PLAIN`: a parameter group's own objects, whose
+    type cannot change), so `_unwatched` need not look at each.
     """
-    if _unwatched(xs, out):
+    if _unwatched(xs, out, plain=plain):
         _run(xs, prevs, firsts, out, kernel=_kernel_for(out.device), per_tensor=not checked)
     else:
         torch.ops.trainguard.multi_stats(xs, prevs, firsts, out)
 
 
-def hist_group(xs: list[torch.Tensor], out: torch.Tensor) -> None:
-    """`multi_hist`, called as `reduce_group` calls `multi_stats`."""
-    if _unwatched(xs, out):
-        _run_hist(xs, out, kernel=_kernel_for(out.device))
+def hist_group(
+    xs: list[torch.Tensor], out: torch.Tensor, *, checked: bool = False, plain: bool = False
+) -> None:
+    """`multi_hist`, called as `reduce_group` calls `multi_stats` (`checked` and `plain` as there)."""
+    if _unwatched(xs, out, plain=plain):
+        _run_hist(xs, out, kernel=_kernel_for(out.device), per_tensor=not checked)
     else:
         torch.ops.trainguard.multi_hist(xs, out)
 
 
-def _unwatched(xs: list[torch.Tensor], out: torch.Tensor) -> bool:
-    """Plain tensors (no subclass: not fake, not functional) and no dispatch mode on the stack."""
+def _unwatched(xs: list[torch.Tensor], out: torch.Tensor, *, plain: bool = False) -> bool:
+    """Plain tensors (no subclass: not fake, not functional; `plain`: known to be) and no dispatch mode on the
+    stack."""
     if _get_current_dispatch_mode() is not None or torch.compiler.is_compiling():
         return False
-    return type(out) is torch.Tensor and all(type(x) in _PLAIN for x in xs)
+    return type(out) is torch.Tensor and (plain or all(map(PLAIN.__contains__, map(type, xs))))
 
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
+PLAIN = (torch.Tensor, torch.nn.Parameter)
+"""The tensor types the op's direct call takes (`_unwatched`): anything else goes through the dispatcher."""
 
 
 def _kernel_for(device: torch.device) -> bool:
@@ -157,10 +174,10 @@ def _run(
 ) -> None:
     _check(xs, prevs, firsts, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
-        if _multi_kernel.supports(xs, prevs, firsts):
-            _multi_kernel.launch(xs, prevs, firsts, out)
+        kernels = _kernels()  # Triton is imported here, on first use
+        # checked: each copy has its tensor's dtype, so one dtype across prevs and across firsts
+        if kernels.supports(xs, prevs if per_tensor else [], firsts if per_tensor else []):
+            kernels.launch(xs, prevs, firsts, out)
             return
     _reference(xs, prevs, firsts, out)
 
@@ -195,15 +212,12 @@ def _(xs: list[torch.Tensor], out: torch.Tensor) -> None:
     _run_hist(xs, out, kernel=_kernel_for(out.device))
 
 
-def _run_hist(xs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool) -> None:
-    _check_hist(xs, out)
+def _run_hist(xs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool, per_tensor: bool = True) -> None:
+    _check_hist(xs, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
-        if _multi_kernel.supports(xs, [], []):
-            _multi_kernel.launch_histograms(
-                xs, out, run_format.HIST_BINS, 127 + run_format.HIST_MIN_EXPONENT - 1
-            )
+        kernels = _kernels()  # Triton is imported here, on first use
+        if kernels.supports(xs, [], []):
+            kernels.launch_histograms(xs, out, run_format.HIST_BINS, 127 + run_format.HIST_MIN_EXPONENT - 1)
             return
     _hist_reference(xs, out)
 
@@ -239,29 +253,40 @@ def _(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> N
     _run_moved(xs, prevs, out, kernel=_kernel_for(out.device))
 
 
-def moved_group(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
-    """`multi_moved`, called as `reduce_group` calls `multi_stats`."""
-    if _unwatched(xs, out) and all(type(p) in _PLAIN for p in prevs):
-        _run_moved(xs, prevs, out, kernel=_kernel_for(out.device))
+def moved_group(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor, *, checked: bool = False
+) -> None:
+    """`multi_moved`, called as `reduce_group` calls `multi_stats` (`checked` as there)."""
+    if _unwatched(xs, out) and all(type(p) in PLAIN for p in prevs):
+        _run_moved(xs, prevs, out, kernel=_kernel_for(out.device), per_tensor=not checked)
     else:
         torch.ops.trainguard.multi_moved(xs, prevs, out)
 
 
-def _run_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor, *, kernel: bool) -> None:
-    _check_moved(xs, prevs, out)
+def _run_moved(
+    xs: list[torch.Tensor],
+    prevs: list[torch.Tensor],
+    out: torch.Tensor,
+    *,
+    kernel: bool,
+    per_tensor: bool = True,
+) -> None:
+    _check_moved(xs, prevs, out, per_tensor=per_tensor)
     if kernel:
-        from trainguard.capture.torch import _multi_kernel  # Triton is imported here, on first use
-
-        if _multi_kernel.supports(xs, prevs, prevs):
-            _multi_kernel.launch_moved(xs, prevs, out)
+        kernels = _kernels()  # Triton is imported here, on first use
+        if kernels.supports(xs, prevs if per_tensor else [], []):  # checked: one dtype across prevs
+            kernels.launch_moved(xs, prevs, out)
             return
     _moved_reference(xs, prevs, out)
 
 
-def _check_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor) -> None:
-    """As `_check` for `multi_moved`: T non-empty tensors with a prev each, a float64 out with a slot per unit."""
-    _check_inputs(xs, out.device, "multi_moved")
-    units = sum(x.shape[0] if x.ndim else 1 for x in xs)
+def _check_moved(
+    xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.Tensor, *, per_tensor: bool = True
+) -> None:
+    """As `_check` for `multi_moved`: T non-empty tensors with a prev each, a float64 out with a slot per unit
+    (`per_tensor` False: `out` and the counts only, xs[0] for the inputs)."""
+    _check_inputs(xs if per_tensor else xs[:1], out.device, "multi_moved")
+    units = sum([x.shape[0] if x.ndim else 1 for x in xs])
     if out.dtype != torch.float64 or tuple(out.shape) != (units,) or not out.is_contiguous():
         raise ValueError(
             f"multi_moved writes into a contiguous float64 [{units}] tensor (the xs' dim-0 sizes, summed); "
@@ -269,6 +294,8 @@ def _check_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.T
         )
     if len(prevs) != len(xs):
         raise ValueError(f"multi_moved takes one prev per tensor; got {len(xs)} tensors, {len(prevs)} prevs")
+    if not per_tensor:
+        return
     kinds = (xs[0].dtype, torch.float32)
     for i, (x, p) in enumerate(zip(xs, prevs)):
         if not x.numel() or p.numel() != x.numel() or p.dtype not in kinds or p.device != x.device:
@@ -290,8 +317,9 @@ def _moved_reference(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: tor
         start += units
 
 
-def _check_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:
-    """As `_check` for `multi_hist`: T contiguous floating tensors of one dtype and device, a float64 out."""
+def _check_hist(xs: list[torch.Tensor], out: torch.Tensor, *, per_tensor: bool = True) -> None:
+    """As `_check` for `multi_hist`: T contiguous floating tensors of one dtype and device, a float64 out
+    (`per_tensor` False: xs[0] and `out` only)."""
     if (
         out.dtype != torch.float64
         or tuple(out.shape) != (len(xs), run_format.HIST_BINS)
@@ -301,7 +329,7 @@ def _check_hist(xs: list[torch.Tensor], out: torch.Tensor) -> None:
             f"multi_hist writes into a contiguous float64 [{len(xs)}, {run_format.HIST_BINS}] tensor; "
             f"got {out.dtype} {list(out.shape)}"
         )
-    _check_inputs(xs, out.device, "multi_hist")
+    _check_inputs(xs if per_tensor else xs[:1], out.device, "multi_hist")
 
 
 def _hist_reference(xs: list[torch.Tensor], out: torch.Tensor) -> None:

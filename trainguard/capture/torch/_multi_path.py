@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import weakref
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 
@@ -74,18 +76,17 @@ class _Rows:
         self.nan_update: list[int] = []
         self.nan_distance: list[int] = []
 
-    def add(
-        self, ids: list[int], xs: list[torch.Tensor], rows: torch.Tensor, fresh: list[bool] | None
-    ) -> None:
-        """Note one op's rows; `fresh`: per row, whether it has no previous copy yet (None: not tracked)."""
+    def add(self, ids: list[int], counts: list[int], rows: torch.Tensor, fresh: list[bool] | None) -> None:
+        """Note one op's rows; `counts`: each tensor's elements; `fresh`: per row, whether it has no previous copy
+        yet (None: not tracked)."""
         first = len(self.ids)
         self.ids += ids
-        self.counts += [x.numel() for x in xs]
+        self.counts += counts
         self.parts.append(rows)
         if fresh is None:
             self.nan_distance += range(first, first + len(ids))
             self.nan_update += range(first, first + len(ids))
-        else:
+        elif True in fresh:  # the first saved step of a tracked parameter only
             self.nan_update += [first + i for i, f in enumerate(fresh) if f]
 
 
@@ -114,6 +115,61 @@ class _ParamGroup:
     looked up at each step (DTensor shards: FSDP2 may give them new storage)."""
     served: bool
     """`runs_on(device)`: the op reads them; else torch ops, one at a time."""
+    counts: list[int]
+    """Each parameter's elements (this rank's part, for shards): the layout's, as `refresh` compares them."""
+    plain: bool
+    """Every parameter is a plain `torch.Tensor` or `nn.Parameter` (`_multi.reduce_group`'s `plain`): the objects
+    are the layout's, and an object's type does not change."""
+    copies: _Copies | None = None
+    """The tracked parameters' histories as the last saved step read them (made again when one is new)."""
+
+
+@dataclass(eq=False)
+class _Copies:
+    """A tracked group's histories and their previous and first copies in order, kept while the histories are the
+    same objects (the op refreshes a previous copy in place)."""
+
+    histories: list[device_stats._History]
+    prevs: list[torch.Tensor]
+    firsts: list[torch.Tensor]
+    fresh: bool
+    """Some history has not been read yet (`_History.fresh`): its update is NaN once."""
+
+    @staticmethod
+    def of(histories: list[device_stats._History]) -> _Copies:
+        return _Copies(
+            histories,
+            [h.prev for h in histories],
+            [h.first for h in histories],
+            any(h.fresh for h in histories),
+        )
+
+
+_NOT_FRESH: list[bool] = []
+"""`_Rows.add`'s `fresh` when no row of a tracked group is fresh: no NaN update to mark."""
+
+
+@dataclass
+class _GradGroup:
+    """The parameters of one (device, dtype) group of a layout whose gradients `MultiPath.stage` reads inline."""
+
+    key: tuple[torch.device, torch.dtype]
+    ids: list[int]
+    """Their gradients' record ids."""
+    sources: list[torch.Tensor]
+    """The parameters (the objects: a gradient is read from `.grad` at each step), requiring a gradient and not
+    empty."""
+    counts: list[int]
+    """Their sizes: their gradients' (the layout's, as `refresh` compares them)."""
+    served: bool
+    """`runs_on(device)`: the op reads their gradients; else torch ops, one at a time."""
+
+
+def _is_tensor(grad: torch.Tensor | None) -> bool:
+    return grad is not None
+
+
+_contiguous = operator.methodcaller("is_contiguous")
 
 
 class MultiPath:
@@ -141,7 +197,7 @@ class MultiPath:
         self._keepable: dict[int, bool] = {}
         """Per activation id: seen unchanged at a forward's end (kept from then on), or changed in place (read in
         its hook); absent: not yet seen, read in its hook and watched (`_watched`)."""
-        self._grad_groups: list[tuple[tuple[torch.device, torch.dtype], list[int], list[torch.Tensor]]] = []
+        self._grad_groups: list[_GradGroup] = []
         self._grad_others: list[Param] = []
         self._grads_defined = 0
         """Gradients `stage` defined so far: a new one makes `_group_grads` run again."""
@@ -154,31 +210,40 @@ class MultiPath:
         self,
         ids: list[int],
         xs: list[torch.Tensor],
-        histories: list[device_stats._History] | None,
+        histories: list[device_stats._History] | _Copies | None,
         tier1: bool,
+        *,
+        counts: list[int] | None = None,
+        plain: bool = False,
     ) -> None:
-        """One op over `xs` (one device and dtype) into freshly reserved rows; Tier-1 extras after it."""
-        rows = self.step_writer.buffer(xs[0].device).rows(len(xs))
+        """One op over `xs` (one device and dtype) into freshly reserved rows; Tier-1 extras after it. `counts`:
+        the xs' sizes when the caller knows them (a parameter group's, made once per layout); `plain`: every x is
+        known to be a plain tensor (`_multi.reduce_group`)."""
+        device = xs[0].device
+        rows = self.step_writer.buffer(device).rows(len(xs))
         fresh = None
         if histories is not None:
-            fresh = [h.fresh for h in histories]
+            copies = histories if isinstance(histories, _Copies) else _Copies.of(histories)
+            fresh = [h.fresh for h in copies.histories] if copies.fresh else _NOT_FRESH
             if tier1:  # the "moved" share compares with the previous copy: before the op refreshes it
-                self._moved(ids, xs, histories)
-            prevs = [h.prev for h in histories]
-            firsts = [h.first for h in histories]
-            for h in histories:
-                h.fresh = False
+                self._moved(ids, xs, copies.histories)
+            prevs, firsts = copies.prevs, copies.firsts
+            if copies.fresh:
+                for h in copies.histories:
+                    h.fresh = False
+                copies.fresh = False
         else:
             prevs = firsts = []
-        _multi.reduce_group(xs, prevs, firsts, rows, checked=True)  # grouped by device and dtype, contiguous
+        # grouped by device and dtype, contiguous
+        _multi.reduce_group(xs, prevs, firsts, rows, checked=True, plain=plain)
         if (
             tier1
         ):  # the group's histograms: one more op, and the zero/NaN/Inf fix-up on the group's rows at once
-            hists = torch.empty(len(xs), run_format.HIST_BINS, dtype=torch.float64, device=xs[0].device)
-            _multi.hist_group(xs, hists)
+            hists = torch.empty(len(xs), run_format.HIST_BINS, dtype=torch.float64, device=device)
+            _multi.hist_group(xs, hists, checked=True, plain=plain)
             device_stats.fix_bins(hists, rows)
             self.saved.hist_blocks.append((ids, hists))  # one result for the group: split on the host
-        self._rows.add(ids, xs, rows, fresh)
+        self._rows.add(ids, [x.numel() for x in xs] if counts is None else counts, rows, fresh)
 
     def _moved(self, ids: list[int], xs: list[torch.Tensor], histories: list[device_stats._History]) -> None:
         """The per-unit "moved" shares of a group's tracked parameters with units: one `multi_moved` op for those
@@ -194,7 +259,8 @@ class MultiPath:
             return
         lengths = [x.shape[0] for _, x, _ in read]
         shares = torch.empty(sum(lengths), dtype=torch.float64, device=xs[0].device)
-        _multi.moved_group([x for _, x, _ in read], [prev for _, _, prev in read], shares)
+        # the group's tensors and their copies, made for each other (`reduce_group`'s `checked`)
+        _multi.moved_group([x for _, x, _ in read], [prev for _, _, prev in read], shares, checked=True)
         keys = [(MOVED, tid) for tid, _, _ in read]
         self.saved.unit_blocks.append((keys, lengths, shares))  # split on the host
 
@@ -207,7 +273,8 @@ class MultiPath:
             unit = device_stats.unit_vector(x, kind)
             if unit is not None:
                 self.saved.units[(unit[0], tid)] = unit[1]
-        if x.is_sparse or not runs_on(x.device):
+        device = x.device
+        if x.is_sparse or not runs_on(device):
             self.saved.reduce_now(tid, x, tier1)  # rare: torch ops where the op has no kernel
             return
         if not x.is_contiguous():
@@ -219,13 +286,14 @@ class MultiPath:
             if keepable is None:
                 self._watched.append((tid, weakref.ref(output), output._version))
             return
-        kept = self._kept.get((x.device, x.dtype))
+        key = (device, x.dtype)
+        kept = self._kept.get(key)
         if kept is None:
-            kept = self._kept[(x.device, x.dtype)] = _Kept(tier1)
+            kept = self._kept[key] = _Kept(tier1)
         kept.ids.append(tid)
         kept.xs.append(x)
         kept.versions.append(x._version)
-        kept.nbytes += x.numel() * x.element_size()
+        kept.nbytes += x.nbytes
         if kept.nbytes >= DEFER_MAX_BYTES:
             self._reduce_kept(kept)
 
@@ -266,29 +334,34 @@ class MultiPath:
         tier1 = plan.tier1(step)
         if self._grads_of != (plan.placement, self._grads_defined):
             self._grad_groups, self._grad_others = self._group_grads()
-        groups: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], bool]] = {}
+        groups: dict[
+            tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor], list[int], bool]
+        ] = {}
         with torch.no_grad():
-            for key, ids, sources in self._grad_groups:
+            for g in self._grad_groups:
                 # defined and plain: read inline, no call per parameter (the usual case, every saved step); a
-                # gradient has its parameter's device and dtype (autograd and the `.grad` setter see to it)
-                tids: list[int] = []
-                grads: list[torch.Tensor] = []
-                for tid, source in zip(ids, sources):
-                    grad = source.grad
-                    if grad is None or not source.requires_grad or not grad.numel():  # frozen now: stale
-                        continue
-                    tids.append(tid)
-                    grads.append(grad if grad.is_contiguous() else grad.contiguous())
-                if not runs_on(key[0]):
+                # gradient has its parameter's device, dtype and size (autograd and the `.grad` setter see to
+                # it), so the group's frozen and empty parameters are left out once per layout (`_group_grads`)
+                read = [s.grad for s in g.sources]
+                if all(map(_is_tensor, read)):
+                    tids, grads, counts = g.ids, cast("list[torch.Tensor]", read), g.counts
+                else:  # a parameter without a gradient this step
+                    tids = [tid for tid, grad in zip(g.ids, read) if grad is not None]
+                    counts = [n for n, grad in zip(g.counts, read) if grad is not None]
+                    grads = [grad for grad in read if grad is not None]
+                if not all(map(_contiguous, grads)):
+                    grads = [grad if grad.is_contiguous() else grad.contiguous() for grad in grads]
+                if not g.served:
                     for tid, grad in zip(tids, grads):
                         self.saved.reduce_now(tid, grad, tier1)
                     continue
-                group = groups.get(key)
+                group = groups.get(g.key)
                 if group is None:
-                    groups[key] = (tids, grads, True)
+                    groups[g.key] = (list(tids), grads, list(counts), True)
                 else:
                     group[0].extend(tids)
                     group[1].extend(grads)
+                    group[2].extend(counts)
             for p in self._grad_others:
                 got = plan.gradient(p, self._writer)  # this rank's part of a readable gradient (`_kinds`)
                 if p.grad_tid is not None and not (p.sharded or p.grad_skipped):
@@ -299,35 +372,41 @@ class MultiPath:
                 key = (grad.device, grad.dtype)
                 group = groups.get(key)
                 if group is None:
-                    group = groups[key] = ([], [], runs_on(grad.device))
-                if not group[2]:
+                    group = groups[key] = ([], [], [], runs_on(grad.device))
+                if not group[3]:
                     self.saved.reduce_now(tid, grad, tier1)
                     continue
                 group[0].append(tid)
                 group[1].append(grad if grad.is_contiguous() else grad.contiguous())
-            for ids, xs, served in groups.values():
+                group[2].append(grad.numel())
+            for ids, xs, counts, served in groups.values():
                 if served and ids:
-                    self._reduce(ids, xs, None, tier1)
+                    self._reduce(ids, xs, None, tier1, counts=counts)
         return True
 
-    def _group_grads(
-        self,
-    ) -> tuple[list[tuple[tuple[torch.device, torch.dtype], list[int], list[torch.Tensor]]], list[Param]]:
-        """The parameters whose gradients `stage` reads inline (defined, plain, readable), in (device, dtype) groups
-        of (ids, parameters), and the others (`CapturePlan.gradient` each time); made once per layout and
-        again when a gradient is defined."""
+    def _group_grads(self) -> tuple[list[_GradGroup], list[Param]]:
+        """The parameters whose gradients `stage` reads inline (defined, plain, readable), in (device, dtype) groups,
+        and the others (`CapturePlan.gradient` each time); made once per layout and again when a gradient is
+        defined. A frozen or empty parameter is left out of its group: whether it requires a gradient, and its
+        size, are the layout's (`CapturePlan.refresh` lays out again when they change)."""
         plan = self.plan
-        plain: dict[tuple[torch.device, torch.dtype], tuple[list[int], list[torch.Tensor]]] = {}
+        plain: dict[tuple[torch.device, torch.dtype], _GradGroup] = {}
         others: list[Param] = []
         for p in plan.grad_params:
             if p.grad_tid is not None and not (p.sharded or p.grad_skipped):
-                ids, sources = plain.setdefault((p.source.device, p.source.dtype), ([], []))
-                ids.append(p.grad_tid)
-                sources.append(p.source)
+                source = p.source
+                key = (source.device, source.dtype)
+                g = plain.get(key)
+                if g is None:
+                    g = plain[key] = _GradGroup(key, [], [], [], runs_on(source.device))
+                if source.requires_grad and source.numel():  # frozen now: a gradient it holds is stale
+                    g.ids.append(p.grad_tid)
+                    g.sources.append(source)
+                    g.counts.append(source.numel())
             else:
                 others.append(p)
         self._grads_of = (plan.placement, self._grads_defined)
-        return [(key, ids, sources) for key, (ids, sources) in plain.items()], others
+        return list(plain.values()), others
 
     def read_initial(self, got: list[tuple[int, torch.Tensor]]) -> None:
         """Read parameters (record id, tensor) before the update, as their initial-weights records
@@ -365,13 +444,18 @@ class MultiPath:
                     continue
                 if g.xs is None:
                     xs = [x if x.is_contiguous() else x.contiguous() for x in xs]
-                histories = None
+                copies = None
                 if tracked:
-                    for p in params:
-                        if p.history is None:
-                            p.history = device_stats.new_history(p.param)
-                    histories = [p.history for p in params if p.history is not None]
-                self._reduce(g.ids, xs, histories, tier1)
+                    got = [p.history for p in params]
+                    copies = g.copies
+                    if copies is None or not all(map(operator.is_, got, copies.histories)):
+                        if not all(got):  # a parameter's first saved step (a `_History` is always true)
+                            for p in params:
+                                if p.history is None:
+                                    p.history = device_stats.new_history(p.param)
+                            got = [p.history for p in params]
+                        copies = g.copies = _Copies.of(cast("list[device_stats._History]", got))
+                self._reduce(g.ids, xs, copies, tier1, counts=g.counts, plain=g.plain)
             estimates = plan.sampled_estimates()
         self.scalars.add_lr(step, optimizer)
         rows, self._rows = self._rows, _Rows()
@@ -415,6 +499,8 @@ class MultiPath:
                     [p.tid for p in params if p.tid is not None],
                     [p.source for p in params] if plain else None,
                     runs_on(device),
+                    [p.param.numel() for p in params],
+                    plain and all(type(p.source) in _multi.PLAIN for p in params),
                 )
             )
         return out

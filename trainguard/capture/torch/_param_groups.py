@@ -58,6 +58,8 @@ def hyperparameters(group: dict[str, object]) -> Values:
 
 
 def _number(x: object) -> float | None:
+    if type(x) is float:  # the usual case, asked for several keys of every group at each saved step
+        return x
     if isinstance(x, torch.Tensor):
         return float(x.item()) if x.is_cpu and x.numel() == 1 else None
     if isinstance(x, bool) or not isinstance(x, int | float):

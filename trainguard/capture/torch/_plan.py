@@ -12,6 +12,7 @@ chosen from the result (`_paths.Paths.choose`); reading the tensors is left to t
 from __future__ import annotations
 
 import logging
+import operator
 from dataclasses import dataclass, field
 
 import torch
@@ -124,8 +125,13 @@ class NativePlan:
     """Some parameter has not been read since its copies were made (its update_l2 is NaN once)."""
 
 
-Placement = tuple[tuple[torch.device, torch.dtype, int, bool, bool], ...]
-"""Per parameter: device, dtype, elements, contiguous, requires grad (`CapturePlan.refresh`)."""
+Placement = tuple[list[torch.device], list[torch.dtype], list[int], list[bool], list[bool]]
+"""The parameters' devices, dtypes, elements, contiguity and whether each requires grad, one list each, in
+`CapturePlan.params` order (`CapturePlan.refresh`)."""
+
+_DEVICE = operator.attrgetter("device")
+_DTYPE = operator.attrgetter("dtype")
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
 
 DevicePlan = tuple[torch.device, list[int], list[int], list[torch.Tensor], int]
 """One device's packed parameters: (device, ids, sizes, tensors, how many of them are tracked)."""
@@ -148,10 +154,13 @@ class CapturePlan:
         self.large_params: list[Param] = []
         self.grad_params: list[Param] = []
         self.per_device: list[DevicePlan] = []
-        self.placement: Placement = ()
+        self.placement: Placement = ([], [], [], [], [])
         """Each parameter's device, dtype, size, contiguity and whether it requires grad when laid out: a change
         means lay out again (`refresh`; FSDP1 gives parameters their shard's size when it wraps them). A new
         layout is a new tuple: paths cache what they derive from a layout by its identity."""
+        self._sources: list[torch.Tensor] = []
+        """`params`' sources, in order (`refresh`; made again when `params` grows: a `Param`'s source is fixed)."""
+        self._any_sharded = False
         self.on_cpu = True
         self.kernel_reads_params = False
         """Whether the C kernel reads some captured parameter: then no statistics worker is used."""
@@ -294,14 +303,24 @@ class CapturePlan:
     def refresh(self) -> bool:
         """Lay the parameters out if they have no layout, or one is on another device, of another dtype or size
         than when they were laid out (`.to(device)`, `.half()`); return whether it did."""
-        # list comprehensions, no property per parameter: this runs on every saved step off the C kernel's path
+        # one C-level map per fact, no tuple and no property per parameter: this runs on every saved step off the
+        # C kernel's path, when the parameters' tensors are no longer in the CPU's caches
         params = self.params
-        xs = [_kinds.local(p.source) if p.sharded else p.source for p in params]
-        placement = tuple(
-            [
-                (x.device, x.dtype, x.numel(), x.is_contiguous(), p.source.requires_grad)
-                for p, x in zip(params, xs)
-            ]
+        if len(self._sources) != len(params):
+            self._sources = [p.source for p in params]
+            self._any_sharded = any(p.sharded for p in params)
+        sources = self._sources
+        xs = (
+            [_kinds.local(p.source) if p.sharded else p.source for p in params]
+            if self._any_sharded
+            else sources
+        )
+        placement = (
+            list(map(_DEVICE, xs)),
+            list(map(_DTYPE, xs)),
+            list(map(torch.Tensor.numel, xs)),
+            list(map(torch.Tensor.is_contiguous, xs)),
+            list(map(_REQUIRES_GRAD, sources)),
         )
         if self.small_params is not None and self.placement == placement:
             return False
@@ -345,7 +364,7 @@ class CapturePlan:
             plan[p.param.device] = (ids, numels, tensors, tracked + int(self.exact_history(p)))
         self.per_device = [(device, *entry) for device, entry in plan.items()]
         self.placement = placement
-        self.on_cpu = all(device.type == "cpu" for device, *_ in placement)
+        self.on_cpu = all(device.type == "cpu" for device in placement[0])
         self.kernel_reads_params = self.kernel and any(c_kernel.usable(p.param) for p in read)
         large = self.large_params
         self.native_plan = (

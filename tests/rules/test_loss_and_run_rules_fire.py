@@ -463,6 +463,19 @@ def test_oscillating_loss_stays_quiet_when_only_one_of_growth_and_rebound_is_the
     assert run(OscillatingLoss({"rebound_growth": None}), Stream(steps=200, fault=overshoot(0.03, 0.5))) == []
 
 
+def test_oscillating_loss_rebound_leaves_a_loss_below_zero_alone() -> None:
+    # the same overshoot shifted below zero (an RBM's free-energy difference under contrastive divergence: from -0.04
+    # towards -2 and half way back while its weights grow from a small init): its fall has no scale against its first
+    # value, as a policy loss's has none
+    fault = overshoot(0.03, 0.5)
+
+    def shifted(d: StepData) -> None:
+        fault(d)
+        d.scalars["loss"] -= 2.34
+
+    assert run(OscillatingLoss(), Stream(steps=200, fault=shifted)) == []
+
+
 def test_class_imbalance_counts_label_count_scalars() -> None:
     def skewed(d: StepData) -> None:
         d.scalars["label_count/cat"] = 99.0

@@ -12,7 +12,9 @@ growing by `rebound_growth` per step or more (against the newest view at least `
 steps back) while the loss has given back `rebound_share` or more of its best progress. Steps
 far too large (a momentum near 1) inflate the weights and throw the loss back up; either sign
 alone also describes healthy runs (weights growing towards their scale from a small init; noisy
-losses), both at once none seen. 2 of 3 views by default.
+losses), both at once none seen. 2 of 3 views by default. A loss that went below zero is not judged by this path:
+its progress is measured against the first loss's magnitude, which has no meaning for a loss that crosses zero (an
+RBM's free-energy difference under contrastive divergence, a policy loss).
 """
 
 from __future__ import annotations
@@ -172,7 +174,10 @@ class OscillatingLoss(base.Rule):
         progress = first - lowest
         if p.rebound_growth is None or growth is None or growth < p.rebound_growth:
             return []
-        if not progress > p.rebound_min_progress * abs(first):
+        if lowest < 0 or not progress > p.rebound_min_progress * abs(first):
+            # progress is judged against the first loss's magnitude, which says nothing of a loss that goes below
+            # zero (an energy difference of a contrastive-divergence RBM, from -0.04 to -2 and back by half while
+            # its weights grow from a small init; a policy loss): as `loss_not_decreasing`, not judged
             return []
         share = (loss - lowest) / progress
         if share < p.rebound_share:

@@ -169,3 +169,32 @@ def test_a_loss_that_is_no_cross_entropy_is_not_read_as_one() -> None:
     cosine = metric_run("val_accuracy", lambda s: 0.2, shifted(leaking, -0.9))
     assert run(AccuracyGap(), views(mse, steps=500)) == []
     assert run(AccuracyGap(), views(cosine, steps=500)) == []
+
+
+def test_a_correlation_with_the_truth_is_placed_at_zero_and_read_as_a_ranking() -> None:
+    names = ("val_reward_correlation", "val_spearman", "pearson_r", "val_corr")
+    assert [chance.ranking_chance_level(n, 10) for n in names] == [0.0] * 4
+    assert [chance.reversed_score(n) for n in names] == [-1.0] * 4 and chance.reversed_score("val_auc") == 0.0
+    assert chance.chance_level("val_spearman", 10) is None  # placed for the ranking readings only
+    assert chance.ranking_chance_level("corr_loss", 10) is None
+
+    # a reward model fitted to swapped preferences whose held-out correlation is clipped at 0: never leaves chance
+    found = run(MetricAgainstLoss(), metric_views(lambda t, r: 0.0, name="val_reward_correlation"))
+    assert [f.step for f in found] == [225]
+    assert "stayed at or below 0.1, 0.1 of the way from its chance level 0 to 1" in found[0].message
+
+    # unclipped, it runs against the truth: the reversed reading, scaled by the way to -1
+    def reversed_order(t: int, r: np.random.Generator) -> float:
+        return -0.6 + 0.5 * math.exp(-t / 40) + float(r.normal(0, 0.01))
+
+    found = run(MetricAgainstLoss(), metric_views(reversed_order, name="val_spearman"))
+    assert [f.step for f in found] == [225] and found[0].threshold == 0.0
+    assert "(a correlation with the truth, 0 at chance) averaged" in found[0].message
+    assert found[0].value is not None and abs(found[0].value + 0.6) < 0.02
+    assert "the model's scores run against the truth" in found[0].message
+
+    # one that rises from 0 is learning
+    def rising(t: int, r: np.random.Generator) -> float:
+        return 0.8 - 0.8 * math.exp(-t / 60) + float(r.normal(0, 0.01))
+
+    assert run(MetricAgainstLoss(), metric_views(rising, name="val_spearman")) == []

@@ -46,8 +46,17 @@ def views(
 
 def test_names_say_which_way_a_metric_should_move() -> None:
     assert [
-        direction(n) for n in ("val_acc", "episode_return", "val_hits10", "val_1nn", "Top1", "val/F1")
-    ] == [1] * 6
+        direction(n)
+        for n in (
+            "val_acc",
+            "episode_return",
+            "val_hits10",
+            "val_1nn",
+            "Top1",
+            "val/F1",
+            "val_reward_correlation",
+        )
+    ] == [1] * 7
     assert [direction(n) for n in ("val_mae", "val_ppl", "word_error", "val_nll")] == [-1] * 4
     # unknown, both ways, a loss, an optimizer group's hyperparameter: not judged
     assert [

@@ -5,8 +5,9 @@ layer; an R² (`val_r2`) scores 0, predicting the mean. Both are 1 at best, so "
 way from chance to 1. Other metrics (hits@k, recall@k, F1, the area under a precision-recall curve) have a chance
 level that depends on what the run does not record (candidates per query, class frequencies) and are not placed by
 `chance_level`. The area under the ROC curve (`val_auc`, `auroc`) is 0.5 at chance whatever the class frequencies
-(a random score ranks a positive above a negative half of the time), 0 for a ranking that is exactly reversed:
-`ranking_chance_level` places it for the readings that use it.
+(a random score ranks a positive above a negative half of the time), 0 for a ranking that is exactly reversed; a
+correlation of the scores with the truth (`val_reward_correlation`, `spearman`) is 0 at chance, -1 reversed:
+`ranking_chance_level` places both for the readings that use them.
 """
 
 from __future__ import annotations
@@ -35,15 +36,30 @@ def chance_level(name: str, classes: int | None) -> float | None:
 
 ROC_AUC = frozenset({"auc", "auroc", "rocauc"})
 """Name tokens of an area under the ROC curve: chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
+CORRELATION = frozenset({"correlation", "corr", "pearson", "spearman", "kendall"})
+"""Name tokens of a correlation of the model's scores with the truth: chance level 0 (no relation) whatever the data,
+-1 for an exactly reversed order."""
 
 
 def ranking_chance_level(name: str, classes: int | None) -> float | None:
-    """`chance_level`, and 0.5 for an area under the ROC curve; None for a name containing `loss` or `pr`."""
+    """`chance_level`, 0.5 for an area under the ROC curve and 0 for a correlation with the truth; None for a name
+    containing `loss` (or `pr`, for an area)."""
     level = chance_level(name, classes)
     if level is not None:
         return level
     tokens = set(_TOKEN.findall(name.lower()))
-    return 0.5 if tokens & ROC_AUC and not tokens & {"loss", "pr", "auprc", "prauc"} else None
+    if "loss" in tokens:
+        return None
+    if tokens & ROC_AUC:
+        return None if tokens & {"pr", "auprc", "prauc"} else 0.5
+    return 0.0 if tokens & CORRELATION else None
+
+
+def reversed_score(name: str) -> float:
+    """The score of an exactly reversed order for a metric `ranking_chance_level` places beyond `chance_level`: 0 for
+    an area under the ROC curve, -1 for a correlation."""
+    tokens = set(_TOKEN.findall(name.lower()))
+    return -1.0 if tokens & CORRELATION and not tokens & ROC_AUC else 0.0
 
 
 def is_placed(name: str) -> bool:

@@ -38,14 +38,16 @@ chance (a saturated language model's 0.82) is not judged, nor an R² (one clippe
 changes: the chance-level reading below judges it).
 
 Two chance-level readings need no worsening either (`chance_band`), on the metrics whose chance level does not
-depend on what the run leaves unrecorded: an R² (0, predicting the mean) and an area under the ROC curve (0.5, a
-random ranking; `chance.ranking_chance_level`). Such a metric at most `chance_band` of the way from chance to 1 at
+depend on what the run leaves unrecorded: an R² (0, predicting the mean), an area under the ROC curve (0.5, a
+random ranking) and a correlation of the scores with the truth (0, no relation; `chance.ranking_chance_level`). Such a metric at most `chance_band` of the way from chance to 1 at
 every record of both windows, its latest window not significantly above its first (a slow start rises), while
 the loss fell by `loss_significance` standard errors: what the loss optimises does not carry to held-out data at
 all (a KL term multiplied by the dataset size, so the posterior stays at its prior; coordinates in pixel units
-that a Fourier-feature network fits on its training pixels and nowhere between them). And a ROC AUC whose latest window lies below 0.5 by
-`metric_significance` standard errors of its spread and by `min_worsening` of the way to 0, while the loss fell:
-the model ranks the negatives above the positives (a pairwise loss with its positive and negative swapped). Its
+that a Fourier-feature network fits on its training pixels and nowhere between them; a reward model fitted to swapped
+preferences whose held-out correlation is clipped at 0). And a ROC AUC or a correlation whose latest window lies below
+chance by `metric_significance` standard errors of its spread and by `min_worsening` of the way to a reversed order (0
+for an AUC, -1 for a correlation), while the loss fell: the model ranks the negatives above the positives (a pairwise
+loss with its positive and negative swapped). Its
 first window need not be better: an AUC that starts at chance and falls is judged against chance, not against a
 first window whose spread holds the fall itself.
 
@@ -110,7 +112,8 @@ HIGHER = frozenset(
     {
         "acc", "accuracy", "auc", "auroc", "auprc", "f1", "iou", "miou", "dice", "score", "skill", "reward",
         "rewards", "return", "returns", "success", "recall", "precision", "hits", "r2", "exact", "bleu",
-        "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck", "purity",
+        "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck", "purity", "correlation", "corr",
+        "pearson", "spearman", "kendall",
     }
 )  # fmt: skip
 """Name tokens of metrics that should rise (a trailing number is dropped: `hits10`, `recall5`)."""
@@ -601,7 +604,7 @@ class MetricAgainstLoss(base.Rule):
             return None
         if plain is not None and plain > 0:
             return None  # an accuracy: its argmax scatters around 1/K (the frozen reading judges it)
-        auc = plain is None
+        ranked = plain is None  # a ROC AUC or a correlation: below chance, the order is reversed
         l1, l2, zl = loss
         m2, e2 = _mean_err(w.latest)
         trend = f"while the training loss fell from {base.fmt(l1)} to {base.fmt(l2)} ({base.fmt(zl)} standard errors)"
@@ -610,16 +613,26 @@ class MetricAgainstLoss(base.Rule):
                 f"while the training loss went from {base.fmt(l1)} over its first window to {base.fmt(l2)} over its "
                 f"latest ({base.fmt(zl)} standard errors lower, under the {base.fmt(p.loss_significance)} of a fall)"
             )
-        if auc and fell:  # a ROC AUC: below 0.5 the scores rank the classes the wrong way round
+        if ranked and fell:  # below chance the scores order the examples the wrong way round
+            worst = chance.reversed_score(name)
             zb = -_z(level, 0.0, m2, e2)
-            share = (level - m2) / level
+            share = (level - m2) / (level - worst)
             if zb >= p.metric_significance and share >= p.min_worsening:
+                kind = (
+                    "a correlation with the truth, 0 at chance"
+                    if worst < 0
+                    else "an area under the ROC curve, 0.5 at chance"
+                )
                 msg = (
-                    f"the {mode} metric {name!r} (an area under the ROC curve, 0.5 at chance) averaged "
+                    f"the {mode} metric {name!r} ({kind}) averaged "
                     f"{base.fmt(m2)} over its latest {len(w.latest)} records (steps {w.latest[0][0]}-"
                     f"{w.latest[-1][0]}), {base.fmt(zb)} standard errors and {base.fmt(100 * share)}% of the way "
                     f"below chance (at least {base.fmt(100 * p.min_worsening)}%), {trend} {self.where(view)}: "
-                    "the model learns to rank the negatives above the positives"
+                    + (
+                        "the model's scores run against the truth"
+                        if worst < 0
+                        else "the model learns to rank the negatives above the positives"
+                    )
                 )
                 hint = (
                     "check which side of each pair or label is the positive one: a seen and an unseen item swapped "

@@ -25,6 +25,7 @@ steps still `z_threshold` / 2 robust standard deviations above the rolling media
 came back at once was absorbed: a batch far harder than the rest (a fitted interatomic potential's rare close-contact
 configuration, 20-900x the median loss, back to its level at the next step, its run healthy) did no lasting harm, and
 is noted at info level, unless it is the second absorbed spike within `window` steps: spikes that recur are reported.
+A spike in a run's last `absorb_steps` steps is not judged: nothing followed it.
 """
 
 from __future__ import annotations

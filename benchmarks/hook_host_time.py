@@ -7,7 +7,9 @@ benchmark's 110M GPT: 987 launches, the device busy 14 of 20 ms) pays the hook's
 That work is Python and torch calls, which the CPU runs the same with or without a GPU: this
 benchmark runs the multi-tensor path (the path CUDA tensors take, `_multi_path`) on the CPU, the
 Triton kernels' launches replaced by a zeroing of their outputs (what is left is the host work around them: grouping,
-checks, row reservations, the results' layout, the step's finishing and writing), on the GPU
+checks, row reservations, the results' layout, the step's finishing and writing) and the CPU results taking
+the CUDA way to the host (`_transfer.PinnedStaging`: a slot's copy, then a poll that finds it done,
+`ProxyStaging`) rather than being written at once as CPU results are, on the GPU
 benchmark's GPT module tree (`hook_overhead_gpu.gpt`: 12 blocks, 150 parameters, AdamW, bf16
 autocast) at width 32, so that the tensors' own arithmetic is negligible beside the Python.
 
@@ -35,7 +37,7 @@ import torch
 
 import trainguard.torch as tg
 from benchmarks.hook_overhead_gpu import gpt
-from trainguard.capture.torch import _multi_kernel
+from trainguard.capture.torch import _multi_kernel, _transfer
 
 WIDTH = 32
 
@@ -72,6 +74,16 @@ def gpu_path_without_launches() -> Iterator[None]:
         else:
             os.environ["TRITON_INTERPRET"] = saved[0]
         _multi_kernel.launch, _multi_kernel.launch_histograms, _multi_kernel.launch_moved = saved[1]
+
+
+class ProxyStaging(_transfer.PinnedStaging):
+    """The CUDA staging on CPU tensors: plain host buffers, and every copy done when it returns (a device that keeps
+    up), so the step is written where a GPU's would be."""
+
+    pin_memory = False
+
+    def record(self, device: torch.device) -> _transfer.Marker:
+        return _transfer.DONE
 
 
 class _Clock:
@@ -131,6 +143,7 @@ def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float
                 tier1_interval=tier1_interval,
                 native_stats=False,  # the C kernel would take CPU tensors: the GPU path is measured
                 stats_worker=False,
+                transfer=_transfer.Transfer(staging=lambda device: ProxyStaging()),
             )
             hook.register_module(module)
             hook.register_optimizer(opt)

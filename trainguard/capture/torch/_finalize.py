@@ -157,7 +157,7 @@ class StepWriter:
         copy is done; at once when none is on an accelerator. False, having done nothing, when every slot of
         the transfer is in flight."""
         tensors = [r for r in results if isinstance(r, torch.Tensor)]
-        if all(t.device.type == "cpu" for t in tensors) and not self.transfer.in_flight:
+        if self.transfer.at_once({t.device for t in tensors}):
             if not self._writer.disabled:
                 write(iter(to_host(results)))  # host memory already: nothing to wait for
             return True

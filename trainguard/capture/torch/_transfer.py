@@ -21,7 +21,7 @@ own (`pin_memory`, `record`, `read`).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -46,6 +46,10 @@ class Marker(Protocol):
 
 class Staging(Protocol):
     """How one device's results reach host memory: the buffers, the copy and its completion marker."""
+
+    at_once: bool
+    """The results are host memory already (the CPU): a step is written at once, on the caller's thread, with no
+    slot, unless steps sent before it are still on their way."""
 
     def host_buffer(self, numel: int) -> torch.Tensor:
         """A float64 host tensor of at least `numel` elements (allocated once per slot, grown rarely)."""
@@ -76,6 +80,9 @@ DONE: Marker = _Done()
 class HostStaging:
     """Results on the CPU, or on an accelerator without events here: a plain copy, complete on return."""
 
+    def __init__(self, *, at_once: bool = False) -> None:
+        self.at_once = at_once
+
     def host_buffer(self, numel: int) -> torch.Tensor:
         return torch.empty(numel, dtype=torch.float64)
 
@@ -90,6 +97,7 @@ class HostStaging:
 class PinnedStaging:
     """CUDA: pinned host buffers, a non-blocking copy on the current stream, an event recorded after it."""
 
+    at_once = False
     pin_memory = True
     """Page-locked host buffers: what lets the copy run without the host (a pageable one would be synchronous)."""
 
@@ -111,8 +119,8 @@ class PinnedStaging:
 
 
 def staging_for(device: torch.device) -> Staging:
-    """The staging of a device type: pinned and non-blocking on CUDA, a plain copy elsewhere."""
-    return PinnedStaging() if device.type == "cuda" else HostStaging()
+    """The staging of a device type: pinned and non-blocking on CUDA, a plain copy elsewhere (at once on the CPU)."""
+    return PinnedStaging() if device.type == "cuda" else HostStaging(at_once=device.type == "cpu")
 
 
 Delivered = Callable[[dict[torch.device, np.ndarray]], None]
@@ -150,6 +158,18 @@ class Transfer:
         """Saved steps sent and not delivered yet."""
         return len(self.busy)
 
+    def at_once(self, devices: Iterable[torch.device]) -> bool:
+        """Whether results on `devices` are written at once, without a slot: each one's staging says so, and no
+        step sent before is still on its way (it is written first)."""
+        return not self.in_flight and all(self.staging(d).at_once for d in devices)
+
+    def staging(self, device: torch.device) -> Staging:
+        """The staging of `device`, made on first use, then kept."""
+        staging = self._stagings.get(device)
+        if staging is None:
+            staging = self._stagings[device] = self._staging_for(device)
+        return staging
+
     def has_room(self) -> bool:
         """Whether a step can be sent now (after delivering those whose copies are done)."""
         if not self._free:
@@ -163,9 +183,7 @@ class Transfer:
             return False
         slot = self._free.pop()
         for device, values in results.items():
-            staging = self._stagings.get(device)
-            if staging is None:
-                staging = self._stagings[device] = self._staging_for(device)
+            staging = self.staging(device)
             n = values.numel()
             host = slot.buffers.get(device)
             if host is None or host.numel() < n:

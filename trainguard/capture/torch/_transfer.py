@@ -305,6 +305,7 @@ class Transfer:
             thread = self._thread = StatsWorker(self._slots, name="trainguard-delivery")
         with self._lock:
             self._handed.append(slot)
+        # after a failure the thread takes nothing more: the slot then waits here for the hook's `drop`
         thread.submit(DELIVERY, functools.partial(self._deliver, slot), slot=True)
 
     def _deliver(self, slot: _Slot) -> None:

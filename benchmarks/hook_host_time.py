@@ -7,7 +7,9 @@ benchmark's 110M GPT: 987 launches, the device busy 14 of 20 ms) pays the hook's
 That work is Python and torch calls, which the CPU runs the same with or without a GPU: this
 benchmark runs the multi-tensor path (the path CUDA tensors take, `_multi_path`) on the CPU, the
 Triton kernels' launches replaced by a zeroing of their outputs (what is left is the host work around them: grouping,
-checks, row reservations, the results' layout, the step's finishing and writing), on the GPU
+checks, row reservations, the results' layout, the step's finishing and writing) and the CPU results taking
+the CUDA way to the host (`_transfer.PinnedStaging`: a slot's copy, then a poll that finds it done,
+`ProxyStaging`) rather than being written at once as CPU results are, on the GPU
 benchmark's GPT module tree (`hook_overhead_gpu.gpt`: 12 blocks, 150 parameters, AdamW, bf16
 autocast) at width 32, so that the tensors' own arithmetic is negligible beside the Python.
 
@@ -15,8 +17,11 @@ It measures the thread CPU time (not wall time: the load of this shared VM does 
 every hook body (the forward pre-hook, the activations' forward hooks, the optimizer's pre- and
 post-hooks, `record_scalar`) per step, at save_interval 1, Tier-0 steps (`tier1_interval` beyond
 the run) and Tier-1 steps (`tier1_interval` 1) apart, and the plain step's thread CPU time beside
-it: "x plain" is the hooked step (plain step + hook bodies) over the plain step. Medians over
-`--reps` repetitions of `--steps` steps after a warm-up.
+it: "x plain" is the hooked step (plain step + hook bodies) over the plain step. A saved step's rows are
+finished and written on the transfer's delivery thread, beside the training thread: its CPU time per step
+is the last column, apart (on a GPU host it runs while the training thread waits in torch's C++ code with
+the GIL released; here it also competes for the cores). Medians over `--reps` repetitions of `--steps`
+steps after a warm-up (the delivery thread: the median over repetitions of its time per step).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import torch
 
 import trainguard.torch as tg
 from benchmarks.hook_overhead_gpu import gpt
-from trainguard.capture.torch import _multi_kernel
+from trainguard.capture.torch import _multi_kernel, _transfer
 
 WIDTH = 32
 
@@ -74,6 +79,16 @@ def gpu_path_without_launches() -> Iterator[None]:
         _multi_kernel.launch, _multi_kernel.launch_histograms, _multi_kernel.launch_moved = saved[1]
 
 
+class ProxyStaging(_transfer.PinnedStaging):
+    """The CUDA staging on CPU tensors: plain host buffers, and every copy done when it returns (a device that keeps
+    up), so the step is written where a GPU's would be."""
+
+    pin_memory = False
+
+    def record(self, device: torch.device) -> _transfer.Marker:
+        return _transfer.DONE
+
+
 class _Clock:
     """Thread CPU time spent in the wrapped callables since the last `take`."""
 
@@ -107,15 +122,15 @@ def _instrument(module: torch.nn.Module, opt: torch.optim.Optimizer, clock: _Clo
             hooks[key] = clock.wrap(fn)
 
 
-def measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float]]:
-    """{setup: (median step thread CPU ms, median hook thread CPU ms per step)}."""
+def measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float, float]]:
+    """{setup: (median step thread CPU ms, median hook thread CPU ms per step, delivery thread CPU ms per step)}."""
     with gpu_path_without_launches():
         return _measure(steps, reps, layers)
 
 
-def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float]]:
+def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float, float]]:
     device = torch.device("cpu")
-    setups: dict[str, tuple[Callable[[], torch.Tensor], tg.Hook | None, _Clock]] = {}
+    setups: dict[str, tuple[Callable[[], torch.Tensor], tg.Hook | None, _Clock, _transfer.Transfer]] = {}
     for label, tier1_interval in (
         ("no hook", None),
         ("Tier-0 saved steps", 10**9),
@@ -124,6 +139,7 @@ def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float
         module, opt, step = gpt(device, width=WIDTH, layers=layers, seq=8, batch=2, vocab=64)
         clock = _Clock()
         hook = None
+        transfer = _transfer.Transfer(staging=lambda device: ProxyStaging())
         if tier1_interval is not None:
             hook = tg.Hook(
                 f"file://{tempfile.mkdtemp(prefix='tg-host-')}/run",
@@ -131,15 +147,18 @@ def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float
                 tier1_interval=tier1_interval,
                 native_stats=False,  # the C kernel would take CPU tensors: the GPU path is measured
                 stats_worker=False,
+                transfer=transfer,
             )
             hook.register_module(module)
             hook.register_optimizer(opt)
             _instrument(module, opt, clock)
-        setups[label] = (step, hook, clock)
-    samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in setups}
+        setups[label] = (step, hook, clock, transfer)
+    samples: dict[str, tuple[list[float], list[float], list[float]]] = {k: ([], [], []) for k in setups}
     for rep in range(reps + 1):  # the first repetition warms up
-        for label, (step, hook, clock) in setups.items():
+        for label, (step, hook, clock, transfer) in setups.items():
             record = clock.wrap(hook.record_scalar) if hook is not None else None
+            transfer.drain(10.0)
+            delivered = transfer.delivery_cpu_seconds
             for _ in range(steps):
                 clock.take()
                 started = time.thread_time_ns()
@@ -150,11 +169,17 @@ def _measure(steps: int, reps: int, layers: int) -> dict[str, tuple[float, float
                 if rep:
                     samples[label][0].append(total)
                     samples[label][1].append(clock.take())
-    for _, hook, _ in setups.values():
+            transfer.drain(10.0)  # the steps' deliveries, outside the timed steps
+            if rep:
+                samples[label][2].append((transfer.delivery_cpu_seconds - delivered) * 1e3 / steps)
+    for _, hook, _, _ in setups.values():
         if hook is not None:
             assert hook.errors == [], hook.errors
             hook.close()
-    return {k: (statistics.median(t), statistics.median(h)) for k, (t, h) in samples.items()}
+    return {
+        k: (statistics.median(t), statistics.median(h), statistics.median(d))
+        for k, (t, h, d) in samples.items()
+    }
 
 
 def main() -> None:
@@ -170,10 +195,10 @@ def main() -> None:
         f"GPT module tree of {args.layers} blocks at width {WIDTH}, save_interval 1, thread CPU time per step, "
         f"medians of {args.reps} x {args.steps} steps"
     )
-    print("| setup | step ms | hook bodies ms | x plain |")
-    print("|---|---|---|---|")
-    for label, (total, ours) in rows.items():
-        print(f"| {label} | {total:.2f} | {ours:.2f} | {(plain + ours) / plain:.3f} |")
+    print("| setup | step ms | hook bodies ms | x plain | delivery thread ms |")
+    print("|---|---|---|---|---|")
+    for label, (total, ours, delivery) in rows.items():
+        print(f"| {label} | {total:.2f} | {ours:.2f} | {(plain + ours) / plain:.3f} | {delivery:.2f} |")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import torch
 
 import trainguard
 import trainguard.torch as tg
-from tests.capture.torch_loop import mlp, train
+from tests.capture.torch_loop import assert_same_steps, mlp, train
 from trainguard.capture.torch import device_stats as torch_stats
 from trainguard.store import run_format, stats
 from trainguard.store.backends import open_store
@@ -107,17 +107,7 @@ def test_worker_and_training_thread_write_identical_runs(file_uri: str) -> None:
             train(hook, mlp(), steps=14, eval_every=4)
         assert hook.errors == [] and (hook._worker is not None) == worker
     a, b = trainguard.open_run(file_uri + "-worker"), trainguard.open_run(file_uri + "-inline")
-    assert a.steps().tolist() == b.steps().tolist() == [0, 3, 6, 9, 12]
-    for name, mode in (("loss", "train"), ("lr", "train"), ("val_loss", "eval")):
-        sa, sb = a.scalars(name, mode=mode), b.scalars(name, mode=mode)
-        assert sa.steps.tolist() == sb.steps.tolist() and len(sa.steps)
-        np.testing.assert_array_equal(sa.values, sb.values)
-    for t in a.tensors():
-        if not t.is_scalar:
-            for col in run_format.STAT_COLUMNS:
-                np.testing.assert_array_equal(
-                    a.series(t.name, col).values, b.series(t.name, col).values, t.name
-                )
+    assert_same_steps(a, b, [0, 3, 6, 9, 12])
     for key in ("units", "hists"):
         got = []
         for r in (a, b):

@@ -11,6 +11,7 @@ from torch import nn
 
 import trainguard
 import trainguard.torch as tg
+from trainguard.store import run_format
 
 
 def mlp(seed: int = 0) -> nn.Sequential:
@@ -89,3 +90,19 @@ def tier1_rows(run: trainguard.Run, key: str) -> dict[object, np.ndarray]:
         for k, v in getattr(seg, key).items():
             parts.setdefault(k, []).append(np.atleast_2d(v))
     return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def assert_same_steps(a: trainguard.Run, b: trainguard.Run, steps: list[int]) -> None:
+    """Both runs saved `steps` with the same statistic rows, and recorded the same train and eval scalars of
+    `train(..., eval_every=...)`."""
+    assert a.steps().tolist() == b.steps().tolist() == steps
+    for name, mode in (("loss", "train"), ("lr", "train"), ("val_loss", "eval")):
+        sa, sb = a.scalars(name, mode=mode), b.scalars(name, mode=mode)
+        assert sa.steps.tolist() == sb.steps.tolist() and len(sa.steps)
+        np.testing.assert_array_equal(sa.values, sb.values)
+    for t in a.tensors():
+        if not t.is_scalar:
+            for col in run_format.STAT_COLUMNS:
+                np.testing.assert_array_equal(
+                    a.series(t.name, col).values, b.series(t.name, col).values, t.name
+                )

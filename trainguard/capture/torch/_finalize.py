@@ -5,9 +5,12 @@ device, plus the rows the C kernel already left on the host) and the scalars wai
 `send` (the hook, on the training thread) lays every device tensor out in that device's
 `ResultBuffer` (preallocated and kept: rows a path already wrote there stay in place, the rest
 join them in one `_foreach_copy_`) and hands the buffers to the `_transfer.Transfer`, which copies
-them without waiting; the rows are finished in numpy and written when the copy is done (the
-hook's next `poll`). `write` does the same at once, with a blocking copy (`to_host`): the
-statistics worker (`_worker_path`) and the CPU. What to reduce is left to the paths.
+them without waiting; once the copy is done (the hook's next `poll` finds it) the rows are finished
+in numpy and written on the transfer's delivery thread, off the training thread. `write` does the
+same at once, with a blocking copy (`to_host`): the statistics worker (`_worker_path`) and the CPU.
+What to reduce is left to the paths. A delivery touches only its step's own objects (the `Pending`,
+the scalars taken for it, the slot's host copy), the thread-safe writer and `_array`'s cache, whose
+entries are replaced whole, never changed.
 """
 
 from __future__ import annotations
@@ -130,22 +133,17 @@ class StepWriter:
         """
         if self._writer.disabled:
             return
-        results = _results(pending, scalars)
-        host = iter(to_host(results))
-        # the step's rows and its scalars in one segment (the copy above stays outside the writer's lock)
-        with self._writer.together():
-            self._write_host(host, pending, scalars)
+        self._write_host(iter(to_host(_results(pending, scalars))), pending, scalars)
 
     def send(self, pending: Pending | None, scalars: list[ScalarValue]) -> bool:
         """Start the copy of a reduced step and scalars to the host, one non-blocking copy per device; the step is
-        written once it is done (`Transfer.poll`, `Transfer.wait`). Written at once when nothing is on an
-        accelerator. False, having sent nothing, when every slot of the transfer is in flight."""
+        written on the delivery thread once it is done (`Transfer.poll`, `Transfer.wait`). Written at once when
+        nothing is on an accelerator. False, having sent nothing, when every slot of the transfer is in flight."""
         if self._writer.disabled:
             return True
 
         def write(host: Iterator[np.ndarray]) -> None:
-            with self._writer.together():  # the step's rows and its scalars in one segment
-                self._write_host(host, pending, scalars)
+            self._write_host(host, pending, scalars)
 
         return self.send_results(_results(pending, scalars), write, side=pending is None)
 
@@ -153,35 +151,42 @@ class StepWriter:
         self, results: list[Result], write: Callable[[Iterator[np.ndarray]], None], *, side: bool = True
     ) -> bool:
         """Copy `results` to the host without waiting (each device's tensors laid out in a `ResultBuffer`, the
-        step's unless `side`, one copy each) and call `write` with their flat host values, in order, once the
-        copy is done; at once when none is on an accelerator. False, having done nothing, when every slot of
-        the transfer is in flight."""
+        step's unless `side`, one copy each) and call `write` with their flat host values, in order, on the
+        transfer's delivery thread once the copy is done; at once (on the caller's thread) when none is on an
+        accelerator. False, having done nothing, when every slot of the transfer is in flight or being
+        delivered."""
         tensors = [r for r in results if isinstance(r, torch.Tensor)]
-        if all(t.device.type == "cpu" for t in tensors) and not self.transfer.in_flight:
+        if self.transfer.at_once({t.device for t in tensors}):
             if not self._writer.disabled:
                 write(iter(to_host(results)))  # host memory already: nothing to wait for
             return True
         if not self.transfer.has_room():
             return False
         by_device: dict[torch.device, list[torch.Tensor]] = {}
-        for t in tensors:
-            by_device.setdefault(t.device, []).append(t)
+        ends: dict[torch.device, int] = {}
+        # per result, where its values lie in the host copy: (device, start, end), or None for a host array; read
+        # here, on the training thread: the delivery thread touches no tensor (a fake one answers otherwise there)
+        places: list[tuple[torch.device, int, int] | None] = []
+        for r in results:
+            if isinstance(r, torch.Tensor):
+                d = r.device
+                by_device.setdefault(d, []).append(r)
+                start = ends.get(d, 0)
+                end = ends[d] = start + r.numel()
+                places.append((d, start, end))
+            else:
+                places.append(None)
         flat = {d: self.buffer(d, side=side).lay_out(ts) for d, ts in by_device.items()}
 
         def deliver(host: dict[torch.device, np.ndarray]) -> None:
             if self._writer.disabled:
                 return
-            offsets = dict.fromkeys(host, 0)
-            arrays: list[np.ndarray] = []
-            for r in results:
-                if isinstance(r, torch.Tensor):
-                    start, n = offsets[r.device], r.numel()
-                    # a copy: the slot's host buffer is reused once this returns, and a writer may keep an
-                    # array it is given (`write_record` does)
-                    arrays.append(host[r.device][start : start + n].copy())
-                    offsets[r.device] = start + n
-                else:
-                    arrays.append(np.asarray(r).reshape(-1))
+            # copies: the slot's host buffer is reused once this returns, and a writer may keep an array it is
+            # given (`write_record` does)
+            arrays = [
+                np.asarray(r).reshape(-1) if at is None else host[at[0]][at[1] : at[2]].copy()
+                for r, at in zip(results, places)
+            ]
             write(iter(arrays))
 
         return self.transfer.send(flat, deliver)
@@ -189,49 +194,55 @@ class StepWriter:
     def _write_host(
         self, host: Iterator[np.ndarray], pending: Pending | None, scalars: list[ScalarValue]
     ) -> None:
-        """Write a step's rows and scalars from their host copies (`host`, in the order `write` gathered them)."""
-        w = self._writer
-        if pending is not None:
-            parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
-            units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
-            hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
-            # a block per group's op: numpy views of one conversion, no per-tensor device work
-            for hist_ids, _ in pending.hist_blocks:
-                block = next(host).astype(np.float32).reshape(len(hist_ids), -1)
-                hists.update(zip(hist_ids, block))
-            for keys, lengths, _ in pending.unit_blocks:
-                flat = next(host).astype(np.float32)
-                start = 0
-                for key, n in zip(keys, lengths):  # views, as `np.split` gives, without its Python overhead
-                    units[key] = flat[start : start + n]
-                    start += n
-            estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
-            ids, stats = pending.host_ids, pending.host_stats
-            nonfinite: bool | None = (
-                pending.host_nonfinite
-            )  # known for the kernel's rows; else the writer looks
-            if pending.ids:
-                raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
-                if pending.nan_update or pending.nan_distance:
-                    raw[self._array("nan_update", pending.nan_update, np.intp), device_stats.UPD] = np.nan
-                    raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = (
-                        np.nan
-                    )
-                finished = device_stats.finish(raw, self._array("counts", pending.counts, np.int64))
-                ids = ids + pending.ids
-                stats = finished if stats is None else np.concatenate([stats, finished])
-                nonfinite = None
-            if estimates and stats is not None:
-                apply_estimates(ids, stats, estimates)
-            self.write_rows(pending.step, ids, stats, units, hists, nonfinite)
+        """Write a step's rows and scalars from their host copies (`host`, in the order `_results` gathered them):
+        finished in numpy first, then written in one segment under the writer's lock (`together`), which the
+        training thread's own writes (host scalars) wait for, so the numpy work stays outside it."""
+        rows = None if pending is None else self._host_rows(host, pending)
         by_step: dict[int, tuple[list[int], list[float]]] = {}
         for step, tid, value in scalars:
             v = float(next(host)[0]) if isinstance(value, torch.Tensor) else float(value)
             ids, values = by_step.setdefault(step, ([], []))
             ids.append(tid)
             values.append(v)
-        for step, (ids, values) in sorted(by_step.items()):
-            w.write_scalars(step, ids, values)
+        w = self._writer
+        with w.together():  # the step's rows and its scalars in one segment
+            if rows is not None:
+                self.write_rows(*rows)
+            for step, (ids, values) in sorted(by_step.items()):
+                w.write_scalars(step, ids, values)
+
+    def _host_rows(
+        self, host: Iterator[np.ndarray], pending: Pending
+    ) -> tuple[int, list[int], np.ndarray | None, HostUnits, HostHists, bool | None]:
+        """A step's finished rows from their host copies: `write_rows`' arguments."""
+        parts = [next(host).reshape(-1, len(device_stats.RAW_COLUMNS)) for _ in pending.parts]
+        units = {k: next(host).astype(np.float32, copy=False) for k in pending.units}
+        hists = {k: next(host).astype(np.float32, copy=False) for k in pending.hists}
+        # a block per group's op: numpy views of one conversion, no per-tensor device work
+        for hist_ids, _ in pending.hist_blocks:
+            block = next(host).astype(np.float32).reshape(len(hist_ids), -1)
+            hists.update(zip(hist_ids, block))
+        for keys, lengths, _ in pending.unit_blocks:
+            flat = next(host).astype(np.float32)
+            start = 0
+            for key, n in zip(keys, lengths):  # views, as `np.split` gives, without its Python overhead
+                units[key] = flat[start : start + n]
+                start += n
+        estimates = [(e_ids, next(host).reshape(-1, 2)) for e_ids, _ in pending.estimates]
+        ids, stats = pending.host_ids, pending.host_stats
+        nonfinite: bool | None = pending.host_nonfinite  # known for the kernel's rows; else the writer looks
+        if pending.ids:
+            raw = np.concatenate(parts)  # a copy: the host buffer stays the transfer's
+            if pending.nan_update or pending.nan_distance:
+                raw[self._array("nan_update", pending.nan_update, np.intp), device_stats.UPD] = np.nan
+                raw[self._array("nan_distance", pending.nan_distance, np.intp), device_stats.DIST] = np.nan
+            finished = device_stats.finish(raw, self._array("counts", pending.counts, np.int64))
+            ids = ids + pending.ids
+            stats = finished if stats is None else np.concatenate([stats, finished])
+            nonfinite = None
+        if estimates and stats is not None:
+            apply_estimates(ids, stats, estimates)
+        return pending.step, ids, stats, units, hists, nonfinite
 
     def write_rows(
         self,
@@ -257,7 +268,9 @@ class StepWriter:
     def _array(self, name: str, values: list[int], dtype: type[np.generic]) -> np.ndarray:
         """`values` (a step's tensor ids, sizes or NaN rows, by `name`) as an array: the last step's when they are the
         same (usually: every saved step reduces its tensors in the same order), so the writer need not compare
-        the ids, and a saved step converts no list of hundreds of ints. The caller does not change the array."""
+        the ids, and a saved step converts no list of hundreds of ints. The caller does not change the array.
+        The delivery thread and the training thread (`_kernel_path`) both call it: an entry is replaced whole and
+        each caller returns the array of the entry it compared, so a race costs a conversion, never a wrong array."""
         seen = self._arrays.get(name)
         if seen is None or seen[0] != values:
             seen = self._arrays[name] = (

@@ -3,8 +3,8 @@
 `HookState` holds everything a hook keeps (set up in its `__init__`, the parts behind the writer only when
 configured), the state it reports (`enabled`, `errors`, the step counts), how a failure disables capture
 (`_fail`), and what happens to a saved step once it is reduced: its finalisation (`_finalize`: the pending
-step and the scalars leave for the host in one copy), the polling of the transfer, skipping a step when
-every host buffer is in flight (`_skip`), shipping prediction counts, and the forward-hook bodies that
+step and the scalars leave for the host in one copy), the polling of the transfer (and taking up a failure
+of its delivery thread), skipping a step when every host buffer is in flight (`_skip`), shipping prediction counts, and the forward-hook bodies that
 drive these at the start of an iteration. The optimizer's step hooks and step counting are
 `_stepping`, recording scalars and predictions `_recording`, the public facade `hook`.
 """
@@ -227,6 +227,12 @@ class HookState:
         if failure is not None and not self._failed:
             self._fail(f"statistics worker ({failure[0]})", failure[1])
 
+    def _check_delivery(self) -> None:
+        """On the training thread: turn a failure on the transfer's delivery thread into a hook failure."""
+        failure = self._transfer.error
+        if failure is not None and not self._failed:
+            self._fail(*failure)
+
     def _no_optimizer(self, when: str) -> None:
         """Say once that steps are not counted: no optimizer was registered (logged, and in END.json)."""
         if self._warned_no_optimizer:
@@ -290,8 +296,11 @@ class HookState:
 
     @fail_open("writing a saved step")
     def _poll(self) -> None:
-        """Write the saved steps whose copies to the host are done (never waits)."""
+        """Hand the saved steps whose copies to the host are done to the delivery thread (never waits); take up a
+        delivery that failed."""
         self._transfer.poll()
+        if self._transfer.error is not None:
+            self._check_delivery()
 
     def _activation_hook(self, act: Activation) -> Callable[[nn.Module, object, object], None]:
         def hook(module: nn.Module, inputs: object, output: object) -> None:

@@ -83,6 +83,8 @@ class Stepping(HookState):
         if self._pending is not None:
             self._finalize()
         self._transfer.poll()
+        if self._transfer.error is not None:
+            self._check_delivery()
         if self.enabled and self.is_saved_step(step) and self._skipped != step:
             if self._transfer.has_room():
                 self._paths.stage(step)

@@ -27,7 +27,8 @@ or dtype):
 On the first two, the step's results and its scalars (with them, every step's since the saved step before:
 `record_scalar` keeps train scalars at every step) leave for the host in ONE non-blocking copy
 per device at the start of the next iteration (`_finalize.StepWriter.send`, `_transfer.Transfer`);
-the hook's next calls poll it and write the step once it is done; only `flush` and `close` wait.
+the hook's next calls poll it and, once it is done, hand it to a delivery thread that finishes and
+writes the step off the training thread; only `flush` and `close` wait.
 A saved step that finds every host buffer in flight is skipped and counted (`_skip`). Prediction
 counts (`record_predictions`, `_streams`) accumulate on the device and follow in a second, small
 copy of their own. Which forward hooks are installed when is `_forward`. Every hook
@@ -114,14 +115,17 @@ class Hook(Stepping, Recording):
             self._finalize()
         if self.enabled:
             self._transfer.wait()
+            self._check_delivery()
         self._writer.flush()
 
     def wait_idle(self, timeout: float = WORKER_DRAIN_SECONDS) -> bool:
-        """Wait at most `timeout` seconds until the statistics worker and the uploader have nothing in flight;
-        True if both are idle. Writes nothing early (unlike `flush`): for benchmarks and tests."""
+        """Wait at most `timeout` seconds until the statistics worker, the transfer's delivery thread and the
+        uploader have nothing in flight; True if all are idle. Writes nothing early (unlike `flush`): for benchmarks and tests."""
         deadline = time.monotonic() + timeout
         worker = self._worker
         if worker is not None and not worker.drain(timeout):
+            return False
+        if not self._transfer.drain(max(0.0, deadline - time.monotonic())):
             return False
         return self._writer is None or self._writer.wait_idle(max(0.0, deadline - time.monotonic()))
 
@@ -138,6 +142,7 @@ class Hook(Stepping, Recording):
             self.flush()
         self._closed = True
         self._remove_handles()
+        self._transfer.close()
         if self._writer is not None:
             self._paths.close()
             if self._forward.roots and not self._registered_optimizer and not self._failed:

@@ -12,6 +12,9 @@ finds them all busy waits a little (`wait_for_room`, within the hook's wait allo
 skipped by the hook and counted. The first error
 stops the worker: later jobs are dropped and the hook, polling `error` from the training
 thread, disables capture (a worker never touches the hook's state or its module hooks).
+
+The transfer (`_transfer.Transfer`) runs one as its delivery thread: there a job writes a saved
+step whose copy to the host is done, and a slot job holds one of the transfer's host buffers.
 """
 
 from __future__ import annotations

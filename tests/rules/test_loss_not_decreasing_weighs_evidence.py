@@ -241,3 +241,80 @@ def test_a_loss_that_rose_above_its_first_window_is_not_called_within_2_percent_
     found = run(LossNotDecreasing(), views(with_metric(outlier_then_rise, None), steps=200))
     assert found[0].step == 150 and "the loss rose instead of falling" in found[0].message
     assert "x its mean over the first 50 steps" in found[0].message and "within 2%" not in found[0].message
+
+
+def every_step(
+    fault: Callable[[StepData], None], steps: int = 400, interval: int = 10, *, inputs: bool = False
+) -> Iterator[StepView]:
+    """The stream as a run saved every `interval` steps reads it with the loss kept at every step (format 2.4): the
+    saved steps' views, and between them views with the loss alone (`saved` False)."""
+    for v in Stream(steps=steps, fault=fault, inputs=inputs):
+        if v.step % interval == 0:
+            yield v
+        else:
+            yield StepView(
+                step=v.step, scalars={"loss": v.scalars["loss"]}, eval_scalars=v.eval_scalars, saved=False
+            )
+
+
+def test_the_windows_read_the_loss_of_every_step_and_decide_at_saved_steps() -> None:
+    # the saved steps' losses sit at 3.0 (a sample that happens to miss the fall); every other step's loss falls
+    # 10% by step 100: read at every step, the windows fell clearly, and the run is no stuck one
+    def sampled_flat(step: int) -> float:
+        return 3.0 if step % 10 == 0 else 3.0 * (1 - 0.001 * min(step, 100)) * (1 + 0.01 * noise(step))
+
+    assert run(LossNotDecreasing(), every_step(shaped(sampled_flat, None))) == []
+    # read at saved steps only, the same run is flat at its first value
+    found = run(LossNotDecreasing(), views(shaped(sampled_flat, None)))
+    assert found[0].step == 150
+    # a loss flat at every step is stuck, and the finding comes at a saved step
+    found = run(LossNotDecreasing(), every_step(shaped(lambda s: 2.3 * (1 + 0.005 * noise(s)), None)))
+    assert found[0].step == 150 and "standard errors of the batch noise" in found[0].message
+
+
+def test_a_held_out_loss_that_still_falls_outweighs_a_training_loss_flat_beyond_the_noise() -> None:
+    # batch noise of +-0.5%: the window sits far above the stuck bound by the training loss alone, but the eval loss
+    # fell 4.5% by step 150 (a slow learner whose training loss is dominated by dropout): not stuck
+    flat = lambda s: 2.3 * (1 + 0.005 * noise(s))
+    assert run(LossNotDecreasing(), views(shaped(flat, lambda s: 2.4 * (1 - 0.0003 * s)))) == []
+    found = run(LossNotDecreasing(), views(shaped(flat, lambda s: 2.4)))
+    assert found[0].step == 150 and "standard errors of the batch noise" in found[0].message
+
+
+def test_a_held_out_concordance_far_above_one_half_says_the_model_learned_something() -> None:
+    # a Cox partial likelihood, mostly irreducible: 4.3 in the first window, 4.25 after it (within 2%), while the
+    # held-out concordance index stands at 0.77 from its first record (chance level 0.5): learned in the first steps
+    def cox(step: int) -> float:
+        return (4.31 if step < 50 else 4.25) * (1 + 0.003 * noise(step))
+
+    assert (
+        run(LossNotDecreasing(), views(with_metric(cox, lambda s: 0.77 + 0.002 * noise(s), "val_c_index")))
+        == []
+    )
+    # at 0.52, within a fifth of the way from chance to 1, it says nothing against the loss
+    found = run(
+        LossNotDecreasing(), views(with_metric(cox, lambda s: 0.52 + 0.002 * noise(s), "val_c_index"))
+    )
+    assert found[0].step == 150 and "the model has learned nothing" in found[0].message
+    # nor does an accuracy, however high: predicting the majority class scores its share
+    found = run(
+        LossNotDecreasing(), views(with_metric(cox, lambda s: 0.9 + 0.002 * noise(s), "val_accuracy"))
+    )
+    assert found[0].step == 150
+
+
+def test_a_loss_near_chance_that_swings_from_batch_to_batch_beside_a_learning_metric_is_no_plateau() -> None:
+    # near ln 64 = 4.16, chance level of an in-batch loss over the 64 inputs, after 4.9 at first, swinging 6% from
+    # batch to batch (a likelihood that passes near ln K: a point process's over 2 outputs at 0.70), while the held-out
+    # gain climbs 0.6 -> 0.8: uniform outputs would score ln 64 on every batch
+    def near_chance(step: int) -> float:
+        return (4.9 if step < 20 else 4.17) * (1 + 0.06 * noise(step))
+
+    gain = with_metric(near_chance, lambda s: min(0.5 + 0.002 * s, 0.9), "val_gain")
+    assert run(LossNotDecreasing(), every_step(gain, inputs=True)) == []
+    # without the metric, read at every step, it sits at chance level beyond the noise
+    found = run(LossNotDecreasing(), every_step(with_metric(near_chance, None), inputs=True))
+    assert (
+        found[0].step == 150
+        and "chance level for an in-batch contrastive loss over 64 pairs" in found[0].message
+    )

@@ -13,6 +13,8 @@ import json
 
 import numpy as np
 
+from trainguard.rules.chance import ranking_chance_level
+from trainguard.rules.metric_against_loss import direction
 from trainguard.rules.metric_progress import MetricProgress
 from trainguard.rules.step_view import COLUMNS, StepView
 
@@ -76,3 +78,29 @@ def test_the_state_survives_a_round_trip() -> None:
             )
         )
     assert progress.learned(0.2, 2.0) == again.learned(0.2, 2.0) is not None
+
+
+def test_a_ranking_metric_far_above_its_chance_level_has_skill_from_its_first_record() -> None:
+    # a concordance index at 0.77 from the first evaluation on (chance level 0.5): no progress, but skill
+    flat = _progress("val_c_index", [0.771, 0.769, 0.768, 0.769, 0.770])
+    assert flat.learned(0.2, 2.0) is None
+    found = flat.skilled(0.2, 2.0)
+    assert found is not None and found.name == "val_c_index" and 0.5 < found.share < 0.56
+    # within a fifth of the way from chance to 1 (0.6) it shows none; nor does a record-to-record swing that large
+    assert _progress("val_concordance", [0.55, 0.56, 0.57, 0.58]).skilled(0.2, 2.0) is None
+    assert _progress("val_auc", [0.62, 0.9, 0.62, 0.9, 0.65]).skilled(0.2, 2.0) is None
+    # an R2 of 0.55 and a correlation of 0.6 have it; an accuracy, whose chance level depends on the classes, is not read
+    assert _progress("val_r2", [0.54, 0.55, 0.55, 0.55]).skilled(0.2, 2.0) is not None
+    assert _progress("val_spearman", [0.6, 0.61, 0.6, 0.61]).skilled(0.2, 2.0) is not None
+    assert _progress("val_accuracy", [0.9, 0.9, 0.9, 0.9]).skilled(0.2, 2.0) is None
+
+
+def test_a_concordance_index_and_a_gain_are_read_as_higher_is_better() -> None:
+    assert [direction(n) for n in ("val_c_index", "val_cindex", "val_concordance", "val_gain")] == [
+        1,
+        1,
+        1,
+        1,
+    ]
+    assert [ranking_chance_level(n, None) for n in ("val_c_index", "harrell_concordance")] == [0.5, 0.5]
+    assert direction("val_index") == 0 and ranking_chance_level("val_gain", None) is None

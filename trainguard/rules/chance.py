@@ -34,8 +34,9 @@ def chance_level(name: str, classes: int | None) -> float | None:
     return 0.0 if tokens & R2 else None
 
 
-ROC_AUC = frozenset({"auc", "auroc", "rocauc"})
-"""Name tokens of an area under the ROC curve: chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
+ROC_AUC = frozenset({"auc", "auroc", "rocauc", "cindex", "concordance"})
+"""Name tokens of an area under the ROC curve, and of the concordance index that generalises it to censored times
+(`c_index`, Harrell's C): chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
 CORRELATION = frozenset({"correlation", "corr", "pearson", "spearman", "kendall"})
 """Name tokens of a correlation of the model's scores with the truth: chance level 0 (no relation) whatever the data,
 -1 for an exactly reversed order."""
@@ -50,6 +51,8 @@ def ranking_chance_level(name: str, classes: int | None) -> float | None:
     tokens = set(_TOKEN.findall(name.lower()))
     if "loss" in tokens:
         return None
+    if {"c", "index"} <= tokens:
+        tokens.add("cindex")
     if tokens & ROC_AUC:
         return None if tokens & {"pr", "auprc", "prauc"} else 0.5
     return 0.0 if tokens & CORRELATION else None

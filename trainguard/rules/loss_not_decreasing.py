@@ -39,6 +39,15 @@ irreducible noise, falls 2-5% while the held-out R^2 climbs from 0.45 to 0.8), a
 its first window's level too (a VQ-VAE's codebook and commitment terms grow as the encoder's outputs spread, the total
 twice its start, while the held-out R^2 of the reconstruction rises): that loss moved, and is no plateau. A finding
 on a loss above its reference says by how many times it rose, not that it is "within 2%" of it.
+The loss of every step is read where the run records it (`every_step`): a window's noise comes from its 50 losses,
+not from the 5 of its saved steps, and the stuck path decides at saved steps. Held-out evidence is asked first: an
+eval loss (or held-out error) still falling `stuck_eval_drop` outweighs a training loss at its first level (dropout
+0.5 on batches of 8: flat beyond the noise of 50 losses while the eval loss falls); a held-out metric whose chance
+level holds whatever the data (an AUC or a concordance index at 0.5, a correlation or an R^2 at 0) a fifth of the way
+from chance to 1 says the model learned something (a Cox model's concordance at 0.77 from its first record while its
+partial likelihood, mostly irreducible, sits within 2% of its first window); and beside a learning metric only a loss
+pinned at chance level (its batch-to-batch spread within `stuck_drop` of it: uniform outputs score ln K on every
+batch) is "at chance", not one that passes near ln K swinging from batch to batch.
 A run that records several losses and no total (`d_loss` and `g_loss` of a GAN) is not judged:
 which of them should go down is not known, and an adversarial loss need not go down at all.
 SageMaker Debugger's `num_steps`, `diff_percent`, `mode` and `use_losses_collection`.
@@ -94,6 +103,10 @@ class LossNotDecreasing(base.Rule):
         "check the learning rate (too low, or decayed to zero), that optimizer.step() and zero_grad() run, "
         "and that the labels match the inputs"
     )
+    every_step = True
+    """Reads the loss of every step (format 2.4), where it is recorded, else of saved steps: a window's noise is
+    estimated from its 50 losses, not from the 5 of its saved steps (whose spread is itself a noisy figure: a
+    heavy-tailed loss gives five values that agree by chance). It decides at saved steps, as before."""
 
     class Params(base.Params):
         num_steps: int = Field(
@@ -356,11 +369,10 @@ class LossNotDecreasing(base.Rule):
         if pairs is not None:
             reference = min(reference, pairs)  # falling to ln B, chance of a contrastive loss, is no learning
         error = shared_loss.error_of_difference(window, self.opening)
-        if (
-            window.mean < reference * (1 - p.stuck_drop)
-            and reference - window.mean >= p.min_significance * error
-        ):
-            self.learned = view.step
+        if reference * (1 - p.stuck_drop) - window.mean >= p.min_significance * error:
+            self.learned = (
+                view.step
+            )  # below the stuck bound beyond the noise, as a stuck window must be above it
 
     def _reference(self, *, opening: bool = False) -> float:
         """The loss "learning" is measured from: the first loss, or chance level ln K when that is lower (an
@@ -422,8 +434,8 @@ class LossNotDecreasing(base.Rule):
                 self.pairs = input_batch(view)
             self._gradient_reaches_input(view, p)
         first = self.first
-        if self.reported_fast or first is None or not first > 0 or self.first_step is None:
-            return []
+        if self.reported_fast or first is None or not first > 0 or self.first_step is None or not view.saved:
+            return []  # decided at saved steps: between them a view adds its loss to the windows
         cut = view.step - p.stuck_window_steps
         last = [x for s, x in self.recent if s > cut]
         before = [x for s, x in self.recent if s <= cut]
@@ -466,7 +478,9 @@ class LossNotDecreasing(base.Rule):
         # rose clearly above that level too moved, and with the metric learning it is an objective that rises by
         # design (a VQ-VAE's codebook and commitment terms grow as the encoder's outputs spread, while its held-out
         # reconstruction R^2 rises from 0.05 to 0.5), not a model that learned nothing.
-        progress = self.metrics.learned(1 - learned, p.min_significance)
+        progress = self.metrics.learned(1 - learned, p.min_significance) or self.metrics.skilled(
+            1 - learned, p.min_significance
+        )
         from_first = recent > first * (1 - p.stuck_drop) and progress is None
         opening_noise = math.sqrt(window.var / window.n + window.var / max(self.opening.n, 1))
         above_opening = recent - opening * (1 + p.stuck_drop) >= p.min_significance * opening_noise
@@ -481,7 +495,13 @@ class LossNotDecreasing(base.Rule):
         at_first = from_first or from_opening
         # at chance and no longer falling towards it (a slow start passes through chance level on its way down)
         flat = bool(before) and recent >= (1 - p.stuck_drop) * sum(before) / len(before)
-        at_chance = near_chance and flat
+        # With a metric that says the model learns, a loss stays "at chance" only where its outputs predict nothing
+        # for any batch: uniform outputs score ln K on every batch, so its batch-to-batch spread is within `stuck_drop`
+        # of chance level (an in-batch loss pinned at ln B while the features' accuracy climbs). A loss that swings 6%
+        # from batch to batch around 0.70 (a point process's likelihood near ln 2, its held-out gain rising 0.54 ->
+        # 0.71) predicts some batches better than others: it passes near ln K, its outputs are not uniform.
+        pinned = chance is not None and math.sqrt(window.var) <= p.stuck_drop * chance
+        at_chance = near_chance and flat and (progress is None or pinned)
         if not (at_first or at_chance):
             return []
         ratio = min((r for _, r in self.grad_ratio), default=None)
@@ -514,12 +534,12 @@ class LossNotDecreasing(base.Rule):
 
         reference, claimed, noise = max(claims, key=strength)
         significant = strength((reference, claimed, noise)) >= p.min_significance
-        eval_stuck = (
-            self.eval_best is not None
-            and self.eval_last is not None
-            and self.eval_best > 0
-            and self.eval_last > self.eval_best * (1 - p.stuck_eval_drop)
-        )
+        held_out = self.eval_best is not None and self.eval_last is not None and self.eval_best > 0
+        eval_stuck = held_out and self.eval_last > self.eval_best * (1 - p.stuck_eval_drop)  # type: ignore[operator]
+        if held_out and not eval_stuck and not rose:
+            # the held-out loss (or error) still falls: a slow learner, whatever a training loss at its first level
+            # says (dropout 0.5 on batches of 8, read at every step); one that rose beyond the noise is no plateau
+            return []
         if not (significant or eval_stuck):
             return []  # too noisy to tell a stuck run from a slow one, and no eval loss says it is stuck
         self.reported_fast = True

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainguard.rules import shared_loss
+from trainguard.rules.chance import ranking_chance_level
 from trainguard.rules.metric_against_loss import LOWER, direction
 from trainguard.rules.step_view import StepView
 
@@ -115,6 +116,23 @@ class MetricProgress:
             noise = math.sqrt(s.diffs.var)
             if gap > 0 and gain >= share * gap and gain >= significance * noise:
                 return Learned(name, s.first, s.last, gain / gap, noise)
+        return None
+
+    def skilled(self, share: float, significance: float) -> Learned | None:
+        """The first metric whose latest record lies `share` of the way from its chance level to its best score and
+        `significance` times its record-to-record noise beyond that: a model that scores so has learned something,
+        whatever it scored at its first record (a concordance index at 0.77 from the first evaluation on). Only a metric
+        whose chance level holds whatever the data (`chance.ranking_chance_level` without the outputs' count: an area
+        under the ROC curve, a concordance index, a correlation, an R^2): an accuracy scores the majority class's share
+        by predicting it. None when none does."""
+        for name, s in self.series.items():
+            chance = ranking_chance_level(name, None)
+            if chance is None or s.n < MIN_RECORDS or s.first is None or s.last is None or s.hi > 1.0:
+                continue
+            band = chance + share * (1.0 - chance)
+            noise = math.sqrt(s.diffs.var)
+            if s.last - band >= significance * noise and s.last > band:
+                return Learned(name, s.first, s.last, (s.last - chance) / (1.0 - chance), noise)
         return None
 
     def get_state(self) -> dict[str, list[Any]]:

@@ -619,6 +619,30 @@ def test_diverging_loss_judges_a_fall_the_same_wherever_zero_lies() -> None:
     assert run(DivergingLoss(), (v for v in Stream(steps=250, fault=gaussian_nll) if v.step % 10 == 0)) == []
 
 
+def test_diverging_loss_leaves_a_likelihood_that_sharpens_while_its_held_out_score_rises_alone() -> None:
+    # a Gaussian policy cloned from a deterministic expert: its NLL falls 0.3 a window from -0.8 as its variance
+    # shrinks, while the held-out goal progress climbs 0.82 -> 0.97 (recorded every 25 steps)
+    def cloning(score: Callable[[int], float]) -> Callable[[StepData], None]:
+        def fault(d: StepData) -> None:
+            d.scalars["loss"] = -0.8 - 0.006 * d.step
+            d.eval_scalars.clear()
+            if d.step and d.step % 25 == 0:
+                d.eval_scalars["val_goal_progress"] = score(d.step)
+
+        return fault
+
+    def views(score: Callable[[int], float]) -> list[StepView]:
+        return [v for v in Stream(steps=300, fault=cloning(score)) if v.step % 5 == 0]
+
+    assert run(DivergingLoss(), views(lambda s: min(0.8 + 0.0012 * s, 0.98))) == []
+    # the same fall while the score, after rising 0.49 -> 0.61 in the first 50 steps, stays there (a CRF whose
+    # log-partition sums over the wrong tags): no floor, whatever the score did at first
+    found = run(DivergingLoss(), views(lambda s: 0.49 + 0.12 * min(s, 50) / 50))
+    assert found and found[0].message.startswith("loss: falling without bound")
+    # and without any held-out score
+    assert run(DivergingLoss(), views(lambda s: math.nan))
+
+
 def test_diverging_loss_names_a_loss_growing_steadily() -> None:
     def warmup_never_capped(d: StepData) -> None:
         d.scalars["loss"] = 0.3 * 1.01 ** max(d.step - 100, 0)

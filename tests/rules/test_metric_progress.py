@@ -104,3 +104,17 @@ def test_a_concordance_index_and_a_gain_are_read_as_higher_is_better() -> None:
     ]
     assert [ranking_chance_level(n, None) for n in ("val_c_index", "harrell_concordance")] == [0.5, 0.5]
     assert direction("val_index") == 0 and ranking_chance_level("val_gain", None) is None
+
+
+def test_rising_since_a_mark_asks_a_move_towards_the_best_score_beyond_the_noise() -> None:
+    progress = _progress("val_goal_progress", [0.82, 0.87, 0.90])
+    mark = progress.latest()
+    assert mark == {"val_goal_progress": 0.90}
+    for x in (0.94, 0.95, 0.97):
+        progress.push(StepView(step=100, eval_scalars={"val_goal_progress": x}))
+    found = progress.rising_since(mark, 2.0)
+    assert found is not None and (found.first, found.last) == (0.90, 0.97)
+    # a score that stopped where it was at the mark has not, nor one that fell
+    flat = _progress("val_token_accuracy", [0.49, 0.61, 0.612, 0.611, 0.616])
+    assert flat.rising_since({"val_token_accuracy": 0.611}, 2.0) is None
+    assert flat.rising_since({"val_token_accuracy": 0.7}, 2.0) is None

@@ -24,6 +24,15 @@ not independent, a part's median is nearly so): a noisy loss rises 2x over three
 last window's change must not be smaller than the one before by as many standard errors of the parts' noise
 about their own trend: a likelihood settling at its floor falls by 0.75 as much each window, within
 `keep_pace` of running away but steadily slowing, not by chance.
+A loss falling without bound beside a held-out metric that learns (`metric_progress`: its latest record closed a fifth
+of the gap from its first record to its best score, by `min_significance` times its record-to-record noise) is a
+likelihood sharpening on data it fits, not one without a floor, while that metric still rises beyond its noise since
+the first of the three windows ended: a Gaussian policy cloned from a deterministic expert shrinks its variance
+towards 0, its NLL falling -0.8 -> -2.5 at a steady pace, while the held-out goal progress climbs 0.82 -> 0.98 (0.90 ->
+0.97 over the last two windows). A loss with no floor runs away whatever the score does: a CRF whose log-partition sums
+over the wrong tags falls 1.7 -> -28 in 150 steps while the tagging accuracy, after rising 0.49 -> 0.61 in the first
+50 steps as the emissions learn, stays there; log-likelihoods read off raw logits or a loss maximised with the wrong
+sign leave the held-out score where it was, or worse.
 A run that records several losses and no total (a GAN's `d_loss` and `g_loss`) is not judged.
 """
 
@@ -36,8 +45,12 @@ from typing import Any
 from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, shared, shared_loss
+from trainguard.rules import base, metric_progress, shared, shared_loss
 from trainguard.rules.step_view import StepView
+
+LEARNED_SHARE = 0.2
+"""The share of the gap from its first record to its best score a held-out metric must close to say the model fits (a
+fifth, as for `loss_not_decreasing`)."""
 
 
 class DivergingLoss(base.Rule):
@@ -110,12 +123,18 @@ class DivergingLoss(base.Rule):
         self.noise: list[float | None] = []
         """The squared standard errors of those means from the parts' spread about their own trend (None for
         fewer than three parts): the noise left when the loss's steady movement within the window is set aside."""
+        self.metrics = metric_progress.MetricProgress()
+        """The eval-mode quality metrics the run records (the evidence that a likelihood falling steadily fits)."""
+        self.marks: list[dict[str, float]] = []
+        """Each metric's latest record at the end of the last three windows, oldest first."""
 
     def has_input(self, view: StepView) -> bool:
         return self.read(view) is not None
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: DivergingLoss.Params = self.params  # type: ignore[assignment]
+        if view.eval_scalars:
+            self.metrics.push(view)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
             return []  # a non-finite loss is exploding_tensor's
@@ -138,6 +157,7 @@ class DivergingLoss(base.Rule):
         var = math.fsum((x - mean) ** 2 for x in parts) / (len(parts) - 1) if len(parts) > 1 else 0.0
         if not math.isfinite(var):
             var = 0.0  # losses beyond float range have no usable spread: their growth alone decides
+        self.marks = [*self.marks[-2:], self.metrics.latest()]
         self.means = [*self.means[-2:], self.shift + mean]
         self.errors = [*self.errors[-2:], var / len(parts)]
         self.noise = [*self.noise[-2:], _trend_free_error(parts)]
@@ -161,6 +181,12 @@ class DivergingLoss(base.Rule):
         )
         if not (falling or rising):
             return []
+        if (
+            falling
+            and self.metrics.learned(LEARNED_SHARE, p.min_significance) is not None
+            and self.metrics.rising_since(self.marks[0], p.min_significance) is not None
+        ):
+            return []  # a likelihood sharpening while the held-out metric says the model fits better and better
         if self._slowing(m1, m2, m3, p.min_significance):
             return []
         span = 3 * p.window_steps
@@ -215,6 +241,8 @@ class DivergingLoss(base.Rule):
             "first": self.first,
             "first_step": self.first_step,
             "scale": self.scale,
+            "metrics": self.metrics.get_state(),
+            "marks": self.marks,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -231,6 +259,8 @@ class DivergingLoss(base.Rule):
         self.first = None if state.get("first") is None else float(state["first"])
         self.first_step = int(state.get("first_step", 0))
         self.scale = float(state.get("scale", 0.0))
+        self.metrics.set_state(state.get("metrics"))
+        self.marks = [{str(k): float(v) for k, v in m.items()} for m in state.get("marks", [])]
 
 
 def _trend_free_error(parts: list[float]) -> float | None:

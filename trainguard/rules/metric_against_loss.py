@@ -113,7 +113,7 @@ HIGHER = frozenset(
         "acc", "accuracy", "auc", "auroc", "auprc", "f1", "iou", "miou", "dice", "score", "skill", "reward",
         "rewards", "return", "returns", "success", "recall", "precision", "hits", "r2", "exact", "bleu",
         "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck", "purity", "correlation", "corr",
-        "pearson", "spearman", "kendall", "cindex", "concordance", "gain",
+        "pearson", "spearman", "kendall", "cindex", "concordance", "gain", "progress",
     }
 )  # fmt: skip
 """Name tokens of metrics that should rise (a trailing number is dropped: `hits10`, `recall5`)."""

@@ -118,6 +118,25 @@ class MetricProgress:
                 return Learned(name, s.first, s.last, gain / gap, noise)
         return None
 
+    def latest(self) -> dict[str, float]:
+        """Each metric's latest record (a mark to measure later progress from: `rising_since`)."""
+        return {name: s.last for name, s in self.series.items() if s.last is not None}
+
+    def rising_since(self, mark: dict[str, float], significance: float) -> Learned | None:
+        """The first metric that moved towards its best score since `mark` (an earlier `latest`) by `significance` times
+        its record-to-record noise, with three records at least; None when none did."""
+        for name, s in self.series.items():
+            sign, before = _sign(name), mark.get(name)
+            if before is None or s.last is None or s.first is None or s.n < MIN_RECORDS:
+                continue
+            gain = sign * (s.last - before)
+            noise = math.sqrt(s.diffs.var)
+            if gain > 0 and gain >= significance * noise:
+                best = s.best(sign, determination(name))
+                share = gain / abs(best - before) if best is not None and best != before else math.nan
+                return Learned(name, before, s.last, share, noise)
+        return None
+
     def skilled(self, share: float, significance: float) -> Learned | None:
         """The first metric whose latest record lies `share` of the way from its chance level to its best score and
         `significance` times its record-to-record noise beyond that: a model that scores so has learned something,

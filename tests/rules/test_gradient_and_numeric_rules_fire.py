@@ -184,6 +184,20 @@ def test_vanishing_gradient_severe_ratio_fires_at_once_while_the_loss_still_fall
     assert "the loss need not stall" in f.message
 
 
+def test_vanishing_gradient_severe_ratio_no_longer_counts_once_the_loss_halved() -> None:
+    # a GRU recommender over mean-pooled embeddings: its input weights get 1e-3 of the output layer's gradient from
+    # step 70 on, by when its loss has fallen 0.70 -> 0.25; it learns, whatever its first layer gets
+    def recommender(d: StepData) -> None:
+        d.scalars["loss"] = 0.23 + 0.47 * math.exp(-d.step / 25)
+        if d.step >= 70:
+            d.scale("grad/fc0.weight", 1e-3)
+
+    assert run(VanishingGradient(), Stream(steps=300, fault=recommender)) == []
+    # with the severe ratio counting whatever the loss does, it is reported
+    f = first(run(VanishingGradient({"severe_loss_fraction": None}), Stream(steps=300, fault=recommender)))
+    assert f.step == 72 and "the loss need not stall" in f.message
+
+
 def test_vanishing_gradient_severe_ratio_fires_on_a_six_layer_sigmoid_net() -> None:
     def six_sigmoid_layers(d: StepData) -> None:
         d.scale(
@@ -213,7 +227,10 @@ def test_vanishing_gradient_severe_ratio_reads_a_last_layer_that_grew_as_no_vani
 
     def first_shrinks(
         d: StepData,
-    ) -> None:  # the same fall of the ratio, the first layer's gradient shrinking
+    ) -> (
+        None
+    ):  # the same fall of the ratio, the first layer's gradient shrinking, while the loss has not halved
+        d.scalars["loss"] = 2.3 - 0.5 * min(d.step / 200, 1.0)
         d.scale("grad/fc0.weight", 2000.0 ** -min(d.step / 200, 1.0))
 
     f = first(run(VanishingGradient(), Stream(steps=300, fault=first_shrinks)))

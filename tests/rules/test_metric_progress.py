@@ -102,7 +102,14 @@ def test_a_concordance_index_and_a_gain_are_read_as_higher_is_better() -> None:
         1,
         1,
     ]
-    assert [ranking_chance_level(n, None) for n in ("val_c_index", "harrell_concordance")] == [0.5, 0.5]
+    # placed at 0.5, as C, only for readings where a 2C - 1 read as C understates the skill
+    assert [
+        ranking_chance_level(n, None, concordance=True) for n in ("val_c_index", "harrell_concordance")
+    ] == [
+        0.5,
+        0.5,
+    ]
+    assert ranking_chance_level("val_concordance", None) is None
     assert direction("val_index") == 0 and ranking_chance_level("val_gain", None) is None
 
 

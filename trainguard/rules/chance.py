@@ -34,25 +34,31 @@ def chance_level(name: str, classes: int | None) -> float | None:
     return 0.0 if tokens & R2 else None
 
 
-ROC_AUC = frozenset({"auc", "auroc", "rocauc", "cindex", "concordance"})
-"""Name tokens of an area under the ROC curve, and of the concordance index that generalises it to censored times
-(`c_index`, Harrell's C): chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
+ROC_AUC = frozenset({"auc", "auroc", "rocauc"})
+"""Name tokens of an area under the ROC curve: chance level 0.5 (`prauc`, `auprc` and `ap` are not among them)."""
+CONCORDANCE = frozenset({"cindex", "concordance"})
+"""Name tokens of a concordance index (`c_index`, Harrell's C), which generalises the ROC AUC to censored times:
+0.5 at chance as C, but 0 as 2C - 1 (Somers' D), which runs also record under the name (a discrete-time hazard
+model's `val_concordance` at 0.16 -> 0.32 as 2C - 1 read as a C read as ranking reversed). The name does not say
+which, so only a reading that errs towards alarming places it (`ranking_chance_level`'s `concordance`)."""
 CORRELATION = frozenset({"correlation", "corr", "pearson", "spearman", "kendall"})
 """Name tokens of a correlation of the model's scores with the truth: chance level 0 (no relation) whatever the data,
 -1 for an exactly reversed order."""
 
 
-def ranking_chance_level(name: str, classes: int | None) -> float | None:
+def ranking_chance_level(name: str, classes: int | None, *, concordance: bool = False) -> float | None:
     """`chance_level`, 0.5 for an area under the ROC curve and 0 for a correlation with the truth; None for a name
-    containing `loss` (or `pr`, for an area)."""
+    containing `loss` (or `pr`, for an area). With `concordance`, 0.5 for a concordance index too, read as C: for a
+    reading where a 2C - 1 read as C can only understate a model's skill (0.77 as 2C - 1 is C = 0.885), never one
+    that calls a score below chance."""
     level = chance_level(name, classes)
     if level is not None:
         return level
     tokens = set(_TOKEN.findall(name.lower()))
     if "loss" in tokens:
         return None
-    if {"c", "index"} <= tokens:
-        tokens.add("cindex")
+    if concordance and (tokens & CONCORDANCE or {"c", "index"} <= tokens):
+        return 0.5
     if tokens & ROC_AUC:
         return None if tokens & {"pr", "auprc", "prauc"} else 0.5
     return 0.0 if tokens & CORRELATION else None

@@ -43,7 +43,7 @@ The loss of every step is read where the run records it (`every_step`): a window
 not from the 5 of its saved steps, and the stuck path decides at saved steps. Held-out evidence is asked first: an
 eval loss (or held-out error) still falling `stuck_eval_drop` outweighs a training loss at its first level (dropout
 0.5 on batches of 8: flat beyond the noise of 50 losses while the eval loss falls); a held-out metric whose chance
-level holds whatever the data (an AUC or a concordance index at 0.5, a correlation or an R^2 at 0) a fifth of the way
+level holds whatever the data (an AUC or a concordance index read as C at 0.5, a correlation or an R^2 at 0) a fifth of the way
 from chance to 1 says the model learned something (a Cox model's concordance at 0.77 from its first record while its
 partial likelihood, mostly irreducible, sits within 2% of its first window); and beside a learning metric only a loss
 pinned at chance level (its batch-to-batch spread within `stuck_drop` of it: uniform outputs score ln K on every

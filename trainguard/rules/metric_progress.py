@@ -142,10 +142,10 @@ class MetricProgress:
         `significance` times its record-to-record noise beyond that: a model that scores so has learned something,
         whatever it scored at its first record (a concordance index at 0.77 from the first evaluation on). Only a metric
         whose chance level holds whatever the data (`chance.ranking_chance_level` without the outputs' count: an area
-        under the ROC curve, a concordance index, a correlation, an R^2): an accuracy scores the majority class's share
+        under the ROC curve, a concordance index read as C, a correlation, an R^2): an accuracy scores the majority class's share
         by predicting it. None when none does."""
         for name, s in self.series.items():
-            chance = ranking_chance_level(name, None)
+            chance = ranking_chance_level(name, None, concordance=True)
             if chance is None or s.n < MIN_RECORDS or s.first is None or s.last is None or s.hi > 1.0:
                 continue
             band = chance + share * (1.0 - chance)

@@ -129,7 +129,7 @@ def test_a_slot_returns_to_the_ring_only_once_its_delivery_is_over(transfer: _tr
     # and a third step is refused at once rather than waited for
     started = time.monotonic()
     assert not transfer.has_room() and not send(transfer, 3.0, deliveries)
-    assert time.monotonic() - started < 0.5 and transfer.in_flight == 2
+    assert time.monotonic() - started < 5.0 and transfer.in_flight == 2  # a send that waited would wait 10 s
     deliveries.hold.set()
     assert transfer.drain(10.0) and transfer.has_room() and transfer.in_flight == 0
     assert send(transfer, 3.0, deliveries)
@@ -195,13 +195,15 @@ def test_a_failing_delivery_is_kept_for_the_hook_and_nothing_after_it_is_deliver
     assert transfer.in_flight == 0 and transfer.has_room()
 
 
-def _proxy_transfer() -> _transfer.Transfer:
+def _proxy_transfer(slots: int = _transfer.DEFAULT_SLOTS) -> _transfer.Transfer:
     """CPU results sent the CUDA way (a slot, a poll, the delivery thread) instead of written at once."""
-    return _transfer.Transfer(staging=lambda device: Staging())
+    return _transfer.Transfer(slots=slots, staging=lambda device: Staging())
 
 
 def test_a_run_written_by_the_delivery_thread_equals_one_written_at_once(file_uri: str) -> None:
-    for uri, transfer in ((file_uri + "-thread", _proxy_transfer()), (file_uri + "-at-once", None)):
+    # a slot for every send of the run: a delivery thread that the machine's load holds back makes the hook skip a
+    # step when the ring is full (as it should), which is not what this test compares
+    for uri, transfer in ((file_uri + "-thread", _proxy_transfer(slots=64)), (file_uri + "-at-once", None)):
         with tg.Hook(
             uri, save_interval=3, tier1_interval=2, stats_worker=False, native_stats=False, transfer=transfer
         ) as hook:

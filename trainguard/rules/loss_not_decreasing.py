@@ -369,10 +369,9 @@ class LossNotDecreasing(base.Rule):
         if pairs is not None:
             reference = min(reference, pairs)  # falling to ln B, chance of a contrastive loss, is no learning
         error = shared_loss.error_of_difference(window, self.opening)
+        # below the stuck bound beyond the noise, as a stuck window must be above it
         if reference * (1 - p.stuck_drop) - window.mean >= p.min_significance * error:
-            self.learned = (
-                view.step
-            )  # below the stuck bound beyond the noise, as a stuck window must be above it
+            self.learned = view.step
 
     def _reference(self, *, opening: bool = False) -> float:
         """The loss "learning" is measured from: the first loss, or chance level ln K when that is lower (an
@@ -534,9 +533,13 @@ class LossNotDecreasing(base.Rule):
 
         reference, claimed, noise = max(claims, key=strength)
         significant = strength((reference, claimed, noise)) >= p.min_significance
-        held_out = self.eval_best is not None and self.eval_last is not None and self.eval_best > 0
-        eval_stuck = held_out and self.eval_last > self.eval_best * (1 - p.stuck_eval_drop)  # type: ignore[operator]
-        if held_out and not eval_stuck and not rose:
+        eval_best, eval_last = self.eval_best, self.eval_last
+        eval_stuck: bool | None = (
+            None  # whether the held-out loss (or error) stopped falling; None without one
+        )
+        if eval_best is not None and eval_last is not None and eval_best > 0:
+            eval_stuck = eval_last > eval_best * (1 - p.stuck_eval_drop)
+        if eval_stuck is False and not rose:
             # the held-out loss (or error) still falls: a slow learner, whatever a training loss at its first level
             # says (dropout 0.5 on batches of 8, read at every step); one that rose beyond the noise is no plateau
             return []

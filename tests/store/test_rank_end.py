@@ -50,3 +50,20 @@ def test_a_damaged_end_counts_as_none(file_uri: str) -> None:
     attempt(store, T0, close=True)
     store.put(run_format.end_key(0), b'{"status": "ok", "wall_ti')
     assert rank_end.current(store, 0) is None
+
+
+def test_last_step_is_the_highest_step_written_when_a_saved_steps_rows_arrive_after_later_scalars(
+    file_uri: str,
+) -> None:
+    # the hook's delivery thread writes a saved step's rows after the training thread has written the next steps'
+    # loss; END.json's last_step is the highest step, not the last one written
+    store = open_store(file_uri)
+    w = RankWriter(store, config=WriterConfig(flush_every_steps=1))
+    tid = w.define("w", collection="weights", shape=[2])
+    loss = w.define("loss", collection="losses", shape=[])
+    w.write_scalar(11, loss, 0.5)
+    w.write_step(10, np.array([tid]), np.zeros((1, len(run_format.STAT_COLUMNS)), np.float32))
+    assert w.last_step == 11
+    w.close()
+    end = rank_end.current(store, 0)
+    assert end is not None and end.last_step == 11

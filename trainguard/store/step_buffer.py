@@ -120,7 +120,9 @@ class StepBuffer:
                     b.units.setdefault(k, []).append(_as(v, _FLOAT32))
                 for k2, h in (hists or {}).items():
                     b.hists.setdefault(k2, []).append(_as(h, _FLOAT32))
-            self.last_step = int(step)
+            # the highest step: a saved step's rows may land after the next steps' scalars (the hook's delivery thread)
+            if self.last_step is None or step > self.last_step:
+                self.last_step = int(step)
             if not self._nonfinite_sent and (
                 b.stats[-1][:, _NONFINITE_COLUMNS].any() if nonfinite is None else nonfinite
             ):

@@ -62,6 +62,9 @@ def test_names_say_which_way_a_metric_should_move() -> None:
     assert [
         direction(n) for n in ("q_mean", "val_mae_score", "val_loss", "loss_scale", "group/0.0/lr", "kl")
     ] == [0] * 6
+    # the amount taken off an error is no error: a name of both ways, not judged
+    assert [direction(n) for n in ("val_colour_error_removed", "mse_reduction", "wer_reduced")] == [0] * 3
+    assert direction("val_noise_reduction") == 1
 
 
 def test_a_cutoff_metric_is_read_only_with_its_cutoff() -> None:

@@ -21,7 +21,7 @@ from tests.rules.test_chance_level_of_contrastive_losses_and_eval_metrics import
 from tests.rules.test_metric_against_loss import views as metric_views
 from trainguard.rules import chance
 from trainguard.rules.accuracy_gap import AccuracyGap
-from trainguard.rules.metric_against_loss import MetricAgainstLoss
+from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction
 from trainguard.rules.step_view import StepView
 
 
@@ -198,3 +198,21 @@ def test_a_correlation_with_the_truth_is_placed_at_zero_and_read_as_a_ranking() 
         return 0.8 - 0.8 * math.exp(-t / 60) + float(r.normal(0, 0.01))
 
     assert run(MetricAgainstLoss(), metric_views(rising, name="val_spearman")) == []
+
+
+def test_a_scorers_gini_coefficient_is_placed_at_zero_and_a_gini_impurity_is_not() -> None:
+    # the normalised Gini of credit and fraud scoring is 2 AUC - 1: 0 at chance, -1 reversed, higher is better
+    assert [chance.ranking_chance_level(n, 2) for n in ("val_gini", "normalized_gini")] == [0.0, 0.0]
+    assert chance.reversed_score("val_gini") == -1.0 and direction("val_gini") == 1
+    assert chance.ranking_chance_level("gini_impurity", 2) is None and direction("gini_impurity") == 0
+
+    # fraud labels joined to the wrong rows: the loss falls to the base rate's, the held-out Gini reads 0 throughout
+    found = run(MetricAgainstLoss(), metric_views(lambda t, r: 0.0, name="val_gini"))
+    assert [f.step for f in found] == [225]
+    assert "stayed at or below 0.1, 0.1 of the way from its chance level 0 to 1" in found[0].message
+
+    # a Gini that rises from 0 is learning
+    def rising(t: int, r: np.random.Generator) -> float:
+        return 0.5 - 0.5 * math.exp(-t / 60) + float(r.normal(0, 0.01))
+
+    assert run(MetricAgainstLoss(), metric_views(rising, name="val_gini")) == []

@@ -6,8 +6,9 @@ way from chance to 1. Other metrics (hits@k, recall@k, F1, the area under a prec
 level that depends on what the run does not record (candidates per query, class frequencies) and are not placed by
 `chance_level`. The area under the ROC curve (`val_auc`, `auroc`) is 0.5 at chance whatever the class frequencies
 (a random score ranks a positive above a negative half of the time), 0 for a ranking that is exactly reversed; a
-correlation of the scores with the truth (`val_reward_correlation`, `spearman`) is 0 at chance, -1 reversed:
-`ranking_chance_level` places both for the readings that use them.
+correlation of the scores with the truth (`val_reward_correlation`, `spearman`) and a scorer's Gini coefficient
+(`val_gini`, 2 AUC - 1) are 0 at chance, -1 reversed: `ranking_chance_level` places them for the readings that use
+them.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ which, so only a reading that errs towards alarming places it (`ranking_chance_l
 CORRELATION = frozenset({"correlation", "corr", "pearson", "spearman", "kendall"})
 """Name tokens of a correlation of the model's scores with the truth: chance level 0 (no relation) whatever the data,
 -1 for an exactly reversed order."""
+GINI = frozenset({"gini"})
+"""Name tokens of a scorer's Gini coefficient (the normalised Gini of credit and fraud scoring, 2 AUC - 1): chance
+level 0, -1 for an exactly reversed order, as a correlation; not a Gini impurity (`gini_impurity`, a split
+criterion, lower is better)."""
 
 
 def ranking_chance_level(name: str, classes: int | None, *, concordance: bool = False) -> float | None:
@@ -61,14 +66,18 @@ def ranking_chance_level(name: str, classes: int | None, *, concordance: bool = 
         return 0.5
     if tokens & ROC_AUC:
         return None if tokens & {"pr", "auprc", "prauc"} else 0.5
-    return 0.0 if tokens & CORRELATION else None
+    return 0.0 if tokens & CORRELATION or _gini(tokens) else None
+
+
+def _gini(tokens: set[str]) -> bool:
+    return bool(tokens & GINI) and "impurity" not in tokens
 
 
 def reversed_score(name: str) -> float:
     """The score of an exactly reversed order for a metric `ranking_chance_level` places beyond `chance_level`: 0 for
     an area under the ROC curve, -1 for a correlation."""
     tokens = set(_TOKEN.findall(name.lower()))
-    return -1.0 if tokens & CORRELATION and not tokens & ROC_AUC else 0.0
+    return -1.0 if (tokens & CORRELATION or _gini(tokens)) and not tokens & ROC_AUC else 0.0
 
 
 def is_placed(name: str) -> bool:

@@ -39,7 +39,8 @@ changes: the chance-level reading below judges it).
 
 Two chance-level readings need no worsening either (`chance_band`), on the metrics whose chance level does not
 depend on what the run leaves unrecorded: an R² (0, predicting the mean), an area under the ROC curve (0.5, a
-random ranking) and a correlation of the scores with the truth (0, no relation; `chance.ranking_chance_level`). Such a metric at most `chance_band` of the way from chance to 1 at
+random ranking), a correlation of the scores with the truth (0, no relation) and a scorer's Gini coefficient (2 AUC -
+1, 0; `chance.ranking_chance_level`). Such a metric at most `chance_band` of the way from chance to 1 at
 every record of both windows, its latest window not significantly above its first (a slow start rises), while
 the loss fell by `loss_significance` standard errors: what the loss optimises does not carry to held-out data at
 all (a KL term multiplied by the dataset size, so the posterior stays at its prior; coordinates in pixel units
@@ -114,7 +115,7 @@ HIGHER = frozenset(
         "rewards", "return", "returns", "success", "recall", "precision", "hits", "r2", "exact", "bleu",
         "rouge", "map", "ndcg", "mrr", "explained", "1nn", "top1", "top5", "pck", "purity", "correlation", "corr",
         "pearson", "spearman", "kendall", "cindex", "concordance", "gain", "progress", "removed", "reduction",
-        "reduced", "improvement",
+        "reduced", "improvement", "gini",
     }
 )  # fmt: skip
 """Name tokens of metrics that should rise (a trailing number is dropped: `hits10`, `recall5`). The amount taken off
@@ -127,7 +128,21 @@ recommender), `delta1` (the share of depth pixels within a factor 1.25 of the tr
 and `delta` any difference: they are not read."""
 _CUTOFF = re.compile(r"([a-z]+)[0-9]+")
 LOWER = frozenset(
-    {"mae", "mse", "rmse", "mape", "error", "err", "ppl", "perplexity", "nll", "wer", "cer", "ter"}
+    {
+        "mae",
+        "mse",
+        "rmse",
+        "mape",
+        "error",
+        "err",
+        "ppl",
+        "perplexity",
+        "nll",
+        "wer",
+        "cer",
+        "ter",
+        "impurity",
+    }
 )
 """Name tokens of metrics that should fall."""
 _TOKEN = re.compile(r"[a-z0-9]+")

@@ -10,8 +10,8 @@ triangle, a zigzag, a spiral, a cross of two strokes) of 8-32 points at a random
 stored as pen offsets and a pen-lift flag, offsets divided by their training spread, padded to 32 points; each batch
 sorted by length and packed; a GRU whose state at each drawing's last point goes through an MLP to the six kinds;
 cross-entropy; scored by the held-out accuracy. Bugs: the alive mask read from the red channel; the cells to update
-drawn once a rollout; the loss taken over every channel; the perception computed from a detached state; the batch sorted
-by length without its labels; the state read at the padded end; the warm-up of a Nesterov-SGD run left out.
+drawn once a rollout; the loss taken over every channel; the perception computed from a detached state; the GRU's state
+carried from one batch to the next; the state read at the padded end; the warm-up of a Nesterov-SGD run left out.
 """
 
 from __future__ import annotations
@@ -189,13 +189,15 @@ class SketchGRU(nn.Module):
         self.head = nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, KINDS))
         self.at_padded_end = at_padded_end
 
-    def forward(self, seqs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, seqs: torch.Tensor, lengths: torch.Tensor, h0: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if self.at_padded_end:
-            out, _ = self.gru(seqs)
+            out, self.state = self.gru(seqs, h0)
             return self.head(out[:, -1])
         packed = nn.utils.rnn.pack_padded_sequence(seqs, lengths, batch_first=True, enforce_sorted=False)
-        _, h = self.gru(packed)
-        return self.head(h[0])
+        _, self.state = self.gru(packed, h0)
+        return self.head(self.state[0])
 
 
 def sketches(run: Run) -> None:
@@ -219,15 +221,17 @@ def sketches(run: Run) -> None:
     def held_out_accuracy() -> float:
         return accuracy(model(seqs_v, lengths_v), kinds_v)
 
+    carried: torch.Tensor | None = None
     for step in range(run.steps):
         pick = run.indices(len(seqs), batch)
         x, n, y = seqs[pick], lengths[pick], kinds[pick]
         # longest first, as packing used to require
         order = n.argsort(descending=True)
-        x, n = x[order], n[order]
-        if run.bug != "labels_not_sorted_with_batch":
-            y = y[order]
-        loss = F.cross_entropy(model(x, n), y)
+        x, n, y = x[order], n[order], y[order]
+        # the state kept from the last batch, as a stateful language model keeps it
+        h0 = carried if run.bug == "state_carried_across_batches" else None
+        loss = F.cross_entropy(model(x, n, h0), y)
+        carried = model.state.detach()
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -138,8 +138,9 @@ def catalogue() -> list[Blind17Program]:
         b("E16", "loss_on_every_channel", nca, "loss_on_every_channel", "SC",
           "the loss taken over all twelve channels against a target padded with zeros, pinning the hidden channels",
           harmless=True),
-        b("E17", "labels_not_sorted_with_batch", sk, "labels_not_sorted_with_batch", "SC",
-          "the batch sorted by length for packing with its labels left in the old order"),
+        b("E17", "state_carried_across_batches", sk, "state_carried_across_batches", "SC",
+          "the GRU's final state kept (detached) as the next batch's initial state, as a stateful language model "
+          "keeps it, while held-out drawings start from zero", harmless=True),
         b("E18", "state_read_at_padded_end", sk, "state_read_at_padded_end", "SC",
           "the GRU's output read at the last padded step instead of at each drawing's last point", harmless=True),
         b("E19", "warmup_left_out", sk_sgd, "warmup_left_out", "DR",

@@ -263,6 +263,28 @@ def test_exploding_gradient_fires_on_a_sustained_jump_naming_the_layer_that_rose
     assert "global gradient norm" in f.message and "robust z" in f.message
 
 
+def test_exploding_gradient_leaves_a_jump_that_comes_with_a_loss_falling_steeply_to_its_floor() -> None:
+    # a transformer leaving a plateau: from step 340 the loss falls steeply towards a tenth of its level, and over
+    # steps 400-419 of that fall the gradients jump 20x; the same jump on the plateau's loss, or on a loss falling
+    # without a floor, is reported
+    def leaves_plateau(d: StepData) -> None:
+        if d.step >= 340:
+            d.scalars["loss"] *= max(0.1, 1.0 - (d.step - 340) / 80)
+        if 400 <= d.step < 420:
+            d.scale("grad/fc2.weight", 20.0)
+
+    assert run(ExplodingGradient(), Stream(fault=leaves_plateau)) == []
+    f = first(run(ExplodingGradient({"descent_fraction": None}), Stream(fault=leaves_plateau)))
+    assert (f.step, f.tensor) == (402, "grad/fc2.weight")
+
+    def falls_without_a_floor(d: StepData) -> None:
+        leaves_plateau(d)
+        if d.step >= 340:
+            d.scalars["loss"] -= 1.0  # a likelihood without a bound: below 0, no floor to fall towards
+
+    assert first(run(ExplodingGradient(), Stream(fault=falls_without_a_floor))).step == 402
+
+
 def test_exploding_gradient_absolute_threshold_names_the_largest_gradient() -> None:
     def big(d: StepData) -> None:
         if d.step >= 20:

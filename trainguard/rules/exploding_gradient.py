@@ -14,7 +14,8 @@ feeds on itself moves the weights; a Gaussian likelihood's gradients grow as its
 while Adam keeps the weights in place);
 any gradient's l2 above an absolute `threshold` (off by default); AUTOTRAINER's first/last kernel
 gradient ratio above `ratio_threshold`, gated on the loss not improving. The finding names the layer
-whose norm rose most above its own running average.
+whose norm rose most above its own running average. A jump is not reported while the loss falls steeply towards
+its floor (`descent_fraction`): a network that leaves a plateau steepens its loss and its gradients together.
 """
 
 from __future__ import annotations
@@ -101,6 +102,21 @@ class ExplodingGradient(base.Rule):
             default="grad_norm",
             description="Train scalar holding the global gradient norm, when the script records one.",
         )
+        descent_fraction: float | None = Field(
+            default=0.75,
+            gt=0,
+            lt=1,
+            description="A spike of the global norm is not reported while the loss falls steeply towards its floor: "
+            "positive, its median over the views of the last `descent_steps` steps at most this fraction of its "
+            "median over the views `descent_gap` steps before. A network leaving a plateau (a transformer that finds "
+            "how to reverse its digit strings after 200 steps near 1.4) steepens its loss and its gradients "
+            "together, 10-27x the rolling median while the loss falls 1.4 -> 0.1; gradients that explode leave the "
+            "loss flat, rising or falling without a floor. None: every spike is judged.",
+        )
+        descent_steps: int = Field(default=30, ge=1, description="Training steps of the recent loss median.")
+        descent_gap: int = Field(
+            default=50, ge=1, description="How many training steps before now the earlier loss median ends."
+        )
         trigger_k: int = base.trigger_k(3)
         trigger_n: int = base.trigger_n(5)
 
@@ -119,6 +135,8 @@ class ExplodingGradient(base.Rule):
         """Means of log(global norm) over the last `growth_windows` complete windows, oldest first."""
         self.first_norm: float | None = None
         """The global gradient norm at the first view that had a finite, positive one."""
+        self.recent_losses: list[tuple[int, float]] = []
+        """(step, loss) of the views of the last `descent_steps` + `descent_gap` training steps."""
         self.growth_weights: list[float] = []
         """The trainable weights' total l2 norm at the first view of each of the last `growth_windows` windows, the
         one under way included (NaN: none recorded)."""
@@ -133,7 +151,8 @@ class ExplodingGradient(base.Rule):
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: ExplodingGradient.Params = self.params  # type: ignore[assignment]
-        self.gate.push(view)
+        loss = self.gate.push(view)
+        self._push_loss(view.step, loss, p)
         rows = self.rows(view, default_collections=_GRADIENTS)
         l2 = view.stats[rows, COL["l2"]] if len(rows) else np.zeros(0)
         norm = shared.global_norm(view, l2, p.grad_norm_scalar)
@@ -152,7 +171,7 @@ class ExplodingGradient(base.Rule):
                 if len(self.window) >= p.min_history
                 else None
             )
-            if spike is not None:
+            if spike is not None and not self._descending(view.step, p):
                 out.append(self._spike_finding(view, rows, log_l2 - ema, norm, spike, p))
             self.window.push(x)
         if len(rows):
@@ -267,6 +286,25 @@ class ExplodingGradient(base.Rule):
         )
         return self.finding(view, msg, tensor="gradients", value=growth, threshold=p.steady_growth, hint=hint)
 
+    def _push_loss(self, step: int, loss: float | None, p: Params) -> None:
+        """Keep the losses of the last `descent_steps` + `descent_gap` steps' views."""
+        if loss is not None and math.isfinite(loss):
+            self.recent_losses.append((step, loss))
+        horizon = step - (p.descent_steps + p.descent_gap)
+        while self.recent_losses and self.recent_losses[0][0] <= horizon:
+            self.recent_losses.pop(0)
+
+    def _descending(self, step: int, p: Params) -> bool:
+        """Whether the loss is falling towards its floor now: positive, the median of the views' losses of the last
+        `descent_steps` steps at most `descent_fraction` of the median of those `descent_gap` steps earlier."""
+        if p.descent_fraction is None:
+            return False
+        recent = [x for s, x in self.recent_losses if s > step - p.descent_steps]
+        earlier = [x for s, x in self.recent_losses if s <= step - p.descent_gap]
+        if not recent or not earlier or min(recent + earlier) <= 0:
+            return False
+        return float(np.median(recent)) <= p.descent_fraction * float(np.median(earlier))
+
     def _spike_finding(
         self,
         view: StepView,
@@ -299,6 +337,7 @@ class ExplodingGradient(base.Rule):
             "window": self.window.get_state(),
             "layer_ema": self.layer_ema.get_state(),
             "first_norm": self.first_norm,
+            "recent_losses": [list(x) for x in self.recent_losses],
             "growth": [
                 self.growth_sum,
                 self.growth_n,
@@ -314,6 +353,7 @@ class ExplodingGradient(base.Rule):
         self.window.set_state(state.get("window", []))
         self.layer_ema.set_state(state.get("layer_ema", {}))
         self.first_norm = state.get("first_norm")
+        self.recent_losses = [(int(s), float(x)) for s, x in state.get("recent_losses", [])]
         growth = state.get("growth") or [0.0, 0, None, None, []]
         self.growth_sum, self.growth_n, self.growth_start, self.growth_last = growth[:4]
         self.growth_means = [float(x) for x in growth[4]]

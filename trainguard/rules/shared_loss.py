@@ -312,10 +312,12 @@ class LossGate:
         self.stuck_drop = params.gate_stuck_drop
         self.range = LossRange()
 
-    def push(self, view: StepView) -> None:
+    def push(self, view: StepView) -> float | None:
+        """Read the view's loss into the gate; return it (None: the view has none)."""
         x = self.read(view)
         self.progress.push(x, view.step)
         self.range.push(x, view.step)
+        return x
 
     @property
     def stuck(self) -> bool:

@@ -10,8 +10,9 @@ with an offset, which a model normalising its own input reads, keep a spread at 
 pixels scaled up twice). After `reference_steps` views, the input's start (the median mean and std
 of those views) is the reference: a batch whose Gaussian W2 distance to it, sqrt(dmean^2 + dstd^2),
 exceeds `max_distance` start spreads moved far (an augmentation switched on mid-run whose uint8
-arithmetic wraps around: dark pixels turn bright). A hint, not a stop: the loss of a model fed such
-inputs can look plausible.
+arithmetic wraps around: dark pixels turn bright). An input whose start batches span more than `max_tail_width`
+of their own std is not read for drift: its moments are set by a few extreme values. A hint, not a stop: the loss
+of a model fed such inputs can look plausible.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ class InputScale(base.Rule):
             "(None: off). A brightness jitter switched on mid-run moves normalised pixels about 0.1; the same "
             "jitter wrapping around in uint8 1.2 to 1.7 (the calibration programs of the torch-real suite).",
         )
+        max_tail_width: float | None = Field(
+            default=20.0,
+            gt=0,
+            description="The drift reading leaves an input whose batches spanned more than this many of their std at "
+            "the start (the median over the start's views of (max - min) / std): a batch's mean and std are then "
+            "set by its few extreme values, and move from batch to batch by more than any pipeline change would. "
+            "A light-tailed batch spans 3.5 (uniform pixels) to about 8 (a Gaussian's thousand values) stds; a "
+            "crop model's reflectance ratios 43-56, their batches' std 0.5-40 from one batch to the next. None: "
+            "every input is read.",
+        )
         min_relative_spread: float | None = Field(
             default=0.1,
             gt=0,
@@ -104,9 +115,9 @@ class InputScale(base.Rule):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.start: dict[str, list[list[float]]] = {}
-        """Input name -> [mean, std] of its first views, until `reference_steps` of them."""
-        self.reference: dict[str, tuple[float, float]] = {}
-        """Input name -> the median (mean, std) of its first `reference_steps` views."""
+        """Input name -> [mean, std, (max - min) / std] of its first views, until `reference_steps` of them."""
+        self.reference: dict[str, tuple[float, float, float]] = {}
+        """Input name -> the median (mean, std, (max - min) / std) of its first `reference_steps` views."""
         self.first_step: dict[str, tuple[int, int]] = {}
         """Input name -> the first and last step of its reference views."""
 
@@ -126,7 +137,8 @@ class InputScale(base.Rule):
             top = max(abs(float(s[COL["min"]])), abs(float(s[COL["max"]])))
             if not (math.isfinite(mean) and math.isfinite(std) and math.isfinite(top)):
                 continue
-            drift = self._drift(p, name, view.step, mean, std)  # every view: it gathers the start too
+            width = float(s[COL["max"]]) - float(s[COL["min"]])
+            drift = self._drift(p, name, view.step, mean, std, width)  # every view: it gathers the start too
             hit = self._absolute(p, name, s, mean, std, top) or drift
             if hit is not None:
                 found.append(hit)
@@ -161,22 +173,23 @@ class InputScale(base.Rule):
             return name, what, _RANGE_HINT, top, p.max_abs
         return None
 
-    def _drift(self, p: InputScale.Params, name: str, step: int, mean: float,
-               std: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
-        """Far from the input's start, as `_absolute` says it; None while the start is gathered, or near it."""
+    def _drift(self, p: InputScale.Params, name: str, step: int, mean: float, std: float,
+               width: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
+        """Far from the input's start, as `_absolute` says it; None while the start is gathered, or near it, or
+        for an input whose batches span more than `max_tail_width` of their std at the start."""
         ref = self.reference.get(name)
         if ref is None:
             first = self.start.setdefault(name, [])
-            first.append([mean, std])
+            first.append([mean, std, width / std if std > 0 else math.inf])
             steps = self.first_step.setdefault(name, (step, step))
             self.first_step[name] = (steps[0], step)
             if len(first) >= p.reference_steps:
-                m0, s0 = (float(v) for v in np.median(np.asarray(first), axis=0))
-                self.reference[name] = (m0, s0)
+                m0, s0, tail = (float(v) for v in np.median(np.asarray(first), axis=0))
+                self.reference[name] = (m0, s0, tail)
                 del self.start[name]
             return None
-        m0, s0 = ref
-        if p.max_distance is None or not s0 > 0:
+        m0, s0, tail = ref
+        if p.max_distance is None or not s0 > 0 or (p.max_tail_width is not None and tail > p.max_tail_width):
             return None
         distance = math.hypot(mean - m0, std - s0) / s0
         if distance <= p.max_distance:
@@ -195,6 +208,11 @@ class InputScale(base.Rule):
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.start = {k: [list(x) for x in v] for k, v in state.get("start", {}).items()}
-        self.reference = {k: (float(v[0]), float(v[1])) for k, v in state.get("reference", {}).items()}
+        self.start = {  # a state from before the width was kept: read as light-tailed
+            k: [[*x, 0.0][:3] for x in v] for k, v in state.get("start", {}).items()
+        }
+        self.reference = {
+            k: (float(v[0]), float(v[1]), float(v[2]) if len(v) > 2 else 0.0)
+            for k, v in state.get("reference", {}).items()
+        }
         self.first_step = {k: (int(v[0]), int(v[1])) for k, v in state.get("first_step", {}).items()}

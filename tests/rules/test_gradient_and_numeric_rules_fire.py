@@ -333,6 +333,35 @@ def test_exploding_gradient_names_a_gradient_norm_growing_steadily() -> None:
     assert run(ExplodingGradient(), Stream(steps=500, fault=mild)) == []
 
 
+def test_exploding_gradient_leaves_steady_growth_while_a_held_out_metric_shows_the_fit_improving() -> None:
+    # a class-weighted classifier sharpening its fit: gradients and weights grow together while the loss falls and
+    # the held-out accuracy climbs from chance; the same growth beside no held-out metric is reported
+    def growth(d: StepData) -> None:
+        if d.step >= 100:
+            d.scale("grad/fc3.weight", 1.02 ** (d.step - 100))
+            for name in [n for n in d.cols if n.startswith("fc") and n.endswith(".weight")]:
+                d.scale(name, 1.01 ** (d.step - 100))
+
+    def sharpening(d: StepData) -> None:
+        growth(d)
+        if d.step % 25 == 0:
+            d.eval_scalars["val_acc"] = 0.1 + 0.8 * (1 - math.exp(-d.step / 100))
+
+    found = run(
+        ExplodingGradient(), Stream(steps=500, fault=growth)
+    )  # the stream's eval loss is no quality metric
+    assert found and found[0].step == 349 and "steadily over 200 steps" in found[0].message
+    assert run(ExplodingGradient(), Stream(steps=500, fault=sharpening)) == []
+    found = run(ExplodingGradient({"learned_share": None}), Stream(steps=500, fault=sharpening))
+    assert found and found[0].step == 349
+
+    # an eval point between saved steps is read too, though the rule is not checked on it
+    rule = ExplodingGradient()
+    for step, acc in ((24, 0.2), (49, 0.5), (74, 0.7), (99, 0.8)):
+        assert rule.update(StepView(step=step, eval_scalars={"val_acc": acc})) == []
+    assert rule.metrics.learned(0.2, 2.0) is not None
+
+
 def test_exploding_gradient_leaves_gradients_that_grow_while_the_weights_stay_alone() -> None:
     # a Gaussian NLL trained with Adam: the gradients grow as 1/variance while the variance head sharpens, and
     # Adam's bounded steps keep the weights where they were; nothing feeds on itself

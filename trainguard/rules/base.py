@@ -246,6 +246,10 @@ class Rule(abc.ABC):
             threshold=threshold,
         )
 
+    def observe_eval(self, view: StepView) -> None:
+        """Read an eval-only view that a `training_views_only` rule is not checked on (nothing by default): where a
+        rule weighs held-out evidence, it gathers it here without counting the view for `every` or k-of-n."""
+
     def at_once(self, finding: Finding) -> Finding:
         """Mark a finding of this `check` call as exempt from k-of-n debouncing: for a one-off event
         so far outside anything healthy that it cannot be noise (and would never recur k times)."""
@@ -266,6 +270,7 @@ class Rule(abc.ABC):
                 return []
             view = saved
         if self.training_views_only and not view.names and is_eval_only(view):
+            self.observe_eval(view)
             return []
         if not self.applies(view):
             return []

@@ -58,7 +58,7 @@ SPLITS = {
     "blind17": (seventeenth, 24, 17),
     "blind18": (eighteenth, 24, 17),
     "blind19": (nineteenth, 24, 17),
-    "blind21": (twentyfirst, 24, 18),
+    "blind21": (twentyfirst, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {

@@ -12,7 +12,7 @@ logistic model of age, glucose, hypertension and smoking; missing BMIs imputed b
 standardised, an MLP of two tanh layers; a temperature fitted on a calibration fold from the detached logits in the
 same step; BCE with logits; scored by the held-out AUC. Bugs: the 16 readings summed into an int16 accumulator that
 wraps; the raw counts fed to the sigmoid layer unstandardised; MAPE without its floor on oven-dry samples; the lab's
-sample number, which follows the drying season the samples were cored in, left among the features; the missing BMIs left as NaN; the training forward
+sample number, which follows the drying season the samples were cored in, left among the features; the training forward
 placed under the calibration's `torch.no_grad`; the age given in days and fed raw to the tanh layer.
 """
 
@@ -137,8 +137,7 @@ def stroke(run: Run) -> None:
 
     def prepared(f: torch.Tensor) -> torch.Tensor:
         f = f.clone()
-        if run.bug != "missing_bmi_left_nan":
-            f[:, 4] = f[:, 4].nan_to_num(float(median))
+        f[:, 4] = f[:, 4].nan_to_num(float(median))
         out = (f - mean) / std
         if run.bug == "age_in_days_fed_raw_to_tanh":
             out[:, 0] = f[:, 0] * 365.25  # the registry's age_days column, taken as it comes

@@ -95,9 +95,9 @@ def catalogue() -> list[Blind21Program]:
         b("A04", "sequential_ends_in_relu", hot, "sequential_ends_in_relu", "DR",
           "the MLP's stack written as Linear + ReLU blocks down to the last, so the logit passes a ReLU before the "
           "BCE with logits"),
-        b("A05", "warmup_ratio_never_capped", fli_sgd, "warmup_ratio_never_capped", "EG",
-          "the linear warmup's factor (step + 1) / 30 never capped at one, so the rate keeps growing ten times past "
-          "its peak", effect_step=30),
+        b("A05", "adam_beta_given_as_sgd_momentum", fli_sgd, "adam_beta_given_as_sgd_momentum", "EG",
+          "the config's beta of 0.999, written for the Adam run, read as the momentum of the Nesterov SGD run, so "
+          "the step grows to a thousand times the gradient instead of ten"),
         b("A06", "delays_log1p_with_early_arrivals", fli, "delays_log1p_with_early_arrivals", "NaN",
           "the delays logged by log1p as they are, NaN for flights arriving more than a minute early"),
         b("A07", "init_fills_weights_with_zero", fli, "init_fills_weights_with_zero", "VG",
@@ -111,8 +111,6 @@ def catalogue() -> list[Blind21Program]:
         b("A11", "sample_number_left_in_features", soi, "sample_number_left_in_features", "OF",
           "the lab sheet's sample number left among the features; it follows the drying summer the 120 samples were "
           "cored in, and the samples scored carry later numbers"),
-        b("A12", "missing_bmi_left_nan", stk, "missing_bmi_left_nan", "NaN",
-          "the missing BMIs left as NaN (the median computed, never filled in)"),
         b("A13", "training_forward_under_calibration_no_grad", stk, "training_forward_under_calibration_no_grad",
           "VG", "the training forward placed inside the calibration fold's `torch.no_grad` block, so only the "
           "temperature learns"),

@@ -142,7 +142,7 @@ def catalogue() -> list[Blind20Program]:
           "the dataset's labels, which mark forgeries with 1, used as if 1 meant genuine"),
         b("B19", "pairs_read_in_file_order", sig, "pairs_read_in_file_order", "OL",
           "the training pairs read in the file's order (writer by writer, genuine pairs before forgeries) by a loader "
-          "built without shuffling, so each batch holds one or two writers and mostly one label", harmless=True),
+          "built without shuffling, so each batch holds a handful of neighbouring writers", harmless=True),
         b("B20", "exponential_gamma_tuned_per_epoch", sig_exp, "exponential_gamma_tuned_per_epoch", "VG",
           "the exponential decay's gamma of 0.9, tuned for a step per epoch, applied every batch, so the rate is near "
           "zero after fifty steps"),

@@ -534,9 +534,8 @@ class LossNotDecreasing(base.Rule):
         reference, claimed, noise = max(claims, key=strength)
         significant = strength((reference, claimed, noise)) >= p.min_significance
         eval_best, eval_last = self.eval_best, self.eval_last
-        eval_stuck: bool | None = (
-            None  # whether the held-out loss (or error) stopped falling; None without one
-        )
+        # whether the held-out loss (or error) stopped falling; None without one
+        eval_stuck: bool | None = None
         if eval_best is not None and eval_last is not None and eval_best > 0:
             eval_stuck = eval_last > eval_best * (1 - p.stuck_eval_drop)
         if eval_stuck is False and not rose:

@@ -128,22 +128,8 @@ recommender), `delta1` (the share of depth pixels within a factor 1.25 of the tr
 and `delta` any difference: they are not read."""
 _CUTOFF = re.compile(r"([a-z]+)[0-9]+")
 LOWER = frozenset(
-    {
-        "mae",
-        "mse",
-        "rmse",
-        "mape",
-        "error",
-        "err",
-        "ppl",
-        "perplexity",
-        "nll",
-        "wer",
-        "cer",
-        "ter",
-        "impurity",
-    }
-)
+    {"mae", "mse", "rmse", "mape", "error", "err", "ppl", "perplexity", "nll", "wer", "cer", "ter", "impurity"}
+)  # fmt: skip
 """Name tokens of metrics that should fall."""
 _TOKEN = re.compile(r"[a-z0-9]+")
 SHARES = frozenset(

@@ -59,11 +59,12 @@ from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
 from trainguard.rules import registry
+from trainguard.rules.base import Finding
 from trainguard.rules.step_view import StepView
 from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store.runs import open_run
 
-# Which AUTOTRAINER-layout category each of our rules speaks for.
+# Which AUTOTRAINER-layout category each of our rules speaks for (docs/detection-quality.md#categories).
 RULE_CATEGORY = {
     "exploding_tensor": "NaN",
     "exploding_gradient": "EG",
@@ -73,7 +74,7 @@ RULE_CATEGORY = {
     "loss_spike": "OL",
     "loss_not_decreasing": "SC",
     "stalled_training": "SC",
-    "weight_update_ratio": "SC",
+    "weight_update_ratio": "SC",  # steps too small; too large ones are EG (TWO_SIDED)
     "saturated_activation": "SC",
     "unchanged_tensor": "SC",
     "all_zero": "SC",
@@ -95,6 +96,19 @@ RULE_CATEGORY = {
     "collapsed_lookup": "SC",  # an embedding table read through one row: the model learns nothing from those ids
     "batchnorm_small_batch": "OL",  # noisy batch statistics; AUTOTRAINER's remedy for an oscillating loss: a larger batch
 }
+# Rules whose findings speak for one category below their bound and another above it, as (below, above): steps far
+# too large for the weights are exploding updates, as independent authors label them (docs/calibration.md).
+TWO_SIDED = {"weight_update_ratio": ("SC", "EG")}
+
+
+def finding_category(rule: str, f: Finding) -> str:
+    """The category a finding speaks for: for a two-sided rule, the side of its bound its value lies on; else its
+    rule's."""
+    sides = TWO_SIDED.get(rule)
+    if sides and f.value is not None and f.threshold is not None:
+        return sides[f.value > f.threshold]
+    return RULE_CATEGORY.get(rule, "SC")
+
 
 # SageMaker Debugger's built-in rules with their documented defaults (shared/research/smdebug.md §4.4),
 # evaluated only on the steps SageMaker saves by default (every 500 steps). SageMaker neither
@@ -209,7 +223,7 @@ def evaluate_rules(specs: Sequence[RuleSpec], views: Sequence[StepView], *, ever
             for f in found:
                 if f.severity.rank < Severity.WARNING.rank:
                     continue
-                out.alarm(f.step, spec.type, RULE_CATEGORY.get(spec.type, "SC"))
+                out.alarm(f.step, spec.type, finding_category(spec.type, f))
                 if f.tensor:
                     out.layers.add(f.tensor.split("/")[-1].split(".")[0])
                 if spec.action == Action.STOP and not out.stopped:

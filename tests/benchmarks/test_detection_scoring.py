@@ -1,7 +1,7 @@
 """Scoring of the detection benchmark (`benchmarks/detection/run.py`) on hand-made outcomes.
 
 Per fault category: precision, recall and F1, where a run counts as flagged for a category when
-an alarm of that category is raised or one from a rule meant for a fault of it.
+an alarm of that category is raised or one from a rule meant for a fault of it; and the category a finding speaks for.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.detection import programs, run
+from trainguard.api.enums import Severity
+from trainguard.rules.base import Finding
 
 
 def _truth(program: str, category: str | None, *, should_stop: bool = True) -> programs.Truth:
@@ -64,3 +66,26 @@ def test_precision_recall_and_f1_per_category() -> None:
     assert "DR" not in prf
     # SC: vg_b's alarm is a false SC
     assert prf["SC"]["flagged"] == 1 and prf["SC"]["precision"] == 0.0
+
+
+def _finding(rule: str, value: float | None, threshold: float | None) -> Finding:
+    return Finding(
+        rule=rule, severity=Severity.WARNING, step=10, message="m", value=value, threshold=threshold
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "threshold", "category"),
+    [
+        ("weight_update_ratio", 3.0, 1.0, "EG"),  # steps far too large: exploding updates
+        ("weight_update_ratio", 1e-6, 1e-4, "SC"),  # steps too small: slow convergence
+        ("weight_update_ratio", None, 1.0, "SC"),  # no side to read: the rule's own category
+        ("exploding_gradient", 0.1, 1.0, "EG"),  # one-sided rules keep theirs whatever the value
+        ("unchanged_tensor", 3.0, None, "SC"),
+        ("a_user_rule", 3.0, 1.0, "SC"),  # unknown rules count as SC, as before
+    ],
+)
+def test_a_finding_speaks_for_its_rules_category_or_its_side_of_the_bound(
+    rule: str, value: float | None, threshold: float | None, category: str
+) -> None:
+    assert run.finding_category(rule, _finding(rule, value, threshold)) == category

@@ -113,8 +113,9 @@ def catalogue() -> list[Blind22Program]:
         b("M05", "kelvin_and_seconds_columns_left_unscaled", bat, "kelvin_and_seconds_columns_left_unscaled", "DR",
           "the standardisation written for the first six feature columns, so the temperature in kelvin (about 303) "
           "and the charge time in seconds (about 1600) reach the tanh layer raw and pin its units at +-1"),
-        b("M06", "cycle_life_regressed_in_cycles", bat_sgd, "cycle_life_regressed_in_cycles", "EG",
-          "the cycle life regressed in cycles (mostly 300-2000) instead of its standardised log, under momentum SGD"),
+        b("M06", "log_target_centred_by_cycles_mean", bat_sgd, "log_target_centred_by_cycles_mean", "EG",
+          "the log cycle life centred by the mean cycle life in cycles (about 1000) instead of the mean of the logs, "
+          "so the standardised targets sit near -2000 under momentum SGD"),
         b("M07", "step_called_before_backward", bat, "step_called_before_backward", "VG",
           "`optimizer.step()` called between `zero_grad()` and `loss.backward()`, so every step sees no gradient and "
           "the gradients computed after it are cleared before the next"),

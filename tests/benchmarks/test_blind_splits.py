@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind27/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -42,6 +42,7 @@ from benchmarks.detection.blind22 import suite as twentysecond
 from benchmarks.detection.blind23 import suite as twentythird
 from benchmarks.detection.blind24 import suite as twentyfourth
 from benchmarks.detection.blind25 import suite as twentyfifth
+from benchmarks.detection.blind27 import suite as twentyseventh
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -69,6 +70,7 @@ SPLITS = {
     "blind23": (twentythird, 24, 17),
     "blind24": (twentyfourth, 24, 17),
     "blind25": (twentyfifth, 24, 17),
+    "blind27": (twentyseventh, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -113,6 +115,9 @@ EARLIER = {
     "blind25": [first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth,
                 thirteenth, fourteenth, fifteenth, sixteenth, seventeenth, eighteenth, nineteenth, twentieth,
                 twentyfirst, twentysecond, twentythird, twentyfourth],
+    "blind27": [first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth,
+                thirteenth, fourteenth, fifteenth, sixteenth, seventeenth, eighteenth, nineteenth, twentieth,
+                twentyfirst, twentysecond, twentythird, twentyfourth, twentyfifth],
 }  # fmt: skip
 HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
            "blind3": "blind3_mdn_inverse_problem", "blind4": "blind4_hypernet_sine_tasks",
@@ -126,7 +131,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind19": "blind19_intrusion_nesterov_hidden64", "blind20": "blind20_solar_adamw",
            "blind21": "blind21_prices_adamw_batch1024", "blind22": "blind22_enose_momentum_hidden32",
            "blind23": "blind23_turbine_adamax_batch256", "blind24": "blind24_fuel_radam_batch256",
-           "blind25": "blind25_parking_momentum_warmup"}  # fmt: skip
+           "blind25": "blind25_parking_momentum_warmup",
+           "blind27": "blind27_wine_adamax_batch64"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -151,7 +157,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind22": "blind22_M09_baseline_from_unheated_first_reading",
            "blind23": "blind23_L11_shift_rolled_over_batch_axis",
            "blind24": "blind24_X11_idle_segments_per_distance",
-           "blind25": "blind25_X10_additive_logged_without_one"}  # fmt: skip
+           "blind25": "blind25_X10_additive_logged_without_one",
+           "blind27": "blind27_V15_goals_per_match_over_zero_played"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

@@ -70,16 +70,45 @@ def test_a_uint8_wrap_around_from_mid_run_is_flagged_with_its_distance_from_the_
 
 def test_inputs_whose_batches_are_set_by_a_few_extreme_values_are_not_read_for_drift() -> None:
     # reflectance ratios with rare extremes: every batch spans 40-60 of its own std, which moves 0.5-40 from one
-    # batch to the next; the moments say nothing of a pipeline change, and the same moves on light-tailed pixels do
+    # batch to the next (here after a start that happened to be steady, so that the width alone keeps it quiet);
+    # the moments say nothing of a pipeline change, and the same moves on light-tailed pixels do
     def heavy_tailed(step: int) -> np.ndarray:
         rng = np.random.default_rng(step)
-        std = float(np.exp(rng.uniform(np.log(0.5), np.log(40))))
+        std = float(np.exp(rng.uniform(np.log(0.5), np.log(40)))) if step >= 50 else 2.0
         x = columns(n=N, mean=0.2 + 0.1 * rng.standard_normal(), std=std)
         x[COL["min"]], x[COL["max"]] = -20 * std, 30 * std
         return x
 
     assert _run(heavy_tailed) == []
     assert _run(heavy_tailed, rule=InputScale({"max_tail_width": None}))  # read anyway: its batches "moved"
+
+
+def test_inputs_whose_start_batches_already_differ_by_more_than_the_limit_are_not_read_for_drift() -> None:
+    # log band powers of audio frames: a batch of mostly silence has std near 1.2, one of mostly speech 2.5-4.5;
+    # the start's five batches already lie up to 1.5 start spreads from their median, so a batch of speech later
+    # is no pipeline change
+    stds = [2.44, 1.3, 1.27, 3.15, 1.14]
+
+    def speech_and_silence(step: int) -> np.ndarray:
+        std = stds[step // 10] if step < 50 else (4.03, 1.25, 2.43, 3.2)[step // 10 % 4]
+        x = columns(n=N, mean=-0.3 * std, std=std)
+        x[COL["min"]], x[COL["max"]] = -4 * std, 2 * std
+        return x
+
+    assert _run(speech_and_silence) == []
+    steady_start = InputScale()  # the same later batches after a start that never varied: read, and found
+    assert _run(
+        lambda step: speech_and_silence(step) if step >= 50 else speech_and_silence(10), rule=steady_start
+    )
+
+
+def test_a_state_from_before_the_start_spread_was_kept_reads_as_a_steady_start() -> None:
+    rule = InputScale()
+    rule.set_state({"reference": {"input/x": [0.0, 1.0, 4.0]}, "first_step": {"input/x": [0, 40]}})
+    assert rule.reference["input/x"] == (0.0, 1.0, 4.0, 0.0)
+    x = _normalised(200)
+    x[COL["mean"]], x[COL["std"]] = 1.2, 1.6
+    assert [f for step in (200, 210, 220) for f in rule.update(_view(step, x))]
 
 
 def test_pixels_divided_by_255_twice_are_flagged_from_the_start() -> None:

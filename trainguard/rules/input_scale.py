@@ -11,8 +11,10 @@ pixels scaled up twice). After `reference_steps` views, the input's start (the m
 of those views) is the reference: a batch whose Gaussian W2 distance to it, sqrt(dmean^2 + dstd^2),
 exceeds `max_distance` start spreads moved far (an augmentation switched on mid-run whose uint8
 arithmetic wraps around: dark pixels turn bright). An input whose start batches span more than `max_tail_width`
-of their own std is not read for drift: its moments are set by a few extreme values. A hint, not a stop: the loss
-of a model fed such inputs can look plausible.
+of their own std is not read for drift: its moments are set by a few extreme values; nor is one whose start
+batches already lie farther than `max_distance` from their own median: its batches differ by more than the limit
+from one to the next (a voice-activity detector's batches of speech and of silence), so a batch that far says
+nothing of a pipeline change. A hint, not a stop: the loss of a model fed such inputs can look plausible.
 """
 
 from __future__ import annotations
@@ -64,7 +66,9 @@ class InputScale(base.Rule):
             gt=0,
             description="Gaussian W2 distance from the start, in start spreads, beyond which an input moved far "
             "(None: off). A brightness jitter switched on mid-run moves normalised pixels about 0.1; the same "
-            "jitter wrapping around in uint8 1.2 to 1.7 (the calibration programs of the torch-real suite).",
+            "jitter wrapping around in uint8 1.2 to 1.7 (the calibration programs of the torch-real suite). An input "
+            "whose start batches already lie this far from their median is not read for drift (start batches of "
+            "normalised pixels within 0.02-0.14 of it; a voice-activity detector's frames 1.3-1.6).",
         )
         max_tail_width: float | None = Field(
             default=20.0,
@@ -116,8 +120,9 @@ class InputScale(base.Rule):
         super().__init__(*args, **kwargs)
         self.start: dict[str, list[list[float]]] = {}
         """Input name -> [mean, std, (max - min) / std] of its first views, until `reference_steps` of them."""
-        self.reference: dict[str, tuple[float, float, float]] = {}
-        """Input name -> the median (mean, std, (max - min) / std) of its first `reference_steps` views."""
+        self.reference: dict[str, tuple[float, float, float, float]] = {}
+        """Input name -> the median (mean, std, (max - min) / std) of its first `reference_steps` views, and the
+        largest distance of one of them from that median, in start spreads."""
         self.first_step: dict[str, tuple[int, int]] = {}
         """Input name -> the first and last step of its reference views."""
 
@@ -176,7 +181,8 @@ class InputScale(base.Rule):
     def _drift(self, p: InputScale.Params, name: str, step: int, mean: float, std: float,
                width: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
         """Far from the input's start, as `_absolute` says it; None while the start is gathered, or near it, or
-        for an input whose batches span more than `max_tail_width` of their std at the start."""
+        for an input whose batches span more than `max_tail_width` of their std at the start, or whose start batches
+        lie farther than `max_distance` from their median."""
         ref = self.reference.get(name)
         if ref is None:
             first = self.start.setdefault(name, [])
@@ -185,11 +191,17 @@ class InputScale(base.Rule):
             self.first_step[name] = (steps[0], step)
             if len(first) >= p.reference_steps:
                 m0, s0, tail = (float(v) for v in np.median(np.asarray(first), axis=0))
-                self.reference[name] = (m0, s0, tail)
+                spread = max(math.hypot(m - m0, s - s0) / s0 for m, s, _ in first) if s0 > 0 else math.inf
+                self.reference[name] = (m0, s0, tail, spread)
                 del self.start[name]
             return None
-        m0, s0, tail = ref
-        if p.max_distance is None or not s0 > 0 or (p.max_tail_width is not None and tail > p.max_tail_width):
+        m0, s0, tail, spread = ref
+        if (
+            p.max_distance is None
+            or not s0 > 0
+            or (p.max_tail_width is not None and tail > p.max_tail_width)
+            or spread > p.max_distance
+        ):
             return None
         distance = math.hypot(mean - m0, std - s0) / s0
         if distance <= p.max_distance:
@@ -211,8 +223,13 @@ class InputScale(base.Rule):
         self.start = {  # a state from before the width was kept: read as light-tailed
             k: [[*x, 0.0][:3] for x in v] for k, v in state.get("start", {}).items()
         }
-        self.reference = {
-            k: (float(v[0]), float(v[1]), float(v[2]) if len(v) > 2 else 0.0)
+        self.reference = {  # a state from before the start's spread was kept: read as a steady start
+            k: (
+                float(v[0]),
+                float(v[1]),
+                float(v[2]) if len(v) > 2 else 0.0,
+                float(v[3]) if len(v) > 3 else 0.0,
+            )
             for k, v in state.get("reference", {}).items()
         }
         self.first_step = {k: (int(v[0]), int(v[1])) for k, v in state.get("first_step", {}).items()}

@@ -223,13 +223,9 @@ class InputScale(base.Rule):
         self.start = {  # a state from before the width was kept: read as light-tailed
             k: [[*x, 0.0][:3] for x in v] for k, v in state.get("start", {}).items()
         }
-        self.reference = {  # a state from before the start's spread was kept: read as a steady start
-            k: (
-                float(v[0]),
-                float(v[1]),
-                float(v[2]) if len(v) > 2 else 0.0,
-                float(v[3]) if len(v) > 3 else 0.0,
-            )
+        self.reference = {  # a state from before the width or the start's spread was kept: light-tailed, steady
+            k: (float(m), float(s), float(w), float(d))
             for k, v in state.get("reference", {}).items()
+            for m, s, w, d in [[*v, 0.0, 0.0][:4]]
         }
         self.first_step = {k: (int(v[0]), int(v[1])) for k, v in state.get("first_step", {}).items()}

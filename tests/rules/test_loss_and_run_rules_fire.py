@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from tests.rules.streams import StepData, Stream, first, run
 from trainguard.api.enums import Severity
@@ -697,6 +698,36 @@ def test_diverging_loss_finds_a_growing_loss_through_its_spikes() -> None:
 
     found = run(DivergingLoss(), _every_step(irnn, 300))
     assert found[0].step == 149 and found[0].message.startswith("loss: growing steadily")
+
+
+def test_diverging_loss_names_a_loss_that_ran_away_before_it_turned_non_finite() -> None:
+    # a learning rate meant for another batch size: the loss climbs by orders of magnitude within ten steps, far too
+    # fast for three windows, and overflows; named at the step it turns non-finite, once
+    climb = [1.4, 1.5, 1.6, 1.5, 2.4, 4.3, 5.7, 5.4, 3.9e4, 3.4e16]
+    found = run(DivergingLoss(), _every_step(lambda s: climb[s] if s < len(climb) else math.nan, 300))
+    assert [f.step for f in found] == [10]
+    assert found[0].message.startswith(
+        "loss: ran away from its first value 1.4 to 3.4e16 at step 9, 2.4e16x its size"
+    )
+    assert found[0].value == pytest.approx((3.4e16 - 1.4) / 1.4) and found[0].threshold == 100
+    assert "learning rate" in found[0].hint
+    # the same climb to 1e2x its first value and no further: within the limit
+    assert (
+        run(DivergingLoss(), _every_step(lambda s: 1.4 * 10 ** min(s / 5, 1.9) if s < 10 else math.inf, 300))
+        == []
+    )
+
+
+def test_diverging_loss_leaves_a_loss_turning_non_finite_from_where_it_was_to_exploding_tensor() -> None:
+    # log(0) in a focal loss at step 40 (inf, then NaN), a NaN in the data from the first step, a loss of 0 at first
+    def log_of_zero(s: int) -> float:
+        return 2.3 * math.exp(-s / 100) if s < 40 else (math.inf if s == 40 else math.nan)
+
+    for losses in (log_of_zero, lambda s: math.nan, lambda s: 0.0 if s < 5 else math.nan):
+        assert run(DivergingLoss(), _every_step(losses, 300)) == []
+    # a run that resumes from its checkpoint after the overflow and runs away again is named again
+    twice = [StepView(step=s, scalars={"loss": 2.0 * 10**s if s < 10 else math.nan}) for s in range(15)]
+    assert [f.step for f in run(DivergingLoss(), twice + twice)] == [10, 10]
 
 
 def test_diverging_loss_leaves_a_likelihood_settling_at_its_floor_alone() -> None:

@@ -212,8 +212,16 @@ def _dicts(findings: list[Any]) -> list[dict[str, Any]]:
 UNIT_CASES = {
     "unchanged_tensor": ({}, {}, _after(300, _freeze_rows)),
     "oscillating_loss": ({}, {}, _after(300, _overshoot)),
+    "diverging_loss": (
+        {},
+        {},
+        _after(
+            300, lambda d: d.scalars.update(loss=2.3 * 10.0 ** (d.step - 300) if d.step < 312 else math.nan)
+        ),
+    ),
 }
-"""Rules whose second path is round-tripped too: per-unit (Tier-1) state, the weight-norm history."""
+"""Rules whose second path is round-tripped too: per-unit (Tier-1) state, the weight-norm history, a loss running away
+within a window."""
 
 
 @pytest.mark.parametrize("name", sorted(registry.BUILTINS))

@@ -14,7 +14,7 @@ from trainguard.api.enums import Severity
 from trainguard.rules.all_zero import AllZero
 from trainguard.rules.exploding_gradient import ExplodingGradient
 from trainguard.rules.exploding_tensor import ExplodingTensor
-from trainguard.rules.step_view import COL, StepView, TensorMeta
+from trainguard.rules.step_view import COL, COLUMNS, StepView, TensorMeta
 from trainguard.rules.tensor_variance import TensorVariance
 from trainguard.rules.unchanged_tensor import UnchangedTensor
 from trainguard.rules.vanishing_gradient import VanishingGradient
@@ -182,6 +182,36 @@ def test_vanishing_gradient_severe_ratio_fires_at_once_while_the_loss_still_fall
     assert (f.step, f.tensor, f.threshold) == (2, "grad/fc0.weight", 1.5e-3)  # 3 of 5 views from the first
     assert "of the last layer's (grad/fc3.weight" in f.message and "below the ratio 0.0015" in f.message
     assert "the loss need not stall" in f.message
+
+
+def _activations(step: int, stds: list[float], loss: float) -> StepView:
+    """A saved view with one activation layer per std, in forward order, and the training loss."""
+    names = tuple(f"act/relu{i}" for i in range(len(stds)))
+    stats = np.zeros((len(names), len(COLUMNS)))
+    stats[:, COL["count"]] = 4096
+    stats[:, COL["std"]] = stds
+    meta = tuple(TensorMeta(name=n, collection="activations", shape=(64, 64)) for n in names)
+    return StepView(step=step, names=names, meta=meta, stats=stats, scalars={"loss": loss})
+
+
+def test_vanishing_gradient_names_a_forward_signal_that_shrinks_at_every_layer() -> None:
+    # He's std written as 2 / fan_in: each ReLU layer's output 5.75-6.7x smaller than the one before, the loss at
+    # chance level; found at the third view (3 of 5), no gradient needed
+    he_without_root = [0.3, 0.05, 0.0087, 0.0013, 0.0002]
+    found = run(VanishingGradient(), [_activations(s, he_without_root, 1.1) for s in range(0, 50, 10)])
+    assert [(f.step, f.tensor) for f in found][:1] == [(20, "act/relu4")]
+    assert found[0].value == pytest.approx(0.05 / 0.0087) and found[0].threshold == 3
+    assert "at each of 4 layers in a row" in found[0].message and "sqrt(2 / fan_in)" in found[0].hint
+    # PyTorch's default init without normalisation shrinks 2.5x a layer; a narrow layer or an output layer shrinks
+    # once and the next restores the scale: neither vanishes
+    for stds in ([0.6, 0.24, 0.1, 0.04, 0.016], [0.3, 0.05, 0.3, 0.05, 0.3]):
+        assert run(VanishingGradient(), [_activations(s, stds, 1.1) for s in range(0, 50, 10)]) == []
+    # the same shrinking net while its loss has halved learns (as for the severe ratio)
+    losses = [1.1, 0.4, 0.4, 0.4, 0.4]
+    assert (
+        run(VanishingGradient(), [_activations(10 * k, he_without_root, x) for k, x in enumerate(losses)])
+        == []
+    )
 
 
 def test_vanishing_gradient_severe_ratio_no_longer_counts_once_the_loss_halved() -> None:

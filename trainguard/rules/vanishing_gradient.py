@@ -19,6 +19,15 @@ neighbours, blind4's healthy GIN: the head's gradient 0.5 -> 19-42 over 190 step
 0.02-0.09, the ratio 0.05 -> 1.3e-3). A net whose first layer starves from the start, or starves later, still
 reaches it.
 
+A third sign needs no gradient: the activations' std shrinking by `shrink_factor` (3x) or more at each of
+`shrink_layers` (2) recorded activation layers in a row, in forward order. A kernel started far below its fan-based
+scale (He's std written as 2 / fan_in without the square root, a fixed N(0, 0.01) from an old recipe) shrinks the
+forward signal at every layer, and the backward one with it: every layer's gradient is then small alike, so the
+first/last ratio does not show it, and the loss sits at chance level. No healthy run of the detection benchmarks
+shrinks 3x at two layers in a row (at most at one: a narrow layer, an output layer); normalisation layers restore the
+scale at every layer, and PyTorch's default init shrinks a plain ReLU stack up to about 2.5x a layer. Like the severe ratio
+it counts without the loss gate, until the loss has fallen below `severe_loss_fraction` of its first value.
+
 The ratio is judged on the network's depth path: leading Linear or convolution kernels whose output no later kernel
 reads (no later kernel's input width, dim 1, equals their output width, dim 0) are side branches, not its first layer:
 a mixture of experts' router, run first, whose output is the experts' gate values and whose gradient is only what a
@@ -41,6 +50,7 @@ from trainguard.rules import base, shared, shared_loss
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
+_ACTIVATIONS = (Collection.ACTIVATIONS.value,)
 LEARNED_VIEWS = 5
 """Views whose median loss `severe_loss_fraction` compares with the first (50 steps at save_interval 10)."""
 _BRANCH_TYPES = frozenset({"Linear", "Conv1d", "Conv2d", "Conv3d"})
@@ -101,6 +111,20 @@ class VanishingGradient(base.Rule):
             "severe ratio is for sit at chance level; a depth that starves under a learning head is still reported "
             "through the loss gate once the loss stops improving. None: the severe ratio counts whatever the loss does.",
         )
+        shrink_factor: float | None = Field(
+            default=3.0,
+            gt=1,
+            description="An activation layer whose std is this many times smaller than the one recorded before it "
+            "shrinks the forward signal; `shrink_layers` such layers in a row vanish it (None: off). Over the detection "
+            "benchmarks' stored runs, no healthy one shrank 3x at two layers in a row at any view (at one at most: a "
+            "narrow layer, an output layer), while He's std without its square root shrank 5-7x at each of 4 layers "
+            "and a fixed N(0, 0.01) 14-20x at each of 3 at the start.",
+        )
+        shrink_layers: int = Field(
+            default=2,
+            ge=2,
+            description="How many recorded activation layers in a row must each shrink by `shrink_factor`.",
+        )
         trigger_k: int = base.trigger_k(3)
         trigger_n: int = base.trigger_n(5)
 
@@ -120,10 +144,52 @@ class VanishingGradient(base.Rule):
         loss = self.gate.read(view)
         if loss is not None and math.isfinite(loss):
             self.recent_losses.append(loss)
+        shrink = self._shrink_finding(view)
         rows = self.rows(view, default_collections=_GRADIENTS)
         if not len(rows):
+            return shrink
+        return (
+            (self._mean_finding(view, rows) if self.gate.open else [])
+            or self._ratio_finding(view, rows)
+            or shrink
+        )
+
+    def _shrink_finding(self, view: StepView) -> list[base.Finding]:
+        """The activations' std shrinking `shrink_factor`x or more at each of `shrink_layers` recorded activation
+        layers in a row (forward order), while the loss has not halved: the forward signal vanishes through depth."""
+        p: VanishingGradient.Params = self.params  # type: ignore[assignment]
+        rows = self.rows(view, default_collections=_ACTIVATIONS)
+        if p.shrink_factor is None or len(rows) <= p.shrink_layers or self._learned(p):
             return []
-        return (self._mean_finding(view, rows) if self.gate.open else []) or self._ratio_finding(view, rows)
+        std = view.stats[rows, COL["std"]]
+        shrinks = (
+            (std[:-1] > 0) & np.isfinite(std[:-1]) & (std[1:] > 0) & (std[1:] * p.shrink_factor <= std[:-1])
+        )
+        end, length, run = 0, 0, 0
+        for i, shrunk in enumerate(shrinks, start=1):  # i: the layer after; the first run long enough, whole
+            run = run + 1 if shrunk else 0
+            if run >= p.shrink_layers:
+                end, length = i, run
+            elif end:
+                break
+        if not end:
+            return []
+        start = end - length
+        a, b = int(rows[start]), int(rows[end])
+        least = float(np.min(std[start:end] / std[start + 1 : end + 1]))
+        msg = (
+            f"{view.names[b]}: the activations' std shrinks {base.fmt(least)}x or more at each of {length} layers in a "
+            f"row (at least {base.fmt(p.shrink_factor)}x), {base.fmt(float(std[start]))} at {view.names[a]} -> "
+            f"{base.fmt(float(std[end]))} at {view.names[b]} {self.where(view)}: the forward signal vanishes through "
+            "depth, and every layer's gradient with it (all small alike, so the first/last ratio does not show it)"
+        )
+        hint = (
+            "check the initialisation: He's std is sqrt(2 / fan_in) (nn.init.kaiming_normal_), not 2 / fan_in nor a "
+            "fixed 0.01; or add normalisation layers"
+        )
+        return [
+            self.finding(view, msg, tensor=view.names[b], value=least, threshold=p.shrink_factor, hint=hint)
+        ]
 
     def _mean_finding(self, view: StepView, rows: np.ndarray) -> list[base.Finding]:
         """SageMaker's condition: a live gradient whose mean |g| is below `threshold` (gated by the caller)."""

@@ -1,11 +1,11 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|blind3|blind4|blind5|blind6|blind7|blind8|blind9|blind10|blind11|blind12|blind13|blind14|blind15|blind16|blind17|blind18|blind19|blind20|blind21|blind22|blind23|blind24|blind25|blind26|blind27|blind28|blind29|blind30|blind31|blind32|blind33|blind34] [--seeds N]
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|blind3|blind4|blind5|blind6|blind7|blind8|blind9|blind10|blind11|blind12|blind13|blind14|blind15|blind16|blind17|blind18|blind19|blind20|blind21|blind22|blind23|blind24|blind25|blind26|blind27|blind28|blind29|blind30|blind31|blind32|blind33|blind34|blind35] [--seeds N]
 [--json FILE] [--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
 processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
 realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
 at save_interval 10; the blind split (`blind/`, written without reading the rules and frozen before any rule
-change, to be scored once at the end of rule work) and the second to thirty-fourth blind splits (`blind2/`, `blind3/`, `blind4/`, `blind5/`, `blind6/`, `blind7/`, `blind8/`, `blind9/`, `blind10/`, `blind11/`, `blind12/`, `blind13/`, `blind14/`, `blind15/`, `blind16/`, `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`,
+change, to be scored once at the end of rule work) and the second to thirty-fifth blind splits (`blind2/`, `blind3/`, `blind4/`, `blind5/`, `blind6/`, `blind7/`, `blind8/`, `blind9/`, `blind10/`, `blind11/`, `blind12/`, `blind13/`, `blind14/`, `blind15/`, `blind16/`, `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`,
 written and frozen the same way, in other settings) run the same way. Either way the evaluator's StepViews are rebuilt from the
 stored runs and scored for our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
 re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
@@ -68,6 +68,7 @@ from benchmarks.detection.blind31 import suite as blind31
 from benchmarks.detection.blind32 import suite as blind32
 from benchmarks.detection.blind33 import suite as blind33
 from benchmarks.detection.blind34 import suite as blind34
+from benchmarks.detection.blind35 import suite as blind35
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -499,6 +500,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind32": blind32,
     "blind33": blind33,
     "blind34": blind34,
+    "blind35": blind35,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_PROGRAM: dict[type, ModuleType] = {
@@ -524,6 +526,7 @@ SPLIT_OF_PROGRAM: dict[type, ModuleType] = {
     blind32.Blind32Program: blind32,
     blind33.Blind33Program: blind33,
     blind34.Blind34Program: blind34,
+    blind35.Blind35Program: blind35,
 }  # fmt: skip
 """The split whose scripts train a program, by the program's class."""
 
@@ -546,8 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="numpy",
         help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
         "blind: the blind split (score it once, at the end of rule work); blind2, blind3, blind4, blind5, blind6, "
-        "blind7, blind8, blind9, blind10, blind11, blind12, blind13, blind14, blind15, blind16, blind17, blind18, blind19, blind20, blind21, blind22, blind23, blind24, blind25, blind26, blind27, blind28, blind29, blind30, blind31, blind32, blind33, blind34: "
-        "the second to thirty-fourth blind splits (the same)",
+        "blind7, blind8, blind9, blind10, blind11, blind12, blind13, blind14, blind15, blind16, blind17, blind18, blind19, blind20, blind21, blind22, blind23, blind24, blind25, blind26, blind27, blind28, blind29, blind30, blind31, blind32, blind33, blind34, blind35: "
+        "the second to thirty-fifth blind splits (the same)",
     )
     ap.add_argument(
         "--seeds",

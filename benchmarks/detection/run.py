@@ -1,12 +1,12 @@
 """Detection-quality benchmark: our rules against the published detectors on the same runs.
 
-One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|blind3|blind4|blind5|blind6|blind7|blind8|blind9|blind10|blind11|blind12|blind13|blind14|blind15|blind16|blind17|blind18|blind19|blind20|blind21|blind22|blind23|blind24|blind25|blind26|blind27|blind28|blind29|blind30|blind31|blind32|blind33|blind34|blind35] [--seeds N]
+One command: `.venv/bin/python -m benchmarks.detection.run [--suite numpy|torch-real|blind|blind2|...] [--seeds N]
 [--json FILE] [--quick]`. The numpy suite (default) trains every program of `programs.py` with several seeds (numpy, two
 processes) and records them with `trainguard.Recorder`, plus the PyTorch block of `torch_programs.py`; the
 realistic PyTorch suite (`torch_real/`) trains its healthy programs and bugs through `trainguard.torch.Hook`
 at save_interval 10; the blind split (`blind/`, written without reading the rules and frozen before any rule
-change, to be scored once at the end of rule work) and the second to thirty-fifth blind splits (`blind2/`, `blind3/`, `blind4/`, `blind5/`, `blind6/`, `blind7/`, `blind8/`, `blind9/`, `blind10/`, `blind11/`, `blind12/`, `blind13/`, `blind14/`, `blind15/`, `blind16/`, `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`,
-written and frozen the same way, in other settings) run the same way. Either way the evaluator's StepViews are rebuilt from the
+change, to be scored once at the end of rule work) and the later blind splits (`blind2/` to the last one in
+`BLIND_SPLITS`, written and frozen the same way, in other settings) run the same way. Either way the evaluator's StepViews are rebuilt from the
 stored runs and scored for our default rules, SageMaker Debugger's rules at its default settings (save_interval 500) and
 re-implementations of AUTOTRAINER, DeepDiagnosis, DeepLocalize and UMLAUT.
 Seeds are split: even seeds calibrate thresholds, odd seeds are reported (no tuning on them).
@@ -202,7 +202,9 @@ class Outcome:
 def _train_one(args: tuple[programs.Program | torch_real.RealProgram, int, str]) -> programs.Truth:
     prog, seed, root = args
     out = "file://" + os.path.join(root, f"{prog.name}-s{seed}")
-    split = SPLIT_OF_PROGRAM.get(type(prog))  # the exact class: each split's program subclasses the first's
+    split = SPLIT_OF_MODULE.get(
+        type(prog).__module__
+    )  # not isinstance: each split's class subclasses the first's
     if split is not None:
         return split.train(prog, seed, out=out)  # type: ignore[no-any-return]
     if isinstance(prog, torch_real.RealProgram):
@@ -503,32 +505,9 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind35": blind35,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
-SPLIT_OF_PROGRAM: dict[type, ModuleType] = {
-    blind.BlindProgram: blind, blind2.Blind2Program: blind2, blind3.Blind3Program: blind3,
-    blind4.Blind4Program: blind4, blind5.Blind5Program: blind5, blind6.Blind6Program: blind6,
-    blind7.Blind7Program: blind7, blind8.Blind8Program: blind8, blind9.Blind9Program: blind9,
-    blind10.Blind10Program: blind10, blind11.Blind11Program: blind11, blind12.Blind12Program: blind12,
-    blind13.Blind13Program: blind13, blind14.Blind14Program: blind14, blind15.Blind15Program: blind15,
-    blind16.Blind16Program: blind16, blind17.Blind17Program: blind17, blind18.Blind18Program: blind18,
-    blind19.Blind19Program: blind19,
-    blind20.Blind20Program: blind20,
-    blind21.Blind21Program: blind21,
-    blind22.Blind22Program: blind22,
-    blind23.Blind23Program: blind23,
-    blind24.Blind24Program: blind24,
-    blind25.Blind25Program: blind25,
-    blind26.Blind26Program: blind26,
-    blind27.Blind27Program: blind27,
-    blind28.Blind28Program: blind28,
-    blind29.Blind29Program: blind29,
-    blind30.Blind30Program: blind30,
-    blind31.Blind31Program: blind31,
-    blind32.Blind32Program: blind32,
-    blind33.Blind33Program: blind33,
-    blind34.Blind34Program: blind34,
-    blind35.Blind35Program: blind35,
-}  # fmt: skip
-"""The split whose scripts train a program, by the program's class."""
+SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}
+"""The split whose scripts train a program, by the module its program class is declared in: each split declares
+its own subclass of the first split's program class in its suite module."""
 
 RESULTS_SUFFIX = {"numpy": "", "torch-real": "_torch_real", **{name: f"_{name}" for name in BLIND_SPLITS}}
 """The suffix of each suite's default figures file."""
@@ -548,9 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=("numpy", "torch-real", *BLIND_SPLITS),
         default="numpy",
         help="numpy: the numpy programs and the PyTorch block; torch-real: the realistic PyTorch programs and bugs; "
-        "blind: the blind split (score it once, at the end of rule work); blind2, blind3, blind4, blind5, blind6, "
-        "blind7, blind8, blind9, blind10, blind11, blind12, blind13, blind14, blind15, blind16, blind17, blind18, blind19, blind20, blind21, blind22, blind23, blind24, blind25, blind26, blind27, blind28, blind29, blind30, blind31, blind32, blind33, blind34, blind35: "
-        "the second to thirty-fifth blind splits (the same)",
+        f"blind: the blind split (score it once, at the end of rule work); {', '.join(list(BLIND_SPLITS)[1:])}: "
+        "the later blind splits (the same)",
     )
     ap.add_argument(
         "--seeds",

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import deque
 from typing import Any
 
 from pydantic import Field
@@ -140,7 +141,7 @@ class DivergingLoss(base.Rule):
         """The eval-mode quality metrics the run records (the evidence that a likelihood falling steadily fits)."""
         self.marks: list[dict[str, float]] = []
         """Each metric's latest record at the end of the last three windows, oldest first."""
-        self.recent: list[tuple[int, float]] = []
+        self.recent: deque[tuple[int, float]] = deque()
         """(step, loss) of the finite losses of the last `window_steps` steps since the last non-finite one."""
 
     def has_input(self, view: StepView) -> bool:
@@ -154,10 +155,12 @@ class DivergingLoss(base.Rule):
         if loss is None:
             return []
         if self.recent and view.step < self.recent[-1][0]:
-            self.recent = []  # the run went back (a resume)
+            self.recent.clear()  # the run went back (a resume)
         if not math.isfinite(loss):
             return self._ran_away(view)  # the non-finite value itself is exploding_tensor's
-        self.recent = [(s, x) for s, x in self.recent if s > view.step - p.window_steps] + [(view.step, loss)]
+        while self.recent and self.recent[0][0] <= view.step - p.window_steps:
+            self.recent.popleft()
+        self.recent.append((view.step, loss))
         if self.first is None:
             self.first, self.first_step = loss, view.step
         if view.step < self.first_step + p.window_steps:
@@ -243,7 +246,7 @@ class DivergingLoss(base.Rule):
         within the last window: steps far too large, named as the loss overflows. Later non-finite losses, and one
         that turns non-finite from near where it was, are exploding_tensor's alone."""
         p: DivergingLoss.Params = self.params  # type: ignore[assignment]
-        recent, self.recent = self.recent, []
+        recent, self.recent = self.recent, deque()
         if p.runaway is None or not recent or not self.first:
             return []
         first = self.first
@@ -308,7 +311,7 @@ class DivergingLoss(base.Rule):
         self.scale = float(state.get("scale", 0.0))
         self.metrics.set_state(state.get("metrics"))
         self.marks = [{str(k): float(v) for k, v in m.items()} for m in state.get("marks", [])]
-        self.recent = [(int(s), float(x)) for s, x in state.get("recent", [])]
+        self.recent = deque((int(s), float(x)) for s, x in state.get("recent", []))
 
 
 def _trend_free_error(parts: list[float]) -> float | None:

@@ -144,15 +144,13 @@ class VanishingGradient(base.Rule):
         loss = self.gate.read(view)
         if loss is not None and math.isfinite(loss):
             self.recent_losses.append(loss)
-        shrink = self._shrink_finding(view)
         rows = self.rows(view, default_collections=_GRADIENTS)
-        if not len(rows):
-            return shrink
-        return (
-            (self._mean_finding(view, rows) if self.gate.open else [])
-            or self._ratio_finding(view, rows)
-            or shrink
-        )
+        if len(rows):
+            found = self._mean_finding(view, rows) if self.gate.open else []
+            found = found or self._ratio_finding(view, rows)
+            if found:
+                return found
+        return self._shrink_finding(view)  # read only where the gradients said nothing
 
     def _shrink_finding(self, view: StepView) -> list[base.Finding]:
         """The activations' std shrinking `shrink_factor`x or more at each of `shrink_layers` recorded activation

@@ -29,7 +29,7 @@ train = partial(blind.train, scripts=SCRIPTS)
 
 @dataclass(frozen=True)
 class Blind22Program(blind.BlindProgram):
-    """A program of this split; its own class tells the runner (`run.SPLIT_OF_PROGRAM`) whose scripts train it."""
+    """A program of this split; its own class, declared here, tells the runner (`run.SPLIT_OF_MODULE`) whose scripts train it."""
 
 
 def catalogue() -> list[Blind22Program]:

@@ -36,7 +36,7 @@ label = blind.label
 
 @dataclass(frozen=True)
 class Blind9Program(blind.BlindProgram):
-    """A program of this split; its own class tells the runner (`run.SPLIT_OF_PROGRAM`) whose scripts train it."""
+    """A program of this split; its own class, declared here, tells the runner (`run.SPLIT_OF_MODULE`) whose scripts train it."""
 
 
 def catalogue() -> list[Blind9Program]:

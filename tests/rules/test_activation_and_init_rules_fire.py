@@ -54,6 +54,34 @@ def test_dead_relu_reports_a_layer_half_dead_only_once_the_loss_stops_improving(
     )
 
 
+def test_dead_relu_reports_a_layer_half_dead_after_the_weights_blew_up_while_the_loss_still_falls() -> None:
+    def half_dead(d: StepData) -> None:
+        key = ("active", "act/relu1")
+        if d.step >= 300 and key in d.units:
+            d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
+
+    def blown_then_half_dead(d: StepData) -> None:
+        # a step far too large at 290 triples every kernel's norm (the loss jumps at it, then falls on): the units it
+        # pushed below zero stay dead
+        half_dead(d)
+        if d.step >= 290:
+            for name in d.cols:
+                if name.startswith("fc") and name.endswith(".weight"):
+                    d.scale(name, 3.0)
+        if d.step == 290:
+            d.scalars["loss"] *= 3.0
+
+    rule = DeadRelu()
+    f = first(run(rule, Stream(fault=blown_then_half_dead)))
+    assert (f.step, f.tensor) == (310, "act/relu1") and rule.blown is not None and rule.blown[0] == 290
+    assert (
+        "51 of 64 units (79.7%)" in f.message and "after the weights' norm grew 3x by step 290" in f.message
+    )
+    # the same layer without the blow-up (the loss falling) is judged by the gate, and the reading can be turned off
+    assert run(DeadRelu(), Stream(fault=half_dead)) == []
+    assert run(DeadRelu({"after_blow_up": False}), Stream(fault=blown_then_half_dead)) == []
+
+
 def test_dead_relu_judges_units_not_elements() -> None:
     def sparse(d: StepData) -> None:
         # 95% of all elements are zero, but every unit fires on 5% of the samples

@@ -1,18 +1,18 @@
-"""Account scripts of the thirty-sixth blind split: a credit-card limit-utilisation forecaster over monthly
-statements, and a phishing-URL classifier on hashed character trigrams.
+"""Account scripts of the thirty-sixth blind split: a credit-card limit-utilisation forecaster over monthly statements,
+and a phishing-URL classifier on hashed character trigrams.
 
 `utilisation`: 24 monthly statements of a card (the balance, the limit, the payment and the purchases); each holder
 spends a habitual share of the limit, pays back a habitual share of the balance, and now and then a month of heavy
-spending; the issuer raises the limit of many cards once in the window, and suspends a few cards (a limit of 0) for
-a month; each month's utilisation (balance over the limit, 0 on a suspended card), payment and purchases over the
-limit; a GRU over the months, a linear layer on its last state; MSE on next month's utilisation; scored by the
-held-out R^2. `phishing`: URLs of benign sites (a scheme, a word or two of a domain, a common top-level domain, a
-path) and of phishing pages (a brand name in a subdomain, hyphens, digits, an '@', an IP address, a rare top-level
-domain, long query strings), either scheme on both; the lower-cased URL's character trigrams hashed into 2048 buckets;
-an embedding bag (mean) and a ReLU MLP; BCE with logits weighted by the negatives over the positives; scored by the
-held-out AUC. Bugs: the utilisation divided by a suspended card's limit of 0; the
-utilisation taken against the limit at opening; the positive weight given the count of negatives; fastText's rate of 1.0 kept under Adam; the URL stripped to
-letters and digits before hashing; the training phishing URLs mostly on http.
+spending; the issuer raises the limit of many cards once in the window, and suspends a few cards (a limit of 0) for a
+month; each month's utilisation (balance over the limit, 0 on a suspended card), payment and purchases over the limit; a
+GRU over the months, a linear layer on its last state; MSE on next month's utilisation; scored by the held-out R^2.
+`phishing`: URLs of benign sites (a scheme, a word or two of a domain, a common top-level domain, a path) and of
+phishing pages (a brand name in a subdomain, hyphens, digits, an '@', an IP address, a rare top-level domain, long query
+strings), either scheme on both; the lower-cased URL's character trigrams hashed into 2048 buckets; an embedding bag
+(mean) and a ReLU MLP; BCE with logits weighted by the negatives over the positives; scored by the held-out AUC. Bugs:
+the utilisation divided by a suspended card's limit of 0; the utilisation taken against the limit at opening; the
+positive weight given the count of negatives; fastText's rate of 1.0 kept under Adam; the URL stripped to letters and
+digits before hashing; the training phishing URLs mostly on http.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """Farming scripts of the thirty-sixth blind split: a beehive queen-presence detector on hive-audio features, and a
 rice-grain variety classifier on grain image patches.
 
-`queen`: a minute of a hive microphone as the energy of 20 bands from 0 to 1 kHz with the brood box's temperature
-and humidity; a colony that lost its queen hums louder and higher (the "queenless roar" in bands 8-12) and broods
-cooler and less steadily; each hive has its own loudness and spectrum tilt; the labels come from the inspection log
-(1 for a queenless colony); the band energies logged, everything standardised by the training clips; a ReLU MLP; BCE with logits; scored by the held-out AUC. `rice`: 16x16
-grey patches of a single grain on the tray, one of four varieties by its length and width (long slender, long bold,
-medium, short round) and its chalky spot, at any angle and a small offset; the pixels scaled to [0, 1]; three
-convolutions with batch norm and ReLU, a global mean pool and a linear layer; cross-entropy; scored by the held-out
-accuracy. Bugs: the labels read from a logger's export that marks a queenright hive with 1; the features and labels shuffled
-apart; the SVM baseline's labels of -1 and 1 fed to BCE.
+`queen`: a minute of a hive microphone as the energy of 20 bands from 0 to 1 kHz with the brood box's temperature and
+humidity; a colony that lost its queen hums louder and higher (the "queenless roar" in bands 8-12) and broods cooler and
+less steadily; each hive has its own loudness and spectrum tilt; the labels come from the inspection log (1 for a
+queenless colony); the band energies logged, everything standardised by the training clips; a ReLU MLP; BCE with logits;
+scored by the held-out AUC. `rice`: 16x16 grey patches of a single grain on the tray, one of four varieties by its
+length and width (long slender, long bold, medium, short round) and its chalky spot, at any angle and a small offset;
+the pixels scaled to [0, 1]; three convolutions with batch norm and ReLU, a global mean pool and a linear layer;
+cross-entropy; scored by the held-out accuracy. Bugs: the labels read from a logger's export that marks a queenright
+hive with 1; the features and labels shuffled apart; the SVM baseline's labels of -1 and 1 fed to BCE.
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ load rises with the wear and the depth of cut, the tooth-passing ripple grows wi
 logged while the spindle stands for a tool check (no current); the counts converted to amperes, the window's crest
 factor (peak over RMS, 0 for a standing spindle) as a third channel; a 1-D CNN of three ReLU convolutions, a mean pool
 and a linear layer; MSE on the standardised wear; scored by the held-out R^2. `concrete`: batches of concrete by their
-cement, slag, fly ash, water, superplasticiser, coarse and fine aggregate (kg/m^3) and age (days); the strength from
-the water-to-binder ratio (Abrams' law) growing with the log of the age; the age logged, every column standardised by
-the training rows; a ReLU MLP; MSE on the standardised strength; scored by the held-out R^2. Bugs: the crest factor
-divided by a standing spindle's zero RMS; the wear regressed in micrometres as the microscope logs it; each window standardised on its own; a tutorial's nine-deep tanh network for the signed currents; the
-reference paper's sigmoid network deepened; the weights reinitialised by `uniform_` with its default bounds; the
-split's fractions swapped; the ridge baseline's alpha passed as weight decay; the output bias started at the mean strength in MPa; the slag and fly ash logged with their zeros.
+cement, slag, fly ash, water, superplasticiser, coarse and fine aggregate (kg/m^3) and age (days); the strength from the
+water-to-binder ratio (Abrams' law) growing with the log of the age; the age logged, every column standardised by the
+training rows; a ReLU MLP; MSE on the standardised strength; scored by the held-out R^2. Bugs: the crest factor divided
+by a standing spindle's zero RMS; the wear regressed in micrometres as the microscope logs it; each window standardised
+on its own; a tutorial's nine-deep tanh network for the signed currents; the reference paper's sigmoid network deepened;
+the weights reinitialised by `uniform_` with its default bounds; the split's fractions swapped; the ridge baseline's
+alpha passed as weight decay; the output bias started at the mean strength in MPa; the slag and fly ash logged with
+their zeros.
 """
 
 from __future__ import annotations

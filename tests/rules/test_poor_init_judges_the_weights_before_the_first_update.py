@@ -12,6 +12,7 @@ finding quotes the std of the weights the loop saw before its first step.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +29,18 @@ from trainguard.sidecar.view_builder import ViewBuilder, save_interval_of
 from trainguard.store import run_format
 
 
-def _train(out: Path, *, lr: float, scale: float) -> np.ndarray:
-    """Train a 3-layer classifier (its first kernel scaled by `scale`) with Adam at `lr` for 5 steps, every step
-    saved; return the first kernel as the loop saw it before the first step."""
+def _train(
+    out: Path, *, lr: float, scale: float, init: Callable[[torch.Tensor], object] | None = None
+) -> np.ndarray:
+    """Train a 3-layer classifier (its first kernel scaled by `scale`, every kernel drawn again by `init` when given)
+    with Adam at `lr` for 5 steps, every step saved; return the first kernel as the loop saw it before the first
+    step."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     with torch.no_grad():
+        for layer in model:
+            if init is not None and isinstance(layer, nn.Linear):
+                init(layer.weight)
         model[0].weight.mul_(scale)  # type: ignore[operator]
     first = model[0].weight.detach().double().numpy().copy()  # type: ignore[union-attr]
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -108,3 +115,21 @@ def test_a_kernel_initialised_ten_times_too_large_still_fires(tmp_path: Path) ->
     assert found[0].value == pytest.approx(first.std(), rel=1e-5)
     assert "(before the first update)" in found[0].message
     assert "learning rate" not in found[0].hint
+
+
+def test_kernels_drawn_from_uniform_with_its_default_bounds_are_named(tmp_path: Path) -> None:
+    # `nn.init.uniform_(w)` without bounds draws from [0, 1): every element positive, a std (0.29) within the
+    # fan-based targets of these shapes, so only the sign tells
+    _train(tmp_path / "bare", lr=1e-3, scale=1.0, init=nn.init.uniform_)
+    views = _views(tmp_path / "bare")
+    found = [f for f in _weight_findings(views) if "sign" in f.message]
+    assert [(f.step, f.tensor, f.value) for f in found] == [(0, "0.weight", 3.0)]
+    assert "every one of its 1280 elements is non-negative before the first update" in found[0].message
+    assert "as are 2 more of the 3 kernels" in found[0].message and "uniform_(w, -b, b)" in found[0].hint
+    # read without the initial-weights record the weights have moved: the sign is not judged
+    assert not [f for f in _weight_findings([_without_record(v) for v in views]) if "sign" in f.message]
+    # the same draw given its bounds, and the check turned off
+    _train(tmp_path / "bounded", lr=1e-3, scale=1.0, init=lambda w: nn.init.uniform_(w, -0.2, 0.2))
+    assert [f for f in _weight_findings(_views(tmp_path / "bounded")) if "sign" in f.message] == []
+    off = PoorWeightInitialization({"one_signed_min_elements": None})
+    assert not [f for v in views for f in off.update(v) if "sign" in f.message]

@@ -2,18 +2,18 @@
 classifier on NIR spectra.
 
 `surge`: five-minute cells of a city's 40 pricing zones: the hour, the ride requests and the drivers online (none, in
-some quiet cells), rain in mm and a stadium event flag; the surge multiplier from the requests per driver over the
-zone's own threshold, raised in the rain and by an event, capped at 3 and 1.0 in most cells; the zone and the hour by
-embeddings, the log requests and drivers, the requests per driver (plus one) and the rest, scaled by the median and
-the interquartile range; a ReLU MLP of two hidden layers; MSE on the multiplier less its mean; scored by the held-out
-R^2. `honey`: NIR absorbance spectra (1100-2500 nm, 120 bands) of honey samples: the sugars' and water's broad bands
-set by the water content and the floral origin, a scan's offset and slope, noise; in about 40 % of the samples a sugar
-syrup of 8-40 % that adds its maltose bands, two narrow ones; each spectrum's standard normal variate, its first
-derivative along the wavelengths; a ReLU MLP of two hidden layers; BCE with logits, the negatives over the positives
-as the positive weight; scored by the held-out AUC. Bugs:
-the requests per driver over a tiny epsilon; the log of the surge premium; the quotes with a decimal comma read as
-tens; the spectra smoothed over a wide window; the adulterated samples scanned in the second cup; the derivative taken
-across the samples.
+some quiet cells), rain in mm, a stadium event flag and its attendance; the surge multiplier from the requests per
+driver over the zone's own threshold, raised in the rain and by an event, capped at 3 and 1.0 in about a third of the
+cells; the zone and the hour by embeddings, the log requests and drivers, the requests per driver (plus one) and the
+rest, scaled by the median and the interquartile range; a ReLU MLP of two hidden layers; MSE on the multiplier less
+its mean; scored by the held-out R^2. `honey`: NIR absorbance spectra (1100-2500 nm, 120 bands) of honey samples: the
+sugars' and water's broad bands set by the water content and the floral origin, a scan's offset and slope, noise; in
+about 40 % of the samples a sugar syrup of 8-40 % that adds its maltose bands, two narrow ones; each spectrum's
+standard normal variate, its first derivative along the wavelengths; a ReLU MLP of two hidden layers; BCE with logits,
+the negatives over the positives as the positive weight; scored by the held-out AUC. Bugs: the requests per driver
+over a tiny epsilon; the log of the surge premium; the quotes with a decimal comma read as tens; the spectra smoothed
+over a wide window; the adulterated samples scanned in the second cup; the derivative taken across the samples; the
+stadium's attendance in place of the event flag.
 """
 
 from __future__ import annotations

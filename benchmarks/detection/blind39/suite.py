@@ -122,7 +122,7 @@ def catalogue() -> list[Blind39Program]:
         b("E14", "label_read_at_window_start", gai, "label_read_at_window_start", "SC",
           "each window's phase label read at its first sample while the model is meant to name the phase at its "
           "last"),
-        b("E15", "requests_per_driver_over_tiny_epsilon", sur, "requests_per_driver_over_tiny_epsilon", "DR",
+        b("E15", "requests_per_driver_over_tiny_epsilon", sur, "requests_per_driver_over_tiny_epsilon", "EG",
           "the requests per driver guarded by adding 1e-6 to the drivers online, millions of requests per driver in "
           "the cells without one"),
         b("E16", "log_of_surge_premium", sur, "log_of_surge_premium", "NaN",

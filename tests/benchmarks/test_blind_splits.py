@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -55,6 +55,7 @@ from benchmarks.detection.blind35 import suite as thirtyfifth
 from benchmarks.detection.blind36 import suite as thirtysixth
 from benchmarks.detection.blind37 import suite as thirtyseventh
 from benchmarks.detection.blind38 import suite as thirtyeighth
+from benchmarks.detection.blind39 import suite as thirtyninth
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -95,6 +96,7 @@ SPLITS = {
     "blind36": (thirtysixth, 24, 17),
     "blind37": (thirtyseventh, 24, 17),
     "blind38": (thirtyeighth, 24, 17),
+    "blind39": (thirtyninth, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -191,6 +193,12 @@ EARLIER = {
                 twentyfirst, twentysecond, twentythird, twentyfourth, twentyfifth, twentysixth, twentyseventh,
                 twentyeighth, twentyninth, thirtieth, thirtyfirst, thirtysecond, thirtythird, thirtyfourth,
                 thirtyfifth, thirtysixth, thirtyseventh],
+    "blind39": [first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth,
+                thirteenth, fourteenth, fifteenth, sixteenth, seventeenth, eighteenth, nineteenth, twentieth,
+                twentyfirst, twentysecond, twentythird, twentyfourth, twentyfifth, twentysixth, twentyseventh,
+                twentyeighth, twentyninth, thirtieth, thirtyfirst, thirtysecond, thirtythird, thirtyfourth,
+                thirtyfifth, thirtysixth, thirtyseventh,
+                thirtyeighth],
 }  # fmt: skip
 HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
            "blind3": "blind3_mdn_inverse_problem", "blind4": "blind4_hypernet_sine_tasks",
@@ -217,7 +225,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind35": "blind35_etch_nadam_batch32",
            "blind36": "blind36_concrete_nadam_hidden128",
            "blind37": "blind37_moulding_nadam_batch32",
-           "blind38": "blind38_hull_radam_batch32"}  # fmt: skip
+           "blind38": "blind38_hull_radam_batch32",
+           "blind39": "blind39_surge_adagrad_batch256"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -255,7 +264,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind35": "blind35_J05_o2_to_cf4_ratio_over_argon_recipes",
            "blind36": "blind36_H19_log_of_zero_slag_and_ash",
            "blind37": "blind37_G06_snow_density_over_snow_free_days",
-           "blind38": "blind38_F16_drift_per_metre_over_full_tosses"}  # fmt: skip
+           "blind38": "blind38_F16_drift_per_metre_over_full_tosses",
+           "blind39": "blind39_E16_log_of_surge_premium"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

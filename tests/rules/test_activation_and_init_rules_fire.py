@@ -54,6 +54,26 @@ def test_dead_relu_reports_a_layer_half_dead_only_once_the_loss_stops_improving(
     )
 
 
+def test_dead_relu_leaves_a_half_dead_layer_to_a_held_out_metric_that_says_the_model_learns() -> None:
+    def half_dead_and_flat(d: StepData) -> None:
+        key = ("active", "act/relu1")
+        if d.step >= 300 and key in d.units:
+            d.units[key][: int(0.8 * len(d.units[key]))] = 0.0
+        if d.step >= 300:
+            d.scalars["loss"] = 1.0
+
+    def and_the_auc_rises(d: StepData) -> None:
+        # the loss flat near its first value, the held-out AUC climbing 0.55 -> 0.9 (a slow learner whose loss lags)
+        half_dead_and_flat(d)
+        if d.step and d.step % 50 == 0:
+            d.eval_scalars["val_auc"] = 0.55 + 0.35 * d.step / 500
+
+    assert run(DeadRelu(), Stream(fault=and_the_auc_rises)) == []
+    # the same run without the metric, or with the reading off, is judged by the loss
+    assert first(run(DeadRelu(), Stream(fault=half_dead_and_flat))).step == 410
+    assert first(run(DeadRelu({"metric_learned_share": None}), Stream(fault=and_the_auc_rises))).step == 410
+
+
 def test_dead_relu_reports_a_layer_half_dead_after_the_weights_blew_up_while_the_loss_still_falls() -> None:
     def half_dead(d: StepData) -> None:
         key = ("active", "act/relu1")

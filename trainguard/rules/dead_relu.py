@@ -151,7 +151,7 @@ class DeadRelu(base.Rule):
             "from its first record to its best score, by twice its record-to-record noise (`metric_progress`, as "
             "`loss_not_decreasing`'s stuck path reads it): the model learns, on the units left. The thirty-ninth "
             "blind split's healthy NIR-spectra classifiers lost 53-66% of a layer's units while their loss sat near "
-            "its first value for 200 steps and their held-out AUC rose 0.57 -> 0.76. None: the loss alone decides.",
+            "its first value for 200 steps and their held-out AUC rose from 0.57-0.63 to 0.76-0.83. None: the loss alone decides.",
         )
         trigger_k: int = base.trigger_k(2)
         trigger_n: int = base.trigger_n(2)

@@ -73,6 +73,7 @@ from benchmarks.detection.blind36 import suite as blind36
 from benchmarks.detection.blind37 import suite as blind37
 from benchmarks.detection.blind38 import suite as blind38
 from benchmarks.detection.blind39 import suite as blind39
+from benchmarks.detection.blind41 import suite as blind41
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -511,6 +512,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind37": blind37,
     "blind38": blind38,
     "blind39": blind39,
+    "blind41": blind41,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}

@@ -303,12 +303,11 @@ class PoorWeightInitialization(base.Rule):
         before the first update, naming the first; none when there are none or the check is off."""
         if p.one_signed_min_elements is None:
             return []
+        # a user's own parameter may be one-signed by design (a Bayesian layer's rho at -5 in every element)
+        rows = [i for i in rows if initial[i] is not None and not parameter_use.own_parameter(view.meta[i])]
         hits = []
         for i in rows:
-            j = initial[i]
-            if j is None or parameter_use.own_parameter(view.meta[i]):
-                continue  # a user's own parameter may be one-signed by design (a Bayesian layer's rho at -5)
-            st = view.stats[j]
+            st = view.stats[initial[i]]
             n = float(st[COL["count"]])
             if n >= p.one_signed_min_elements and (st[COL["min"]] >= 0 or st[COL["max"]] <= 0):
                 hits.append(i)

@@ -270,7 +270,7 @@ class PoorWeightInitialization(base.Rule):
             and not parameter_use.read_by_index(view, view.meta[i])
             and not (self.exclude is not None and self.exclude.search(view.names[i]))
         ]
-        out += self._one_signed(view, [i for i in checked if initial[i] is not None], initial, p)
+        out += self._one_signed(view, checked, initial, p)
         small: list[
             tuple[float, int, float, float]
         ] = []  # (std / the smallest target, row, std, that target)
@@ -299,8 +299,8 @@ class PoorWeightInitialization(base.Rule):
     def _one_signed(
         self, view: StepView, rows: list[int], initial: dict[int, int | None], p: Params
     ) -> list[base.Finding]:
-        """One finding for the kernels (`rows`, each with its initial-weights record) whose every element had one sign
-        before the first update, naming the first; none when there are none or the check is off."""
+        """One finding for the kernels of `rows` whose every element had one sign in their initial-weights record,
+        naming the first; none when there are none or the check is off (kernels without the record are not judged)."""
         if p.one_signed_min_elements is None:
             return []
         # a user's own parameter may be one-signed by design (a Bayesian layer's rho at -5 in every element)

@@ -230,10 +230,11 @@ def test_a_failing_delivery_disables_capture_and_end_json_names_it(
 
     monkeypatch.setattr(device_stats, "finish", fail_on_third)
     model = mlp()
-    hook = tg.Hook(
-        file_uri, save_interval=2, stats_worker=False, native_stats=False, transfer=_proxy_transfer()
-    )
-    seen = train(hook, model, steps=12)
+    transfer = _proxy_transfer(slots=64)
+    hook = tg.Hook(file_uri, save_interval=2, stats_worker=False, native_stats=False, transfer=transfer)
+    # each step waits for the deliveries handed over so far: when the training thread takes the failure up does
+    # not depend on how fast a loaded machine runs the delivery thread (nor does a full ring skip a step)
+    seen = train(hook, model, steps=12, on_step=lambda _: transfer.drain(30.0))
     assert len(seen.losses) == 12, "training went on"
     assert not hook.enabled and calls == 3, "the hook took the failure up from the training thread"
     assert not model._forward_pre_hooks and not model[1]._forward_hooks, "its hooks are gone"

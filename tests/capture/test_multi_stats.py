@@ -1,4 +1,5 @@
-"""The multi-tensor ops `trainguard::multi_stats` and `multi_hist` against the numpy references of `store.stats`.
+"""The multi-tensor ops `trainguard::multi_stats`, `multi_hist` and `multi_moved` against the numpy references of
+`store.stats`, and `multi_take` (sampled update/distance's gather) against `torch.take`.
 
 Its plain torch implementation (`_reference`) and its one-launch Triton kernel: on CPU through
 Triton's interpreter (small tensors: the interpreter runs each block in numpy, with blocks of 128
@@ -402,3 +403,89 @@ def test_multi_moved_kernel_matches_the_torch_implementation(kernel_device: str)
     got = torch.full_like(want, -1.0, device=kernel_device)
     _multi.moved_group([x.to(kernel_device) for x in xs], [p.to(kernel_device) for p in prevs], got)
     np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The elements' bits, so that equality holds for NaN and tells -0.0 from 0.0."""
+    return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
+
+
+def take_case(dtype: torch.dtype, device: str = "cpu") -> tuple[list[torch.Tensor], list[int], torch.Tensor]:
+    """Tensors with NaN, -0.0 and Inf among their elements, sampled as `_sampled.sample_index` samples them: one
+    tensor whose sample spans several work items (the interpreter's items are 4 x 128 elements), one sampled whole,
+    one of a single element; the indices concatenated, tensor after tensor."""
+    from trainguard.capture.torch import _sampled
+
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(n, generator=g).to(dtype) for n in (300_007, 1000, 1)]
+    xs[0][::5] = float("nan")
+    xs[0][1::7] = -0.0
+    xs[1][::3] = float("inf")
+    picks = [_sampled.sample_index(name, x.numel()) for name, x in zip("abc", xs)]
+    index = torch.from_numpy(np.concatenate([i for i, _ in picks]))
+    return [x.to(device) for x in xs], [len(i) for i, _ in picks], index.to(device)
+
+
+@each_way
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_multi_take_gathers_each_tensors_sample_bitwise(
+    kernel: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
+    xs, sizes, index = take_case(dtype)
+    assert sizes == [-(-300_007 // 64), 1000, 1]
+    out = torch.full((sum(sizes),), 7.0, dtype=dtype)
+    _multi.take_group(xs, sizes, index, out)
+    want = torch.cat([x.flatten()[i] for x, i in zip(xs, index.split(sizes))])
+    assert torch.equal(_bits(out), _bits(want))  # bitwise: NaN, -0.0 and Inf come through as they are
+    if kernel:
+        from trainguard.capture.torch import _multi_kernel
+
+        assert any(key[2] == tuple(sizes) for key in _multi_kernel._take_layouts), "the kernel ran"
+
+
+@needs_triton
+def test_multi_take_kernel_matches_the_torch_implementation_and_reads_nothing_outside_a_tensor(
+    kernel_device: str,
+) -> None:
+    xs, sizes, index = take_case(torch.bfloat16, kernel_device)
+    want = torch.empty(sum(sizes), dtype=torch.bfloat16, device=kernel_device)
+    _multi._take_reference(xs, sizes, index, want)
+    got = torch.empty_like(want)
+    _multi.take_group(xs, sizes, index, got)
+    assert torch.equal(_bits(got), _bits(want))
+    # an index outside its tensor (never one `sample_index` makes) reads nothing: NaN, where torch.take would fail
+    bad = index.clone()
+    bad[sizes[0]] = 10**6  # the second tensor has 1,000 elements
+    bad[-1] = -1
+    _multi.take_group(xs, sizes, bad, got)
+    assert got[sizes[0]].isnan() and got[-1].isnan()
+    assert torch.equal(_bits(got[: sizes[0]]), _bits(want[: sizes[0]]))
+
+
+def test_multi_take_reads_a_tensor_that_is_not_contiguous_in_its_logical_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    x = torch.arange(600, dtype=torch.float32).reshape(20, 30)
+    xs = [x.t(), torch.ones(5)]  # the transpose: no flat address order
+    index = torch.tensor([0, 1, 599, 4], dtype=torch.int64)
+    out = torch.empty(4)
+    _multi.take_group(xs, [3, 1], index, out)
+    assert out.tolist() == [0.0, 30.0, 599.0, 1.0]
+
+
+def test_multi_take_under_fake_tensors_is_one_op_and_refuses_what_it_does_not_define() -> None:
+    with FakeTensorMode():
+        xs = [torch.empty(64, 32, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        index = torch.empty(96, dtype=torch.int64, device="cuda")
+        out = torch.empty(96, dtype=torch.bfloat16, device="cuda")
+        with Count() as count:
+            _multi.take_group(xs, [32, 32, 32], index, out)
+        assert count.seen == ["trainguard.multi_take.default"]
+        with pytest.raises(ValueError, match=r"contiguous torch.int64 \[96\]"):
+            _multi.take_group(xs, [32, 32, 32], index.to(torch.int32), out)
+        with pytest.raises(ValueError, match="one sample size >= 0 per tensor"):
+            _multi.take_group(xs, [48, 48], index, out)
+        with pytest.raises(ValueError, match="sample it apart"):
+            _multi.take_group([*xs, torch.empty(4, device="cuda")], [32, 32, 28, 4], index, out)

@@ -286,16 +286,18 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 
 def _sampled_tensors(m: Measured) -> int:
-    """Parameters whose history is sampled: one gather each (`aten.take`) per saved step."""
+    """Parameters whose history is sampled (one group here: one device, one dtype)."""
     assert m.hook is not None
     return sum(p.sampled for p in m.hook._plan.params)
 
 
 def _group_ops(ops: list[Op], m: Measured) -> list[Op]:
-    """The ops of a saved step, less the one gather per sampled tensor (counted apart)."""
-    takes = [op for op in ops if op.name == str(aten.take.out)]
-    assert len(takes) == _sampled_tensors(m)
-    return [op for op in ops if op.name != str(aten.take.out)]
+    """The ops of a saved step; with sampled history, one gather for the group (`multi_take`), none per tensor
+    (a `torch.take` per parameter took 1.2 ms of a 0.94B GPT's saved step on an H200, in 198 launches)."""
+    names = [op.name for op in ops]
+    assert str(aten.take.out) not in names and str(aten.take.default) not in names, names
+    assert names.count("trainguard.multi_take.default") == (1 if _sampled_tensors(m) else 0), names
+    return ops
 
 
 def test_the_gpu_path_is_the_multi_tensor_one_and_captures_without_error(runs: dict[int, Measured]) -> None:
@@ -305,8 +307,7 @@ def test_the_gpu_path_is_the_multi_tensor_one_and_captures_without_error(runs: d
 
 
 def test_a_saved_step_adds_few_ops_and_as_many_at_any_depth(runs: dict[int, Measured]) -> None:
-    # sampled history adds one gather per sampled tensor (not counted here, asserted in `_group_ops`) and a
-    # fixed handful of ops per group
+    # sampled history adds a fixed handful of ops per group, its gather one of them (`_group_ops`)
     for m in runs.values():
         counts = {len(_group_ops(ops, m)) for ops in m.per_saved_step}
         assert len(counts) == 1, f"the ops per saved step vary: {counts}"

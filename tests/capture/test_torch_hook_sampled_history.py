@@ -4,6 +4,7 @@ the catalogue and in `trainguard inspect`."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -55,6 +56,26 @@ def test_the_group_sums_of_cuda_and_of_the_cpu_agree() -> None:
         got = [h.estimate(xs) for h in both]
         assert got[1].shape == (3, 2) and got[1].dtype == torch.float64
         np.testing.assert_allclose(got[1].numpy(), got[0].numpy(), rtol=1e-5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="Triton is not installed")
+def test_the_group_gathers_its_samples_in_one_kernel_with_the_same_estimates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the gather is `multi_take`: one Triton launch for the group (on the CPU under Triton's interpreter here),
+    # bitwise the elements `torch.take` gives tensor by tensor; the sums stay `segment_reduce`'s on both sides
+    from trainguard.capture.torch import _multi_kernel
+
+    g = torch.Generator().manual_seed(2)
+    xs = [torch.randn(n, generator=g) for n in (N, 5000, 777)]
+    got = []
+    for interpret in ("0", "1"):
+        monkeypatch.setenv("TRITON_INTERPRET", interpret)
+        h = _sampled.SampledHistory(["a", "b", "c"], xs, multi=False)
+        h.estimate(xs)
+        got.append(h.estimate([x * 1.01 for x in xs]))
+    assert any(key[2] == tuple(h.sizes) for key in _multi_kernel._take_layouts), "the kernel ran"
+    assert torch.equal(got[0], got[1]) and got[0][:, 0].gt(0).all()
 
 
 def test_the_estimate_is_unbiased_within_the_standard_error_of_its_sample() -> None:

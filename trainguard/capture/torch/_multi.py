@@ -3,13 +3,14 @@
 `multi_stats` is the custom op `trainguard::multi_stats`; `multi_hist` (`trainguard::multi_hist`)
 is its Tier-1 companion, the log2-magnitude histograms of the same tensors in one launch and one merge,
 and `multi_moved` (`trainguard::multi_moved`) the other, each parameter unit's share of elements
-changed since the previous saved copy, in one launch. For T tensors it writes the float64 rows
+changed since the previous saved copy, in one launch. For T tensors `multi_stats` writes the float64 rows
 [T, len(device_stats.RAW_COLUMNS)] that `device_stats.reduce_large` would give one by one (NaN, Inf
 and zero counts, min, max, sum, |x| sum, x^2 sum, squared deviations around the mean, and with a
 history the squared distances to the previous and first copies, refreshing the previous copy), with
 one Triton kernel launch over all of them and one cleanup launch (`_multi_kernel`). It is a
 `torch.library` op with a fake implementation, so it is a single node under FakeTensorMode,
-`torch.compile` and the CPU proxies of the hook's cost.
+`torch.compile` and the CPU proxies of the hook's cost. `multi_take` (`trainguard::multi_take`), the same kind
+of op, gathers a fixed sample of each tensor's elements in one launch (sampled update/distance, `_sampled`).
 
 Where the fast kernel runs (`available`): CUDA with Triton importable, and CPU under Triton's
 interpreter (TRITON_INTERPRET=1, for tests). Elsewhere the op still gives the right rows, tensor
@@ -278,6 +279,92 @@ def _run_moved(
             kernels.launch_moved(xs, prevs, out)
             return
     _moved_reference(xs, prevs, out)
+
+
+@torch.library.custom_op("trainguard::multi_take", mutates_args=("out",))
+def multi_take(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """Gather a fixed sample of each tensor's elements in one launch: `out`'s next `sizes[t]` elements are those of
+    `xs[t]` (flattened) at `index`'s next `sizes[t]` positions, tensor after tensor (`_sampled.SampledHistory`).
+
+    `xs`: T >= 1 floating tensors of one dtype on one device; `index`: int64, contiguous, one flat index per
+    sampled element, each within its tensor; `out`: contiguous, the xs' dtype, as long as `index`. Devices
+    without the kernel get here, and so do groups with a tensor that is not contiguous (`torch.take` tensor by
+    tensor, which reads any layout in its logical order).
+    """
+    _check_take(xs, sizes, index, out)
+    _take_reference(xs, sizes, index, out)
+
+
+@multi_take.register_fake
+def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """Mutation only: `out` is written in place."""
+    _check_take(xs, sizes, index, out)
+
+
+@multi_take.register_kernel("cpu")
+def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
+    _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
+
+
+@multi_take.register_kernel("cuda")
+def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """The Triton kernel where Triton is installed, else torch ops."""
+    _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
+
+
+def take_group(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """`multi_take`, called as `reduce_group` calls `multi_stats`: straight to the implementation where nothing
+    watches the dispatcher, else through the registered op."""
+    if _unwatched(xs, out):
+        _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
+    else:
+        torch.ops.trainguard.multi_take(xs, sizes, index, out)
+
+
+def _run_take(
+    xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor, *, kernel: bool
+) -> None:
+    _check_take(xs, sizes, index, out)
+    if kernel and all(x.is_contiguous() for x in xs):
+        kernels = _kernels()  # Triton is imported here, on first use
+        if kernels.supports(xs, [], []):
+            kernels.launch_take(xs, tuple(sizes), index, out)
+            return
+    _take_reference(xs, sizes, index, out)
+
+
+def _check_take(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """As `_check` for `multi_take`: T floating tensors of one dtype and device (any layout), a size per tensor, an
+    int64 index and an out of the xs' dtype, both contiguous and as long as the sizes' sum (no host reads: the
+    indices' values are the caller's, `_sampled.sample_index`'s)."""
+    if not xs or not xs[0].dtype.is_floating_point:
+        raise ValueError("multi_take gathers from at least one floating tensor")
+    for i, x in enumerate(xs):
+        if x.dtype != xs[0].dtype or x.device != out.device:
+            raise ValueError(
+                f"multi_take takes tensors of one dtype and device ({xs[0].dtype} on {out.device}); "
+                f"xs[{i}] is {x.dtype} on {x.device}: sample it apart"
+            )
+    total = sum(sizes)
+    if len(sizes) != len(xs) or min(sizes) < 0:
+        raise ValueError(
+            f"multi_take takes one sample size >= 0 per tensor; got {len(xs)} tensors, sizes {sizes}"
+        )
+    for name, t, dtype in (("index", index, torch.int64), ("out", out, xs[0].dtype)):
+        if t.dtype != dtype or tuple(t.shape) != (total,) or not t.is_contiguous() or t.device != out.device:
+            raise ValueError(
+                f"multi_take: {name} must be a contiguous {dtype} [{total}] tensor (the sizes' sum) on "
+                f"{out.device}; got {t.dtype} {list(t.shape)} on {t.device}"
+            )
+
+
+def _take_reference(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
+    """`multi_take` in plain torch ops, tensor by tensor: the definition the kernel is tested against."""
+    start = 0
+    for x, n in zip(xs, sizes):
+        torch.take(x.detach(), index[start : start + n], out=out[start : start + n])
+        start += n
 
 
 def _check_moved(

@@ -28,6 +28,9 @@ Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's ele
 their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
 its own (no atomics), which a second launch sums per tensor.
 
+`multi_take` gathers a fixed sample of each tensor's elements (`_sampled.SampledHistory`) in one launch over
+the same kind of address table, a work list of (tensor, first sampled element, count) items.
+
 Work lists and address tables are cached per layout (`_Layout`): the list once per layout, an
 address table per set of addresses (a small host-to-device copy, non-blocking from pinned memory on
 CUDA). Offsets are int64, so tensors over 2^31 elements are read whole.
@@ -530,6 +533,36 @@ def _moved_fn(  # type: ignore[no-untyped-def]
         tl.store(out_ptr + row, tl.reduce(acc, 0, _ADD).to(tl.float64) / length.to(tl.float64))
 
 
+def _take_fn(  # type: ignore[no-untyped-def]
+    table_ptr,
+    static_ptr,
+    index_ptr,
+    out_ptr,
+    n_items,
+    n_tensors,
+    X_DTYPE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """out[s] = xs[t].flatten()[index[s]] for each sampled element s of tensor t (`_take_layout`'s `static`: each
+    item's tensor [N], its first element in `index` and `out` [N], its element count [N], its tensor's element
+    count [N]); each program takes items pid, pid + grid, ... and gathers BLOCK elements at a time. A copy, no
+    arithmetic: bitwise the elements. An index outside its tensor reads nothing and writes NaN (the caller's
+    indices are in range; the kernel never reads memory it was not given). `n_tensors` is unused (the
+    launch's arguments keep the other kernels' order)."""
+    lanes = tl.arange(0, BLOCK)
+    for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
+        base = tl.load(table_ptr + tl.load(static_ptr + item)).to(tl.pointer_type(X_DTYPE))
+        start = tl.load(static_ptr + n_items + item)
+        count = tl.load(static_ptr + 2 * n_items + item)
+        numel = tl.load(static_ptr + 3 * n_items + item)
+        for off in range(0, count, BLOCK):
+            valid = off + lanes < count
+            where = tl.load(index_ptr + start + off + lanes, mask=valid, other=0)
+            inside = valid & (where >= 0) & (where < numel)
+            got = tl.load(base + where, mask=inside, other=float("nan"))
+            tl.store(out_ptr + start + off + lanes, got, mask=valid)
+
+
 # counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
 _SIZES = ["n_items", "n_tensors"]
 _compiled = (
@@ -544,6 +577,8 @@ _hist_compiled = (
 _hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
 _moved_compiled = JITFunction(_moved_fn, do_not_specialize=["n_rows", "n_tensors"])
 _moved_interpreted = InterpretedFunction(_moved_fn)
+_take_compiled = JITFunction(_take_fn, do_not_specialize=_SIZES)
+_take_interpreted = InterpretedFunction(_take_fn)
 
 
 _DIRECT = True
@@ -551,8 +586,8 @@ _DIRECT = True
 check compares the host time of the two)."""
 
 _kernels: dict[tuple[object, ...], CompiledKernel] = {}
-"""Compiled kernels by what Triton specialises them on: the function, the current device, the warps, the three
-pointer arguments' 16-byte alignment and the compile-time constants (the two counts are never specialised)."""
+"""Compiled kernels by what Triton specialises them on: the function, the current device, the warps, the tensor
+arguments' 16-byte alignment and the compile-time constants (the two counts are never specialised)."""
 
 
 def _launch(
@@ -561,28 +596,27 @@ def _launch(
     args: tuple[object, ...],
     num_warps: int,
     max_registers: int | None = None,
+    tensors: int = 3,
 ) -> None:
     """`fn[(grid,)](*args, num_warps=num_warps)` (and `maxnreg`): the first time through `JITFunction.run`, which compiles the
     kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
-    arguments and cache look-up (tens of microseconds of host time each). `args`: three tensors, the item and
-    tensor counts (int32 range), then the compile-time constants, in the kernel's order. A Triton whose
-    compiled kernels refuse this launch (before launching) turns direct launches off for the process.
-    `max_registers` caps the registers per thread (ptxas `.maxnreg`) of the compiled kernel."""
+    arguments and cache look-up (tens of microseconds of host time each). `args`: `tensors` tensors (three but
+    for `_take_fn`'s four), the item and tensor counts (int32 range), then the compile-time constants, in the
+    kernel's order. A Triton whose compiled kernels refuse this launch (before launching) turns direct launches
+    off for the process. `max_registers` caps the registers per thread (ptxas `.maxnreg`) of the compiled kernel."""
     global _DIRECT
     if not _DIRECT or isinstance(fn, InterpretedFunction):
         fn[(grid,)](*args, **_options(num_warps, max_registers))
         return
-    a, b, c = args[0], args[1], args[2]
-    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(c, torch.Tensor)
+    pointers = [a for a in args[:tensors] if isinstance(a, torch.Tensor)]
+    assert len(pointers) == tensors
     key = (
         fn,
         torch.cuda.current_device(),
         num_warps,
         max_registers,
-        a.data_ptr() % 16 == 0,
-        b.data_ptr() % 16 == 0,
-        c.data_ptr() % 16 == 0,
-        *args[5:],
+        *(a.data_ptr() % 16 == 0 for a in pointers),
+        *args[tensors + 2 :],
     )
     kernel = _kernels.get(key)
     if kernel is None:
@@ -829,3 +863,60 @@ def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.T
             ),
             cfg.tier1_warps or cfg.num_warps,
         )
+
+
+TAKE_ITEM_BLOCKS = 4
+"""`_take_fn`'s work items: at most this many blocks of `Config.block` sampled elements each (small items: the
+gathers wait on memory, and more programs hide more of it)."""
+
+_take_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+"""`multi_take`'s item tables per (device, item size, sample sizes, tensor sizes): int64 on the device and the number
+of items."""
+
+
+def _take_layout(
+    sizes: tuple[int, ...], numels: tuple[int, ...], device: torch.device, item: int
+) -> tuple[torch.Tensor, int]:
+    """The item table of samples of `sizes` from tensors of `numels` elements (`_take_fn`'s `static`), made once
+    per set of sizes."""
+    key = (device, item, sizes, numels)
+    got = _take_layouts.get(key)
+    if got is None:
+        owners: list[int] = []
+        starts: list[int] = []
+        counts: list[int] = []
+        first = 0
+        for t, n in enumerate(sizes):
+            for off in range(0, n, item):
+                owners.append(t)
+                starts.append(first + off)
+                counts.append(min(item, n - off))
+            first += n
+        within = [numels[t] for t in owners]
+        got = _take_layouts[key] = (_to_device(owners + starts + counts + within, device), len(owners))
+        while len(_take_layouts) > _MAX_LAYOUTS:
+            _take_layouts.popitem(last=False)
+    else:
+        _take_layouts.move_to_end(key)
+    return got
+
+
+def launch_take(
+    xs: list[torch.Tensor], sizes: tuple[int, ...], index: torch.Tensor, out: torch.Tensor
+) -> None:
+    """Run `multi_take`'s launch for arguments `_multi._check_take` accepted: `sizes[t]` elements of `xs[t]` at
+    `index`'s next `sizes[t]` flat positions, into `out`'s."""
+    device = xs[0].device
+    cfg = config(device)
+    static, n_items = _take_layout(sizes, tuple(x.numel() for x in xs), device, TAKE_ITEM_BLOCKS * cfg.block)
+    if not n_items:
+        return
+    table = _to_device([x.data_ptr() for x in xs], device)
+    interpreting = _interpreting(device)
+    _launch(
+        _take_interpreted if interpreting else _take_compiled,
+        min(n_items, cfg.programs),
+        (table, static, index, out, n_items, len(xs), _TL_DTYPES[xs[0].dtype], cfg.block),
+        cfg.tier1_warps or cfg.num_warps,
+        tensors=4,
+    )

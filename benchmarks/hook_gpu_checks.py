@@ -4,6 +4,7 @@
     python -m benchmarks.hook_gpu_checks kernels [--steps 10]   # kernels the hook adds per saved step
     python -m benchmarks.hook_gpu_checks profile [--steps 10]   # where a saved step's time goes
     python -m benchmarks.hook_gpu_checks profile-large          # the same for the 0.94B GPT, kernels only
+    python -m benchmarks.hook_gpu_checks profile-large --sampled   # ... with update/distance from the fixed sample
 
 Both train the GPU benchmark's 110M-parameter GPT (`hook_overhead_gpu.gpt`: AdamW, bf16 autocast)
 with the hook at save_interval 1, the loss recorded every step. `sync` first runs `--steps` steps
@@ -26,7 +27,9 @@ by device time (torch.profiler); it starts by timing `multi_stats` on the same t
 `SIZES` (elements per register block and per work item, programs, warps: the shipped ones first),
 so that one run says which sizes fit the card, and the host time of one call with compiled kernels
 launched directly and through `JITFunction.run`. `profile-large` times and profiles the 0.94B GPT's
-steps (`hook_overhead_gpu.GPT1B`), which the device paces, a plain step's kernels beside the saved steps'.
+steps (`hook_overhead_gpu.GPT1B`), which the device paces, a plain step's kernels beside the saved steps';
+with `--sampled` (either profile) the hook keeps a fixed sample for update/distance instead of full copies
+(`history_max_fraction` 0, what it chooses by itself for parameters above its memory bound).
 `sync` and `kernels` exit non-zero on failure, `profile` when a size's rows disagree with the shipped sizes'.
 """
 
@@ -49,12 +52,19 @@ KERNELS_PER_SAVED_STEP_MAX = 40
 activations are now one op per group: 9 kernels on the 110M GPT, docs/benchmarks.md)."""
 
 
-def _model(device: torch.device, hooked: bool, large: bool = False) -> tuple[tg.Hook | None, object]:
-    """The 110M GPT (`large`: the 0.94B one) with its training step, hooked at save_interval 1 or not."""
+def _model(
+    device: torch.device, hooked: bool, large: bool = False, sampled: bool = False
+) -> tuple[tg.Hook | None, object]:
+    """The 110M GPT (`large`: the 0.94B one) with its training step, hooked at save_interval 1 or not (`sampled`:
+    update/distance from the fixed sample, `history_max_fraction` 0)."""
     module, opt, step = gpt(device, **(GPT1B if large else {}))
     hook = None
     if hooked:
-        hook = tg.Hook(f"file://{tempfile.mkdtemp(prefix='tg-gpu-check-')}/run", save_interval=1)
+        hook = tg.Hook(
+            f"file://{tempfile.mkdtemp(prefix='tg-gpu-check-')}/run",
+            save_interval=1,
+            **({"history_max_fraction": 0.0} if sampled else {}),
+        )
         hook.register_module(module)
         hook.register_optimizer(opt)
     return hook, step
@@ -322,11 +332,12 @@ def compare_launch_host_time(device: torch.device, calls: int = 200) -> None:
     )
 
 
-def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
+def check_profile(device: torch.device, steps: int, large: bool = False, sampled: bool = False) -> int:
     """`multi_stats` timed under each kernel size, single steps timed plain and hooked (Tier-0, Tier-1 and the
     step after a Tier-1 one apart, wall and host time), then one of each profiled: host time (cProfile) and kernels by device time (torch.profiler). `large`: the
     0.94B GPT, paced by the device, without the sizes and the host profile, and with a plain step's kernels
-    beside the saved steps' (what the hook adds is their difference)."""
+    beside the saved steps' (what the hook adds is their difference). `sampled`: the hook keeps the fixed sample for
+    update/distance instead of full copies."""
     failed = 0
     if not large:
         failed = compare_sizes(device)
@@ -344,7 +355,9 @@ def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
             torch.cuda.synchronize()
         print(f"\n### {title}: kernels by device time (torch.profiler, the whole step)")
         print(
-            prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20, max_name_column_width=60)
+            prof.key_averages().table(
+                sort_by="self_cuda_time_total", row_limit=40 if large else 20, max_name_column_width=60
+            )
         )
 
     _, plain_step = _model(device, hooked=False, large=large)
@@ -354,7 +367,7 @@ def check_profile(device: torch.device, steps: int, large: bool = False) -> int:
         kernels("plain step", None, plain_step)
         del plain_step
         torch.cuda.empty_cache()
-    hook, hooked = _model(device, hooked=True, large=large)
+    hook, hooked = _model(device, hooked=True, large=large, sampled=sampled)
     assert hook is not None
     _run(hook, hooked, 5)
     # whole Tier-1 cycles, at least 4, so that a Tier-1 step and the one after it have more than two samples
@@ -409,6 +422,11 @@ def main() -> int:
     ap.add_argument("check", choices=("sync", "kernels", "profile", "profile-large"))
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument(
+        "--sampled",
+        action="store_true",
+        help="profile: update/distance from the fixed sample (history_max_fraction 0)",
+    )
     args = ap.parse_args()
     device = torch.device(args.device)
     if device.type != "cuda" or not torch.cuda.is_available():
@@ -416,7 +434,9 @@ def main() -> int:
     if args.check == "sync":
         return check_sync(device, args.steps or 20)
     if args.check in ("profile", "profile-large"):
-        return check_profile(device, args.steps or 10, large=args.check == "profile-large")
+        return check_profile(
+            device, args.steps or 10, large=args.check == "profile-large", sampled=args.sampled
+        )
     return check_kernels(device, args.steps or 10)
 
 

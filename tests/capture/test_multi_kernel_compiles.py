@@ -100,6 +100,19 @@ def test_the_histogram_and_moved_kernels_compile_with_the_shipped_sizes() -> Non
         assert kernel.metadata.num_warps == TIER1_WARPS  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("x", [tl.bfloat16, tl.float32], ids=["bf16", "fp32"])
+def test_the_sampled_history_kernel_compiles_with_the_shipped_sizes(x: object) -> None:
+    vectors = {
+        "index_ptr": "*i64",
+        **{f"{v}_ptr": "*fp32" for v in ("weight", "prev", "first", "upd", "dist")},
+    }
+    kernel = compile_for_sm90(
+        kernels._sample_compiled, {**TABLES, **vectors}, {"X_DTYPE": x, "BLOCK": CFG.block}, TIER1_WARPS
+    )
+    assert kernel.metadata.num_warps == TIER1_WARPS  # type: ignore[attr-defined]
+    assert kernel.asm["cubin"]  # type: ignore[attr-defined]
+
+
 def test_the_shipped_sizes_fit_a_work_item_and_the_grid() -> None:
     assert CFG.chunk % CFG.block == 0 and CFG.chunk % (CFG.hist_block or CFG.block) == 0
     assert CFG.block % (32 * TIER1_WARPS) == 0  # whole elements per thread of the moved kernel

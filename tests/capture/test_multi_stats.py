@@ -1,5 +1,5 @@
 """The multi-tensor ops `trainguard::multi_stats`, `multi_hist` and `multi_moved` against the numpy references of
-`store.stats`, and `multi_take` (sampled update/distance's gather) against `torch.take`.
+`store.stats`, and `multi_sample_diff` (sampled update/distance) against `torch.take` and torch's arithmetic.
 
 Its plain torch implementation (`_reference`) and its one-launch Triton kernel: on CPU through
 Triton's interpreter (small tensors: the interpreter runs each block in numpy, with blocks of 128
@@ -410,10 +410,13 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.view({2: torch.int16, 4: torch.int32}[t.element_size()])
 
 
-def take_case(dtype: torch.dtype, device: str = "cpu") -> tuple[list[torch.Tensor], list[int], torch.Tensor]:
+def sample_case(
+    dtype: torch.dtype, device: str = "cpu"
+) -> tuple[list[torch.Tensor], list[int], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Tensors with NaN, -0.0 and Inf among their elements, sampled as `_sampled.sample_index` samples them: one
     tensor whose sample spans several work items (the interpreter's items are 4 x 128 elements), one sampled whole,
-    one of a single element; the indices concatenated, tensor after tensor."""
+    one of a single element; the indices concatenated, tensor after tensor, the weights' square roots, and prev
+    and first samples of their own."""
     from trainguard.capture.torch import _sampled
 
     g = torch.Generator().manual_seed(3)
@@ -423,69 +426,96 @@ def take_case(dtype: torch.dtype, device: str = "cpu") -> tuple[list[torch.Tenso
     xs[1][::3] = float("inf")
     picks = [_sampled.sample_index(name, x.numel()) for name, x in zip("abc", xs)]
     index = torch.from_numpy(np.concatenate([i for i, _ in picks]))
-    return [x.to(device) for x in xs], [len(i) for i, _ in picks], index.to(device)
+    weight = torch.from_numpy(np.concatenate([w for _, w in picks])).sqrt()
+    prev, first = (torch.randn(len(index), generator=g) for _ in range(2))
+    return (
+        [x.to(device) for x in xs],
+        [len(i) for i, _ in picks],
+        *(t.to(device) for t in (index, weight, prev, first)),
+    )  # type: ignore[return-value]
+
+
+def _sample_diffs(
+    device: str, dtype: torch.dtype, reference: bool, index: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`multi_sample_diff` on `sample_case` (through the op's reference, or as the hook calls it), `index` in
+    place of the case's if given: (diff, the refreshed prev)."""
+    xs, sizes, own, weight, prev, first = sample_case(dtype, device)
+    diff = torch.full((2, sum(sizes)), 7.0, device=device)
+    run = _multi._sample_diff_reference if reference else _multi.sample_diff_group
+    run(xs, sizes, _multi.Samples(own if index is None else index, weight, prev, first, diff))
+    return diff, prev
 
 
 @each_way
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_multi_take_gathers_each_tensors_sample_bitwise(
+def test_multi_sample_diff_gives_each_samples_weighted_differences_and_refreshes_prev(
     kernel: bool, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1" if kernel else "0")
-    xs, sizes, index = take_case(dtype)
+    xs, sizes, index, weight, prev0, first = sample_case(dtype)
     assert sizes == [-(-300_007 // 64), 1000, 1]
-    out = torch.full((sum(sizes),), 7.0, dtype=dtype)
-    _multi.take_group(xs, sizes, index, out)
-    want = torch.cat([x.flatten()[i] for x, i in zip(xs, index.split(sizes))])
-    assert torch.equal(_bits(out), _bits(want))  # bitwise: NaN, -0.0 and Inf come through as they are
+    diff, prev = _sample_diffs("cpu", dtype, reference=False)
+    v = torch.cat([x.flatten()[i] for x, i in zip(xs, index.split(sizes))]).float()
+    assert torch.equal(
+        _bits(prev), _bits(v)
+    )  # prev is the sample now, bitwise: NaN, -0.0 and Inf as they are
+    torch.testing.assert_close(
+        diff, torch.stack([(v - prev0) * weight, (v - first) * weight]), equal_nan=True
+    )
     if kernel:
         from trainguard.capture.torch import _multi_kernel
 
-        assert any(key[2] == tuple(sizes) for key in _multi_kernel._take_layouts), "the kernel ran"
+        assert any(key[2] == tuple(sizes) for key in _multi_kernel._sample_layouts), "the kernel ran"
 
 
 @needs_triton
-def test_multi_take_kernel_matches_the_torch_implementation_and_reads_nothing_outside_a_tensor(
+def test_multi_sample_diff_kernel_matches_the_torch_implementation_bitwise_and_reads_nothing_outside_a_tensor(
     kernel_device: str,
 ) -> None:
-    xs, sizes, index = take_case(torch.bfloat16, kernel_device)
-    want = torch.empty(sum(sizes), dtype=torch.bfloat16, device=kernel_device)
-    _multi._take_reference(xs, sizes, index, want)
-    got = torch.empty_like(want)
-    _multi.take_group(xs, sizes, index, got)
-    assert torch.equal(_bits(got), _bits(want))
+    for dtype in (torch.float32, torch.bfloat16):
+        want = _sample_diffs(kernel_device, dtype, reference=True)
+        got = _sample_diffs(kernel_device, dtype, reference=False)
+        for a, b in zip(got, want):
+            assert torch.equal(_bits(a), _bits(b)), dtype
     # an index outside its tensor (never one `sample_index` makes) reads nothing: NaN, where torch.take would fail
+    index, sizes = sample_case(torch.float32, kernel_device)[2], sample_case(torch.float32)[1]
     bad = index.clone()
     bad[sizes[0]] = 10**6  # the second tensor has 1,000 elements
     bad[-1] = -1
-    _multi.take_group(xs, sizes, bad, got)
-    assert got[sizes[0]].isnan() and got[-1].isnan()
-    assert torch.equal(_bits(got[: sizes[0]]), _bits(want[: sizes[0]]))
+    diff, prev = _sample_diffs(kernel_device, torch.float32, reference=False, index=bad)
+    assert prev[sizes[0]].isnan() and prev[-1].isnan() and diff[:, sizes[0]].isnan().all()
+    good = _sample_diffs(kernel_device, torch.float32, reference=True)[1]
+    assert torch.equal(_bits(prev[: sizes[0]]), _bits(good[: sizes[0]]))  # the first tensor's, untouched
 
 
-def test_multi_take_reads_a_tensor_that_is_not_contiguous_in_its_logical_order(
+def test_multi_sample_diff_reads_a_tensor_that_is_not_contiguous_in_its_logical_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     x = torch.arange(600, dtype=torch.float32).reshape(20, 30)
     xs = [x.t(), torch.ones(5)]  # the transpose: no flat address order
     index = torch.tensor([0, 1, 599, 4], dtype=torch.int64)
-    out = torch.empty(4)
-    _multi.take_group(xs, [3, 1], index, out)
-    assert out.tolist() == [0.0, 30.0, 599.0, 1.0]
+    prev, diff = torch.zeros(4), torch.empty(2, 4)
+    _multi.sample_diff_group(xs, [3, 1], _multi.Samples(index, torch.ones(4), prev, torch.zeros(4), diff))
+    assert prev.tolist() == [0.0, 30.0, 599.0, 1.0] == diff[0].tolist()
 
 
-def test_multi_take_under_fake_tensors_is_one_op_and_refuses_what_it_does_not_define() -> None:
+def test_multi_sample_diff_under_fake_tensors_is_one_op_and_refuses_what_it_does_not_define() -> None:
     with FakeTensorMode():
         xs = [torch.empty(64, 32, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
         index = torch.empty(96, dtype=torch.int64, device="cuda")
-        out = torch.empty(96, dtype=torch.bfloat16, device="cuda")
+        weight, prev, first = (torch.empty(96, device="cuda") for _ in range(3))
+        diff = torch.empty(2, 96, device="cuda")
+        samples = _multi.Samples(index, weight, prev, first, diff)
         with Count() as count:
-            _multi.take_group(xs, [32, 32, 32], index, out)
-        assert count.seen == ["trainguard.multi_take.default"]
-        with pytest.raises(ValueError, match=r"contiguous torch.int64 \[96\]"):
-            _multi.take_group(xs, [32, 32, 32], index.to(torch.int32), out)
+            _multi.sample_diff_group(xs, [32, 32, 32], samples)
+        assert count.seen == ["trainguard.multi_sample_diff.default"]
+        with pytest.raises(ValueError, match=r"indices must be a contiguous torch.int64 \[96\]"):
+            _multi.sample_diff_group(xs, [32, 32, 32], samples._replace(indices=index.to(torch.int32)))
+        with pytest.raises(ValueError, match=r"diff must be a contiguous torch.float32 \[2, 96\]"):
+            _multi.sample_diff_group(xs, [32, 32, 32], samples._replace(diff=diff[0]))
         with pytest.raises(ValueError, match="one sample size >= 0 per tensor"):
-            _multi.take_group(xs, [48, 48], index, out)
+            _multi.sample_diff_group(xs, [48, 48], samples)
         with pytest.raises(ValueError, match="sample it apart"):
-            _multi.take_group([*xs, torch.empty(4, device="cuda")], [32, 32, 28, 4], index, out)
+            _multi.sample_diff_group([*xs, torch.empty(4, device="cuda")], [32, 32, 28, 4], samples)

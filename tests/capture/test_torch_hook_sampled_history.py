@@ -62,8 +62,9 @@ def test_the_group_sums_of_cuda_and_of_the_cpu_agree() -> None:
 def test_the_group_gathers_its_samples_in_one_kernel_with_the_same_estimates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the gather is `multi_take`: one Triton launch for the group (on the CPU under Triton's interpreter here),
-    # bitwise the elements `torch.take` gives tensor by tensor; the sums stay `segment_reduce`'s on both sides
+    # the gather and the differences are `multi_sample_diff`: one Triton launch for the group (on the CPU under
+    # Triton's interpreter here), bitwise what `torch.take` per tensor and torch's arithmetic give; the sums stay
+    # `segment_reduce`'s on both sides
     from trainguard.capture.torch import _multi_kernel
 
     g = torch.Generator().manual_seed(2)
@@ -74,7 +75,7 @@ def test_the_group_gathers_its_samples_in_one_kernel_with_the_same_estimates(
         h = _sampled.SampledHistory(["a", "b", "c"], xs, multi=False)
         h.estimate(xs)
         got.append(h.estimate([x * 1.01 for x in xs]))
-    assert any(key[2] == tuple(h.sizes) for key in _multi_kernel._take_layouts), "the kernel ran"
+    assert any(key[2] == tuple(h.sizes) for key in _multi_kernel._sample_layouts), "the kernel ran"
     assert torch.equal(got[0], got[1]) and got[0][:, 0].gt(0).all()
 
 
@@ -100,7 +101,7 @@ def test_the_estimate_is_unbiased_within_the_standard_error_of_its_sample() -> N
     assert abs(np.mean(ratios) - 1) < 4 * sd / math.sqrt(len(ratios))  # no bias beyond the sampling noise
 
 
-def test_a_bfloat16_tensor_is_gathered_in_its_dtype_and_compared_in_float32() -> None:
+def test_a_bfloat16_tensor_is_read_in_its_dtype_and_compared_in_float32() -> None:
     # 1,000 elements: the sample is the whole tensor, so the estimate is the exact value
     w = torch.randn(1000, generator=torch.Generator().manual_seed(2)).to(torch.bfloat16)
     first = w.clone()
@@ -109,8 +110,7 @@ def test_a_bfloat16_tensor_is_gathered_in_its_dtype_and_compared_in_float32() ->
     prev = w.clone()
     w += 0.05
     upd, dist = history.estimate([w])[0].tolist()
-    assert history.cur.dtype == torch.bfloat16 and history.prev is not None
-    assert history.prev.dtype == torch.float32
+    assert history.prev is not None and history.prev.dtype == torch.float32
     exact_upd = float((w.double() - prev.double()).square().sum())
     exact_dist = float((w.double() - first.double()).square().sum())
     np.testing.assert_allclose([upd, dist], [exact_upd, exact_dist], rtol=1e-5)

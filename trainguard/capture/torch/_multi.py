@@ -9,8 +9,9 @@ and zero counts, min, max, sum, |x| sum, x^2 sum, squared deviations around the 
 history the squared distances to the previous and first copies, refreshing the previous copy), with
 one Triton kernel launch over all of them and one cleanup launch (`_multi_kernel`). It is a
 `torch.library` op with a fake implementation, so it is a single node under FakeTensorMode,
-`torch.compile` and the CPU proxies of the hook's cost. `multi_take` (`trainguard::multi_take`), the same kind
-of op, gathers a fixed sample of each tensor's elements in one launch (sampled update/distance, `_sampled`).
+`torch.compile` and the CPU proxies of the hook's cost. `multi_sample_diff` (`trainguard::multi_sample_diff`), the same
+kind of op, gathers a fixed sample of each tensor's elements and writes their weighted differences from the
+previous and first saved samples in one launch (sampled update/distance, `_sampled`).
 
 Where the fast kernel runs (`available`): CUDA with Triton importable, and CPU under Triton's
 interpreter (TRITON_INTERPRET=1, for tests). Elsewhere the op still gives the right rows, tensor
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 from types import ModuleType
+from typing import NamedTuple
 
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -281,90 +283,133 @@ def _run_moved(
     _moved_reference(xs, prevs, out)
 
 
-@torch.library.custom_op("trainguard::multi_take", mutates_args=("out",))
-def multi_take(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """Gather a fixed sample of each tensor's elements in one launch: `out`'s next `sizes[t]` elements are those of
-    `xs[t]` (flattened) at `index`'s next `sizes[t]` positions, tensor after tensor (`_sampled.SampledHistory`).
+class Samples(NamedTuple):
+    """`multi_sample_diff`'s vectors, a slot per sampled element, tensor after tensor (S slots, all contiguous on the
+    tensors' device)."""
 
-    `xs`: T >= 1 floating tensors of one dtype on one device; `index`: int64, contiguous, one flat index per
-    sampled element, each within its tensor; `out`: contiguous, the xs' dtype, as long as `index`. Devices
-    without the kernel get here, and so do groups with a tensor that is not contiguous (`torch.take` tensor by
-    tensor, which reads any layout in its logical order).
-    """
-    _check_take(xs, sizes, index, out)
-    _take_reference(xs, sizes, index, out)
-
-
-@multi_take.register_fake
-def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """Mutation only: `out` is written in place."""
-    _check_take(xs, sizes, index, out)
+    indices: torch.Tensor
+    """int64: each sampled element's flat index in its tensor."""
+    weight: torch.Tensor
+    """float32: the factor each difference is scaled by."""
+    prev: torch.Tensor
+    """float32: the previous saved sample, refreshed by the op."""
+    first: torch.Tensor
+    """float32: the first saved sample."""
+    diff: torch.Tensor
+    """float32 [2, S]: the weighted differences from `prev` and from `first`, written by the op."""
 
 
-@multi_take.register_kernel("cpu")
-def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """The Triton kernel under the interpreter (TRITON_INTERPRET=1), else torch ops."""
-    _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
-
-
-@multi_take.register_kernel("cuda")
-def _(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """The Triton kernel where Triton is installed, else torch ops."""
-    _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
-
-
-def take_group(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """`multi_take`, called as `reduce_group` calls `multi_stats`: straight to the implementation where nothing
-    watches the dispatcher, else through the registered op."""
-    if _unwatched(xs, out):
-        _run_take(xs, sizes, index, out, kernel=_kernel_for(out.device))
-    else:
-        torch.ops.trainguard.multi_take(xs, sizes, index, out)
-
-
-def _run_take(
-    xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor, *, kernel: bool
+@torch.library.custom_op("trainguard::multi_sample_diff", mutates_args=("prev", "diff"))
+def multi_sample_diff(
+    xs: list[torch.Tensor],
+    sizes: list[int],
+    index: torch.Tensor,
+    weight: torch.Tensor,
+    prev: torch.Tensor,
+    first: torch.Tensor,
+    diff: torch.Tensor,
 ) -> None:
-    _check_take(xs, sizes, index, out)
+    """A fixed sample of each tensor's elements against its previous and first saved samples, in one launch.
+
+    Tensor after tensor, the next `sizes[t]` positions s of the sample vectors (`Samples`) hold `xs[t]`'s elements
+    at flat `index[s]`: with v those elements in float32, `diff[0, s] = (v - prev[s]) * weight[s]`, `diff[1, s] =
+    (v - first[s]) * weight[s]`, and `prev[s]` becomes v (`_sampled.SampledHistory`). `xs`: T >= 1 floating tensors
+    of one dtype on one device. Devices without the kernel get here, and so do groups with a tensor that is not
+    contiguous (`torch.take` tensor by tensor, which reads any layout in its logical order).
+    """
+    _run_sample_diff(xs, sizes, Samples(index, weight, prev, first, diff), kernel=False)
+
+
+@multi_sample_diff.register_fake
+def _(
+    xs: list[torch.Tensor],
+    sizes: list[int],
+    index: torch.Tensor,
+    weight: torch.Tensor,
+    prev: torch.Tensor,
+    first: torch.Tensor,
+    diff: torch.Tensor,
+) -> None:
+    """Mutation only: `prev` and `diff` are written in place."""
+    _check_sample_diff(xs, sizes, Samples(index, weight, prev, first, diff))
+
+
+@multi_sample_diff.register_kernel(("cpu", "cuda"))
+def _(
+    xs: list[torch.Tensor],
+    sizes: list[int],
+    index: torch.Tensor,
+    weight: torch.Tensor,
+    prev: torch.Tensor,
+    first: torch.Tensor,
+    diff: torch.Tensor,
+) -> None:
+    """The Triton kernel where Triton runs (CUDA; the CPU under the interpreter, TRITON_INTERPRET=1), else torch
+    ops."""
+    _run_sample_diff(xs, sizes, Samples(index, weight, prev, first, diff), kernel=_kernel_for(diff.device))
+
+
+def sample_diff_group(xs: list[torch.Tensor], sizes: list[int], samples: Samples) -> None:
+    """`multi_sample_diff`, called as `reduce_group` calls `multi_stats`: straight to the implementation where
+    nothing watches the dispatcher, else through the registered op."""
+    if _unwatched(xs, samples.diff):
+        _run_sample_diff(xs, sizes, samples, kernel=_kernel_for(samples.diff.device))
+    else:
+        torch.ops.trainguard.multi_sample_diff(xs, sizes, *samples)
+
+
+def _run_sample_diff(xs: list[torch.Tensor], sizes: list[int], samples: Samples, *, kernel: bool) -> None:
+    _check_sample_diff(xs, sizes, samples)
     if kernel and all(x.is_contiguous() for x in xs):
         kernels = _kernels()  # Triton is imported here, on first use
         if kernels.supports(xs, [], []):
-            kernels.launch_take(xs, tuple(sizes), index, out)
+            kernels.launch_sample_diff(xs, tuple(sizes), samples)
             return
-    _take_reference(xs, sizes, index, out)
+    _sample_diff_reference(xs, sizes, samples)
 
 
-def _check_take(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """As `_check` for `multi_take`: T floating tensors of one dtype and device (any layout), a size per tensor, an
-    int64 index and an out of the xs' dtype, both contiguous and as long as the sizes' sum (no host reads: the
-    indices' values are the caller's, `_sampled.sample_index`'s)."""
+def _check_sample_diff(xs: list[torch.Tensor], sizes: list[int], samples: Samples) -> None:
+    """As `_check` for `multi_sample_diff`: T floating tensors of one dtype and device (any layout), a size per
+    tensor, and contiguous sample vectors of the sizes' sum on that device (no host reads: the indices' values
+    are the caller's, `_sampled.sample_index`'s)."""
+    device = samples.diff.device
     if not xs or not xs[0].dtype.is_floating_point:
-        raise ValueError("multi_take gathers from at least one floating tensor")
+        raise ValueError("multi_sample_diff gathers from at least one floating tensor")
     for i, x in enumerate(xs):
-        if x.dtype != xs[0].dtype or x.device != out.device:
+        if x.dtype != xs[0].dtype or x.device != device:
             raise ValueError(
-                f"multi_take takes tensors of one dtype and device ({xs[0].dtype} on {out.device}); "
+                f"multi_sample_diff takes tensors of one dtype and device ({xs[0].dtype} on {device}); "
                 f"xs[{i}] is {x.dtype} on {x.device}: sample it apart"
             )
-    total = sum(sizes)
     if len(sizes) != len(xs) or min(sizes) < 0:
         raise ValueError(
-            f"multi_take takes one sample size >= 0 per tensor; got {len(xs)} tensors, sizes {sizes}"
+            f"multi_sample_diff takes one sample size >= 0 per tensor; got {len(xs)} tensors, sizes {sizes}"
         )
-    for name, t, dtype in (("index", index, torch.int64), ("out", out, xs[0].dtype)):
-        if t.dtype != dtype or tuple(t.shape) != (total,) or not t.is_contiguous() or t.device != out.device:
+    total = sum(sizes)
+    for name, t in samples._asdict().items():
+        dtype = torch.int64 if name == "indices" else torch.float32
+        shape = (2, total) if name == "diff" else (total,)
+        if t.dtype != dtype or tuple(t.shape) != shape or not t.is_contiguous() or t.device != device:
             raise ValueError(
-                f"multi_take: {name} must be a contiguous {dtype} [{total}] tensor (the sizes' sum) on "
-                f"{out.device}; got {t.dtype} {list(t.shape)} on {t.device}"
+                f"multi_sample_diff: {name} must be a contiguous {dtype} {list(shape)} tensor (S, the sizes' sum, "
+                f"is {total}) on {device}; got {t.dtype} {list(t.shape)} on {t.device}"
             )
 
 
-def _take_reference(xs: list[torch.Tensor], sizes: list[int], index: torch.Tensor, out: torch.Tensor) -> None:
-    """`multi_take` in plain torch ops, tensor by tensor: the definition the kernel is tested against."""
+def _sample_diff_reference(xs: list[torch.Tensor], sizes: list[int], samples: Samples) -> None:
+    """`multi_sample_diff` in plain torch ops (a `torch.take` per tensor): the definition the kernel is tested
+    against."""
+    index, weight, prev, first, diff = samples
+    v = torch.empty(prev.shape, dtype=xs[0].dtype, device=prev.device)
     start = 0
     for x, n in zip(xs, sizes):
-        torch.take(x.detach(), index[start : start + n], out=out[start : start + n])
+        torch.take(x.detach(), index[start : start + n], out=v[start : start + n])
         start += n
+    v32 = v.to(torch.float32)
+    torch.sub(v32, prev, out=diff[0])
+    torch.sub(v32, first, out=diff[1])
+    diff.mul_(weight)
+    prev.copy_(v32)
 
 
 def _check_moved(

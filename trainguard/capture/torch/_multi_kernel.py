@@ -28,7 +28,8 @@ Histograms (`multi_hist`, Tier-1 steps) walk the same work list: each item's ele
 their float32 exponent with `tl.histogram` in registers and the item's counts written to a row of
 its own (no atomics), which a second launch sums per tensor.
 
-`multi_take` gathers a fixed sample of each tensor's elements (`_sampled.SampledHistory`) in one launch over
+`multi_sample_diff` gathers a fixed sample of each tensor's elements (`_sampled.SampledHistory`) and writes their
+weighted differences from the previous and first saved samples, refreshing the previous ones, in one launch over
 the same kind of address table, a work list of (tensor, first sampled element, count) items.
 
 Work lists and address tables are cached per layout (`_Layout`): the list once per layout, an
@@ -43,6 +44,7 @@ import functools
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -50,6 +52,9 @@ import triton.language as tl
 from triton.compiler import CompiledKernel
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+if TYPE_CHECKING:
+    from trainguard.capture.torch import _multi
 
 log = logging.getLogger(__name__)
 
@@ -533,22 +538,27 @@ def _moved_fn(  # type: ignore[no-untyped-def]
         tl.store(out_ptr + row, tl.reduce(acc, 0, _ADD).to(tl.float64) / length.to(tl.float64))
 
 
-def _take_fn(  # type: ignore[no-untyped-def]
+def _sample_diff_fn(  # type: ignore[no-untyped-def]
     table_ptr,
     static_ptr,
     index_ptr,
-    out_ptr,
+    weight_ptr,
+    prev_ptr,
+    first_ptr,
+    upd_ptr,
+    dist_ptr,
     n_items,
     n_tensors,
     X_DTYPE: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    """out[s] = xs[t].flatten()[index[s]] for each sampled element s of tensor t (`_take_layout`'s `static`: each
-    item's tensor [N], its first element in `index` and `out` [N], its element count [N], its tensor's element
-    count [N]); each program takes items pid, pid + grid, ... and gathers BLOCK elements at a time. A copy, no
-    arithmetic: bitwise the elements. An index outside its tensor reads nothing and writes NaN (the caller's
-    indices are in range; the kernel never reads memory it was not given). `n_tensors` is unused (the
-    launch's arguments keep the other kernels' order)."""
+    """For each sampled element s of tensor t (`_sample_layout`'s `static`: each item's tensor [N], its first
+    element in the sample vectors [N], its element count [N], its tensor's element count [N]): v = xs[t].flatten()
+    [index[s]] in float32, upd[s] = (v - prev[s]) * weight[s], dist[s] = (v - first[s]) * weight[s], prev[s] = v.
+    Each program takes items pid, pid + grid, ... and does BLOCK elements at a time, in float32 as torch's ops
+    would (a subtraction, then a product: nothing to contract). An index outside its tensor reads nothing and
+    gives NaN (the caller's indices are in range; the kernel never reads memory it was not given). `n_tensors`
+    is unused (the launch's arguments keep the other kernels' order)."""
     lanes = tl.arange(0, BLOCK)
     for item in range(tl.program_id(0), n_items, tl.num_programs(0)):
         base = tl.load(table_ptr + tl.load(static_ptr + item)).to(tl.pointer_type(X_DTYPE))
@@ -557,10 +567,14 @@ def _take_fn(  # type: ignore[no-untyped-def]
         numel = tl.load(static_ptr + 3 * n_items + item)
         for off in range(0, count, BLOCK):
             valid = off + lanes < count
-            where = tl.load(index_ptr + start + off + lanes, mask=valid, other=0)
+            at = start + off + lanes
+            where = tl.load(index_ptr + at, mask=valid, other=0)
             inside = valid & (where >= 0) & (where < numel)
-            got = tl.load(base + where, mask=inside, other=float("nan"))
-            tl.store(out_ptr + start + off + lanes, got, mask=valid)
+            v = tl.load(base + where, mask=inside, other=float("nan")).to(tl.float32)
+            w = tl.load(weight_ptr + at, mask=valid, other=0.0)
+            tl.store(upd_ptr + at, (v - tl.load(prev_ptr + at, mask=valid, other=0.0)) * w, mask=valid)
+            tl.store(dist_ptr + at, (v - tl.load(first_ptr + at, mask=valid, other=0.0)) * w, mask=valid)
+            tl.store(prev_ptr + at, v, mask=valid)
 
 
 # counts vary from group to group: no compiled variant per value (Triton specialises 1 and multiples of 16)
@@ -577,8 +591,8 @@ _hist_compiled = (
 _hist_interpreted = (InterpretedFunction(_hist_partials_fn), InterpretedFunction(_hist_merge_fn))
 _moved_compiled = JITFunction(_moved_fn, do_not_specialize=["n_rows", "n_tensors"])
 _moved_interpreted = InterpretedFunction(_moved_fn)
-_take_compiled = JITFunction(_take_fn, do_not_specialize=_SIZES)
-_take_interpreted = InterpretedFunction(_take_fn)
+_sample_compiled = JITFunction(_sample_diff_fn, do_not_specialize=_SIZES)
+_sample_interpreted = InterpretedFunction(_sample_diff_fn)
 
 
 _DIRECT = True
@@ -601,7 +615,7 @@ def _launch(
     """`fn[(grid,)](*args, num_warps=num_warps)` (and `maxnreg`): the first time through `JITFunction.run`, which compiles the
     kernel and returns it; then that compiled kernel launched directly, without `run`'s binding of the
     arguments and cache look-up (tens of microseconds of host time each). `args`: `tensors` tensors (three but
-    for `_take_fn`'s four), the item and tensor counts (int32 range), then the compile-time constants, in the
+    for `_sample_diff_fn`'s eight), the item and tensor counts (int32 range), then the compile-time constants, in the
     kernel's order. A Triton whose compiled kernels refuse this launch (before launching) turns direct launches
     off for the process. `max_registers` caps the registers per thread (ptxas `.maxnreg`) of the compiled kernel."""
     global _DIRECT
@@ -865,22 +879,22 @@ def launch_moved(xs: list[torch.Tensor], prevs: list[torch.Tensor], out: torch.T
         )
 
 
-TAKE_ITEM_BLOCKS = 4
-"""`_take_fn`'s work items: at most this many blocks of `Config.block` sampled elements each (small items: the
-gathers wait on memory, and more programs hide more of it)."""
+SAMPLE_ITEM_BLOCKS = 4
+"""`_sample_diff_fn`'s work items: at most this many blocks of `Config.block` sampled elements each (small items:
+the gathers wait on memory, and more programs hide more of it)."""
 
-_take_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
-"""`multi_take`'s item tables per (device, item size, sample sizes, tensor sizes): int64 on the device and the number
-of items."""
+_sample_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+"""`multi_sample_diff`'s item tables per (device, item size, sample sizes, tensor sizes): int64 on the device and
+the number of items."""
 
 
-def _take_layout(
+def _sample_layout(
     sizes: tuple[int, ...], numels: tuple[int, ...], device: torch.device, item: int
 ) -> tuple[torch.Tensor, int]:
-    """The item table of samples of `sizes` from tensors of `numels` elements (`_take_fn`'s `static`), made once
-    per set of sizes."""
+    """The item table of samples of `sizes` from tensors of `numels` elements (`_sample_diff_fn`'s `static`), made
+    once per set of sizes."""
     key = (device, item, sizes, numels)
-    got = _take_layouts.get(key)
+    got = _sample_layouts.get(key)
     if got is None:
         owners: list[int] = []
         starts: list[int] = []
@@ -893,30 +907,44 @@ def _take_layout(
                 counts.append(min(item, n - off))
             first += n
         within = [numels[t] for t in owners]
-        got = _take_layouts[key] = (_to_device(owners + starts + counts + within, device), len(owners))
-        while len(_take_layouts) > _MAX_LAYOUTS:
-            _take_layouts.popitem(last=False)
+        got = _sample_layouts[key] = (_to_device(owners + starts + counts + within, device), len(owners))
+        while len(_sample_layouts) > _MAX_LAYOUTS:
+            _sample_layouts.popitem(last=False)
     else:
-        _take_layouts.move_to_end(key)
+        _sample_layouts.move_to_end(key)
     return got
 
 
-def launch_take(
-    xs: list[torch.Tensor], sizes: tuple[int, ...], index: torch.Tensor, out: torch.Tensor
-) -> None:
-    """Run `multi_take`'s launch for arguments `_multi._check_take` accepted: `sizes[t]` elements of `xs[t]` at
-    `index`'s next `sizes[t]` flat positions, into `out`'s."""
+def launch_sample_diff(xs: list[torch.Tensor], sizes: tuple[int, ...], samples: _multi.Samples) -> None:
+    """Run `multi_sample_diff`'s launch for arguments `_multi._check_sample_diff` accepted."""
     device = xs[0].device
     cfg = config(device)
-    static, n_items = _take_layout(sizes, tuple(x.numel() for x in xs), device, TAKE_ITEM_BLOCKS * cfg.block)
+    static, n_items = _sample_layout(
+        sizes, tuple(x.numel() for x in xs), device, SAMPLE_ITEM_BLOCKS * cfg.block
+    )
     if not n_items:
         return
     table = _to_device([x.data_ptr() for x in xs], device)
     interpreting = _interpreting(device)
-    _launch(
-        _take_interpreted if interpreting else _take_compiled,
-        min(n_items, cfg.programs),
-        (table, static, index, out, n_items, len(xs), _TL_DTYPES[xs[0].dtype], cfg.block),
-        cfg.tier1_warps or cfg.num_warps,
-        tensors=4,
-    )
+    index, weight, prev, first, diff = samples
+    with _numpy_quiet(interpreting):
+        _launch(
+            _sample_interpreted if interpreting else _sample_compiled,
+            min(n_items, cfg.programs),
+            (
+                table,
+                static,
+                index,
+                weight,
+                prev,
+                first,
+                diff[0],
+                diff[1],
+                n_items,
+                len(xs),
+                _TL_DTYPES[xs[0].dtype],
+                cfg.block,
+            ),
+            cfg.tier1_warps or cfg.num_warps,
+            tensors=8,
+        )

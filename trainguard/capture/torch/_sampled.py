@@ -83,15 +83,15 @@ class SampledHistory:
     """`prev_S` and `first_S` of a group of tensors (one device, one dtype), and their estimated squared update
     and distance.
 
-    Per saved step (`estimate`): one gather for the group (`_multi.multi_take`, one launch over every tensor on
-    CUDA, into a preallocated buffer: no full-size temporary, no allocation; a `torch.take` per tensor took 1.2 ms
-    of a 0.94B GPT's saved step on an H200, in 198 launches), then a handful of ops for the group whatever its
-    size: the two differences, their weighting, the per-tensor sums of squares, the refresh of prev_S. On CUDA the sums are
-    one `multi_stats` over the differences' per-tensor slices (its sum of squares, with the differences
-    scaled by the square roots of the weights): PyTorch's CUDA `segment_reduce` sums each segment in one
-    thread, which took 54 ms a step for a 0.94B GPT's samples on an H200. On the CPU, one `segment_reduce`.
-    Memory: prev_S and first_S (float32), the gather buffer (the tensors' dtype), the differences
-    (2 x float32), indices (int64) and weights (float32): about 28 bytes per sampled element.
+    Per saved step (`estimate`): one op for the group's samples, whatever its size (`_multi.multi_sample_diff`:
+    on CUDA one launch gathers every tensor's sampled elements and writes their differences from prev_S and
+    first_S, scaled by the square roots of the weights, into a preallocated buffer, refreshing prev_S: no
+    full-size temporary, no allocation; a `torch.take` per tensor took 1.2 ms of a 0.94B GPT's saved step on an
+    H200, in 198 launches), then the per-tensor sums of squares. On CUDA the sums are one `multi_stats` over the
+    differences' per-tensor slices (its sum of squares): PyTorch's CUDA `segment_reduce` sums each segment in
+    one thread, which took 54 ms a step for a 0.94B GPT's samples on an H200. On the CPU, one `segment_reduce`
+    of the squares. Memory: prev_S and first_S (float32), the differences (2 x float32), indices (int64) and
+    weights (float32): 28 bytes per sampled element.
     """
 
     def __init__(self, names: list[str], xs: list[torch.Tensor], multi: bool | None = None) -> None:
@@ -100,18 +100,17 @@ class SampledHistory:
         self.sizes = [len(i) for i, _ in picks]
         self.index = torch.from_numpy(np.concatenate([i for i, _ in picks])).to(device)
         """The sampled elements' flat indices, tensor after tensor (int64)."""
-        self.weight = torch.from_numpy(np.concatenate([w for _, w in picks])).to(device)
+        self.weight = torch.from_numpy(np.concatenate([w for _, w in picks])).to(device).sqrt_()
+        """The square roots of the strata's sizes: a difference times its root, squared, is the weighted square."""
         self.lengths = torch.tensor([self.sizes, self.sizes], dtype=torch.long, device=device)
         """Segment lengths of both rows of `diff` (segment_reduce wants them per row along axis 1)."""
         total = sum(self.sizes)
-        self.cur = torch.empty(total, dtype=xs[0].dtype, device=device)
         starts = np.cumsum([0, *self.sizes[:-1]]).tolist()
         self.diff = torch.empty(2, total, dtype=torch.float32, device=device)
         self.multi = device.type == "cuda" if multi is None else multi
-        """Sums through `multi_stats` (by default on CUDA): the weights' square roots scale the differences,
-        each of which has a slice per tensor, and the sums land in `sums`."""
+        """Sums through `multi_stats` (by default on CUDA): each difference has a slice per tensor, and the sums
+        land in `sums`."""
         if self.multi:
-            self.weight.sqrt_()
             self.parts = [self.diff[r].narrow(0, a, n) for r in range(2) for a, n in zip(starts, self.sizes)]
             self.sums = torch.empty(len(self.parts), _multi.WIDTH, dtype=torch.float64, device=device)
         self.prev: torch.Tensor | None = None
@@ -125,26 +124,26 @@ class SampledHistory:
     def estimate(self, xs: list[torch.Tensor]) -> torch.Tensor:
         """float64 [T, 2] estimated squared update and distance of `xs` (the tensors it was made for, in order;
         update NaN on the first call), and prev_S moves on to `xs`. No host sync."""
-        _multi.take_group([x.detach() for x in xs], self.sizes, self.index, self.cur)
+        xs = [x.detach() for x in xs]
         if self.prev is None or self.first is None:
-            self.prev = self.cur.to(torch.float32, copy=True)
-            self.first = self.cur.to(torch.float32, copy=True)
-            dist = torch.zeros(len(self.sizes), dtype=torch.float64, device=self.cur.device)
+            # the first saved step: prev_S takes the samples (against zeros, whose differences are not used)
+            self.prev = torch.zeros(self.diff.shape[1], dtype=torch.float32, device=self.diff.device)
+            self.first = torch.zeros_like(self.prev)
+            self.samples = _multi.Samples(self.index, self.weight, self.prev, self.first, self.diff)
+            _multi.sample_diff_group(xs, self.sizes, self.samples)
+            self.first.copy_(self.prev)
+            dist = torch.zeros(len(self.sizes), dtype=torch.float64, device=self.diff.device)
             return torch.stack([torch.full_like(dist, torch.nan), dist], 1)
-        torch.sub(self.cur, self.prev, out=self.diff[0])
-        torch.sub(self.cur, self.first, out=self.diff[1])
-        self.prev.copy_(self.cur)
+        _multi.sample_diff_group(xs, self.sizes, self.samples)
         if self.multi:
-            self.diff.mul_(self.weight)
-            torch.ops.trainguard.multi_stats(self.parts, [], [], self.sums)
+            _multi.reduce_group(self.parts, [], [], self.sums, checked=True, plain=True)
             return self.sums[:, device_stats.SQ].view(2, -1).t()
-        self.diff.square_().mul_(self.weight)
-        sums = torch.segment_reduce(self.diff, "sum", lengths=self.lengths, axis=1, unsafe=True)
+        sums = torch.segment_reduce(self.diff.square_(), "sum", lengths=self.lengths, axis=1, unsafe=True)
         return sums.t().to(torch.float64)
 
     def nbytes(self) -> int:
-        """Device bytes held: copies, gather buffer, differences, indices and weights."""
-        held = [self.index, self.weight, self.lengths, self.cur, self.diff]
+        """Device bytes held: copies, differences, indices and weights."""
+        held = [self.index, self.weight, self.lengths, self.diff]
         if self.multi:
             held.append(self.sums)
         held += [t for t in (self.prev, self.first) if t is not None]

@@ -75,6 +75,7 @@ from benchmarks.detection.blind38 import suite as blind38
 from benchmarks.detection.blind39 import suite as blind39
 from benchmarks.detection.blind40 import suite as blind40
 from benchmarks.detection.blind41 import suite as blind41
+from benchmarks.detection.blind43 import suite as blind43
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -515,6 +516,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind39": blind39,
     "blind40": blind40,
     "blind41": blind41,
+    "blind43": blind43,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}

@@ -54,5 +54,5 @@ check "profile" profile.txt 200 "$PY" -m benchmarks.hook_gpu_checks profile --st
 check "profile, 0.94B GPT" profile_large.txt 120 "$PY" -m benchmarks.hook_gpu_checks profile-large --steps 6
 check "host time" host_time.txt 60 "$PY" -m benchmarks.hook_host_time --reps 2 --steps 30
 check "overhead" overhead.md 260 "$PY" -m benchmarks.hook_overhead_gpu --models gpt,gpt1b --reps 2 \
-    --gpt-steps 100 --gpt1b-steps 30
+    --gpt-steps 60 --gpt1b-steps 20
 exit $failed

@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind47/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -62,6 +62,7 @@ from benchmarks.detection.blind42 import suite as fortysecond
 from benchmarks.detection.blind43 import suite as fortythird
 from benchmarks.detection.blind44 import suite as fortyfourth
 from benchmarks.detection.blind45 import suite as fortyfifth
+from benchmarks.detection.blind47 import suite as fortyseventh
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -109,6 +110,7 @@ SPLITS = {
     "blind43": (fortythird, 24, 17),
     "blind44": (fortyfourth, 24, 17),
     "blind45": (fortyfifth, 24, 17),
+    "blind47": (fortyseventh, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -247,6 +249,12 @@ EARLIER = {
                 twentyeighth, twentyninth, thirtieth, thirtyfirst, thirtysecond, thirtythird, thirtyfourth,
                 thirtyfifth, thirtysixth, thirtyseventh, thirtyeighth, thirtyninth,
                 fortieth, fortyfirst, fortysecond, fortythird, fortyfourth],
+    "blind47": [first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth,
+                thirteenth, fourteenth, fifteenth, sixteenth, seventeenth, eighteenth, nineteenth, twentieth,
+                twentyfirst, twentysecond, twentythird, twentyfourth, twentyfifth, twentysixth, twentyseventh,
+                twentyeighth, twentyninth, thirtieth, thirtyfirst, thirtysecond, thirtythird, thirtyfourth,
+                thirtyfifth, thirtysixth, thirtyseventh, thirtyeighth, thirtyninth,
+                fortieth, fortyfirst, fortysecond, fortythird, fortyfourth, fortyfifth],
 }  # fmt: skip
 HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
            "blind3": "blind3_mdn_inverse_problem", "blind4": "blind4_hypernet_sine_tasks",
@@ -280,7 +288,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind42": "blind42_frost_adagrad_batch256",
            "blind43": "blind43_pollen_adagrad_batch128",
            "blind44": "blind44_snow_adagrad_batch256",
-           "blind45": "blind45_street_adagrad_batch128"}  # fmt: skip
+           "blind45": "blind45_street_adagrad_batch128",
+           "blind47": "blind47_kiln_adamax_batch32"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -325,7 +334,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind42": "blind42_B17_shear_exponent_over_calm_nights",
            "blind43": "blind43_A04_days_since_rain_ffill_leading_gap",
            "blind44": "blind44_M11_cohesiveness_over_missed_first_bite",
-           "blind45": "blind45_L10_failed_injections_kept"}  # fmt: skip
+           "blind45": "blind45_L10_failed_injections_kept",
+           "blind47": "blind47_J09_log_of_core_over_ambient_excess"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

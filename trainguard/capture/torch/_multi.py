@@ -349,17 +349,24 @@ def _(
     _run_sample_diff(xs, sizes, Samples(index, weight, prev, first, diff), kernel=_kernel_for(diff.device))
 
 
-def sample_diff_group(xs: list[torch.Tensor], sizes: list[int], samples: Samples) -> None:
+def sample_diff_group(
+    xs: list[torch.Tensor], sizes: list[int], samples: Samples, *, checked: bool = False
+) -> None:
     """`multi_sample_diff`, called as `reduce_group` calls `multi_stats`: straight to the implementation where
-    nothing watches the dispatcher, else through the registered op."""
+    nothing watches the dispatcher, else through the registered op (parameters as they are: the op only reads
+    them, as `multi_stats` does, and its torch ops detach them). `checked`: the caller made the group of one dtype and device
+    (`_sampled.SampledHistory`, one per (device, dtype) group of the plan), so the direct call skips the loop
+    over every tensor; the op itself always checks."""
     if _unwatched(xs, samples.diff):
-        _run_sample_diff(xs, sizes, samples, kernel=_kernel_for(samples.diff.device))
+        _run_sample_diff(xs, sizes, samples, kernel=_kernel_for(samples.diff.device), per_tensor=not checked)
     else:
         torch.ops.trainguard.multi_sample_diff(xs, sizes, *samples)
 
 
-def _run_sample_diff(xs: list[torch.Tensor], sizes: list[int], samples: Samples, *, kernel: bool) -> None:
-    _check_sample_diff(xs, sizes, samples)
+def _run_sample_diff(
+    xs: list[torch.Tensor], sizes: list[int], samples: Samples, *, kernel: bool, per_tensor: bool = True
+) -> None:
+    _check_sample_diff(xs, sizes, samples, per_tensor=per_tensor)
     if kernel and all(x.is_contiguous() for x in xs):
         kernels = _kernels()  # Triton is imported here, on first use
         if kernels.supports(xs, [], []):
@@ -368,14 +375,16 @@ def _run_sample_diff(xs: list[torch.Tensor], sizes: list[int], samples: Samples,
     _sample_diff_reference(xs, sizes, samples)
 
 
-def _check_sample_diff(xs: list[torch.Tensor], sizes: list[int], samples: Samples) -> None:
+def _check_sample_diff(
+    xs: list[torch.Tensor], sizes: list[int], samples: Samples, *, per_tensor: bool = True
+) -> None:
     """As `_check` for `multi_sample_diff`: T floating tensors of one dtype and device (any layout), a size per
     tensor, and contiguous sample vectors of the sizes' sum on that device (no host reads: the indices' values
-    are the caller's, `_sampled.sample_index`'s)."""
+    are the caller's, `_sampled.sample_index`'s; `per_tensor` False: xs[0] for the tensors)."""
     device = samples.diff.device
     if not xs or not xs[0].dtype.is_floating_point:
         raise ValueError("multi_sample_diff gathers from at least one floating tensor")
-    for i, x in enumerate(xs):
+    for i, x in enumerate(xs if per_tensor else xs[:1]):
         if x.dtype != xs[0].dtype or x.device != device:
             raise ValueError(
                 f"multi_sample_diff takes tensors of one dtype and device ({xs[0].dtype} on {device}); "

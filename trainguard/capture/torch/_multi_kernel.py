@@ -43,8 +43,9 @@ import contextlib
 import functools
 import logging
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import torch
@@ -667,6 +668,22 @@ def _to_device(values: list[int], device: torch.device) -> torch.Tensor:
     return host.to(device)
 
 
+_V = TypeVar("_V")
+
+
+def _cached(cache: OrderedDict[Hashable, _V], key: Hashable, make: Callable[[], _V], limit: int) -> _V:
+    """`cache[key]`, made by `make()` on a miss, the least recently used entries dropped past `limit`: the work lists
+    and address tables below, each made once and reused at every saved step."""
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = make()
+        while len(cache) > limit:
+            cache.popitem(last=False)
+    else:
+        cache.move_to_end(key)
+    return got
+
+
 @dataclass
 class _Layout:
     """The work list of one set of tensor sizes on one device and stream, and its address tables.
@@ -679,7 +696,7 @@ class _Layout:
     static: torch.Tensor
     partials: torch.Tensor
     n_items: int
-    tables: OrderedDict[tuple[int, ...], torch.Tensor] = field(default_factory=OrderedDict)
+    tables: OrderedDict[Hashable, torch.Tensor] = field(default_factory=OrderedDict)
     hist_partials: torch.Tensor | None = None
     """int32 [N, bins]: per item exponent-bin counts (`launch_histograms`), made at the first Tier-1 step."""
 
@@ -700,14 +717,9 @@ class _Layout:
     def table(self, addresses: tuple[int, ...]) -> torch.Tensor:
         """int64 on the device: the addresses given, made once per set (`multi_stats`: xs, prevs, firsts, 0 without
         history; `multi_hist`: xs)."""
-        table = self.tables.get(addresses)
-        if table is None:
-            table = self.tables[addresses] = _to_device(list(addresses), self.static.device)
-            while len(self.tables) > _MAX_TABLES:
-                self.tables.popitem(last=False)
-        else:
-            self.tables.move_to_end(addresses)
-        return table
+        return _cached(
+            self.tables, addresses, lambda: _to_device(list(addresses), self.static.device), _MAX_TABLES
+        )
 
 
 _MAX_LAYOUTS = 32
@@ -717,47 +729,38 @@ layout, one address set each (a GPT's blocks: one per block), and the caching al
 the same addresses step after step: with room for all of them a saved step copies no table.
 Gradients freed each step (`set_to_none`) mostly come back at the same addresses too; a new set is
 one small copy. A table is 24 bytes per tensor on the device."""
-_layouts: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+_layouts: OrderedDict[Hashable, _Layout] = OrderedDict()
 
 
-_moved_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+_moved_layouts: OrderedDict[Hashable, tuple[torch.Tensor, int]] = OrderedDict()
 """`multi_moved`'s row tables per (device, shapes): int64 on the device and the number of rows."""
 
 
 def _moved_layout(xs: list[torch.Tensor]) -> tuple[torch.Tensor, int]:
     """The row table of `xs` (`_moved_fn`'s `static`), made once per set of shapes."""
     device = xs[0].device
-    key = (device, tuple((x.shape[0] if x.ndim else 1, x.numel()) for x in xs))
-    got = _moved_layouts.get(key)
-    if got is None:
+    shapes = tuple((x.shape[0] if x.ndim else 1, x.numel()) for x in xs)
+
+    def make() -> tuple[torch.Tensor, int]:
         lengths: list[int] = []
         firsts = [0]
         owners: list[int] = []
-        for i, (units, n) in enumerate(key[1]):
+        for i, (units, n) in enumerate(shapes):
             lengths.append(n // units)
             firsts.append(firsts[-1] + units)
             owners += [i] * units
-        got = _moved_layouts[key] = (_to_device(lengths + firsts + owners, device), len(owners))
-        while len(_moved_layouts) > _MAX_LAYOUTS:
-            _moved_layouts.popitem(last=False)
-    else:
-        _moved_layouts.move_to_end(key)
-    return got
+        return _to_device(lengths + firsts + owners, device), len(owners)
+
+    return _cached(_moved_layouts, (device, shapes), make, _MAX_LAYOUTS)
 
 
 def _layout(xs: list[torch.Tensor], chunk: int) -> _Layout:
     device = xs[0].device
     stream = torch.cuda.current_stream(device).stream_id if device.type == "cuda" else 0
     numels = tuple(x.numel() for x in xs)
-    key = (device, stream, chunk, numels)
-    lay = _layouts.get(key)
-    if lay is None:
-        lay = _layouts[key] = _Layout.build(numels, device, chunk)
-        while len(_layouts) > _MAX_LAYOUTS:
-            _layouts.popitem(last=False)
-    else:
-        _layouts.move_to_end(key)
-    return lay
+    return _cached(
+        _layouts, (device, stream, chunk, numels), lambda: _Layout.build(numels, device, chunk), _MAX_LAYOUTS
+    )
 
 
 def supports(xs: list[torch.Tensor], prevs: list[torch.Tensor], firsts: list[torch.Tensor]) -> bool:
@@ -883,9 +886,12 @@ SAMPLE_ITEM_BLOCKS = 4
 """`_sample_diff_fn`'s work items: at most this many blocks of `Config.block` sampled elements each (small items:
 the gathers wait on memory, and more programs hide more of it)."""
 
-_sample_layouts: OrderedDict[tuple[object, ...], tuple[torch.Tensor, int]] = OrderedDict()
+_sample_layouts: OrderedDict[Hashable, tuple[torch.Tensor, int]] = OrderedDict()
 """`multi_sample_diff`'s item tables per (device, item size, sample sizes, tensor sizes): int64 on the device and
 the number of items."""
+_sample_tables: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
+"""`multi_sample_diff`'s address tables per (device, the tensors' addresses): parameters keep theirs from step to
+step, so a saved step copies no table."""
 
 
 def _sample_layout(
@@ -893,9 +899,8 @@ def _sample_layout(
 ) -> tuple[torch.Tensor, int]:
     """The item table of samples of `sizes` from tensors of `numels` elements (`_sample_diff_fn`'s `static`), made
     once per set of sizes."""
-    key = (device, item, sizes, numels)
-    got = _sample_layouts.get(key)
-    if got is None:
+
+    def make() -> tuple[torch.Tensor, int]:
         owners: list[int] = []
         starts: list[int] = []
         counts: list[int] = []
@@ -907,12 +912,9 @@ def _sample_layout(
                 counts.append(min(item, n - off))
             first += n
         within = [numels[t] for t in owners]
-        got = _sample_layouts[key] = (_to_device(owners + starts + counts + within, device), len(owners))
-        while len(_sample_layouts) > _MAX_LAYOUTS:
-            _sample_layouts.popitem(last=False)
-    else:
-        _sample_layouts.move_to_end(key)
-    return got
+        return _to_device(owners + starts + counts + within, device), len(owners)
+
+    return _cached(_sample_layouts, (device, item, sizes, numels), make, _MAX_LAYOUTS)
 
 
 def launch_sample_diff(xs: list[torch.Tensor], sizes: tuple[int, ...], samples: _multi.Samples) -> None:
@@ -924,7 +926,10 @@ def launch_sample_diff(xs: list[torch.Tensor], sizes: tuple[int, ...], samples: 
     )
     if not n_items:
         return
-    table = _to_device([x.data_ptr() for x in xs], device)
+    addresses = tuple(x.data_ptr() for x in xs)
+    table = _cached(
+        _sample_tables, (device, addresses), lambda: _to_device(list(addresses), device), _MAX_TABLES
+    )
     interpreting = _interpreting(device)
     index, weight, prev, first, diff = samples
     with _numpy_quiet(interpreting):

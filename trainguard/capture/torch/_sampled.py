@@ -124,17 +124,16 @@ class SampledHistory:
     def estimate(self, xs: list[torch.Tensor]) -> torch.Tensor:
         """float64 [T, 2] estimated squared update and distance of `xs` (the tensors it was made for, in order;
         update NaN on the first call), and prev_S moves on to `xs`. No host sync."""
-        xs = [x.detach() for x in xs]
         if self.prev is None or self.first is None:
             # the first saved step: prev_S takes the samples (against zeros, whose differences are not used)
             self.prev = torch.zeros(self.diff.shape[1], dtype=torch.float32, device=self.diff.device)
             self.first = torch.zeros_like(self.prev)
             self.samples = _multi.Samples(self.index, self.weight, self.prev, self.first, self.diff)
-            _multi.sample_diff_group(xs, self.sizes, self.samples)
+            _multi.sample_diff_group(xs, self.sizes, self.samples, checked=True)
             self.first.copy_(self.prev)
             dist = torch.zeros(len(self.sizes), dtype=torch.float64, device=self.diff.device)
             return torch.stack([torch.full_like(dist, torch.nan), dist], 1)
-        _multi.sample_diff_group(xs, self.sizes, self.samples)
+        _multi.sample_diff_group(xs, self.sizes, self.samples, checked=True)
         if self.multi:
             _multi.reduce_group(self.parts, [], [], self.sums, checked=True, plain=True)
             return self.sums[:, device_stats.SQ].view(2, -1).t()

@@ -197,3 +197,87 @@ def test_the_start_survives_a_restart_from_the_rule_state() -> None:
     resumed.load_state_dict(first.state_dict())
     found = [f for step in range(30, 300, 10) for f in resumed.update(_view(step, wraps_from_100(step)))]
     assert [f.to_dict() for f in found] == [f.to_dict() for f in whole]
+
+
+def _with_first_activation(
+    x: np.ndarray, act: str, act_std: float, *, first: str = "act/net.1", shape: tuple[int, ...] = (64, 12)
+) -> StepView:
+    """A view of input `x` and two activations in forward order, `first` (of kind `act`, std `act_std`) before a
+    second, unremarkable one; the rows are listed in the opposite order, as a catalogue need not keep forward order."""
+    meta = (
+        TensorMeta("input/x", "inputs", shape=shape),
+        TensorMeta("act/net.3", "activations", activation="relu", order=3, shape=(64, 32)),
+        TensorMeta(first, "activations", activation=act, order=1, shape=(64, 32)),
+    )
+    lo = -1.0 if act == "tanh" else 0.0
+    a = columns(n=2048, std=act_std, mean=0.5 if act == "sigmoid" else 0.0)
+    a[COL["min"]], a[COL["max"]] = lo, 1.0 if act in ("tanh", "sigmoid") else 40 * act_std
+    stats = np.stack([x, columns(n=2048, std=0.4), a])
+    return StepView(step=0, names=tuple(m.name for m in meta), meta=meta, stats=stats, scalars={"loss": 1.0})
+
+
+def _raw_input(std: float) -> np.ndarray:
+    x = columns(n=768, mean=1.7, std=std)
+    x[COL["min"]], x[COL["max"]] = -6 * std, 7 * std
+    return x
+
+
+def test_raw_units_that_reach_the_first_activation_are_flagged_with_both_signs() -> None:
+    # temperatures centred but left in degrees (std 50) before a tanh layer: the tanh is pinned at +-1
+    f = InputScale().check(_with_first_activation(_raw_input(50.0), "tanh", 0.98))
+    assert len(f) == 1 and f[0].tensor == "input/x" and f[0].threshold == 0.9
+    assert f[0].value is not None and abs(f[0].value - 0.98) < 1e-9
+    assert (
+        "std 50 (values within [-300, 350]), above 10, and the first activation act/net.1 (tanh) is pinned"
+        in (f[0].message)
+    )
+    assert "98% of the 1 of outputs split between its two bounds" in f[0].message
+    assert "raw units reach the network unnormalised" in f[0].message and "log1p" in (f[0].hint or "")
+    # a sigmoid's half range is 0.5: pinned at 0.45
+    assert InputScale().check(_with_first_activation(_raw_input(50.0), "sigmoid", 0.47, first="act/gate"))
+    assert not InputScale().check(_with_first_activation(_raw_input(50.0), "sigmoid", 0.3, first="act/gate"))
+    # raw counts (std 14) through a first ReLU layer: its outputs' std 4.8, above 3
+    f = InputScale().check(_with_first_activation(_raw_input(14.0), "relu", 4.8))
+    assert (
+        len(f) == 1
+        and f[0].value == 4.8
+        and f[0].threshold == 3.0
+        and "(relu) is std 4.8, above 3" in f[0].message
+    )
+
+
+def test_either_sign_alone_is_not_raw_units() -> None:
+    # wide categorical codes normalised by a BatchNorm before the first ReLU: its outputs at unit scale
+    assert not InputScale().check(_with_first_activation(_raw_input(1500.0), "relu", 0.58))
+    # a tanh that spreads its outputs over the range, not pinned at its ends
+    assert not InputScale().check(_with_first_activation(_raw_input(50.0), "tanh", 0.6))
+    # standardised inputs with a wide first layer of ReLUs (the widest healthy first activation, 2.5) or a pinned
+    # tanh (a large init): that is poor_weight_initialization's or saturated_activation's to judge
+    assert not InputScale().check(_with_first_activation(_raw_input(1.0), "relu", 2.5))
+    assert not InputScale().check(_with_first_activation(_raw_input(1.0), "tanh", 0.99))
+    # an activation kind that is neither bounded nor in the unbounded family (softmax), and none with an order
+    assert not InputScale().check(_with_first_activation(_raw_input(50.0), "softmax", 40.0))
+    assert not InputScale({"raw_min_std": None}).check(_with_first_activation(_raw_input(50.0), "tanh", 0.98))
+    x = _raw_input(50.0)
+    view = StepView(step=0, names=("input/x", "act/a"), meta=(TensorMeta("input/x", "inputs"),
+                    TensorMeta("act/a", "activations", activation="tanh")),
+                    stats=np.stack([x, columns(n=2048, std=0.99)]))  # fmt: skip
+    assert not InputScale().check(view), "without a forward order there is no first activation"
+
+
+def test_a_small_batch_of_feature_rows_is_read_for_raw_units_only() -> None:
+    # 32 rows of 11 features (352 values, below min_elements), a column left in mg/L: read for raw units
+    x = _raw_input(46.0)
+    x[COL["count"]] = 352
+    assert InputScale().check(_with_first_activation(x, "relu", 16.4, shape=(32, 11)))
+    # a per-sample scalar of a batch of 352 (a timestep) is not: no two values per sample, or no shape at all
+    assert not InputScale().check(_with_first_activation(x, "relu", 16.4, shape=(352,)))
+    assert not InputScale().check(_with_first_activation(x, "relu", 16.4, shape=(352, 1)))
+    assert not InputScale().check(_with_first_activation(x, "relu", 16.4, shape=()))
+    # fewer than raw_min_elements values; and the other readings still need min_elements (pixels scaled twice)
+    x[COL["count"]] = 48
+    assert not InputScale().check(_with_first_activation(x, "relu", 16.4, shape=(4, 12)))
+    small = columns(n=352, mean=0.002, std=0.001)
+    small[COL["min"]], small[COL["max"]] = 0.0, 0.0039
+    assert not InputScale().check(_with_first_activation(small, "relu", 0.5, shape=(32, 11)))
+    assert InputScale({"min_elements": 64}).check(_with_first_activation(small, "relu", 0.5, shape=(32, 11)))

@@ -7,7 +7,12 @@ meant to feed: every value within 1/255 of zero with some spread (pixels divided
 spread below `min_relative_spread` of the mean and below `constant_max_std` (nearly constant inputs:
 normalised twice, the second normalisation shrinks the spread to about 1/255 of the offset; raw units
 with an offset, which a model normalising its own input reads, keep a spread at or above unit scale), values beyond `max_abs` (raw units, or
-pixels scaled up twice). After `reference_steps` views, the input's start (the median mean and std
+pixels scaled up twice). And at every view, raw units that reach the network: an input whose std is above
+`raw_min_std` while the first activation in forward order shows the scale came through unnormalised (an unbounded
+activation's std above `raw_activation_std`, or a tanh or sigmoid pinned at its ends, its std at least `pinned_fraction`
+of its half range). Either sign alone is common in healthy runs (wide categorical codes before a BatchNorm, a model that
+normalises its own windows; a first layer of ReLUs a little wide); both together say the nonlinearity sees raw units,
+where it saturates, dies or makes the loss ill-conditioned. After `reference_steps` views, the input's start (the median mean and std
 of those views) is the reference: a batch whose Gaussian W2 distance to it, sqrt(dmean^2 + dstd^2),
 exceeds `max_distance` start spreads moved far (an augmentation switched on mid-run whose uint8
 arithmetic wraps around: dark pixels turn bright). An input whose start batches span more than `max_tail_width`
@@ -26,10 +31,11 @@ import numpy as np
 from pydantic import Field
 
 from trainguard.api.enums import Action, Collection, RuleCategory
-from trainguard.rules import base
+from trainguard.rules import base, shared
 from trainguard.rules.step_view import COL, StepView
 
 _INPUTS = (Collection.INPUTS.value,)
+_ACTIVATIONS = (Collection.ACTIVATIONS.value,)
 PIXEL_STEP = 1 / 255
 """One 8-bit pixel step after scaling to [0, 1]: inputs no larger than it were divided by 255 twice."""
 _DRIFT_HINT = (
@@ -41,6 +47,11 @@ _SCALE_HINT = (
     "and again in the training loop leaves a nearly constant input"
 )
 _RANGE_HINT = "normalise the inputs (standardise features, scale pixels to [0, 1])"
+_RAW_HINT = (
+    "normalise the inputs before the model (standardise each feature with the training set's mean and std, log1p "
+    "for counts, consistent units), or give the model a normalisation layer (BatchNorm, LayerNorm) before its first "
+    "activation"
+)
 
 
 class InputScale(base.Rule):
@@ -108,10 +119,46 @@ class InputScale(base.Rule):
             "units or pixels scaled up by 255 twice (65025). Off by default: tabular scripts pack categorical "
             "codes into a float input (tables of 20,000-200,000 rows: healthy values up to 2e5).",
         )
+        raw_min_std: float | None = Field(
+            default=10.0,
+            gt=0,
+            description="An input whose std is above this (ten times a standardised input's) is in raw units when the "
+            "network's first activation in forward order shows its scale came through (`raw_activation_std`, "
+            "`pinned_fraction`): raw units reach the nonlinearity, which saturates, dies or makes the loss "
+            "ill-conditioned. Healthy inputs as wide (categorical codes before a BatchNorm, raw windows a model "
+            "normalises itself, a recurrent model's time gaps) are normalised before their first activation or have "
+            "none recorded. None: off.",
+        )
+        raw_activation_std: float = Field(
+            default=3.0,
+            gt=0,
+            description="The first activation's std (an unbounded kind: ReLU family, GELU, SiLU) above which an input "
+            "beyond `raw_min_std` came through unnormalised. Above the largest of any healthy run's first activation "
+            "in the stored suites (2.5 over 3,932 healthy runs that record activations, 99.9% below 1.8); the realistic "
+            "splits' raw-unit inputs (std 14-133) drive theirs to 4.8-47.",
+        )
+        pinned_fraction: float = Field(
+            default=0.9,
+            gt=0,
+            le=1,
+            description="A bounded first activation (tanh, sigmoid, hardtanh, softsign) whose std is at least this "
+            "fraction of its half range (the std of outputs pinned half at each end) sits at its ends: an input "
+            "beyond `raw_min_std` saturates it (the realistic splits' raw inputs 0.98-0.99 of a tanh's; outputs "
+            "spread evenly over the range have 0.58).",
+        )
         min_elements: int = Field(
             default=512,
             ge=1,
-            description="Inputs with fewer values (a scalar argument, one sample of a rollout) are not judged.",
+            description="Inputs with fewer values (a scalar argument, one sample of a rollout) are not judged, but for "
+            "the raw-units reading of a batch of feature rows (`raw_min_elements`).",
+        )
+        raw_min_elements: int = Field(
+            default=64,
+            ge=1,
+            description="The raw-units reading, which needs only its spread's order of magnitude and the first "
+            "activation's corroboration, also judges inputs with fewer than `min_elements` values down to this many "
+            "when the catalogue's shape gives each sample two or more values (a small batch of table rows: 32 rows of "
+            "11 features); a per-sample scalar (a diffusion timestep, a rollout's return) is not read.",
         )
         trigger_k: int = base.trigger_k(3)
         trigger_n: int = base.trigger_n(5)
@@ -135,16 +182,24 @@ class InputScale(base.Rule):
         found: list[tuple[str, str, str, float, float | None]] = []
         for r in rows:
             s = view.stats[int(r)]
-            if s[COL["count"]] < p.min_elements or s[COL["nan"]] or s[COL["inf"]]:
+            if s[COL["nan"]] or s[COL["inf"]]:
+                continue
+            whole = s[COL["count"]] >= p.min_elements
+            if not (whole or _feature_rows(p, view.meta[int(r)].shape, float(s[COL["count"]]))):
                 continue
             name = view.names[int(r)]
             mean, std = float(s[COL["mean"]]), float(s[COL["std"]])
             top = max(abs(float(s[COL["min"]])), abs(float(s[COL["max"]])))
             if not (math.isfinite(mean) and math.isfinite(std) and math.isfinite(top)):
                 continue
-            width = float(s[COL["max"]]) - float(s[COL["min"]])
-            drift = self._drift(p, name, view.step, mean, std, width)  # every view: it gathers the start too
-            hit = self._absolute(p, name, s, mean, std, top) or drift
+            if not whole:  # a small batch of feature rows: only the raw-units reading, which two signs make
+                hit = self._raw(p, view, name, s, std)
+            else:
+                width = float(s[COL["max"]]) - float(s[COL["min"]])
+                drift = self._drift(
+                    p, name, view.step, mean, std, width
+                )  # every view: it gathers the start too
+                hit = self._absolute(p, name, s, mean, std, top) or self._raw(p, view, name, s, std) or drift
             if hit is not None:
                 found.append(hit)
         if not found:
@@ -177,6 +232,32 @@ class InputScale(base.Rule):
                     "far outside any normalised range")  # fmt: skip
             return name, what, _RANGE_HINT, top, p.max_abs
         return None
+
+    def _raw(self, p: InputScale.Params, view: StepView, name: str, s: np.ndarray,
+             std: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
+        """Raw units that reach the network: a spread above `raw_min_std` that the first activation in forward order
+        shows came through (its std above `raw_activation_std` for an unbounded kind, or at least `pinned_fraction` of
+        a bounded kind's half range), as `_absolute` says it; else None."""
+        if p.raw_min_std is None or not std > p.raw_min_std:
+            return None
+        first = _first_activation(view)
+        if first is None:
+            return None
+        act, kind, act_std = first
+        half = shared.HALF_RANGE.get(kind)
+        if half is not None and act_std >= p.pinned_fraction * half:
+            how = (f"pinned at its ends (std {base.fmt(act_std)}, {base.fmt(100 * act_std / half)}% of the "
+                   f"{base.fmt(half)} of outputs split between its two bounds)")  # fmt: skip
+            value, threshold = act_std / half, p.pinned_fraction
+        elif kind in shared.UNBOUNDED and act_std > p.raw_activation_std:
+            how = f"std {base.fmt(act_std)}, above {base.fmt(p.raw_activation_std)}"
+            value, threshold = act_std, p.raw_activation_std
+        else:
+            return None
+        lo, hi = base.fmt(float(s[COL["min"]])), base.fmt(float(s[COL["max"]]))
+        what = (f"std {base.fmt(std)} (values within [{lo}, {hi}]), above {base.fmt(p.raw_min_std)}, and the first "
+                f"activation {act} ({kind}) is {how}: inputs in raw units reach the network unnormalised")  # fmt: skip
+        return name, what, _RAW_HINT, value, threshold
 
     def _drift(self, p: InputScale.Params, name: str, step: int, mean: float, std: float,
                width: float) -> tuple[str, str, str, float, float | None] | None:  # fmt: skip
@@ -229,3 +310,23 @@ class InputScale(base.Rule):
             for m, s, w, d in [[*v, 0.0, 0.0][:4]]
         }
         self.first_step = {k: (int(v[0]), int(v[1])) for k, v in state.get("first_step", {}).items()}
+
+
+def _feature_rows(p: InputScale.Params, shape: tuple[int, ...], count: float) -> bool:
+    """Whether an input of `count` values below `min_elements` is a batch of feature rows the raw-units reading
+    judges: at least `raw_min_elements` values, two or more per sample by the catalogue's shape."""
+    return count >= p.raw_min_elements and len(shape) >= 2 and math.prod(shape[1:]) >= 2
+
+
+def _first_activation(view: StepView) -> tuple[str, str, float] | None:
+    """The recorded activation first in forward order at this view, as (name, kind, std); None without one whose order
+    and kind the catalogue gives, or without finite values."""
+    acts = [i for i in view.rows(collections=_ACTIVATIONS) if view.meta[int(i)].order is not None]
+    if not acts:
+        return None
+    i = int(acts[0])
+    std = float(view.stats[i, COL["std"]])
+    kind = view.meta[i].activation
+    if kind is None or view.stats[i, COL["count"]] <= 0 or not math.isfinite(std):
+        return None
+    return view.names[i], kind, std

@@ -50,8 +50,6 @@ from trainguard.rules.step_view import COL, StepView, TensorMeta
 _WEIGHTS = (Collection.WEIGHTS.value,)
 NOT_FAN_BASED = shared.LOOKUP_TABLES
 """Module classes whose weights follow no fan-based init convention (a lookup table has no fan-in)."""
-UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
-"""Activation kinds whose outputs grow with their inputs (the scale check reads these)."""
 TOKEN_STD = 1.0
 """The largest init convention for a parameter no layer class calls a kernel (`parameter_use.own_parameter`): N(0, 1),
 `nn.Embedding`'s default and the usual draw of positional tables, CLS tokens and learned queries (N(0, 0.02), GPT-2's,
@@ -362,7 +360,7 @@ class PoorWeightInitialization(base.Rule):
         rows = [
             int(i)
             for i in view.rows(collections=[Collection.ACTIVATIONS.value])
-            if view.meta[int(i)].activation in UNBOUNDED
+            if view.meta[int(i)].activation in shared.UNBOUNDED
         ]
         if not rows:
             return []

@@ -33,6 +33,15 @@ MAD_TO_SIGMA = 1.4826
 LOOKUP_TABLES = frozenset({"Embedding", "EmbeddingBag"})
 """Module classes whose weights are lookup tables, not kernels: only the rows a batch looked up get a gradient."""
 
+BOUNDED = {"tanh": 1.0, "sigmoid": 1.0, "hardtanh": 1.0, "softsign": 1.0}
+"""Activations with outputs bounded by this magnitude: one whose every output sits at the bound (mean |output| equal
+to it, as float32 rounds a tanh of an input above 9) is saturated in every element and passes back no gradient."""
+HALF_RANGE = {"tanh": 1.0, "sigmoid": 0.5, "hardtanh": 1.0, "softsign": 1.0}
+"""Half the width of a bounded activation's output range: the std of outputs pinned half at each end, the largest std
+such an activation can have (outputs spread evenly over the range have 0.58 of it)."""
+UNBOUNDED = frozenset({"relu", "relu6", "leaky_relu", "elu", "gelu", "silu", "prelu", "selu"})
+"""Activation kinds whose outputs grow with their inputs (the scale checks read these)."""
+
 
 def output_classes(view: StepView) -> int | None:
     """K for chance level ln K: the outputs of the last dense or convolution kernel in forward order (PyTorch

@@ -93,9 +93,6 @@ _FIRST_UNITS = 5
 _ACTIVE = "active"
 _DEAD_PERCENT = 1.0
 """A unit active on fewer than this percent of samples is dead (dead_relu's default `threshold_inactivity`)."""
-BOUNDED = {"tanh": 1.0, "sigmoid": 1.0, "hardtanh": 1.0, "softsign": 1.0}
-"""Activations with outputs bounded by this magnitude: one whose every output sits at the bound (mean |output| equal
-to it, as float32 rounds a tanh of an input above 9) is saturated in every element and passes back no gradient."""
 SELF_STOPPING = frozenset({"LBFGS"})
 """Optimizer classes that end a step without moving when they have converged (tolerances, a failed line search)."""
 
@@ -654,7 +651,7 @@ def _saturated_after(view: StepView, names: list[str]) -> tuple[str, str] | None
     first = min(orders) if orders else None
     acts = Collection.ACTIVATIONS.value
     for k, m in enumerate(view.meta):
-        bound = BOUNDED.get(m.activation or "")
+        bound = shared.BOUNDED.get(m.activation or "")
         if m.collection != acts or bound is None or view.stats[k, COL["count"]] <= 0:
             continue
         if first is not None and m.order is not None and m.order < first:

@@ -126,7 +126,7 @@ class InputScale(base.Rule):
             "network's first activation in forward order shows its scale came through (`raw_activation_std`, "
             "`pinned_fraction`): raw units reach the nonlinearity, which saturates, dies or makes the loss "
             "ill-conditioned. Healthy inputs as wide (categorical codes before a BatchNorm, raw windows a model "
-            "normalises itself, a recurrent model's time gaps) are normalised before their first activation or have "
+            "normalises itself, ratios into a recurrent layer) are normalised before their first activation or have "
             "none recorded. None: off.",
         )
         raw_activation_std: float = Field(

@@ -85,6 +85,7 @@ from benchmarks.detection.blind48 import suite as blind48
 from benchmarks.detection.blind49 import suite as blind49
 from benchmarks.detection.blind50 import suite as blind50
 from benchmarks.detection.blind51 import suite as blind51
+from benchmarks.detection.blind53 import suite as blind53
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -535,6 +536,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind49": blind49,
     "blind50": blind50,
     "blind51": blind51,
+    "blind53": blind53,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}

@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`, `blind53/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -69,6 +69,7 @@ from benchmarks.detection.blind49 import suite as fortyninth
 from benchmarks.detection.blind50 import suite as fiftieth
 from benchmarks.detection.blind51 import suite as fiftyfirst
 from benchmarks.detection.blind52 import suite as fiftysecond
+from benchmarks.detection.blind53 import suite as fiftythird
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -123,6 +124,7 @@ SPLITS = {
     "blind50": (fiftieth, 24, 17),
     "blind51": (fiftyfirst, 24, 17),
     "blind52": (fiftysecond, 24, 17),
+    "blind53": (fiftythird, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {
@@ -309,6 +311,15 @@ EARLIER = {
                 fortieth, fortyfirst, fortysecond, fortythird, fortyfourth, fortyfifth, fortysixth, fortyseventh,
                 fortyeighth, fortyninth,
                 fiftieth, fiftyfirst],
+    "blind53": [first, second, third, fourth, fifth, sixth, seventh, eighth, ninth, tenth, eleventh, twelfth,
+                thirteenth, fourteenth, fifteenth, sixteenth, seventeenth, eighteenth, nineteenth, twentieth,
+                twentyfirst, twentysecond, twentythird, twentyfourth, twentyfifth, twentysixth, twentyseventh,
+                twentyeighth, twentyninth, thirtieth, thirtyfirst, thirtysecond, thirtythird, thirtyfourth,
+                thirtyfifth, thirtysixth, thirtyseventh, thirtyeighth, thirtyninth,
+                fortieth, fortyfirst, fortysecond, fortythird, fortyfourth, fortyfifth, fortysixth, fortyseventh,
+                fortyeighth, fortyninth,
+                fiftieth, fiftyfirst,
+                fiftysecond],
 }  # fmt: skip
 HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teacher_forcing",
            "blind3": "blind3_mdn_inverse_problem", "blind4": "blind4_hypernet_sine_tasks",
@@ -349,7 +360,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind49": "blind49_hay_rmsprop_hidden32",
            "blind50": "blind50_bus_adamax_batch32",
            "blind51": "blind51_sludge_adagrad_batch128",
-           "blind52": "blind52_proof_adagrad_batch128"}  # fmt: skip
+           "blind52": "blind52_proof_adagrad_batch128",
+           "blind53": "blind53_cave_adagrad_batch128"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -401,7 +413,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind49": "blind49_S07_empty_chamber_calibration_rows_kept",
            "blind50": "blind50_Y11_headway_over_gap_with_bunched_buses",
            "blind51": "blind51_Z18_rev_rate_over_missed_sensor_gap",
-           "blind52": "blind52_I13_band_power_squared_in_half"}  # fmt: skip
+           "blind52": "blind52_I13_band_power_squared_in_half",
+           "blind53": "blind53_O05_boxcox_negative_lambda_over_empty_hours"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

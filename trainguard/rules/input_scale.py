@@ -195,10 +195,9 @@ class InputScale(base.Rule):
             if not whole:  # a small batch of feature rows: only the raw-units reading, which two signs make
                 hit = self._raw(p, view, name, s, std)
             else:
+                # every view: the drift reading gathers the start too
                 width = float(s[COL["max"]]) - float(s[COL["min"]])
-                drift = self._drift(
-                    p, name, view.step, mean, std, width
-                )  # every view: it gathers the start too
+                drift = self._drift(p, name, view.step, mean, std, width)
                 hit = self._absolute(p, name, s, mean, std, top) or self._raw(p, view, name, s, std) or drift
             if hit is not None:
                 found.append(hit)
@@ -321,8 +320,8 @@ def _feature_rows(p: InputScale.Params, shape: tuple[int, ...], count: float) ->
 def _first_activation(view: StepView) -> tuple[str, str, float] | None:
     """The recorded activation first in forward order at this view, as (name, kind, std); None without one whose order
     and kind the catalogue gives, or without finite values."""
-    acts = [i for i in view.rows(collections=_ACTIVATIONS) if view.meta[int(i)].order is not None]
-    if not acts:
+    acts = view.rows(collections=_ACTIVATIONS)  # in forward order, those without one last
+    if not len(acts) or view.meta[int(acts[0])].order is None:
         return None
     i = int(acts[0])
     std = float(view.stats[i, COL["std"]])

@@ -206,6 +206,14 @@ def test_vanishing_gradient_names_a_forward_signal_that_shrinks_at_every_layer()
     # once and the next restores the scale: neither vanishes
     for stds in ([0.6, 0.24, 0.1, 0.04, 0.016], [0.3, 0.05, 0.3, 0.05, 0.3]):
         assert run(VanishingGradient(), [_activations(s, stds, 1.1) for s in range(0, 50, 10)]) == []
+    # a signal that grows through the body and shrinks into a squeeze-excitation gate (a narrow ReLU over the pooled
+    # channels, then the sigmoid) ends near where it entered: 4.8x and 5.8x at the last two layers, 0.14 against 0.4
+    into_gate = [0.4, 1.0, 3.0, 4.2, 0.78, 0.135]
+    assert run(VanishingGradient(), [_activations(s, into_gate, 0.69) for s in range(0, 50, 10)]) == []
+    # the same two shrinks from a first layer at 1.5 leave the signal 11x below it: found
+    from_wider = [1.5, 1.0, 3.0, 4.2, 0.78, 0.135]
+    found = run(VanishingGradient(), [_activations(s, from_wider, 0.69) for s in range(0, 50, 10)])
+    assert [(f.step, f.tensor) for f in found][:1] == [(20, "act/relu5")]
     # the same shrinking net while its loss has halved learns (as for the severe ratio)
     losses = [1.1, 0.4, 0.4, 0.4, 0.4]
     assert (

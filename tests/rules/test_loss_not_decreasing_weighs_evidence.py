@@ -121,6 +121,28 @@ def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() ->
     assert found[0].step == 150
 
 
+def test_a_loss_leaving_its_plateau_at_the_decision_is_a_slow_start_not_stuck() -> None:
+    def slow_start(step: int) -> float:
+        """At chance level until step 120, then falling 0.06% of it a step (a CNN under momentum SGD that breaks
+        its symmetry late): at step 150 the last window's second half is 1.2% below its first, many standard errors
+        of a 0.2% batch noise, while the window is still within 2% of the first value."""
+        return 2.3 * (1 - 0.0006 * max(step - 120, 0)) * (1 + 0.002 * noise(step))
+
+    every_step = Stream(
+        steps=400, fault=shaped(slow_start, None)
+    )  # its loss recorded at every step, as runs do
+    assert run(LossNotDecreasing(), every_step) == []
+    without_waiting = LossNotDecreasing({"leaving_significance": None})
+    assert [f.step for f in run(without_waiting, Stream(steps=400, fault=shaped(slow_start, None)))] == [150]
+
+    def drifting(step: int) -> float:
+        """A rate too low: 0.2% lower per 50 steps under a batch noise of 0.5%, never leaving the band."""
+        return 2.3 * (1 - 0.00004 * step) * (1 + 0.005 * noise(step))
+
+    found = run(LossNotDecreasing(), Stream(steps=400, fault=shaped(drifting, None)))
+    assert found[0].step == 150 and "within 2% of its first value" in found[0].message
+
+
 def annealed(step: int, *, rise: bool) -> float:
     """A VAE's loss: 30 -> 25 over 80 steps, then (`rise`) up to 27.5 by step 400 as the KL weight grows."""
     level = 30 - 5 * min(step, 80) / 80 + (2.5 * min(max(step - 80, 0), 320) / 320 if rise else 0.0)

@@ -26,7 +26,10 @@ heavy-tailed robust loss), a recorded eval loss must say the same (its latest po
 `stuck_eval_drop` below the best earlier one; a run that records no eval loss has a held-out error metric, a name
 that says lower is better such as MAE, RMSE, an error rate, stand in for it: a prediction broadcast against its
 target leaves a Huber loss too noisy to tell and the held-out MAE flat to 0.1%); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
-first window) in any window is not stuck from the start, and one that went below zero (a policy
+first window) in any window is not stuck from the start, and one whose last window's second half lies
+`leaving_significance` standard errors below its first half is leaving its plateau (a slow starter under momentum
+SGD that sits at chance level until step 130-150 and then falls away): the decision waits for a later saved step,
+where a loss that stopped falling within the band is still reported. One that went below zero (a policy
 loss, a Gaussian NLL) has no scale for percent changes and is not judged by them. A loss above its first value
 alone is not stuck where the run's own eval metric says the model learns (`metric_progress`: an accuracy, an AUC,
 an error rate whose latest record closed 1 - `ignore_below_fraction`, a fifth, of the gap from its first record to
@@ -178,6 +181,21 @@ class LossNotDecreasing(base.Rule):
         )
         stuck_window_steps: int = Field(
             default=50, ge=1, description="Training steps the stuck path averages the loss over."
+        )
+        leaving_significance: float | None = Field(
+            default=4.0,
+            gt=0,
+            description="The stuck path waits while the loss is leaving its plateau: the last window's second half "
+            "below its first half by this many standard errors of their batch noise, at a pace that would take it a "
+            "further `stuck_drop` down within another `stuck_steps` steps (0.33% of the loss between the halves). A "
+            "slow starter under momentum SGD sits at chance level for 130-150 steps and then falls away from it (the "
+            "fiftieth and fifty-second blind splits' tomato and injector CNNs: 5.0-5.9 standard errors at step 150, "
+            "0.8-1.0% of the loss); a loss that cannot learn (shuffled labels, no nonlinearity, a rate far too low, a "
+            "probe's rate too low) drifts at 2.2 at most on the stored runs, and a converged loss whose batch noise "
+            "is 0.02% creeps at 6-9 standard errors but 0.1% of the loss (a DINO loss, the pace's floor). 4: a "
+            "stationary loss judged at every saved step reaches 2 by chance about once in 40 judgements, 4 about once "
+            "in 30,000. It only delays the finding: a loss still within `stuck_drop` of its start once it stops "
+            "falling is reported then. None: never waits.",
         )
         min_significance: float = Field(
             default=2.0,
@@ -421,6 +439,20 @@ class LossNotDecreasing(base.Rule):
         while self.grad_ratio and self.grad_ratio[0][0] <= view.step - p.stuck_window_steps:
             self.grad_ratio.popleft()
 
+    @staticmethod
+    def _leaving(window: list[float], p: Params) -> bool:
+        """The window's second half below its first by `leaving_significance` standard errors of their batch noise,
+        at a pace that would take the loss a further `stuck_drop` down within another `stuck_steps` steps (the halves'
+        means lie half a window apart)."""
+        half = len(window) // 2
+        if half < 2 or p.leaving_significance is None or p.stuck_steps is None:
+            return False
+        early, late = shared_loss.Spread.of(window[:half]), shared_loss.Spread.of(window[half:])
+        fall = early.mean - late.mean
+        pace = p.stuck_drop * abs(early.mean) * (p.stuck_window_steps / 2) / p.stuck_steps
+        error = shared_loss.error_of_difference(early, late)
+        return error > 0 and fall >= p.leaving_significance * error and fall >= pace
+
     def _not_learning(self, view: StepView, loss: float, p: Params) -> list[base.Finding]:
         """The fast paths: no progress at all since the first view, or a learning rate collapsed before any."""
         self.recent.append((view.step, loss))
@@ -503,6 +535,8 @@ class LossNotDecreasing(base.Rule):
         at_chance = near_chance and flat and (progress is None or pinned)
         if not (at_first or at_chance):
             return []
+        if p.leaving_significance is not None and self._leaving(last, p):
+            return []  # falling away from its plateau now (a slow start): judged again at the next saved step
         ratio = min((r for _, r in self.grad_ratio), default=None)
         # A loss that rose clearly above its first value is no plateau of vanishing gradients: steps too small to
         # reach the first layers leave the loss where it was, they do not make it worse (batches that swing the

@@ -535,7 +535,7 @@ class LossNotDecreasing(base.Rule):
         at_chance = near_chance and flat and (progress is None or pinned)
         if not (at_first or at_chance):
             return []
-        if p.leaving_significance is not None and self._leaving(last, p):
+        if self._leaving(last, p):
             return []  # falling away from its plateau now (a slow start): judged again at the next saved step
         ratio = min((r for _, r in self.grad_ratio), default=None)
         # A loss that rose clearly above its first value is no plateau of vanishing gradients: steps too small to

@@ -18,7 +18,12 @@ network without nonlinearity; an in-batch contrastive loss at ln B, B the batch 
 captions drawn by two separately shuffled loaders, so that no pair matches), and the recorded learning rate below `collapsed_lr_fraction` of its
 peak for `collapsed_lr_steps` steps while the loss has not fallen by a fifth (an epoch scheduler stepped
 every batch; a schedule's turning point that touches 0 for a step, a cosine annealed to 0 before an SWA
-phase or a warm restart, is not a collapse).
+phase or a warm restart, is not a collapse). A third names a schedule that stopped a model which still learned: the
+loss fell `min_significance` standard errors between the halves of the `stuck_window_steps` steps before the rate was
+first lowered, the rate has stayed below `stopped_lr_fraction` of its peak for `stopped_lr_share` of the steps before
+it got there, and the last window's loss no longer falls (a plateau scheduler in mode 'max' stepped on a loss cuts the
+rate at every check; one that cuts on a real plateau does so after the loss sat still, and a cosine or linear schedule
+spends only its last few percent below 1% of its peak). It needs no positive loss.
 The stuck path weighs evidence, not a curve: the window must sit above the bound by
 `min_significance` standard errors of the batch noise (estimated from the spread of the losses
 within the windows), or, where the loss is too noisy to tell (dropout 0.5 on batches of 8, a
@@ -75,6 +80,10 @@ CHANCE_FACTOR = 2.0
 """ln K (K the outputs of the last dense layer) is chance level only for a loss that starts within this factor of
 it: a cross-entropy over K classes starts near ln K at any usual init (3.5 for ln 10 = 2.3 under dropout 0.95);
 a loss 7x above it is a sum over the outputs (a VAE's reconstruction of 48 pixels: 30 against ln 48 = 3.9)."""
+
+
+LOWERED = 0.99
+"""A recorded learning rate below this fraction of its peak has been lowered (by a scheduler, not float jitter)."""
 
 
 def normalise_mode(v: object) -> object:
@@ -236,6 +245,34 @@ class LossNotDecreasing(base.Rule):
             "it counts as collapsed: a schedule's turning point touches its minimum for a step (a cosine annealed to 0 "
             "where SWALR then raises it, a warm restart); a scheduler stepped every batch keeps it there.",
         )
+        stopped_lr_fraction: float | None = shared.lowered_lr_fraction(
+            1e-2,
+            "Report a schedule that stopped a learning model",
+            why="the loss still fell when the rate was first lowered (`min_significance` standard errors and "
+            "`stopped_fall_share` of its fall so far, between the halves of the `stuck_window_steps` steps before), "
+            "the rate has stayed below this fraction for `stopped_lr_share` of the steps before it got there, and the "
+            "loss no longer falls: a plateau scheduler whose mode does not match what it is stepped on (mode 'max' on "
+            "a loss, 'min' on an R^2) or stepped on the noisy batch loss cuts the rate at every check while the model "
+            "learns (the twenty-sixth, thirty-fifth, forty-fourth and fifty-fourth blind splits' plateau bugs: below "
+            "1% of the peak from step 40-220 of 300, the held-out score ending 0.04-0.29 below the healthy twin's); a "
+            "cosine or linear schedule spends its last 6% or less below 1%, a step schedule cutting 10x at 30/60/90 "
+            "of 100 epochs its last 10%",
+            otherwise="off",
+        )
+        stopped_lr_share: float = Field(
+            default=0.25,
+            gt=0,
+            description="The share of the steps before the rate fell below `stopped_lr_fraction` that it must stay "
+            "there (at least `collapsed_lr_steps`) before the schedule counts as having stopped the training.",
+        )
+        stopped_fall_share: float = Field(
+            default=0.25,
+            ge=0,
+            le=1,
+            description="For `stopped_lr_fraction`: the loss's fall between the halves of the `stuck_window_steps` "
+            "steps before the rate was first lowered must be at least this share of its fall from the first window's "
+            "mean to then: the rate was cut in the model's main descent, not as a converging loss levelled off.",
+        )
         loss_name: str | None = Field(
             default=None, description="Scalar to read; default `loss`, else the first scalar named *loss*."
         )
@@ -255,6 +292,14 @@ class LossNotDecreasing(base.Rule):
         self.reported_fast = False
         self.lr_low_since: int | None = None
         """The first step of the current run of recorded learning rates below `collapsed_lr_fraction` of the peak."""
+        self.lr_stopped_since: int | None = None
+        """The first step of the current run of recorded learning rates below `stopped_lr_fraction` of the peak."""
+        self.lr_cut_at: int | None = None
+        """The first step whose recorded learning rate was below the peak (LOWERED of it), since the rate last stood
+        at its peak."""
+        self.fall_at_cut: list[float] | None = None
+        """(earlier, later, standard error of their difference, first window's mean) of the loss's means over the
+        halves of the `stuck_window_steps` steps before `lr_cut_at`, once judged."""
         self.opening = shared_loss.Spread()
         """The losses in the first `stuck_window_steps` steps."""
         self.window = shared_loss.Spread()
@@ -296,11 +341,8 @@ class LossNotDecreasing(base.Rule):
     def check(self, view: StepView) -> list[base.Finding]:
         p: LossNotDecreasing.Params = self.params  # type: ignore[assignment]
         self.lr.push(view)
-        if "lr" in view.scalars and p.collapsed_lr_fraction is not None:
-            low = self.lr.lowered(p.collapsed_lr_fraction)
-            self.lr_low_since = (
-                (view.step if self.lr_low_since is None else self.lr_low_since) if low else None
-            )
+        if "lr" in view.scalars:
+            self._push_lr(view, p)
         self._push_eval(view, p)
         loss = self.read(view)
         if loss is None or not math.isfinite(loss):
@@ -348,6 +390,80 @@ class LossNotDecreasing(base.Rule):
             f"below the best earlier block ({base.fmt(best)}), {self.failed} blocks in a row, {self.where(view)}"
         )
         return [self.finding(view, msg, tensor="loss", value=mean, threshold=best)]
+
+    def _push_lr(self, view: StepView, p: Params) -> None:
+        """Keep the steps since which the recorded learning rate is below each fraction of its peak, and the step it
+        was first lowered at since it last stood at its peak."""
+
+        def since(start: int | None, fraction: float | None) -> int | None:
+            low = fraction is not None and self.lr.lowered(fraction)
+            return (view.step if start is None else start) if low else None
+
+        self.lr_low_since = since(self.lr_low_since, p.collapsed_lr_fraction)
+        self.lr_stopped_since = since(self.lr_stopped_since, p.stopped_lr_fraction)
+        if not self.lr.lowered(LOWERED):
+            self.lr_cut_at, self.fall_at_cut = None, None  # at its peak (again: a warm restart)
+        elif self.lr_cut_at is None:
+            self.lr_cut_at = view.step
+
+    def _judge_cut(self, p: Params) -> None:
+        """Once the rate has been lowered, the loss's fall over the `stuck_window_steps` steps before: the means of
+        their halves and the standard error of their difference (a plateau scheduler that cuts on a real plateau
+        does so once the loss has sat still for its patience)."""
+        if self.lr_cut_at is None or self.fall_at_cut is not None:
+            return
+        start = self.lr_cut_at - p.stuck_window_steps
+        before = [x for s, x in self.recent if start <= s < self.lr_cut_at]
+        half = len(before) // 2
+        if half < 2:
+            # lowered from the start (a decay every step): nothing before to judge
+            self.fall_at_cut = [0.0, 0.0, 0.0, 0.0]
+            return
+        early, late = shared_loss.Spread.of(before[:half]), shared_loss.Spread.of(before[half:])
+        # a rate cut within the first window: the fall since the start is the fall across the halves themselves
+        opening = max(self.opening.mean, early.mean) if self.opening.n else early.mean
+        self.fall_at_cut = [early.mean, late.mean, shared_loss.error_of_difference(early, late), opening]
+
+    def _stopped_by_schedule(self, view: StepView, last: list[float], p: Params) -> list[base.Finding]:
+        """A rate lowered while the loss still fell, held below `stopped_lr_fraction` of its peak for
+        `stopped_lr_share` of the steps before, over a last window whose loss no longer falls."""
+        if p.stopped_lr_fraction is None or self.lr_stopped_since is None or self.first_step is None:
+            return []
+        if self.fall_at_cut is None or self.lr_cut_at is None:
+            return []
+        since = self.lr_stopped_since
+        held = max(p.collapsed_lr_steps, p.stopped_lr_share * (since - self.first_step))
+        early, late, error, opening = self.fall_at_cut
+        if view.step - since < held or not (error > 0 and early - late >= p.min_significance * error):
+            return []
+        if early - late < p.stopped_fall_share * (opening - late):
+            return []  # the last of a long descent: a plateau scheduler that cut as the loss levelled off
+        half = len(last) // 2
+        if half < 2:
+            return []
+        first, second = shared_loss.Spread.of(last[:half]), shared_loss.Spread.of(last[half:])
+        now = shared_loss.error_of_difference(first, second)
+        if now > 0 and first.mean - second.mean >= p.min_significance * now:
+            return []  # still falling: the rate is low but the model learns
+        self.reported_fast = True
+        msg = (
+            f"lr: the learning rate {base.fmt(self.lr.current)} has been below {base.fmt(p.stopped_lr_fraction)} of its "
+            f"peak {base.fmt(self.lr.peak)} since step {since} {self.where(view)}, while the {p.mode} loss still fell "
+            f"when the rate was first lowered at step {self.lr_cut_at} ({base.fmt(early)} -> {base.fmt(late)} over the "
+            f"halves of the {p.stuck_window_steps} steps before, {base.fmt((early - late) / error)} standard errors of "
+            f"the batch noise and {base.fmt(100 * (early - late) / (opening - late))}% of its fall from the first "
+            f"steps' mean {base.fmt(opening)}) and "
+            f"has not fallen over the last {p.stuck_window_steps} steps ({base.fmt(first.mean)} -> "
+            f"{base.fmt(second.mean)}): the schedule has stopped the training, which was still learning when it "
+            "began to cut"
+        )
+        hint = (
+            "check the scheduler: ReduceLROnPlateau cuts the rate at every check when its mode does not match what it "
+            "is stepped on (mode='max' on a loss, 'min' on an accuracy or R^2) or when it is stepped on the noisy "
+            "batch loss; a decay tuned for a longer run (or per epoch, stepped per batch) ends training early"
+        )
+        return [self.finding(view, msg, tensor="lr", value=self.lr.current, hint=hint,
+                             threshold=p.stopped_lr_fraction * (self.lr.peak or 0.0))]  # fmt: skip
 
     def _push_eval(self, view: StepView, p: Params) -> None:
         """Keep the latest eval loss and the lowest before it (train mode only: in eval mode it is the loss judged)."""
@@ -458,6 +574,7 @@ class LossNotDecreasing(base.Rule):
         self.recent.append((view.step, loss))
         while self.recent and self.recent[0][0] <= view.step - 2 * p.stuck_window_steps:
             self.recent.popleft()  # two windows: the last one, and the one before it
+        self._judge_cut(p)
         if view.names:
             if self.classes is None:
                 self.classes = shared.output_classes(view)
@@ -465,11 +582,15 @@ class LossNotDecreasing(base.Rule):
                 self.pairs = input_batch(view)
             self._gradient_reaches_input(view, p)
         first = self.first
-        if self.reported_fast or first is None or not first > 0 or self.first_step is None or not view.saved:
+        if self.reported_fast or first is None or self.first_step is None or not view.saved:
             return []  # decided at saved steps: between them a view adds its loss to the windows
         cut = view.step - p.stuck_window_steps
         last = [x for s, x in self.recent if s > cut]
         before = [x for s, x in self.recent if s <= cut]
+        if not first > 0:
+            return self._stopped_by_schedule(
+                view, last, p
+            )  # the other paths weigh falls as fractions of the loss
         recent = sum(last) / len(last)
         learned = p.ignore_below_fraction if p.ignore_below_fraction is not None else 0.8
         if (
@@ -492,6 +613,9 @@ class LossNotDecreasing(base.Rule):
             )
             return [self.finding(view, msg, tensor="lr", value=self.lr.current, hint=hint,
                                  threshold=p.collapsed_lr_fraction * (self.lr.peak or 0.0))]  # fmt: skip
+        stopped = self._stopped_by_schedule(view, last, p)
+        if stopped:
+            return stopped
         span = view.step - self.first_step
         if p.stuck_steps is None or span < p.stuck_steps:
             return []
@@ -656,6 +780,7 @@ class LossNotDecreasing(base.Rule):
             "opening_spread": self.opening.get_state(), "window": self.window.get_state(),
             "window_start": self.window_start, "learned": self.learned, "negative": self.negative,
             "eval_best": self.eval_best, "eval_last": self.eval_last, "lr_low_since": self.lr_low_since,
+            "lr_stopped_since": self.lr_stopped_since, "lr_cut_at": self.lr_cut_at, "fall_at_cut": self.fall_at_cut,
             "eval_error": self.eval_error, "eval_is_loss": self.eval_is_loss,
             "metrics": self.metrics.get_state(), **self.lr.get_state(),
         }  # fmt: skip
@@ -691,3 +816,7 @@ class LossNotDecreasing(base.Rule):
         self.grad_ratio = deque((int(s), float(x)) for s, x in state.get("grad_ratio", []))
         self.lr.set_state(state)
         self.lr_low_since = state.get("lr_low_since")
+        self.lr_stopped_since = state.get("lr_stopped_since")
+        self.lr_cut_at = state.get("lr_cut_at")
+        fall = state.get("fall_at_cut")
+        self.fall_at_cut = None if fall is None or len(fall) != 4 else [float(x) for x in fall]

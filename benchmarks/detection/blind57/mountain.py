@@ -1,14 +1,15 @@
 """Mountain scripts of the fifty-seventh blind split: a chairlift's wind-hold forecaster for a ski area's lift
 operations, and a building-footprint segmenter on aerial tiles for a mapping agency's base map.
 
-`windhold`: the top station's last 24 ten-minute records (mean wind speed, gust, the direction's sine and cosine, the
+`windhold`: the top station's last 16 ten-minute records (mean wind speed, gust, the direction's sine and cosine, the
 gust factor, the temperature), each record aggregated from the anemometer's one-minute samples; the strongest gust of
 the next 30 minutes by a GRU over the records and a linear head; MSE on the standardised gust; scored by the held-out
 R^2 on another winter. `footprints`: 16x16 aerial tiles (red, green, blue) of roofs with their shadows, trees, lawns and
 roads; each pixel a building or not by a small fully convolutional CNN; BCE with logits per pixel; scored by the
 held-out IoU of the building pixels on another town. Bugs: the 30-minute gust target resampled with the mean; the gust
-factor divided by a calm record's zero speed; the direction's one-minute samples averaged as numbers; the masks
-rasterised with the row origin at the bottom; a softmax over the single logit channel.
+factor divided by a calm record's zero speed; the target read from the speed column; torch.std_mean's result
+unpacked as (mean, std); the masks rasterised with the row origin at the bottom; a softmax over the single logit
+channel.
 """
 
 from __future__ import annotations

@@ -174,6 +174,42 @@ def test_vanishing_gradient_judges_a_lookup_table_by_the_rows_a_batch_looked_up(
     )
 
 
+def with_norm(v: StepView, scale: float, bias: float) -> StepView:
+    """`v` with a 16-wide LayerNorm (module `norm`) whose scale and bias gradients have mean |g| `scale` and `bias`."""
+    rows = []
+    for abs_mean in (scale, bias):
+        row = np.zeros(len(COL))
+        row[COL["count"]], row[COL["abs_mean"]], row[COL["l2"]] = 16, abs_mean, 4 * abs_mean
+        rows.append(row)
+    meta = (
+        TensorMeta("grad/norm.weight", "gradients", module="norm", module_type="LayerNorm", shape=(16,)),
+        TensorMeta("grad/norm.bias", "gradients", module="norm", module_type="LayerNorm", shape=(16,)),
+        *v.meta,
+    )
+    return dataclasses.replace(
+        v, names=tuple(m.name for m in meta), meta=meta, stats=np.vstack([*rows, v.stats])
+    )
+
+
+def test_vanishing_gradient_leaves_a_bias_its_module_cancels_beside_a_live_scale() -> None:
+    # a transformer's last LayerNorm before the difference of two sides' pooled states (the fifty-sixth blind split's
+    # draft encoders): the bias shifts both sides alike, its gradient is rounding noise (1e-10) while the scale's is
+    # live; both carry the same upstream gradient, so one far below the other is a cancelling sum, not a vanishing one
+    def stuck(d: StepData) -> None:
+        d.scalars["loss"] = 0.69
+
+    views = list(Stream(steps=120, fault=stuck))
+    assert run(VanishingGradient(), [with_norm(v, 1e-3, 1e-10) for v in views]) == []
+    # SageMaker counts every tensor, and so does the rule with `biases_beside_live_kernels`
+    found = run(
+        VanishingGradient({"biases_beside_live_kernels": True}), [with_norm(v, 1e-3, 1e-10) for v in views]
+    )
+    assert found and found[0].tensor == "grad/norm.bias"
+    # a scale that vanished with its bias is no cancellation: the module has no live gradient
+    found = run(VanishingGradient(), [with_norm(v, 1e-10, 1e-10) for v in views])
+    assert found and found[0].tensor == "grad/norm.weight"
+
+
 def test_vanishing_gradient_severe_ratio_fires_at_once_while_the_loss_still_falls() -> None:
     def ten_sigmoid_layers(d: StepData) -> None:
         d.scale("grad/fc0.weight", 1e-8)  # about 0.25**10 of the last layer's; the loss falls as usual

@@ -86,6 +86,16 @@ LOWERED = 0.99
 """A recorded learning rate below this fraction of its peak has been lowered (by a scheduler, not float jitter)."""
 
 
+def halves(values: list[float]) -> tuple[float, float, float] | None:
+    """The means of the first and second halves of `values` and the standard error of their difference (from the
+    spread within each half), or None for fewer than two values a half."""
+    half = len(values) // 2
+    if half < 2:
+        return None
+    early, late = shared_loss.Spread.of(values[:half]), shared_loss.Spread.of(values[half:])
+    return early.mean, late.mean, shared_loss.error_of_difference(early, late)
+
+
 def normalise_mode(v: object) -> object:
     """Accept SageMaker's TRAIN/EVAL/GLOBAL spellings: GLOBAL means the training loss here."""
     if isinstance(v, str):
@@ -413,16 +423,15 @@ class LossNotDecreasing(base.Rule):
         if self.lr_cut_at is None or self.fall_at_cut is not None:
             return
         start = self.lr_cut_at - p.stuck_window_steps
-        before = [x for s, x in self.recent if start <= s < self.lr_cut_at]
-        half = len(before) // 2
-        if half < 2:
+        split = halves([x for s, x in self.recent if start <= s < self.lr_cut_at])
+        if split is None:
             # lowered from the start (a decay every step): nothing before to judge
             self.fall_at_cut = [0.0, 0.0, 0.0, 0.0]
             return
-        early, late = shared_loss.Spread.of(before[:half]), shared_loss.Spread.of(before[half:])
+        early, late, error = split
         # a rate cut within the first window: the fall since the start is the fall across the halves themselves
-        opening = max(self.opening.mean, early.mean) if self.opening.n else early.mean
-        self.fall_at_cut = [early.mean, late.mean, shared_loss.error_of_difference(early, late), opening]
+        opening = max(self.opening.mean, early) if self.opening.n else early
+        self.fall_at_cut = [early, late, error, opening]
 
     def _stopped_by_schedule(self, view: StepView, last: list[float], p: Params) -> list[base.Finding]:
         """A rate lowered while the loss still fell, held below `stopped_lr_fraction` of its peak for
@@ -438,12 +447,11 @@ class LossNotDecreasing(base.Rule):
             return []
         if early - late < p.stopped_fall_share * (opening - late):
             return []  # the last of a long descent: a plateau scheduler that cut as the loss levelled off
-        half = len(last) // 2
-        if half < 2:
+        split = halves(last)
+        if split is None:
             return []
-        first, second = shared_loss.Spread.of(last[:half]), shared_loss.Spread.of(last[half:])
-        now = shared_loss.error_of_difference(first, second)
-        if now > 0 and first.mean - second.mean >= p.min_significance * now:
+        first, second, now = split
+        if now > 0 and first - second >= p.min_significance * now:
             return []  # still falling: the rate is low but the model learns
         self.reported_fast = True
         msg = (
@@ -453,8 +461,8 @@ class LossNotDecreasing(base.Rule):
             f"halves of the {p.stuck_window_steps} steps before, {base.fmt((early - late) / error)} standard errors of "
             f"the batch noise and {base.fmt(100 * (early - late) / (opening - late))}% of its fall from the first "
             f"steps' mean {base.fmt(opening)}) and "
-            f"has not fallen over the last {p.stuck_window_steps} steps ({base.fmt(first.mean)} -> "
-            f"{base.fmt(second.mean)}): the schedule has stopped the training, which was still learning when it "
+            f"has not fallen over the last {p.stuck_window_steps} steps ({base.fmt(first)} -> "
+            f"{base.fmt(second)}): the schedule has stopped the training, which was still learning when it "
             "began to cut"
         )
         hint = (
@@ -560,13 +568,12 @@ class LossNotDecreasing(base.Rule):
         """The window's second half below its first by `leaving_significance` standard errors of their batch noise,
         at a pace that would take the loss a further `stuck_drop` down within another `stuck_steps` steps (the halves'
         means lie half a window apart)."""
-        half = len(window) // 2
-        if half < 2 or p.leaving_significance is None or p.stuck_steps is None:
+        split = halves(window)
+        if split is None or p.leaving_significance is None or p.stuck_steps is None:
             return False
-        early, late = shared_loss.Spread.of(window[:half]), shared_loss.Spread.of(window[half:])
-        fall = early.mean - late.mean
-        pace = p.stuck_drop * abs(early.mean) * (p.stuck_window_steps / 2) / p.stuck_steps
-        error = shared_loss.error_of_difference(early, late)
+        early, late, error = split
+        fall = early - late
+        pace = p.stuck_drop * abs(early) * (p.stuck_window_steps / 2) / p.stuck_steps
         return error > 0 and fall >= p.leaving_significance * error and fall >= pace
 
     def _not_learning(self, view: StepView, loss: float, p: Params) -> list[base.Finding]:
@@ -587,10 +594,8 @@ class LossNotDecreasing(base.Rule):
         cut = view.step - p.stuck_window_steps
         last = [x for s, x in self.recent if s > cut]
         before = [x for s, x in self.recent if s <= cut]
-        if not first > 0:
-            return self._stopped_by_schedule(
-                view, last, p
-            )  # the other paths weigh falls as fractions of the loss
+        if not first > 0:  # the other paths weigh falls as fractions of the loss
+            return self._stopped_by_schedule(view, last, p)
         recent = sum(last) / len(last)
         learned = p.ignore_below_fraction if p.ignore_below_fraction is not None else 0.8
         if (

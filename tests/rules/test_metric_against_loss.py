@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tests.rules.streams import run
-from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction, is_share, t_bound
+from trainguard.rules.metric_against_loss import MetricAgainstLoss, direction, is_share
+from trainguard.rules.record_windows import t_bound
 from trainguard.rules.step_view import StepView
 
 STEPS = 300

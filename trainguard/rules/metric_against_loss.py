@@ -107,6 +107,7 @@ from pydantic import Field
 
 from trainguard.api.enums import Action, RuleCategory
 from trainguard.rules import base, chance, shared, shared_loss
+from trainguard.rules.record_windows import Windows, complete, mean_err, t_bound, z_of
 from trainguard.rules.step_view import GROUP_PREFIX, StepView
 
 HIGHER = frozenset(
@@ -193,80 +194,6 @@ def direction(name: str) -> int:
     tokens = _tokens(low)
     up, down = bool(tokens & (HIGHER | AT_CUTOFF)), bool(tokens & LOWER)
     return 0 if up == down else (1 if up else -1)
-
-
-class _Windows:
-    """A series' first window (kept once complete) and its latest one (trimmed as records come)."""
-
-    def __init__(self, state: dict[str, Any] | None = None) -> None:
-        state = state or {}
-        self.first: list[tuple[int, float]] = [(int(s), float(x)) for s, x in state.get("first", [])]
-        self.done = bool(state.get("done", False))
-        self.latest: list[tuple[int, float]] = [(int(s), float(x)) for s, x in state.get("latest", [])]
-        self.tail: list[tuple[int, float]] = [(int(s), float(x)) for s, x in state.get("tail", [])]
-        """The latest records after the very first one (the first-record reading's window)."""
-        self.after: list[float] = [float(v) for v in state.get("after", [0.0, 0.0, 0.0])]
-        """Count, mean and sum of squared deviations of every record after the first (Welford's running form)."""
-
-    def add(self, step: int, x: float, records: int, steps: int) -> None:
-        if self.first:
-            self.tail.append((step, x))
-            _trim(self.tail, records, steps)
-            n, mean, m2 = self.after
-            n += 1
-            d = x - mean
-            mean += d / n
-            self.after = [n, mean, m2 + d * (x - mean)]
-        if not self.done:
-            self.first.append((step, x))
-            self.done = _complete(self.first, records, steps)
-            return
-        self.latest.append((step, x))
-        _trim(self.latest, records, steps)
-
-    def ready(self, records: int, steps: int) -> bool:
-        return self.done and _complete(self.latest, records, steps)
-
-    def get_state(self) -> dict[str, Any]:
-        return {
-            "first": [list(r) for r in self.first],
-            "done": self.done,
-            "latest": [list(r) for r in self.latest],
-            "tail": [list(r) for r in self.tail],
-            "after": list(self.after),
-        }
-
-
-def _trim(rows: list[tuple[int, float]], records: int, steps: int) -> None:
-    while len(rows) > records and rows[-1][0] - rows[1][0] + 1 >= steps:
-        del rows[0]  # the window without its oldest record still holds `records` spanning `steps`
-
-
-def t_bound(z: float, dof: float) -> float:
-    """The bound a t statistic of `dof` degrees of freedom must pass to be as unlikely as `z` standard errors of a
-    normal one (Cornish-Fisher, to the second order): a spread estimated from a few records is itself noisy."""
-    return z + (z**3 + z) / (4 * dof) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * dof**2)
-
-
-def _complete(rows: list[tuple[int, float]], records: int, steps: int) -> bool:
-    return len(rows) >= records and rows[-1][0] - rows[0][0] + 1 >= steps
-
-
-def _mean_err(rows: list[tuple[int, float]]) -> tuple[float, float]:
-    """The mean of a window's values and its squared standard error (0 for one value)."""
-    xs = [x for _, x in rows]
-    n = len(xs)
-    mean = math.fsum(xs) / n
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
-    return mean, var / n
-
-
-def _z(first: float, e1: float, latest: float, e2: float) -> float:
-    """How many standard errors `latest` lies above `first` (±inf for a change without noise)."""
-    d = latest - first
-    if e1 + e2 > 0:
-        return d / math.sqrt(e1 + e2)
-    return math.copysign(math.inf, d) if d else 0.0
 
 
 class MetricAgainstLoss(base.Rule):
@@ -381,8 +308,8 @@ class MetricAgainstLoss(base.Rule):
         super().__init__(*args, **kwargs)
         p: MetricAgainstLoss.Params = self.params  # type: ignore[assignment]
         self.read = shared_loss.LossReader(name=p.loss_name, single=True)
-        self.loss = _Windows()
-        self.metrics: dict[str, _Windows] = {}
+        self.loss = Windows()
+        self.metrics: dict[str, Windows] = {}
         """Per directed metric, keyed `mode:name`."""
         self.streak: dict[str, int] = {}
         """Per metric: its latest records in a row at which it was worse while the loss fell."""
@@ -407,17 +334,17 @@ class MetricAgainstLoss(base.Rule):
             for name, x in scalars.items():
                 if math.isfinite(x) and direction(name):
                     key = f"{mode}:{name}"
-                    self.metrics.setdefault(key, _Windows()).add(
+                    self.metrics.setdefault(key, Windows()).add(
                         view.step, float(x), p.min_records, p.window_steps
                     )
                     fresh.append(key)
         if not fresh:
             return []
         zl, l1, l2 = 0.0, 0.0, 0.0
-        if self._apart(self.loss, p):
-            l1, le1 = _mean_err(self.loss.first)
-            l2, le2 = _mean_err(self.loss.latest)
-            zl = -_z(l1, le1, l2, le2)
+        if self.loss.apart(p.min_records, p.window_steps):
+            l1, le1 = mean_err(self.loss.first)
+            l2, le2 = mean_err(self.loss.latest)
+            zl = -z_of(l1, le1, l2, le2)
         for key in fresh:
             found = None
             if zl >= p.loss_significance:
@@ -429,7 +356,7 @@ class MetricAgainstLoss(base.Rule):
                     or self._frozen(view, key, (l1, l2, zl), p)
                     or self._not_carried(view, key, (l1, l2, zl), p)
                 )
-            elif key.startswith("eval:") and self._apart(self.loss, p):
+            elif key.startswith("eval:") and self.loss.apart(p.min_records, p.window_steps):
                 found = self._chance(view, key, (l1, l2, zl), p, fell=False)
             self.streak[key] = self.streak.get(key, 0) + 1 if found is not None else 0
             if found is not None and self.streak[key] >= p.confirm:
@@ -437,21 +364,17 @@ class MetricAgainstLoss(base.Rule):
                 return [found]
         return []
 
-    def _apart(self, w: _Windows, p: MetricAgainstLoss.Params) -> bool:
-        """Both windows complete, the latest starting after the first ends."""
-        return w.ready(p.min_records, p.window_steps) and w.latest[0][0] > w.first[-1][0]
-
     def _judge(
         self, view: StepView, key: str, loss: tuple[float, float, float], p: MetricAgainstLoss.Params
     ) -> base.Finding | None:
         w = self.metrics[key]
-        if not self._apart(w, p):
+        if not w.apart(p.min_records, p.window_steps):
             return None
         mode, _, name = key.partition(":")
         sign = direction(name)
-        m1, e1 = _mean_err(w.first)
-        m2, e2 = _mean_err(w.latest)
-        zm = -sign * _z(m1, e1, m2, e2)  # standard errors worse
+        m1, e1 = mean_err(w.first)
+        m2, e2 = mean_err(w.latest)
+        zm = -sign * z_of(m1, e1, m2, e2)  # standard errors worse
         share = sign * (m1 - m2) / abs(m1) if m1 else 0.0
         if m1 == 0 or zm < p.metric_significance or share < p.min_worsening:
             return None
@@ -475,14 +398,14 @@ class MetricAgainstLoss(base.Rule):
         very first record, by `metric_significance` standard errors and `min_worsening` of the first."""
         w = self.metrics[key]
         mode, _, name = key.partition(":")
-        if mode != "eval" or not w.first or not _complete(w.tail, p.min_records, p.window_steps):
+        if mode != "eval" or not w.first or not complete(w.tail, p.min_records, p.window_steps):
             return None
         sign = direction(name)
         (s0, x0), n = w.first[0], len(w.tail)
-        m2, _ = _mean_err(w.tail)
+        m2, _ = mean_err(w.tail)
         count, _, ss = w.after
         var = ss / (count - 1)  # the spread of every record after the first: a trend only widens it
-        zm = -sign * _z(x0, var, m2, var / n)  # one record's noise against the window mean's
+        zm = -sign * z_of(x0, var, m2, var / n)  # one record's noise against the window mean's
         share = sign * (x0 - m2) / abs(x0) if x0 else 0.0
         bound = t_bound(p.metric_significance, count - 1)
         if zm < bound or share < p.min_worsening:
@@ -507,7 +430,9 @@ class MetricAgainstLoss(base.Rule):
         w = self.metrics[key]
         mode, _, name = key.partition(":")
         level = chance.chance_level(name, self.classes)
-        if p.frozen_band is None or not level or not self._apart(w, p):  # an accuracy: chance 1/K > 0
+        if (
+            p.frozen_band is None or not level or not w.apart(p.min_records, p.window_steps)
+        ):  # an accuracy: chance 1/K > 0
             return None
         values = {x for _, x in (*w.first, *w.latest)}
         if len(values) != 1:
@@ -542,17 +467,17 @@ class MetricAgainstLoss(base.Rule):
         l1, l2, zl = loss
         if mode != "eval" or not is_share(name):
             return None
-        if not w.first or not _complete(w.tail, p.min_records, p.window_steps):
+        if not w.first or not complete(w.tail, p.min_records, p.window_steps):
             return None
         apart = (*w.first, *w.latest)
-        if p.never_right and self._apart(w, p) and all(x == 0 for _, x in apart):
+        if p.never_right and w.apart(p.min_records, p.window_steps) and all(x == 0 for _, x in apart):
             return self._never_right(view, name, apart, loss)
         rows = (*w.first, *w.tail)
         if p.fit_share is None or l1 <= 0 or l2 > p.fit_share * l1:
             return None
         if any(not 0 <= x <= p.floor_band for _, x in rows):
             return None
-        m2, _ = _mean_err(w.tail)
+        m2, _ = mean_err(w.tail)
         msg = (
             f"the {mode} metric {name!r} (a share of examples scored right, 1 at best) stayed at or below "
             f"{base.fmt(p.floor_band)} at all {len(rows)} records of its first and latest windows (steps "
@@ -607,13 +532,13 @@ class MetricAgainstLoss(base.Rule):
         mode, _, name = key.partition(":")
         plain = chance.chance_level(name, self.classes)
         level = chance.ranking_chance_level(name, self.classes)
-        if p.chance_band is None or level is None or not self._apart(w, p):
+        if p.chance_band is None or level is None or not w.apart(p.min_records, p.window_steps):
             return None
         if plain is not None and plain > 0:
             return None  # an accuracy: its argmax scatters around 1/K (the frozen reading judges it)
         ranked = plain is None  # a ROC AUC or a correlation: below chance, the order is reversed
         l1, l2, zl = loss
-        m2, e2 = _mean_err(w.latest)
+        m2, e2 = mean_err(w.latest)
         trend = f"while the training loss fell from {base.fmt(l1)} to {base.fmt(l2)} ({base.fmt(zl)} standard errors)"
         if not fell:
             trend = (
@@ -622,7 +547,7 @@ class MetricAgainstLoss(base.Rule):
             )
         if ranked and fell:  # below chance the scores order the examples the wrong way round
             worst = chance.reversed_score(name)
-            zb = -_z(level, 0.0, m2, e2)
+            zb = -z_of(level, 0.0, m2, e2)
             share = (level - m2) / (level - worst)
             if zb >= p.metric_significance and share >= p.min_worsening:
                 kind = (
@@ -648,8 +573,8 @@ class MetricAgainstLoss(base.Rule):
                 return self.finding(view, msg, tensor=name, value=m2, threshold=level, hint=hint)
         rows = (*w.first, *w.latest)
         top = level + p.chance_band * (1 - level)
-        m1, e1 = _mean_err(w.first)
-        if any(x > top for _, x in rows) or _z(m1, e1, m2, e2) >= p.metric_significance:
+        m1, e1 = mean_err(w.first)
+        if any(x > top for _, x in rows) or z_of(m1, e1, m2, e2) >= p.metric_significance:
             return None  # above the band once, or leaving chance (a slow start rises significantly)
         msg = (
             f"the {mode} metric {name!r} stayed at or below {base.fmt(top)}, {base.fmt(p.chance_band)} of the way "
@@ -688,8 +613,8 @@ class MetricAgainstLoss(base.Rule):
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.loss = _Windows(state.get("loss"))
-        self.metrics = {k: _Windows(v) for k, v in state.get("metrics", {}).items()}
+        self.loss = Windows(state.get("loss"))
+        self.metrics = {k: Windows(v) for k, v in state.get("metrics", {}).items()}
         self.streak = {k: int(v) for k, v in state.get("streak", {}).items()}
         self.reported = bool(state.get("reported", False))
         self.classes = state.get("classes")

@@ -153,7 +153,8 @@ def finding_category(rule: str, f: Finding) -> str:
 # debounces (k of n) nor gates on the loss, so both are turned off where our rule classes have them;
 # nor has it the findings our rule classes gained for the realistic PyTorch suite (a loss stuck since
 # the start or a collapsed learning rate, a ReLU on the logits, activations far from unit scale at the
-# start, a standstill of every parameter, a flat or parting validation loss), which are turned off too.
+# start, a standstill of every parameter, a flat or parting validation loss, a held-out metric worse since its first
+# records), which are turned off too.
 _SM_ONCE = {"trigger_k": 1, "trigger_n": 1}
 _SM_UNGATED = {**_SM_ONCE, "gate_on_loss": False}
 SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
@@ -167,7 +168,7 @@ SAGEMAKER_DEFAULTS: list[dict[str, object]] = [
                                                "ignore_below_fraction": None, "stuck_steps": None,
                                                "collapsed_lr_fraction": None}},
     {"type": "overfit", "params": {"patience": 1, "ratio_threshold": 0.1, "gate_on_val_progress": False,
-                                   "flat_val_drop": None}},
+                                   "flat_val_drop": None, "start_worsening": None}},
     {"type": "overtraining", "params": {"patience_train": 5, "patience_validation": 10, "delta": 0.01,
                                         "rise_percent": None}},
     {"type": "poor_weight_initialization", "params": {"activation_std_max": None}},

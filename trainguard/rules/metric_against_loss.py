@@ -342,9 +342,8 @@ class MetricAgainstLoss(base.Rule):
             return []
         zl, l1, l2 = 0.0, 0.0, 0.0
         if self.loss.apart(p.min_records, p.window_steps):
-            l1, le1 = mean_err(self.loss.first)
-            l2, le2 = mean_err(self.loss.latest)
-            zl = -z_of(l1, le1, l2, le2)
+            l1, l2, shift = self.loss.compare()
+            zl = -shift
         for key in fresh:
             found = None
             if zl >= p.loss_significance:
@@ -372,9 +371,8 @@ class MetricAgainstLoss(base.Rule):
             return None
         mode, _, name = key.partition(":")
         sign = direction(name)
-        m1, e1 = mean_err(w.first)
-        m2, e2 = mean_err(w.latest)
-        zm = -sign * z_of(m1, e1, m2, e2)  # standard errors worse
+        m1, m2, shift = w.compare()
+        zm = -sign * shift  # standard errors worse
         share = sign * (m1 - m2) / abs(m1) if m1 else 0.0
         if m1 == 0 or zm < p.metric_significance or share < p.min_worsening:
             return None
@@ -430,9 +428,8 @@ class MetricAgainstLoss(base.Rule):
         w = self.metrics[key]
         mode, _, name = key.partition(":")
         level = chance.chance_level(name, self.classes)
-        if (
-            p.frozen_band is None or not level or not w.apart(p.min_records, p.window_steps)
-        ):  # an accuracy: chance 1/K > 0
+        # an accuracy: chance 1/K > 0
+        if p.frozen_band is None or not level or not w.apart(p.min_records, p.window_steps):
             return None
         values = {x for _, x in (*w.first, *w.latest)}
         if len(values) != 1:

@@ -189,10 +189,11 @@ class Overfit(base.Rule):
             self.floor(self.train.last)
         if view.names and self.classes is None:
             self.classes = shared.output_classes(view)
-        since_start = self.start(view) if self.start is not None and not self.start_reported else None
-        if since_start is not None:
-            self.start_reported = True
-            return [self._worse_from_start(view, since_start, p)]
+        if self.start is not None and not self.start_reported:
+            since_start = self.start(view)
+            if since_start is not None:
+                self.start_reported = True
+                return [self._worse_from_start(view, since_start, self.start.worsening)]
         flat_acc = self._flat_accuracy(view, p) if view.eval_scalars else []
         if flat_acc:
             return flat_acc
@@ -266,13 +267,13 @@ class Overfit(base.Rule):
         return [self.finding(view, msg, tensor="loss", value=best / first_train, threshold=1 - p.flat_val_drop,
                              hint=hint)]  # fmt: skip
 
-    def _worse_from_start(self, view: StepView, w: worse_from_start.Worsened, p: Params) -> base.Finding:
-        """The worse-from-the-start path's finding (see the module docstring)."""
+    def _worse_from_start(self, view: StepView, w: worse_from_start.Worsened, bound: float) -> base.Finding:
+        """The worse-from-the-start path's finding (see the module docstring); `bound`: the least share worse."""
         msg = (
             f"the held-out metric {w.name!r}, which by its name should {'rise' if w.sign > 0 else 'fall'}, went from "
             f"a mean of {base.fmt(w.first)} over its first records (steps {w.first_steps[0]}-{w.first_steps[1]}) to "
             f"{base.fmt(w.latest)} over its latest (steps {w.latest_steps[0]}-{w.latest_steps[1]}), "
-            f"{base.fmt(100 * w.share)}% worse (at least {base.fmt(100 * (p.start_worsening or 0))}%) and "
+            f"{base.fmt(100 * w.share)}% worse (at least {base.fmt(100 * bound)}%) and "
             f"{base.fmt(w.z)} standard errors of its own noise, never better since than its first window's best "
             f"{base.fmt(w.best)}, while the train loss went from {base.fmt(w.loss_first)} to "
             f"{base.fmt(w.loss_latest)} {self.where(view)}: the model has been getting worse on held-out data since "

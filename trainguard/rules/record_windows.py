@@ -50,6 +50,13 @@ class Windows:
         """Both windows complete, the latest starting after the first ends."""
         return self.ready(records, steps) and self.latest[0][0] > self.first[-1][0]
 
+    def compare(self) -> tuple[float, float, float]:
+        """The first window's mean, the latest's, and how many standard errors (the spread within each) the latest
+        lies above the first (`z_of`). Both windows must hold records."""
+        m1, e1 = mean_err(self.first)
+        m2, e2 = mean_err(self.latest)
+        return m1, m2, z_of(m1, e1, m2, e2)
+
     def get_state(self) -> dict[str, Any]:
         return {
             "first": [list(r) for r in self.first],

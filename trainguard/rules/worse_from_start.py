@@ -23,7 +23,7 @@ from typing import Any
 
 from trainguard.rules import shared_loss
 from trainguard.rules.metric_against_loss import direction
-from trainguard.rules.record_windows import Windows, mean_err, z_of
+from trainguard.rules.record_windows import Windows
 from trainguard.rules.step_view import StepView
 
 RECORDS = 4
@@ -88,16 +88,13 @@ class WorseFromStart:
     def _judge(self, name: str, sign: int, w: Windows) -> Worsened | None:
         if not w.apart(RECORDS, STEPS) or not self.loss.apart(RECORDS, STEPS):
             return None
-        l1, _ = mean_err(self.loss.first)
-        l2, _ = mean_err(self.loss.latest)
+        l1, l2, _ = self.loss.compare()
         best = max(sign * x for _, x in w.first)
+        # the training loss rose (not fitting), or the metric was once better than at its start
         if l2 > l1 or self.best.get(name, -math.inf) > best:
-            return (
-                None  # the training loss rose (not fitting), or the metric was once better than at its start
-            )
-        m1, e1 = mean_err(w.first)
-        m2, e2 = mean_err(w.latest)
-        z = -sign * z_of(m1, e1, m2, e2)
+            return None
+        m1, m2, shift = w.compare()
+        z = -sign * shift
         share = sign * (m1 - m2) / abs(m1) if m1 else 0.0
         if z < self.significance or share < self.worsening:
             return None

@@ -109,6 +109,28 @@ def test_a_held_out_error_stands_in_for_an_eval_loss_the_run_does_not_record() -
     )
 
 
+def test_without_an_error_metric_a_held_out_r2_stands_in_as_one_minus_r2() -> None:
+    # a head whose outputs are 1000x too small: the loss too noisy to tell, the held-out R^2 creeping 0.01 -> 0.02
+    # (1 - R^2 from 0.99 to 0.98: 0.1-0.3% between records, not 1% below the best before)
+    found = run(LossNotDecreasing(), views(held_out_error("val_r2", lambda s: 0.01 + 0.00004 * s)))
+    assert found[0].step == 150 and (
+        "cannot tell that alone, and the held-out error 1 - 'val_r2' 0.984 is not 1% below its best earlier eval "
+        "point 0.986" in found[0].message
+    )
+    # a slow learner's R^2, 0.05 -> 0.14 by step 150 (1 - R^2 falls 2.7% between records), is learning
+    assert run(LossNotDecreasing(), views(held_out_error("val_r2", lambda s: 0.05 + 0.0006 * s))) == []
+    # an error metric outranks it where the run records both: the flat R^2 beside a falling MAE is not stuck
+    flat = held_out_error("val_r2", lambda s: 0.01)
+
+    def both(d: StepData) -> None:
+        flat(d)
+        if d.eval_scalars:
+            d.eval_scalars["val_mae"] = 0.62 * (1 - 0.0003 * d.step)
+
+    assert run(LossNotDecreasing(), views(flat))[0].step == 150
+    assert run(LossNotDecreasing(), views(both)) == []
+
+
 def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() -> None:
     def fell_and_rose(step: int) -> float:
         """2.3 -> 1.9 by step 60, back up to 2.28 by step 150 (a regulariser's weight ramped up)."""

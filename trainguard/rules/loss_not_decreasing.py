@@ -30,7 +30,8 @@ within the windows), or, where the loss is too noisy to tell (dropout 0.5 on bat
 heavy-tailed robust loss), a recorded eval loss must say the same (its latest point not
 `stuck_eval_drop` below the best earlier one; a run that records no eval loss has a held-out error metric, a name
 that says lower is better such as MAE, RMSE, an error rate, stand in for it: a prediction broadcast against its
-target leaves a Huber loss too noisy to tell and the held-out MAE flat to 0.1%); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
+target leaves a Huber loss too noisy to tell and the held-out MAE flat to 0.1%; without one, a coefficient of
+determination as 1 - R^2, the held-out squared error over the targets' variance); a loss that fell clearly (`stuck_drop` and `min_significance` standard errors below the
 first window) in any window is not stuck from the start, and one whose last window's second half lies
 `leaving_significance` standard errors below its first half is leaving its plateau (a slow starter under momentum
 SGD that sits at chance level until step 130-150 and then falls away): the decision waits for a later saved step,
@@ -109,6 +110,30 @@ def input_batch(view: StepView) -> int | None:
     disagree (a sequence-first input, a pair of inputs of different batches)."""
     sizes = {m.shape[0] for m in view.meta if m.collection == Collection.INPUTS.value and len(m.shape) >= 2}
     return int(next(iter(sizes))) if len(sizes) == 1 and next(iter(sizes)) >= 2 else None
+
+
+def held_out_error(scalars: Mapping[str, float]) -> str | None:
+    """The eval-mode scalar that stands in for an eval loss the run does not record: a held-out error (a name that
+    says lower is better: MAE, RMSE, an error rate), else a coefficient of determination, read as 1 - R^2 (the
+    held-out squared error over the targets' variance: an MSE on a fixed set, rescaled by a constant)."""
+    errors = sorted(n for n in scalars if direction(n) < 0)
+    if errors:
+        return errors[0]
+    return min((n for n in scalars if metric_progress.determination(n) and direction(n) >= 0), default=None)
+
+
+def error_of(name: str, scalars: Mapping[str, float]) -> float | None:
+    """The held-out error `name` stands for in these scalars (1 - R^2 for a coefficient of determination), or None
+    where they do not record it."""
+    x = scalars.get(name)
+    if x is None or direction(name) < 0:
+        return x
+    return 1.0 - x
+
+
+def error_name(name: str) -> str:
+    """How a finding names the held-out error `name` stands for."""
+    return f"held-out error {name!r}" if direction(name) < 0 else f"held-out error 1 - {name!r}"
 
 
 class LossNotDecreasing(base.Rule):
@@ -239,7 +264,10 @@ class LossNotDecreasing(base.Rule):
             "suite's noisy-loss programs (calibration seeds) the point at step 149 of a healthy slow learner (dropout "
             "0.5 on batches of 8) was 1.8-2.6% below the best before it, that of runs that learn nothing (a learning "
             "rate 1000x too small, hidden units dead from the start) 0.2% or above it. A run without an eval loss has "
-            "a held-out error metric (a name that says lower is better: MAE, RMSE, an error rate) read the same way.",
+            "a held-out error metric (a name that says lower is better: MAE, RMSE, an error rate) read the same way, or "
+            "without one 1 - R^2 of a held-out coefficient of determination (its squared error over the targets' "
+            "variance): a head whose outputs are scaled 1000x too small leaves a heavy-tailed loss too noisy to tell "
+            "and the held-out R^2 at 0.01-0.02.",
         )
         collapsed_lr_fraction: float | None = shared.lowered_lr_fraction(
             1e-3,
@@ -324,7 +352,8 @@ class LossNotDecreasing(base.Rule):
         """The lowest eval loss before the latest one."""
         self.eval_last: float | None = None
         self.eval_error: str | None = None
-        """The held-out error metric (MAE, RMSE, error rate, ...) that stands in for an eval loss the run does not record."""
+        """The held-out error metric (MAE, RMSE, error rate, ...; else an R^2, read as 1 - R^2) that stands in for an eval
+        loss the run does not record."""
         self.eval_is_loss = False
         """An eval loss has been read: no error metric stands in for it."""
         self.metrics = metric_progress.MetricProgress()
@@ -484,8 +513,8 @@ class LossNotDecreasing(base.Rule):
             self.eval_is_loss, self.eval_error, self.eval_best, self.eval_last = True, None, None, None
         elif x is None and not self.eval_is_loss:
             if self.eval_error is None:
-                self.eval_error = min((n for n in view.eval_scalars if direction(n) < 0), default=None)
-            x = view.eval_scalars.get(self.eval_error) if self.eval_error is not None else None
+                self.eval_error = held_out_error(view.eval_scalars)
+            x = error_of(self.eval_error, view.eval_scalars) if self.eval_error is not None else None
         if x is not None and math.isfinite(x):
             if self.eval_last is not None:
                 self.eval_best = (
@@ -723,7 +752,7 @@ class LossNotDecreasing(base.Rule):
         else:
             evidence = (
                 f"; the batch noise (standard error {base.fmt(noise)}) cannot tell that alone, and the "
-                f"{'eval loss' if self.eval_error is None else f'held-out error {self.eval_error!r}'} "
+                f"{'eval loss' if self.eval_error is None else error_name(self.eval_error)} "
                 f"{base.fmt(self.eval_last)} is not {base.fmt(100 * p.stuck_eval_drop)}% below its best earlier eval "
                 f"point {base.fmt(self.eval_best)}"
             )

@@ -93,6 +93,7 @@ from benchmarks.detection.blind56 import suite as blind56
 from benchmarks.detection.blind57 import suite as blind57
 from benchmarks.detection.blind58 import suite as blind58
 from benchmarks.detection.blind59 import suite as blind59
+from benchmarks.detection.blind60 import suite as blind60
 from benchmarks.detection.blind61 import suite as blind61
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
@@ -553,6 +554,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind57": blind57,
     "blind58": blind58,
     "blind59": blind59,
+    "blind60": blind60,
     "blind61": blind61,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""

@@ -7,11 +7,16 @@ frameworks' RMSprop, or a value meant for another parameter) turns the division 
 optimizer steps as SGD with learning rate `lr / eps` and loses its per-parameter scaling; training crawls.
 
 The evidence is two records compared, not a threshold on eps alone: each group's `eps` (the PyTorch hook's
-group records, format 2.5, `group/<k>.<g>/eps`) against the root-mean-square of its parameters' gradients
-(`l2 / sqrt(count)` of each `grad/<parameter>` row). A group is judged on its first `views` saved steps with
+group records, format 2.5, `group/<k>.<g>/eps`) against the root-mean-square of its gradients over all its
+parameters' elements (the root of the summed squared `l2` over the summed `count` of its `grad/<parameter>` rows:
+the scale of the group's typical squared gradient). A group is judged on its first `views` saved steps with
 gradients (a configuration shows from the start; gradients that shrink later, as they do when a run
 converges or when they vanish, are `vanishing_gradient`'s reading, not this one): eps at least `ratio` times
-the largest gradient RMS among its parameters at every one of them. Groups of an optimizer without such a
+that RMS at every one of them. Not the largest parameter's RMS: a regression head's bias, one element whose
+gradient RMS is 0.1-1.2, kept eps 1 under 10x of it while the recurrent kernels' thousands of elements (RMS
+0.001-0.002) stepped as SGD at lr/eps (the sixty-first blind split's W17); the group's RMS still counts every
+large gradient by its square, so a group whose elements mostly have zero or vanishing gradients (dead units, a
+vanishing stack) beside some that do not is not named. Groups of an optimizer without such a
 denominator (SGD and others) and groups whose learning rate is 0 are not judged. Runs without group records
 are not checked ("not checked: no optimizer eps recorded"). Reported once, as a hint.
 """
@@ -62,8 +67,10 @@ class EpsDominatesGradient(base.Rule):
         ratio: float = Field(
             default=10.0,
             gt=1,
-            description="eps at least this many times the largest gradient RMS of the group's parameters counts: the "
-            "denominator is then at least 10/11 eps for nearly every element, so the step is lr*m/eps.",
+            description="eps at least this many times the RMS of the group's gradients over all its elements counts: "
+            "at most 1/ratio^2 of the elements (1%) can then have a gradient above eps (Markov's inequality on the "
+            "squares), so nearly every element's denominator lies between eps and 2 eps and its step is lr*m/eps "
+            "within a factor 2.",
         )
         views: int = Field(
             default=5,
@@ -90,9 +97,10 @@ class EpsDominatesGradient(base.Rule):
             elif setting == "lr":
                 self.lr[key] = x
 
-    def _largest_rms(self, view: StepView) -> dict[str, tuple[float, str, str, int]]:
-        """Per adaptive group: (largest gradient RMS, its parameter, optimizer class, parameters read)."""
-        groups: dict[str, tuple[float, str, str, int]] = {}
+    def _gradient_rms(self, view: StepView) -> dict[str, tuple[float, str, int]]:
+        """Per adaptive group: (the RMS of its gradients over all its parameters' elements, optimizer class,
+        parameters read)."""
+        groups: dict[str, tuple[float, float, str, int]] = {}
         params = {m.name: m for m in view.meta if m.trainable and m.param_group is not None}
         for i in view.rows(collections=("gradients",)).tolist():
             m = params.get(view.names[i][len(_GRAD) :]) if view.names[i].startswith(_GRAD) else None
@@ -101,17 +109,16 @@ class EpsDominatesGradient(base.Rule):
             count, l2 = view.stats[i, COL["count"]], view.stats[i, COL["l2"]]
             if not (count > 0 and np.isfinite(l2)):
                 continue
-            rms = float(l2) / math.sqrt(float(count))
-            best, where, cls, n = groups.get(m.param_group, (-1.0, "", m.optimizer or "", 0))
-            groups[m.param_group] = (rms, m.name, cls, n + 1) if rms > best else (best, where, cls, n + 1)
-        return groups
+            squares, elements, cls, n = groups.get(m.param_group, (0.0, 0.0, m.optimizer or "", 0))
+            groups[m.param_group] = (squares + float(l2) ** 2, elements + float(count), cls, n + 1)
+        return {key: (math.sqrt(sq / el), cls, n) for key, (sq, el, cls, n) in groups.items()}
 
     def check(self, view: StepView) -> list[base.Finding]:
         p: EpsDominatesGradient.Params = self.params  # type: ignore[assignment]
         self._read_groups(view)
         if self.reported or not self.eps:
             return []
-        for key, (rms, where, cls, n) in sorted(self._largest_rms(view).items()):
+        for key, (rms, cls, n) in sorted(self._gradient_rms(view).items()):
             eps, done = self.eps.get(key), self.seen.get(key, 0)
             if eps is None or done < 0 or self.lr.get(key, 1.0) <= 0:
                 continue
@@ -127,7 +134,7 @@ class EpsDominatesGradient(base.Rule):
             times = eps / rms if rms > 0 else math.inf
             msg = (
                 f"parameter group {key} ({cls}): eps {base.fmt(eps)} is {base.fmt(times)}x "
-                f"the largest gradient RMS of its {n} parameters ({base.fmt(rms)}, {where}) and at least "
+                f"the RMS of its {n} parameters' gradients over all their elements ({base.fmt(rms)}) and at least "
                 f"{base.fmt(p.ratio)}x at each of its first {p.views} saved steps {self.where(view)}: the step "
                 f"divides by eps, not by each gradient's scale{sgd}; its per-parameter scaling is lost"
             )

@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
+import pytest
+
 from tests.rules.streams import StepData, Stream, run
+from trainguard.rules import loss_not_decreasing
 from trainguard.rules.loss_not_decreasing import LossNotDecreasing
 from trainguard.rules.step_view import StepView
 
@@ -129,6 +132,18 @@ def test_without_an_error_metric_a_held_out_r2_stands_in_as_one_minus_r2() -> No
 
     assert run(LossNotDecreasing(), views(flat))[0].step == 150
     assert run(LossNotDecreasing(), views(both)) == []
+
+
+@pytest.mark.parametrize(
+    ("names", "stand_in"),
+    [(("val_r2", "val_mae"), "val_mae"), (("val_r_squared",), "val_r_squared"), (("explained_variance",), "explained_variance"),
+     (("val_r2_loss",), None), (("val_accuracy", "val_auc"), None)],
+)  # fmt: skip
+def test_which_held_out_scalar_stands_in_for_the_eval_loss(
+    names: tuple[str, ...], stand_in: str | None
+) -> None:
+    # an error metric first; else an R^2 by any of its spellings, read as 1 - R^2; a loss-named R^2 or a share: none
+    assert loss_not_decreasing.held_out_error(dict.fromkeys(names, 0.5)) == stand_in
 
 
 def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() -> None:

@@ -116,10 +116,10 @@ def held_out_error(scalars: Mapping[str, float]) -> str | None:
     """The eval-mode scalar that stands in for an eval loss the run does not record: a held-out error (a name that
     says lower is better: MAE, RMSE, an error rate), else a coefficient of determination, read as 1 - R^2 (the
     held-out squared error over the targets' variance: an MSE on a fixed set, rescaled by a constant)."""
-    errors = sorted(n for n in scalars if direction(n) < 0)
-    if errors:
-        return errors[0]
-    return min((n for n in scalars if metric_progress.determination(n) and direction(n) >= 0), default=None)
+    return min((n for n in scalars if direction(n) < 0), default=None) or min(
+        (n for n in scalars if metric_progress.determination(n) and metric_progress.sign_of(n) > 0),
+        default=None,
+    )
 
 
 def error_of(name: str, scalars: Mapping[str, float]) -> float | None:

@@ -53,7 +53,7 @@ class Learned:
     noise: float
 
 
-def _sign(name: str) -> int:
+def sign_of(name: str) -> int:
     """+1 for a metric that should rise, -1 for one that should fall, 0 not known: as `direction` reads its name, and
     +1 for a coefficient of determination whatever spelling it has (`r_squared`)."""
     low = name.lower()
@@ -101,14 +101,14 @@ class MetricProgress:
     def push(self, view: StepView) -> None:
         """Read this view's eval-mode scalars whose names say which way they should move."""
         for name, x in view.eval_scalars.items():
-            if _sign(name) and math.isfinite(x):
+            if sign_of(name) and math.isfinite(x):
                 self.series.setdefault(name, _Series()).push(float(x))
 
     def learned(self, share: float, significance: float) -> Learned | None:
         """The first metric whose latest record closed `share` of the gap from its first record to its best score,
         by `significance` times its record-to-record noise; None when none did (or none is recorded)."""
         for name, s in self.series.items():
-            sign = _sign(name)
+            sign = sign_of(name)
             best = s.best(sign, determination(name))
             if best is None or s.n < MIN_RECORDS or s.first is None or s.last is None:
                 continue
@@ -126,7 +126,7 @@ class MetricProgress:
         """The first metric that moved towards its best score since `mark` (an earlier `latest`) by `significance` times
         its record-to-record noise, with three records at least; None when none did."""
         for name, s in self.series.items():
-            sign, before = _sign(name), mark.get(name)
+            sign, before = sign_of(name), mark.get(name)
             if before is None or s.last is None or s.first is None or s.n < MIN_RECORDS:
                 continue
             gain = sign * (s.last - before)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.rules.streams import StepData, Stream, run
-from trainguard.rules import loss_not_decreasing
+from trainguard.rules import metric_progress
 from trainguard.rules.loss_not_decreasing import LossNotDecreasing
 from trainguard.rules.step_view import StepView
 
@@ -143,7 +143,7 @@ def test_which_held_out_scalar_stands_in_for_the_eval_loss(
     names: tuple[str, ...], stand_in: str | None
 ) -> None:
     # an error metric first; else an R^2 by any of its spellings, read as 1 - R^2; a loss-named R^2 or a share: none
-    assert loss_not_decreasing.held_out_error(dict.fromkeys(names, 0.5)) == stand_in
+    assert metric_progress.held_out_error(dict.fromkeys(names, 0.5)) == stand_in
 
 
 def test_a_loss_that_fell_clearly_and_came_back_is_not_stuck_from_the_start() -> None:

@@ -73,7 +73,7 @@ from pydantic import Field, field_validator
 
 from trainguard.api.enums import Action, Collection, RuleCategory
 from trainguard.rules import base, metric_progress, shared, shared_loss
-from trainguard.rules.metric_against_loss import direction
+from trainguard.rules.metric_progress import error_name, error_of, held_out_error
 from trainguard.rules.step_view import COL, StepView
 
 _GRADIENTS = (Collection.GRADIENTS.value,)
@@ -110,30 +110,6 @@ def input_batch(view: StepView) -> int | None:
     disagree (a sequence-first input, a pair of inputs of different batches)."""
     sizes = {m.shape[0] for m in view.meta if m.collection == Collection.INPUTS.value and len(m.shape) >= 2}
     return int(next(iter(sizes))) if len(sizes) == 1 and next(iter(sizes)) >= 2 else None
-
-
-def held_out_error(scalars: Mapping[str, float]) -> str | None:
-    """The eval-mode scalar that stands in for an eval loss the run does not record: a held-out error (a name that
-    says lower is better: MAE, RMSE, an error rate), else a coefficient of determination, read as 1 - R^2 (the
-    held-out squared error over the targets' variance: an MSE on a fixed set, rescaled by a constant)."""
-    return min((n for n in scalars if direction(n) < 0), default=None) or min(
-        (n for n in scalars if metric_progress.determination(n) and metric_progress.sign_of(n) > 0),
-        default=None,
-    )
-
-
-def error_of(name: str, scalars: Mapping[str, float]) -> float | None:
-    """The held-out error `name` stands for in these scalars (1 - R^2 for a coefficient of determination), or None
-    where they do not record it."""
-    x = scalars.get(name)
-    if x is None or direction(name) < 0:
-        return x
-    return 1.0 - x
-
-
-def error_name(name: str) -> str:
-    """How a finding names the held-out error `name` stands for."""
-    return f"held-out error {name!r}" if direction(name) < 0 else f"held-out error 1 - {name!r}"
 
 
 class LossNotDecreasing(base.Rule):

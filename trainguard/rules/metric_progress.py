@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,30 @@ def sign_of(name: str) -> int:
     return direction(name) or int(
         determination(low) and "loss" not in low and not set(_TOKEN.findall(low)) & LOWER
     )
+
+
+def held_out_error(scalars: Mapping[str, float]) -> str | None:
+    """The eval-mode scalar that stands in for an eval loss the run does not record: a held-out error (a name that
+    says lower is better: MAE, RMSE, an error rate), else a coefficient of determination, read as 1 - R^2 (the
+    held-out squared error over the targets' variance: an MSE on a fixed set, rescaled by a constant)."""
+    return min((n for n in scalars if direction(n) < 0), default=None) or min(
+        (n for n in scalars if determination(n) and sign_of(n) > 0),
+        default=None,
+    )
+
+
+def error_of(name: str, scalars: Mapping[str, float]) -> float | None:
+    """The held-out error `name` stands for in these scalars (1 - R^2 for a coefficient of determination), or None
+    where they do not record it."""
+    x = scalars.get(name)
+    if x is None or direction(name) < 0:
+        return x
+    return 1.0 - x
+
+
+def error_name(name: str) -> str:
+    """How a finding names the held-out error `name` stands for."""
+    return f"held-out error {name!r}" if direction(name) < 0 else f"held-out error 1 - {name!r}"
 
 
 class _Series:

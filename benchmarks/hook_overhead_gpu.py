@@ -269,7 +269,9 @@ def main() -> int:
         help="comma-separated, of mlp, gpt (110M), gpt1b (0.94B) (default %(default)s)",
     )
     ap.add_argument(
-        "--small", action="store_true", help="a 2-block GPT of width 64 (to try the script on CPU)"
+        "--small",
+        action="store_true",
+        help="a 2-block GPT of width 64, vocabulary 1024, batches of 2 (to try the script on CPU)",
     )
     ap.add_argument(
         "--pack-max-numel",
@@ -287,7 +289,7 @@ def main() -> int:
     print(f"# hook overhead on {name}, torch {torch.__version__}")
 
     def gpt_build(d: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
-        return gpt(d, width=64, layers=2, seq=64) if args.small else gpt(d)
+        return gpt(d, width=64, layers=2, seq=64, batch=2, vocab=1024) if args.small else gpt(d)
 
     def gpt1b_build(d: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
         if args.small:
@@ -299,7 +301,7 @@ def main() -> int:
         "gpt": Model(
             "GPT-style, 110M parameters (12 blocks of width 768), 8 x 512 tokens, AdamW, bf16 autocast"
             if not args.small
-            else "GPT-style, 2 blocks of width 64 (--small)",
+            else "GPT-style, 2 blocks of width 64, vocabulary 1024 (--small)",
             gpt_build,
             args.gpt_steps,
             20,

@@ -99,6 +99,7 @@ from benchmarks.detection.blind62 import suite as blind62
 from benchmarks.detection.blind63 import suite as blind63
 from benchmarks.detection.blind64 import suite as blind64
 from benchmarks.detection.blind65 import suite as blind65
+from benchmarks.detection.blind67 import suite as blind67
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -564,6 +565,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind63": blind63,
     "blind64": blind64,
     "blind65": blind65,
+    "blind67": blind67,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}

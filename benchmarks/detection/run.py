@@ -97,6 +97,7 @@ from benchmarks.detection.blind60 import suite as blind60
 from benchmarks.detection.blind61 import suite as blind61
 from benchmarks.detection.blind62 import suite as blind62
 from benchmarks.detection.blind63 import suite as blind63
+from benchmarks.detection.blind66 import suite as blind66
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
 from trainguard.api.rules_config import RuleSpec
@@ -560,6 +561,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind61": blind61,
     "blind62": blind62,
     "blind63": blind63,
+    "blind66": blind66,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""
 SPLIT_OF_MODULE: dict[str, ModuleType] = {split.__name__: split for split in BLIND_SPLITS.values()}

@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`, `blind53/`, `blind54/`, `blind55/`, `blind56/`, `blind57/`, `blind58/`, `blind59/`, `blind60/`, `blind61/`, `blind62/`, `blind63/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`, `blind53/`, `blind54/`, `blind55/`, `blind56/`, `blind57/`, `blind58/`, `blind59/`, `blind60/`, `blind61/`, `blind62/`, `blind63/`, `blind66/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -80,6 +80,7 @@ from benchmarks.detection.blind60 import suite as sixtieth
 from benchmarks.detection.blind61 import suite as sixtyfirst
 from benchmarks.detection.blind62 import suite as sixtysecond
 from benchmarks.detection.blind63 import suite as sixtythird
+from benchmarks.detection.blind66 import suite as sixtysixth
 
 SPLITS = {
     "blind": (first, 24, 16),
@@ -145,6 +146,7 @@ SPLITS = {
     "blind61": (sixtyfirst, 24, 17),
     "blind62": (sixtysecond, 24, 17),
     "blind63": (sixtythird, 24, 17),
+    "blind66": (sixtysixth, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
 EARLIER = {name: [split for split, _, _ in list(SPLITS.values())[:k]] for k, name in enumerate(SPLITS)}
@@ -200,7 +202,8 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind60": "blind60_shots_nadam_batch128",
            "blind61": "blind61_mews_adamax_batch64",
            "blind62": "blind62_queue_nadam_batch64",
-           "blind63": "blind63_granule_adagrad_batch64"}  # fmt: skip
+           "blind63": "blind63_granule_adagrad_batch64",
+           "blind66": "blind66_squat_adagrad_batch64"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind3": "blind3_Z05_mixture_weights_normalised_over_batch",
@@ -263,7 +266,8 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind60": "blind60_V10_log_ratios_of_unreported_traces",
            "blind61": "blind61_W06_unity_over_fluxes_missing_from_materials",
            "blind62": "blind62_G17_stefan_root_of_thaw_days",
-           "blind63": "blind63_F14_dynamic_factor_over_slack_line_start"}  # fmt: skip
+           "blind63": "blind63_F14_dynamic_factor_over_slack_line_start",
+           "blind66": "blind66_X11_wind_off_tare_records_kept"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]
 

@@ -99,6 +99,7 @@ from benchmarks.detection.blind62 import suite as blind62
 from benchmarks.detection.blind63 import suite as blind63
 from benchmarks.detection.blind64 import suite as blind64
 from benchmarks.detection.blind65 import suite as blind65
+from benchmarks.detection.blind66 import suite as blind66
 from benchmarks.detection.blind67 import suite as blind67
 from benchmarks.detection.torch_real import suite as torch_real
 from trainguard.api.enums import Action, Severity
@@ -565,6 +566,7 @@ BLIND_SPLITS: dict[str, ModuleType] = {
     "blind63": blind63,
     "blind64": blind64,
     "blind65": blind65,
+    "blind66": blind66,
     "blind67": blind67,
 }  # fmt: skip
 """Each blind split's suite module, by its `--suite` name: its `catalogue()`, `train(...)` and `label(...)`."""

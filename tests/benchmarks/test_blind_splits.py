@@ -1,4 +1,4 @@
-"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`, `blind53/`, `blind54/`, `blind55/`, `blind56/`, `blind57/`, `blind58/`, `blind59/`, `blind60/`, `blind61/`, `blind62/`, `blind63/`, `blind64/`, `blind65/`, `blind67/`)
+"""The blind splits of the detection benchmark (`benchmarks/detection/blind/`, `blind2/`, ..., `blind17/`, `blind18/`, `blind19/`, `blind20/`, `blind21/`, `blind22/`, `blind23/`, `blind24/`, `blind25/`, `blind26/`, `blind27/`, `blind28/`, `blind29/`, `blind30/`, `blind31/`, `blind32/`, `blind33/`, `blind34/`, `blind35/`, `blind36/`, `blind37/`, `blind38/`, `blind39/`, `blind40/`, `blind41/`, `blind42/`, `blind43/`, `blind44/`, `blind45/`, `blind46/`, `blind47/`, `blind48/`, `blind49/`, `blind50/`, `blind51/`, `blind52/`, `blind53/`, `blind54/`, `blind55/`, `blind56/`, `blind57/`, `blind58/`, `blind59/`, `blind60/`, `blind61/`, `blind62/`, `blind63/`, `blind64/`, `blind65/`, `blind66/`, `blind67/`)
 are declared consistently, each apart from the splits before it, the runner offers each of them, a healthy program
 of each runs through the real hook, and the oracle labels a harmful bug of a later split against its twin.
 
@@ -82,6 +82,7 @@ from benchmarks.detection.blind62 import suite as sixtysecond
 from benchmarks.detection.blind63 import suite as sixtythird
 from benchmarks.detection.blind64 import suite as sixtyfourth
 from benchmarks.detection.blind65 import suite as sixtyfifth
+from benchmarks.detection.blind66 import suite as sixtysixth
 from benchmarks.detection.blind67 import suite as sixtyseventh
 
 SPLITS = {
@@ -150,6 +151,7 @@ SPLITS = {
     "blind63": (sixtythird, 24, 17),
     "blind64": (sixtyfourth, 24, 17),
     "blind65": (sixtyfifth, 24, 17),
+    "blind66": (sixtysixth, 24, 17),
     "blind67": (sixtyseventh, 24, 17),
 }
 """Each split's suite module, the least number of healthy programs and of harmful bugs it declares."""
@@ -209,6 +211,7 @@ HEALTHY = {"blind": "blind_mlp_sgd_momentum", "blind2": "blind2_gru_seq2seq_teac
            "blind63": "blind63_granule_adagrad_batch64",
            "blind64": "blind64_crossing_radam_batch64",
            "blind65": "blind65_blend_adagrad_batch64",
+           "blind66": "blind66_squat_adagrad_batch64",
            "blind67": "blind67_varnish_radam_batch64"}  # fmt: skip
 """A healthy program of each split, run a few steps through the real hook."""
 HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
@@ -275,6 +278,7 @@ HARMFUL = {"blind2": "blind2_Y12_normalised_with_stats_1000x_off",
            "blind63": "blind63_F14_dynamic_factor_over_slack_line_start",
            "blind64": "blind64_P13_dilution_over_drained_rinse",
            "blind65": "blind65_Q17_log_tf_over_tr_of_green_lots",
+           "blind66": "blind66_X11_wind_off_tare_records_kept",
            "blind67": "blind67_K01_days_of_cover_over_undispensed_items"}  # fmt: skip
 """A bug of a later split that hurts from its first step, labelled against its twin by the oracle."""
 BUGS = [(name, p) for name, (split, _, _) in SPLITS.items() for p in split.catalogue() if p.fault is not None]

@@ -38,7 +38,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from trainguard.api.enums import Action, RuleCategory
-from trainguard.rules import base, shared_loss
+from trainguard.rules import base, shared, shared_loss
 from trainguard.rules.metric_against_loss import direction
 from trainguard.rules.metric_progress import error_name, error_of, held_out_error
 from trainguard.rules.step_view import StepView
@@ -229,7 +229,7 @@ class Overtraining(base.Rule):
         latest = sum(max(e, floor) for e in errors[-w:]) / w
         latest_train = sum(trains[-w:]) / w
         steps = np.abs(np.diff(errors))
-        sigma = 1.4826 * float(np.median(steps)) / math.sqrt(2)
+        sigma = shared.MAD_TO_SIGMA * float(np.median(steps)) / math.sqrt(2)
         se = sigma * math.sqrt(2 / w)
         rise = 100.0 * (latest / best - 1.0) if best > 0 else 0.0
         excess = latest - best
